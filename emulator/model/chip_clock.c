@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT */
+/* The chip clock: harts, waits, semaphores and stepping. See chip_clock.h. */
+#include "chip_clock.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum chip_event_kind {
+    EV_TIMER,   /* src = hart; arg0 = wait generation */
+    EV_RESUME,  /* src = hart; arg0 = wait generation; the hart's own commands ran past */
+    EV_SEM,     /* arg0 = target hart << 32 | sem; arg1 = op << 32 | value */
+    EV_RELEASE, /* release the NPU cores */
+};
+
+int chip_clock_init(struct chip_clock *c, const struct chip_clock_params *p)
+{
+    memset(c, 0, sizeof(*c));
+    c->p = *p;
+    c->ncores = p->rows * p->cols;
+    c->nharts = c->ncores + 1;
+    c->harts = calloc(c->nharts, sizeof(*c->harts));
+    if (!c->harts)
+        return NPU_ERR_NOMEM;
+    int rc = evq_init(&c->queue, 4u * c->nharts);
+    if (rc) {
+        free(c->harts);
+        return rc;
+    }
+    for (uint32_t h = 0; h < c->nharts; h++) {
+        c->harts[h].state = CHIP_HART_RUNNING;
+        c->harts[h].row = h < c->ncores ? h / p->cols : 0;
+        c->harts[h].col = h < c->ncores ? h % p->cols : 0;
+    }
+    c->nrunning = c->nharts;
+    return NPU_OK;
+}
+
+void chip_clock_destroy(struct chip_clock *c)
+{
+    evq_destroy(&c->queue);
+    free(c->harts);
+    c->harts = NULL;
+}
+
+uint64_t chip_hart_time(const struct chip_clock *c, uint32_t hart)
+{
+    assert(hart < c->nharts);
+    return c->harts[hart].now_ps;
+}
+
+void chip_hart_charge(struct chip_clock *c, uint32_t hart, uint64_t cycles)
+{
+    assert(hart < c->nharts && c->harts[hart].state == CHIP_HART_RUNNING);
+    c->harts[hart].now_ps += cycles * c->p.cycle_ps;
+}
+
+uint32_t chip_hops(const struct chip_clock *c, uint32_t a, uint32_t b)
+{
+    const struct chip_hart *x = &c->harts[a], *y = &c->harts[b];
+    uint32_t dr = x->row > y->row ? x->row - y->row : y->row - x->row;
+    uint32_t dc = x->col > y->col ? x->col - y->col : y->col - x->col;
+    if (a == b)
+        return 0;
+    /* The control core reaches the mesh through one link to router (0,0). */
+    return dr + dc + (a == c->ncores) + (b == c->ncores);
+}
+
+static int schedule(struct chip_clock *c, uint32_t src, uint64_t time_ps, uint32_t kind,
+                    uint64_t arg0, uint64_t arg1)
+{
+    struct evq_event ev = {
+        .time_ps = time_ps, .src = src, .kind = kind,
+        .seq = c->harts[src].seq++, .arg0 = arg0, .arg1 = arg1,
+    };
+    return evq_push(&c->queue, &ev);
+}
+
+/* The npu_wait_kind bit of h's wait that holds now, or 0. Timers are handled by events. */
+static uint32_t wait_holds(const struct chip_clock *c, const struct chip_hart *h)
+{
+    const struct chip_wait *w = &h->wait;
+    if ((w->kind & NPU_WAIT_SEM) && h->sems[w->sem] >= w->value)
+        return NPU_WAIT_SEM;
+    if ((w->kind & NPU_WAIT_RELEASE) && c->released)
+        return NPU_WAIT_RELEASE;
+    return 0;
+}
+
+int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w)
+{
+    assert(hart < c->nharts);
+    struct chip_hart *h = &c->harts[hart];
+    assert(h->state == CHIP_HART_RUNNING);
+    const uint32_t all = NPU_WAIT_TIMER | NPU_WAIT_SEM | NPU_WAIT_RELEASE;
+    if (w->kind == 0 || (w->kind & ~all) ||
+        ((w->kind & NPU_WAIT_SEM) && w->sem >= CHIP_SEMS_PER_CORE) ||
+        ((w->kind & NPU_WAIT_RELEASE) && hart == c->ncores))
+        return NPU_ERR_INVAL; /* the control core is never released: it releases */
+    h->wait = *w;
+    uint32_t holds = wait_holds(c, h);
+    if (!holds && (w->kind & NPU_WAIT_TIMER) && w->deadline_ps <= h->now_ps)
+        holds = NPU_WAIT_TIMER;
+    if (holds) {
+        h->cause = holds;
+        return (int)holds;
+    }
+    h->wait_gen++;
+    h->resume_pending = false;
+    if (w->kind & NPU_WAIT_TIMER) {
+        int rc = schedule(c, hart, w->deadline_ps, EV_TIMER, h->wait_gen, 0);
+        if (rc)
+            return rc;
+    }
+    h->state = CHIP_HART_WAITING;
+    c->nrunning--;
+    return 0;
+}
+
+void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status)
+{
+    assert(hart < c->nharts);
+    struct chip_hart *h = &c->harts[hart];
+    if (h->state == CHIP_HART_FINISHED)
+        return;
+    if (h->state == CHIP_HART_RUNNING)
+        c->nrunning--;
+    h->state = CHIP_HART_FINISHED;
+    h->exit_status = status;
+}
+
+int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,
+                  uint32_t op, uint32_t value)
+{
+    assert(hart < c->nharts);
+    if (target >= c->nharts || sem >= CHIP_SEMS_PER_CORE ||
+        (op != NPU_SEM_OP_INC && op != NPU_SEM_OP_SET))
+        return NPU_ERR_RANGE;
+    chip_hart_charge(c, hart, c->p.cmd_cost_cycles);
+    uint64_t at = c->harts[hart].now_ps +
+                  (uint64_t)chip_hops(c, hart, target) * c->p.hop_cycles * c->p.cycle_ps;
+    return schedule(c, hart, at, EV_SEM, (uint64_t)target << 32 | sem,
+                    (uint64_t)op << 32 | value);
+}
+
+int chip_release_cores(struct chip_clock *c, uint32_t hart)
+{
+    if (hart != chip_clock_ctrl_hart(c))
+        return NPU_ERR_STATE;
+    chip_hart_charge(c, hart, c->p.cmd_cost_cycles);
+    return schedule(c, hart, c->harts[hart].now_ps, EV_RELEASE, 0, 0);
+}
+
+bool chip_clock_is_quiescent(const struct chip_clock *c)
+{
+    if (c->nrunning != 0)
+        return false;
+    for (uint32_t h = 0; h < c->nharts; h++)
+        if (c->harts[h].state == CHIP_HART_WAITING)
+            return true;
+    return false;
+}
+
+bool chip_clock_all_finished(const struct chip_clock *c)
+{
+    for (uint32_t h = 0; h < c->nharts; h++)
+        if (c->harts[h].state != CHIP_HART_FINISHED)
+            return false;
+    return true;
+}
+
+/* A wait of `hart` holds at chip time t with `cause`: wake it, or resume it later. */
+static void wake(struct chip_clock *c, uint32_t hart, uint32_t cause, uint32_t *woken)
+{
+    struct chip_hart *h = &c->harts[hart];
+    if (h->state != CHIP_HART_WAITING || h->resume_pending)
+        return;
+    h->cause = cause;
+    if (h->now_ps > c->time_ps) {
+        /* The hart's own commands are charged past t: it resumes at its local time. */
+        h->resume_pending = true;
+        schedule(c, hart, h->now_ps, EV_RESUME, h->wait_gen, cause);
+        return;
+    }
+    h->now_ps = c->time_ps;
+    h->state = CHIP_HART_RUNNING;
+    c->nrunning++;
+    (*woken)++;
+    if (c->p.on_wake)
+        c->p.on_wake(c->p.opaque, hart);
+}
+
+static bool is_stale(const struct chip_clock *c, const struct evq_event *ev)
+{
+    if (ev->kind != EV_TIMER && ev->kind != EV_RESUME)
+        return false;
+    const struct chip_hart *h = &c->harts[ev->src];
+    return h->state != CHIP_HART_WAITING || h->wait_gen != (uint32_t)ev->arg0;
+}
+
+static void apply(struct chip_clock *c, const struct evq_event *ev, uint32_t *woken)
+{
+    switch (ev->kind) {
+    case EV_TIMER:
+        if (!c->harts[ev->src].resume_pending)
+            wake(c, ev->src, NPU_WAIT_TIMER, woken);
+        break;
+    case EV_RESUME:
+        c->harts[ev->src].resume_pending = false;
+        wake(c, ev->src, (uint32_t)ev->arg1, woken);
+        break;
+    case EV_SEM: {
+        uint32_t target = (uint32_t)(ev->arg0 >> 32), sem = (uint32_t)ev->arg0;
+        uint32_t op = (uint32_t)(ev->arg1 >> 32), value = (uint32_t)ev->arg1;
+        struct chip_hart *t = &c->harts[target];
+        t->sems[sem] = op == NPU_SEM_OP_SET ? value : t->sems[sem] + value;
+        if (t->state == CHIP_HART_WAITING && (t->wait.kind & NPU_WAIT_SEM) &&
+            t->wait.sem == sem && t->sems[sem] >= t->wait.value)
+            wake(c, target, NPU_WAIT_SEM, woken);
+        break;
+    }
+    case EV_RELEASE:
+        c->released = true;
+        for (uint32_t h = 0; h < c->ncores; h++)
+            if (c->harts[h].state == CHIP_HART_WAITING &&
+                (c->harts[h].wait.kind & NPU_WAIT_RELEASE))
+                wake(c, h, NPU_WAIT_RELEASE, woken);
+        break;
+    default:
+        assert(!"unknown chip event kind");
+    }
+}
+
+int chip_clock_advance(struct chip_clock *c)
+{
+    uint32_t woken = 0;
+    struct evq_event ev;
+    while (evq_pop(&c->queue, &ev)) {
+        /* A timer or resume of a wait that already ended is dropped: no time passes. It may
+         * be the last event at the wake time, so the stop test below still applies. */
+        if (!is_stale(c, &ev)) {
+            assert(ev.time_ps >= c->time_ps);
+            c->time_ps = ev.time_ps;
+            c->events_applied++;
+            apply(c, &ev, &woken);
+        }
+        const struct evq_event *next = evq_peek(&c->queue);
+        if (woken && (!next || next->time_ps > c->time_ps))
+            return NPU_OK;
+    }
+    return woken ? NPU_OK : NPU_ERR_DEADLOCK;
+}
+
+void chip_hart_describe(const struct chip_clock *c, uint32_t hart, char *buf, size_t len)
+{
+    const struct chip_hart *h = &c->harts[hart];
+    if (h->state == CHIP_HART_FINISHED) {
+        snprintf(buf, len, "finished with status %d", h->exit_status);
+        return;
+    }
+    if (h->state == CHIP_HART_RUNNING) {
+        snprintf(buf, len, "running (not waiting) at local time %llu ps",
+                 (unsigned long long)h->now_ps);
+        return;
+    }
+    int n = snprintf(buf, len, "waiting since %llu ps for", (unsigned long long)h->now_ps);
+    const char *sep = "";
+    if (h->wait.kind & NPU_WAIT_TIMER && n >= 0 && (size_t)n < len) {
+        n += snprintf(buf + n, len - n, " timer at %llu ps",
+                      (unsigned long long)h->wait.deadline_ps);
+        sep = " or";
+    }
+    if (h->wait.kind & NPU_WAIT_SEM && n >= 0 && (size_t)n < len) {
+        n += snprintf(buf + n, len - n, "%s semaphore %u >= %u (now %u)", sep, h->wait.sem,
+                      h->wait.value, h->sems[h->wait.sem]);
+        sep = " or";
+    }
+    if (h->wait.kind & NPU_WAIT_RELEASE && n >= 0 && (size_t)n < len)
+        snprintf(buf + n, len - n, "%s release by the control core", sep);
+}

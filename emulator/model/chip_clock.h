@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The chip clock (design brief, section 3). Chip time belongs to this model, not to QEMU.
+ *
+ * Harts are untimed control processors. Each hart has a local time: the chip time at which it
+ * last woke, plus the configured cost of every command it has issued since. A hart that has
+ * nothing to do waits for a condition (timer, semaphore, release). Chip time advances only
+ * when no hart runs: chip_clock_advance() then pops the earliest events in key order
+ * (time, source, sequence), applies them, and wakes exactly the harts whose wait is satisfied.
+ * Every hart waiting with no event pending is a deadlock.
+ *
+ * Modelled: hart local time, command cost, per-core semaphores written locally or across the
+ * mesh with a hop latency (XY distance; the control core's link to router (0,0) is one hop),
+ * timers, the release of the NPU cores, exit. Not modelled here: engines, NoC bandwidth and
+ * contention (they schedule their own events on this queue when they come).
+ *
+ * Not thread-safe: the QEMU glue calls it with the big QEMU lock held.
+ */
+#ifndef CHIP_CLOCK_H
+#define CHIP_CLOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "event_queue.h"
+#include "npu_enums.h"
+
+#define CHIP_SEMS_PER_CORE 32u
+
+enum chip_hart_state {
+    CHIP_HART_RUNNING,  /* executing instructions; chip time cannot advance */
+    CHIP_HART_WAITING,  /* waiting for a condition */
+    CHIP_HART_FINISHED, /* exited; takes no further part */
+};
+
+/* What a hart waits for: it wakes when any condition selected in `kind` holds. */
+struct chip_wait {
+    uint32_t kind;        /* npu_wait_kind bits */
+    uint64_t deadline_ps; /* NPU_WAIT_TIMER: local time >= deadline */
+    uint32_t sem;         /* NPU_WAIT_SEM: sems[sem] >= value */
+    uint32_t value;
+};
+
+struct chip_hart {
+    enum chip_hart_state state;
+    uint64_t now_ps;       /* local time */
+    struct chip_wait wait; /* valid while WAITING */
+    uint32_t wait_gen;     /* bumps at every wait; stale timer events carry an old value */
+    uint32_t cause;        /* npu_wait_kind bit that ended the last wait */
+    bool resume_pending;   /* satisfied, resumes at now_ps (its own commands ran past) */
+    uint64_t seq;          /* next sequence number of events this hart schedules */
+    uint32_t sems[CHIP_SEMS_PER_CORE];
+    uint32_t row, col;     /* router the hart's core sits on */
+    int exit_status;
+};
+
+struct chip_clock_params {
+    uint32_t rows, cols;      /* mesh; harts 0..rows*cols-1 are NPU cores */
+    uint64_t cycle_ps;        /* one core cycle */
+    uint32_t cmd_cost_cycles; /* charged to a hart per command */
+    uint32_t hop_cycles;      /* NoC latency per router hop */
+    /* Called for every hart that wakes (its state is RUNNING again). */
+    void (*on_wake)(void *opaque, uint32_t hart);
+    void *opaque;
+};
+
+struct chip_clock {
+    struct chip_clock_params p;
+    uint32_t ncores;       /* NPU cores; the control core is hart `ncores` */
+    uint32_t nharts;       /* ncores + 1 */
+    struct chip_hart *harts;
+    struct evq queue;
+    uint64_t time_ps;      /* time of the last applied event */
+    uint32_t nrunning;     /* harts in CHIP_HART_RUNNING */
+    bool released;         /* the control core released the NPU cores */
+    uint64_t events_applied;
+};
+
+int chip_clock_init(struct chip_clock *c, const struct chip_clock_params *p);
+void chip_clock_destroy(struct chip_clock *c);
+
+static inline uint32_t chip_clock_ctrl_hart(const struct chip_clock *c)
+{
+    return c->ncores;
+}
+
+/* Local time of a hart. */
+uint64_t chip_hart_time(const struct chip_clock *c, uint32_t hart);
+
+/* Charges `cycles` of chip time to a running hart. */
+void chip_hart_charge(struct chip_clock *c, uint32_t hart, uint64_t cycles);
+
+/*
+ * Starts a wait. Returns the npu_wait_kind bit that already holds (the hart goes on running,
+ * no wait), 0 if the hart now waits, or NPU_ERR_INVAL for a bad wait (no kind, bad semaphore).
+ */
+int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w);
+
+/* The hart has finished with `status`. */
+void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status);
+
+/*
+ * Command: semaphore operation (npu_sem_op) from `hart` on semaphore `sem` of `target`
+ * (a hart index). Charges the command cost; the operation lands after the hop latency.
+ */
+int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,
+                  uint32_t op, uint32_t value);
+
+/* Command from the control core: release every NPU core waiting for NPU_WAIT_RELEASE. */
+int chip_release_cores(struct chip_clock *c, uint32_t hart);
+
+/* True when no hart runs and at least one waits: time must advance. */
+bool chip_clock_is_quiescent(const struct chip_clock *c);
+
+/* True when every hart has finished. */
+bool chip_clock_all_finished(const struct chip_clock *c);
+
+/*
+ * Advances chip time until at least one hart wakes. Applies every event of the earliest time
+ * that wakes somebody, in key order. Returns NPU_OK, or NPU_ERR_DEADLOCK if the queue ran dry
+ * with every hart still waiting (chip time then stays at the last applied event).
+ */
+int chip_clock_advance(struct chip_clock *c);
+
+/* One line describing what a hart does or waits for (for deadlock and watchdog reports). */
+void chip_hart_describe(const struct chip_clock *c, uint32_t hart, char *buf, size_t len);
+
+/* Router hops between two harts' cores (the control core attaches at (0,0), one hop away). */
+uint32_t chip_hops(const struct chip_clock *c, uint32_t a, uint32_t b);
+
+#endif

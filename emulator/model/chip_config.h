@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Chip configuration: what a chip config file (models/chips/NAME.toml) describes.
+ *
+ * The file is a flat subset of TOML: `key = value` lines, `#` comments, integers in decimal or
+ * 0x hex with optional `_` separators, strings in double quotes. Every field below is
+ * required; an unknown, repeated, missing or out-of-range field is an error naming the file,
+ * the line and the field. The chip model, the QEMU machine and the host tools share this
+ * parser, so a config means the same thing everywhere.
+ *
+ * Modelled here: mesh shape, clock, memory sizes and the hart command cost and NoC hop
+ * latency used by the chip clock. The engines' parameters come with the engines.
+ */
+#ifndef CHIP_CONFIG_H
+#define CHIP_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CHIP_MESH_DIM_MAX 32u  /* rows and columns: 1..32 */
+#define CHIP_CORES_MAX (CHIP_MESH_DIM_MAX * CHIP_MESH_DIM_MAX)
+#define CHIP_NAME_MAX 64u
+
+struct chip_config {
+    char name[CHIP_NAME_MAX];  /* "name": preset name, printed in summaries */
+    uint32_t mesh_rows;        /* "mesh_rows": 1..32 */
+    uint32_t mesh_cols;        /* "mesh_cols": 1..32 */
+    uint32_t freq_mhz;         /* "freq_mhz": core clock, 1..10000 */
+    uint64_t sram_bytes;       /* "sram_bytes": local SRAM per core, 64 KiB..256 MiB */
+    uint64_t hbm_bytes;        /* "hbm_bytes": HBM shared by the chip, 1 MiB..1 TiB */
+    uint64_t dram_bytes;       /* "dram_bytes": control-core DRAM, 1 MiB..2 GiB */
+    uint32_t cmd_cost_cycles;  /* "cmd_cost_cycles": chip time charged per hart command */
+    uint32_t noc_hop_cycles;   /* "noc_hop_cycles": NoC latency per router hop */
+};
+
+/* Errors are written to err (a NUL-terminated message naming file, line and field). */
+int chip_config_parse(struct chip_config *cfg, const char *text, const char *filename,
+                      char *err, size_t errlen);
+int chip_config_load(struct chip_config *cfg, const char *path, char *err, size_t errlen);
+
+/* Checks a mesh shape against the limits; used after command-line overrides too. */
+int chip_config_check_mesh(uint32_t rows, uint32_t cols, char *err, size_t errlen);
+
+/* Picoseconds per core cycle, rounded to the nearest picosecond. */
+uint64_t chip_config_cycle_ps(const struct chip_config *cfg);
+
+#endif

@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * npu-mesh chip control block (block `chipctl` of hal/regspec/npu_regs.toml).
+ *
+ * This device owns the chip model: the chip clock and the console. It steps the clock when
+ * no hart runs, prints the console in chip order, stops the run (exit status out of QEMU)
+ * and reports deadlocks and harts that never wait (wall-clock watchdog).
+ *
+ * Stopping is deferred to a quiescent point (no hart running) so that what is printed does
+ * not depend on how QEMU happened to schedule the harts: a faulting core or the exiting
+ * control core end the run once every other hart waits or has finished.
+ */
+#include "qemu/osdep.h"
+#include "qapi/error.h"
+#include "qemu/log.h"
+#include "qemu/module.h"
+#include "qemu/timer.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "hw/core/cpu.h"
+
+#include "npu_mesh.h"
+#include "npu_regs_qemu.h"
+
+void npu_chip_print(NpuChipctlState *s, const char *text)
+{
+    if (qemu_chr_fe_backend_connected(&s->chr)) {
+        qemu_chr_fe_write_all(&s->chr, (const uint8_t *)text, strlen(text));
+    } else {
+        fputs(text, stdout);
+        fflush(stdout);
+    }
+}
+
+static void console_emit(void *opaque, const char *text, size_t len)
+{
+    NpuChipctlState *s = opaque;
+    if (qemu_chr_fe_backend_connected(&s->chr)) {
+        qemu_chr_fe_write_all(&s->chr, (const uint8_t *)text, len);
+    } else {
+        fwrite(text, 1, len, stdout);
+    }
+}
+
+static void hart_name(NpuChipctlState *s, uint32_t hart, char *buf, size_t len)
+{
+    if (hart == s->clock.ncores) {
+        snprintf(buf, len, "ctrl");
+    } else {
+        snprintf(buf, len, "core %u (%u,%u)", hart, hart / s->cfg.mesh_cols,
+                 hart % s->cfg.mesh_cols);
+    }
+}
+
+void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+
+    s->stopped = true;
+    for (uint32_t h = 0; h < s->clock.nharts; h++) {
+        chip_console_end_line(&s->console, h, chip_hart_time(&s->clock, h));
+    }
+    chip_console_flush(&s->console);
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    npu_chip_print(s, msg);
+    fflush(stdout);
+    exit(exit_code);
+}
+
+int npu_chip_current_hart(NpuChipctlState *s)
+{
+    if (!current_cpu || current_cpu->cpu_index >= (int)s->clock.nharts) {
+        return -1;
+    }
+    return current_cpu->cpu_index;
+}
+
+static void report_harts(NpuChipctlState *s, bool running_only)
+{
+    for (uint32_t h = 0; h < s->clock.nharts; h++) {
+        char who[48], what[256], line[400];
+        if (running_only && s->clock.harts[h].state != CHIP_HART_RUNNING) {
+            continue;
+        }
+        hart_name(s, h, who, sizeof(who));
+        chip_hart_describe(&s->clock, h, what, sizeof(what));
+        if (running_only) {
+            CPUState *cs = qemu_get_cpu(h);
+            snprintf(line, sizeof(line), "  %s: %s, pc 0x%" PRIx64 "%s\n", who, what,
+                     cs ? (uint64_t)RISCV_CPU(cs)->env.pc : 0,
+                     cs && cs->halted ? " (in WFI without a WAIT)" : "");
+        } else {
+            snprintf(line, sizeof(line), "  %s: %s\n", who, what);
+        }
+        npu_chip_print(s, line);
+    }
+}
+
+/* Ends the run at a quiescent point if a core failed or the control core exited. */
+static void stop_if_done(NpuChipctlState *s)
+{
+    uint64_t now = s->clock.time_ps;
+    for (uint32_t h = 0; h < s->clock.ncores; h++) {
+        const struct chip_hart *ch = &s->clock.harts[h];
+        if (ch->state == CHIP_HART_FINISHED && ch->exit_status != 0) {
+            npu_chip_stop(s, ch->exit_status, "[npu-mesh] stop: core %u (%u,%u) exited with "
+                          "status %d at chip time %" PRIu64 " ps\n", h,
+                          h / s->cfg.mesh_cols, h % s->cfg.mesh_cols, ch->exit_status,
+                          ch->now_ps);
+        }
+    }
+    const struct chip_hart *ctrl = &s->clock.harts[s->clock.ncores];
+    if (ctrl->state == CHIP_HART_FINISHED) {
+        npu_chip_stop(s, ctrl->exit_status, "[npu-mesh] stop: control core exited with "
+                      "status %d at chip time %" PRIu64 " ps\n", ctrl->exit_status,
+                      MAX(now, ctrl->now_ps));
+    }
+}
+
+static void deadlock_report(NpuChipctlState *s)
+{
+    char head[160];
+    chip_console_flush(&s->console);
+    snprintf(head, sizeof(head), "[npu-mesh] deadlock at chip time %" PRIu64
+             " ps: every hart waits and no event is pending\n", s->clock.time_ps);
+    npu_chip_print(s, head);
+    report_harts(s, false);
+    npu_chip_stop(s, NPU_EXIT_DEADLOCK, "[npu-mesh] stop: deadlock\n");
+}
+
+static void watchdog_rearm(NpuChipctlState *s)
+{
+    if (s->watchdog_ms) {
+        timer_mod(s->watchdog,
+                  qemu_clock_get_ms(QEMU_CLOCK_VIRTUAL_RT) + s->watchdog_ms);
+    }
+}
+
+void npu_chip_step_if_quiescent(NpuChipctlState *s)
+{
+    if (s->stopped || s->clock.nrunning != 0) {
+        return;
+    }
+    chip_console_flush(&s->console);
+    stop_if_done(s);
+    if (chip_clock_advance(&s->clock) == NPU_ERR_DEADLOCK) {
+        deadlock_report(s);
+    }
+    watchdog_rearm(s);
+}
+
+static void watchdog_expired(void *opaque)
+{
+    NpuChipctlState *s = opaque;
+    char head[200];
+
+    if (s->stopped) {
+        return;
+    }
+    chip_console_flush(&s->console);
+    snprintf(head, sizeof(head), "[npu-mesh] watchdog: chip time has not advanced for %u ms "
+             "of wall time (at %" PRIu64 " ps); harts that never waited:\n",
+             s->watchdog_ms, s->clock.time_ps);
+    npu_chip_print(s, head);
+    report_harts(s, true);
+    npu_chip_stop(s, NPU_EXIT_WATCHDOG, "[npu-mesh] stop: watchdog (firmware must wait, "
+                  "not spin: see docs/clock.md)\n");
+}
+
+static void on_wake(void *opaque, uint32_t hart)
+{
+    NpuChipctlState *s = opaque;
+    npu_core_woken(s->cores[hart]);
+}
+
+/* 64-bit registers may be read whole or as two 32-bit halves. */
+static uint64_t reg64_part(uint64_t value, hwaddr off, unsigned size)
+{
+    return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
+}
+
+static uint64_t chipctl_read(void *opaque, hwaddr addr, unsigned size)
+{
+    NpuChipctlState *s = opaque;
+
+    switch (addr & ~7ull) {
+    case A_CHIPCTL_MAGIC:
+        return addr == A_CHIPCTL_MAGIC ? NPU_CHIP_MAGIC : NPU_REGSPEC_VERSION;
+    case A_CHIPCTL_FDT_ADDR:
+        return reg64_part(s->fdt_addr, addr & 4, size);
+    case A_CHIPCTL_CHIP_TIME:
+        return reg64_part(s->clock.time_ps, addr & 4, size);
+    case A_CHIPCTL_RELEASE:
+        return 0; /* write-only */
+    default:
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh chipctl: read of unknown register 0x%"
+                      HWADDR_PRIx " by hart %d\n", addr, npu_chip_current_hart(s));
+        return 0;
+    }
+}
+
+static void chipctl_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+{
+    NpuChipctlState *s = opaque;
+    int hart = npu_chip_current_hart(s);
+
+    if (s->stopped) {
+        return;
+    }
+    if (addr != A_CHIPCTL_RELEASE) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh chipctl: write to read-only or unknown "
+                      "register 0x%" HWADDR_PRIx " by hart %d\n", addr, hart);
+        return;
+    }
+    if (!FIELD_EX32(value, CHIPCTL_RELEASE, GO)) {
+        return;
+    }
+    if (hart < 0 || chip_release_cores(&s->clock, hart) != NPU_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh chipctl: RELEASE written by hart %d; only "
+                      "the control core (hart %u) may release the cores\n", hart,
+                      s->clock.ncores);
+    }
+}
+
+static const MemoryRegionOps chipctl_ops = {
+    .read = chipctl_read,
+    .write = chipctl_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 4, .max_access_size = 8 },
+    .impl = { .min_access_size = 4, .max_access_size = 8 },
+};
+
+static void chipctl_realize(DeviceState *dev, Error **errp)
+{
+    NpuChipctlState *s = NPU_CHIPCTL(dev);
+    struct chip_clock_params p = {
+        .rows = s->cfg.mesh_rows,
+        .cols = s->cfg.mesh_cols,
+        .cycle_ps = chip_config_cycle_ps(&s->cfg),
+        .cmd_cost_cycles = s->cfg.cmd_cost_cycles,
+        .hop_cycles = s->cfg.noc_hop_cycles,
+        .on_wake = on_wake,
+        .opaque = s,
+    };
+
+    if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {
+        error_setg(errp, "npu-mesh chipctl: no chip configuration set");
+        return;
+    }
+    if (chip_clock_init(&s->clock, &p) != NPU_OK ||
+        chip_console_init(&s->console, s->clock.nharts, s->cfg.mesh_cols, console_emit,
+                          s) != NPU_OK) {
+        error_setg(errp, "npu-mesh chipctl: out of memory for %u harts",
+                   s->cfg.mesh_rows * s->cfg.mesh_cols + 1);
+        return;
+    }
+    memory_region_init_io(&s->mmio, OBJECT(dev), &chipctl_ops, s, TYPE_NPU_CHIPCTL,
+                          CHIPCTL_BLOCK_SIZE);
+    sysbus_init_mmio(SYS_BUS_DEVICE(dev), &s->mmio);
+    s->watchdog = timer_new_ms(QEMU_CLOCK_VIRTUAL_RT, watchdog_expired, s);
+    watchdog_rearm(s);
+}
+
+static Property chipctl_props[] = {
+    DEFINE_PROP_CHR("chardev", NpuChipctlState, chr),
+    DEFINE_PROP_UINT32("watchdog-ms", NpuChipctlState, watchdog_ms, 30000),
+    DEFINE_PROP_UINT64("fdt-addr", NpuChipctlState, fdt_addr, 0),
+    DEFINE_PROP_END_OF_LIST(),
+};
+
+static void chipctl_class_init(ObjectClass *klass, void *data)
+{
+    DeviceClass *dc = DEVICE_CLASS(klass);
+
+    dc->realize = chipctl_realize;
+    dc->user_creatable = false;
+    device_class_set_props(dc, chipctl_props);
+}
+
+static const TypeInfo chipctl_info = {
+    .name = TYPE_NPU_CHIPCTL,
+    .parent = TYPE_SYS_BUS_DEVICE,
+    .instance_size = sizeof(NpuChipctlState),
+    .class_init = chipctl_class_init,
+};
+
+static void chipctl_register_types(void)
+{
+    type_register_static(&chipctl_info);
+}
+
+type_init(chipctl_register_types)

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The npu-mesh machine: R x C NPU-core harts plus one control-core hart on a flat global
+ * address map (hal/regspec/npu_regs.toml, `memmap`), the chip control block, one register
+ * block per hart, the exit device, a generated devicetree, and the images:
+ *   -kernel CTRL.elf         control-core image, linked into DRAM;
+ *   core-image=CORE.elf      NPU-core image, position independent, linked at 0 and copied
+ *                            to the start of every core's SRAM (the firmware relocates
+ *                            itself at start-up, see hal/src/start.S).
+ *
+ * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
+ * mesh), core-image=, watchdog-ms= (0: off). -smp must equal rows * cols + 1.
+ *
+ * Modelled: the map, the harts, the clock and console through the chip model. Not modelled
+ * yet: engines, NoC and HBM timing (issue "engines"). Not enforced: that a hart touches only
+ * its own SRAM (plain RAM, for speed); the firmware's rule is to move data with engines only.
+ */
+#include "qemu/osdep.h"
+#include "qemu/error-report.h"
+#include "qemu/units.h"
+#include "qapi/error.h"
+#include "qapi/visitor.h"
+#include "qemu/log.h"
+#include "hw/boards.h"
+#include "hw/loader.h"
+#include "hw/qdev-properties.h"
+#include "hw/qdev-properties-system.h"
+#include "sysemu/reset.h"
+#include "sysemu/sysemu.h"
+#include "exec/address-spaces.h"
+#include "elf.h"
+
+#include "npu_mesh.h"
+
+/* ---- accesses outside every backed region: a guest error and an access fault */
+
+static const char *region_of(NpuMeshState *s, hwaddr addr)
+{
+    for (int r = 0; r < NPU_MAP__COUNT; r++) {
+        const struct npu_map_entry *e = &npu_memmap[r];
+        uint64_t span = e->stride ? e->stride * e->count : e->size;
+        if (addr >= e->base && addr - e->base < span) {
+            return e->name;
+        }
+    }
+    return NULL;
+}
+
+/* A runaway hart can hit unmapped memory millions of times: log the first few per hart. */
+#define UNMAPPED_LOG_MAX 8
+
+static void unmapped_log(NpuMeshState *s, hwaddr addr, unsigned size, const char *what)
+{
+    const char *region = region_of(s, addr);
+    int hart = npu_chip_current_hart(s->chipctl);
+    uint32_t *count = hart >= 0 ? &s->unmapped_logged[hart] : NULL;
+
+    if (count && ++*count > UNMAPPED_LOG_MAX) {
+        if (*count == UNMAPPED_LOG_MAX + 1) {
+            qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d: further unmapped accesses "
+                          "are not logged\n", hart);
+        }
+        return;
+    }
+    qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d %s of %u bytes at unmapped address 0x%"
+                  HWADDR_PRIx " (%s%s)\n", npu_chip_current_hart(s->chipctl), what, size,
+                  addr, region ? "beyond what is backed in window " : "outside every window",
+                  region ? region : "");
+    (void)hart;
+}
+
+static MemTxResult unmapped_read(void *opaque, hwaddr addr, uint64_t *data, unsigned size,
+                                 MemTxAttrs attrs)
+{
+    unmapped_log(opaque, addr, size, "read");
+    *data = 0;
+    return MEMTX_DECODE_ERROR;
+}
+
+static MemTxResult unmapped_write(void *opaque, hwaddr addr, uint64_t data, unsigned size,
+                                  MemTxAttrs attrs)
+{
+    unmapped_log(opaque, addr, size, "write");
+    return MEMTX_DECODE_ERROR;
+}
+
+static const MemoryRegionOps unmapped_ops = {
+    .read_with_attrs = unmapped_read,
+    .write_with_attrs = unmapped_write,
+    .endianness = DEVICE_LITTLE_ENDIAN,
+    .valid = { .min_access_size = 1, .max_access_size = 8, .unaligned = true },
+};
+
+/* ---- configuration */
+
+static void load_config(NpuMeshState *s)
+{
+    char err[512];
+
+    if (!s->config_path) {
+        error_report("npu-mesh: property 'config' is required: a chip config file such as "
+                     "models/chips/mesh-4x4.toml");
+        exit(1);
+    }
+    if (chip_config_load(&s->cfg, s->config_path, err, sizeof(err)) != NPU_OK) {
+        error_report("npu-mesh: property 'config': %s", err);
+        exit(1);
+    }
+    if (s->rows) {
+        s->cfg.mesh_rows = s->rows;
+    }
+    if (s->cols) {
+        s->cfg.mesh_cols = s->cols;
+    }
+}
+
+static void check_smp(MachineState *ms, uint32_t nharts)
+{
+    NpuMeshState *s = NPU_MESH_MACHINE(ms);
+
+    if (ms->smp.cpus != nharts) {
+        error_report("npu-mesh: a %ux%u mesh has %u harts (the cores and the control core): "
+                     "start QEMU with -smp %u, not %u", s->cfg.mesh_rows, s->cfg.mesh_cols,
+                     nharts, nharts, ms->smp.cpus);
+        exit(1);
+    }
+}
+
+/* ---- memory */
+
+static void map_ram(MemoryRegion *mr, const char *name, uint64_t base, uint64_t size)
+{
+    memory_region_init_ram_flags_nomigrate(mr, NULL, name, size, RAM_NORESERVE,
+                                           &error_fatal);
+    memory_region_add_subregion(get_system_memory(), base, mr);
+}
+
+static void create_memory(NpuMeshState *s, uint32_t ncores)
+{
+    MemoryRegion *sysmem = get_system_memory();
+
+    memory_region_init_io(&s->unmapped, OBJECT(s), &unmapped_ops, s, "npu.unmapped",
+                          UINT64_MAX);
+    memory_region_add_subregion_overlap(sysmem, 0, &s->unmapped, -1000);
+    map_ram(&s->dram, "npu.dram", npu_memmap[NPU_MAP_DRAM].base, s->cfg.dram_bytes);
+    map_ram(&s->hbm, "npu.hbm", npu_memmap[NPU_MAP_HBM].base, s->cfg.hbm_bytes);
+    s->unmapped_logged = g_new0(uint32_t, ncores + 1);
+    s->sram = g_new0(MemoryRegion, ncores);
+    for (uint32_t i = 0; i < ncores; i++) {
+        g_autofree char *name = g_strdup_printf("npu.sram%u", i);
+        map_ram(&s->sram[i], name, npu_map_instance_base(NPU_MAP_SRAM, i),
+                s->cfg.sram_bytes);
+    }
+    memory_region_init_rom(&s->fdt_rom, NULL, "npu.fdt", npu_memmap[NPU_MAP_FDT].size,
+                           &error_fatal);
+    memory_region_add_subregion(sysmem, npu_memmap[NPU_MAP_FDT].base, &s->fdt_rom);
+}
+
+/* ---- devices */
+
+static void create_devices(NpuMeshState *s, uint32_t nharts)
+{
+    DeviceState *dev = qdev_new(TYPE_NPU_CHIPCTL);
+
+    s->chipctl = NPU_CHIPCTL(dev);
+    s->chipctl->cfg = s->cfg;
+    qdev_prop_set_chr(dev, "chardev", serial_hd(0));
+    qdev_prop_set_uint32(dev, "watchdog-ms", s->watchdog_ms);
+    qdev_prop_set_uint64(dev, "fdt-addr", npu_memmap[NPU_MAP_FDT].base);
+    sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
+    sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_CHIPCTL].base);
+
+    s->cores = g_new0(NpuCoreState *, nharts);
+    for (uint32_t h = 0; h < nharts; h++) {
+        bool ctrl = h == nharts - 1;
+        dev = qdev_new(TYPE_NPU_CORE);
+        qdev_prop_set_uint32(dev, "hart", h);
+        object_property_set_link(OBJECT(dev), "chip", OBJECT(s->chipctl), &error_fatal);
+        sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
+        sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0,
+                        ctrl ? npu_memmap[NPU_MAP_CTRL_REGS].base
+                             : npu_map_instance_base(NPU_MAP_CORE_REGS, h));
+        s->cores[h] = NPU_CORE(dev);
+    }
+    s->chipctl->cores = s->cores;
+
+    dev = qdev_new(TYPE_NPU_EXIT);
+    object_property_set_link(OBJECT(dev), "chip", OBJECT(s->chipctl), &error_fatal);
+    sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
+    sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_EXIT].base);
+    s->exit_dev = NPU_EXIT(dev);
+}
+
+/* ---- images */
+
+static uint64_t sram_translate(void *opaque, uint64_t addr)
+{
+    return *(uint64_t *)opaque + addr;
+}
+
+static uint64_t load_core_image(NpuMeshState *s, uint32_t core)
+{
+    uint64_t base = npu_map_instance_base(NPU_MAP_SRAM, core);
+    uint64_t entry, low, high;
+    ssize_t size = load_elf(s->core_image, NULL, sram_translate, &base, &entry, &low, &high,
+                            NULL, 0, EM_RISCV, 1, 0);
+
+    if (size < 0) {
+        error_report("npu-mesh: property 'core-image': '%s': %s", s->core_image,
+                     load_elf_strerror(size));
+        exit(1);
+    }
+    if (low != base) {
+        error_report("npu-mesh: property 'core-image': '%s' is linked at 0x%" PRIx64
+                     "; an NPU-core image must be position independent and linked at 0 "
+                     "(hal/ld/core.ld)", s->core_image, low - base);
+        exit(1);
+    }
+    if (high - base > s->cfg.sram_bytes) {
+        error_report("npu-mesh: property 'core-image': '%s' needs %" PRIu64 " bytes of SRAM; "
+                     "the chip config gives %" PRIu64, s->core_image, high - base,
+                     s->cfg.sram_bytes);
+        exit(1);
+    }
+    return base + entry;
+}
+
+static uint64_t load_ctrl_image(MachineState *ms, NpuMeshState *s)
+{
+    uint64_t entry, low, high, base = npu_memmap[NPU_MAP_DRAM].base;
+    ssize_t size;
+
+    if (!ms->kernel_filename) {
+        error_report("npu-mesh: no control-core image: pass -kernel CTRL.elf");
+        exit(1);
+    }
+    size = load_elf(ms->kernel_filename, NULL, NULL, NULL, &entry, &low, &high, NULL, 0,
+                    EM_RISCV, 1, 0);
+    if (size < 0) {
+        error_report("npu-mesh: -kernel '%s': %s", ms->kernel_filename,
+                     load_elf_strerror(size));
+        exit(1);
+    }
+    if (low < base || high > base + s->cfg.dram_bytes) {
+        error_report("npu-mesh: -kernel '%s' occupies [0x%" PRIx64 ", 0x%" PRIx64 "), outside "
+                     "the control core's DRAM [0x%" PRIx64 ", 0x%" PRIx64 ")",
+                     ms->kernel_filename, low, high, base, base + s->cfg.dram_bytes);
+        exit(1);
+    }
+    return entry;
+}
+
+/* ---- harts */
+
+static void hart_reset(void *opaque)
+{
+    cpu_reset(CPU(opaque));
+}
+
+static void create_harts(NpuMeshState *s, uint32_t nharts, const uint64_t *entries)
+{
+    s->cpus = g_new0(RISCVCPU, nharts);
+    for (uint32_t h = 0; h < nharts; h++) {
+        RISCVCPU *cpu = &s->cpus[h];
+        object_initialize_child(OBJECT(s), "hart[*]", cpu, TYPE_RISCV_CPU_BASE64);
+        qdev_prop_set_uint64(DEVICE(cpu), "resetvec", entries[h]);
+        qdev_prop_set_bit(DEVICE(cpu), "h", false);
+        cpu->env.mhartid = h;
+        qemu_register_reset(hart_reset, cpu);
+        qdev_realize(DEVICE(cpu), NULL, &error_fatal);
+        sysbus_connect_irq(SYS_BUS_DEVICE(s->cores[h]), 0,
+                           qdev_get_gpio_in(DEVICE(cpu), IRQ_M_EXT));
+    }
+}
+
+static void npu_mesh_init(MachineState *ms)
+{
+    NpuMeshState *s = NPU_MESH_MACHINE(ms);
+    char err[256];
+    int fdt_size;
+
+    load_config(s);
+    if (chip_config_check_mesh(s->cfg.mesh_rows, s->cfg.mesh_cols, err, sizeof(err))) {
+        error_report("npu-mesh: properties 'rows'/'cols': %s", err);
+        exit(1);
+    }
+    uint32_t ncores = s->cfg.mesh_rows * s->cfg.mesh_cols, nharts = ncores + 1;
+    check_smp(ms, nharts);
+    if (!s->core_image) {
+        error_report("npu-mesh: property 'core-image' is required: the NPU-core image");
+        exit(1);
+    }
+    create_memory(s, ncores);
+    create_devices(s, nharts);
+
+    g_autofree uint64_t *entries = g_new0(uint64_t, nharts);
+    for (uint32_t i = 0; i < ncores; i++) {
+        entries[i] = load_core_image(s, i);
+    }
+    entries[ncores] = load_ctrl_image(ms, s);
+    create_harts(s, nharts, entries);
+
+    void *fdt = npu_mesh_build_fdt(s, &fdt_size);
+    if ((uint64_t)fdt_size > npu_memmap[NPU_MAP_FDT].size) {
+        error_report("npu-mesh: the devicetree (%d bytes) exceeds its window", fdt_size);
+        exit(1);
+    }
+    rom_add_blob_fixed("npu.fdt", fdt, fdt_size, npu_memmap[NPU_MAP_FDT].base);
+    ms->fdt = fdt;
+}
+
+/* ---- properties */
+
+static void prop_get_u32(Object *obj, Visitor *v, const char *name, void *opaque,
+                         Error **errp)
+{
+    uint32_t value = *(uint32_t *)((char *)obj + (uintptr_t)opaque);
+    visit_type_uint32(v, name, &value, errp);
+}
+
+static void prop_set_dim(Object *obj, Visitor *v, const char *name, void *opaque,
+                         Error **errp)
+{
+    uint32_t value;
+
+    if (!visit_type_uint32(v, name, &value, errp)) {
+        return;
+    }
+    if (value < 1 || value > CHIP_MESH_DIM_MAX) {
+        error_setg(errp, "npu-mesh: property '%s' must be 1..%u, got %u", name,
+                   CHIP_MESH_DIM_MAX, value);
+        return;
+    }
+    *(uint32_t *)((char *)obj + (uintptr_t)opaque) = value;
+}
+
+static void prop_set_u32(Object *obj, Visitor *v, const char *name, void *opaque,
+                         Error **errp)
+{
+    uint32_t value;
+
+    if (visit_type_uint32(v, name, &value, errp)) {
+        *(uint32_t *)((char *)obj + (uintptr_t)opaque) = value;
+    }
+}
+
+#define STR_PROP(field)                                                              \
+    static char *get_##field(Object *obj, Error **errp)                              \
+    {                                                                                \
+        return g_strdup(NPU_MESH_MACHINE(obj)->field);                               \
+    }                                                                                \
+    static void set_##field(Object *obj, const char *value, Error **errp)           \
+    {                                                                                \
+        g_free(NPU_MESH_MACHINE(obj)->field);                                        \
+        NPU_MESH_MACHINE(obj)->field = g_strdup(value);                              \
+    }
+STR_PROP(config_path)
+STR_PROP(core_image)
+
+static void npu_mesh_instance_init(Object *obj)
+{
+    NPU_MESH_MACHINE(obj)->watchdog_ms = 30000;
+}
+
+static void npu_mesh_class_init(ObjectClass *oc, void *data)
+{
+    MachineClass *mc = MACHINE_CLASS(oc);
+
+    mc->desc = "npu-mesh: R x C NPU-core mesh with a control core (chip clock model)";
+    mc->init = npu_mesh_init;
+    mc->max_cpus = CHIP_CORES_MAX + 1;
+    object_class_property_add(oc, "rows", "uint32", prop_get_u32, prop_set_dim, NULL,
+                              (void *)offsetof(NpuMeshState, rows));
+    object_class_property_set_description(oc, "rows", "mesh rows (overrides the config)");
+    object_class_property_add(oc, "cols", "uint32", prop_get_u32, prop_set_dim, NULL,
+                              (void *)offsetof(NpuMeshState, cols));
+    object_class_property_set_description(oc, "cols", "mesh columns (overrides the config)");
+    object_class_property_add(oc, "watchdog-ms", "uint32", prop_get_u32, prop_set_u32, NULL,
+                              (void *)offsetof(NpuMeshState, watchdog_ms));
+    object_class_property_set_description(oc, "watchdog-ms",
+        "stop if chip time does not advance for this long in wall time (0: never)");
+    object_class_property_add_str(oc, "config", get_config_path, set_config_path);
+    object_class_property_set_description(oc, "config", "chip config file (.toml)");
+    object_class_property_add_str(oc, "core-image", get_core_image, set_core_image);
+    object_class_property_set_description(oc, "core-image", "NPU-core firmware ELF");
+}
+
+static const TypeInfo npu_mesh_info = {
+    .name = TYPE_NPU_MESH_MACHINE,
+    .parent = TYPE_MACHINE,
+    .instance_size = sizeof(NpuMeshState),
+    .instance_init = npu_mesh_instance_init,
+    .class_init = npu_mesh_class_init,
+};
+
+static void npu_mesh_register_types(void)
+{
+    type_register_static(&npu_mesh_info);
+}
+
+type_init(npu_mesh_register_types)

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * npu-mesh: QEMU glue for the project's mesh NPU. The chip itself (clock, console, config)
+ * lives in the plain-C chip model under model/; these files only connect it to QEMU:
+ * CPUs, memory regions, MMIO register blocks, image loading and the devicetree.
+ */
+#ifndef HW_RISCV_NPU_MESH_H
+#define HW_RISCV_NPU_MESH_H
+
+#include "hw/boards.h"
+#include "hw/sysbus.h"
+#include "chardev/char-fe.h"
+#include "qom/object.h"
+#include "target/riscv/cpu.h"
+
+#include "model/chip_clock.h"
+#include "model/chip_config.h"
+#include "model/chip_console.h"
+#include "npu_memmap.h"
+
+#define TYPE_NPU_MESH_MACHINE MACHINE_TYPE_NAME("npu-mesh")
+#define TYPE_NPU_CHIPCTL "npu-mesh.chipctl"
+#define TYPE_NPU_CORE "npu-mesh.core"
+#define TYPE_NPU_EXIT "npu-mesh.exit"
+
+OBJECT_DECLARE_SIMPLE_TYPE(NpuChipctlState, NPU_CHIPCTL)
+OBJECT_DECLARE_SIMPLE_TYPE(NpuCoreState, NPU_CORE)
+OBJECT_DECLARE_SIMPLE_TYPE(NpuExitState, NPU_EXIT)
+OBJECT_DECLARE_SIMPLE_TYPE(NpuMeshState, NPU_MESH_MACHINE)
+
+/* Chip control block; owns the chip model (clock + console) every other device uses. */
+struct NpuChipctlState {
+    SysBusDevice parent_obj;
+    MemoryRegion mmio;
+    CharBackend chr;
+    struct chip_config cfg;   /* set by the machine before realize */
+    struct chip_clock clock;
+    struct chip_console console;
+    struct NpuCoreState **cores; /* per hart, set by the machine */
+    uint32_t watchdog_ms;
+    QEMUTimer *watchdog;
+    uint64_t fdt_addr;
+    bool stopped;             /* a final report was printed; ignore further guest writes */
+};
+
+/* One hart's register block (block `core` of the register specification). */
+struct NpuCoreState {
+    SysBusDevice parent_obj;
+    MemoryRegion mmio;
+    qemu_irq irq;             /* the hart's machine external interrupt */
+    NpuChipctlState *chip;
+    uint32_t hart;            /* hart index: core id, or ncores for the control core */
+    struct chip_wait wait;    /* WAIT_* registers being assembled */
+    uint32_t wait_kind;
+    uint32_t irq_status, irq_enable;
+    uint32_t sem_target, sem_value;
+    int32_t cmd_status;
+};
+
+struct NpuExitState {
+    SysBusDevice parent_obj;
+    MemoryRegion mmio;
+    NpuChipctlState *chip;
+};
+
+struct NpuMeshState {
+    MachineState parent_obj;
+    uint32_t rows, cols;      /* 0: take the config's mesh */
+    char *config_path;
+    char *core_image;
+    uint32_t watchdog_ms;
+    struct chip_config cfg;
+    RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */
+    MemoryRegion *sram;
+    MemoryRegion dram, hbm, fdt_rom, unmapped;
+    NpuChipctlState *chipctl;
+    NpuCoreState **cores;     /* per hart */
+    NpuExitState *exit_dev;
+    uint32_t *unmapped_logged; /* per hart, to rate-limit the guest-error log */
+};
+
+/* Chip-level services the devices share (npu_chipctl.c). */
+void npu_chip_step_if_quiescent(NpuChipctlState *s);
+void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
+    G_GNUC_PRINTF(3, 4) G_GNUC_NORETURN;
+void npu_chip_print(NpuChipctlState *s, const char *text);
+/* The hart executing the current MMIO access, or -1 if none (e.g. gdb). */
+int npu_chip_current_hart(NpuChipctlState *s);
+/* Raises or lowers a core's interrupt line from its IRQ_STATUS & IRQ_ENABLE. */
+void npu_core_update_irq(NpuCoreState *core);
+/* Called by the clock for every hart that wakes. */
+void npu_core_woken(NpuCoreState *core);
+
+/* The devicetree of the machine (npu_mesh_fdt.c). */
+void *npu_mesh_build_fdt(NpuMeshState *s, int *size);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The HAL's view of the chip and of the hart running it, discovered at start-up from the
+ * devicetree the machine generates (the one fixed address used is the chip control block's,
+ * which holds the devicetree's address).
+ */
+#ifndef NPU_HAL_H
+#define NPU_HAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npu_enums.h"
+#include "npu_memmap.h"
+#include "npu_regs.h"
+
+struct hal_chip_info {
+    char config_name[64];
+    uint32_t rows, cols;        /* mesh */
+    uint32_t ncores;            /* NPU cores; the control core is hart/core id ncores */
+    uint32_t freq_mhz;
+    uint32_t cmd_cost_cycles;
+    uint32_t noc_hop_cycles;
+    uint32_t sems_per_core;
+    uint32_t regspec_version;
+    uint64_t sram_bytes;        /* per core */
+    uint64_t chipctl_base, chipctl_size;
+    uint64_t dram_base, dram_size;
+    uint64_t hbm_base, hbm_size;
+    uint64_t exit_base, exit_size;
+    uint64_t fdt_base;
+    uint32_t fdt_size;
+};
+
+struct hal_core_info {
+    uint32_t core_id;           /* equals the hart id */
+    uint32_t row, col;
+    bool is_ctrl;
+    uint64_t regs_base, regs_size;
+    uint64_t sram_base, sram_size; /* 0 for the control core */
+};
+
+/* The chip, and the hart running this code. Valid after start-up. */
+const struct hal_chip_info *hal_chip(void);
+const struct hal_core_info *hal_self(void);
+
+/* Reads any hart's description from the devicetree. */
+int hal_core_info_get(uint32_t core_id, struct hal_core_info *out);
+
+/* The devicetree's chosen/bootargs string, "" if none (set with QEMU's -append). */
+const char *hal_bootargs(void);
+
+/* Picoseconds per core cycle (rounded), as the chip model computes it. */
+uint64_t hal_cycle_ps(void);
+
+/* Ends this hart with `status` (NPU cores: the EXIT register; control core: exit device). */
+void hal_exit(int status) __attribute__((noreturn));
+
+/* Writes bytes to this hart's console register (the chip prints whole lines). */
+void hal_console_write(const char *buf, uint32_t len);
+void hal_console_puts(const char *s);
+void hal_console_put_hex(uint64_t value);
+void hal_console_put_dec(uint64_t value);
+
+/* Start-up entry of the application: each image defines main(). */
+int main(void);
+
+#endif

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Start-up in C and chip discovery. The only address taken from the memory map is the chip
+ * control block's, whose FDT_ADDR register tells where the devicetree is; everything else
+ * (mesh, clock, this hart's id, coordinates, register block and SRAM, memories) comes from
+ * the devicetree (docs/devicetree.md).
+ */
+#include <string.h>
+
+#include "npu/fdt_read.h"
+#include "npu/hal.h"
+#include "npu/mmio.h"
+
+static struct hal_chip_info chip;
+static struct hal_core_info self;
+static struct fdt_blob blob;
+static const char *bootargs = "";
+
+extern void __libc_init_array(void);
+void hal_start(void) __attribute__((noreturn));
+
+const struct hal_chip_info *hal_chip(void)
+{
+    return &chip;
+}
+
+const struct hal_core_info *hal_self(void)
+{
+    return &self;
+}
+
+const char *hal_bootargs(void)
+{
+    return bootargs;
+}
+
+uint64_t hal_cycle_ps(void)
+{
+    return (1000000ull + chip.freq_mhz / 2) / chip.freq_mhz;
+}
+
+/* A child of the root whose compatible (or device_type) matches. */
+static int find_root_child(const char *compat, const char *device_type, int *out)
+{
+    int root, node;
+    int rc = fdt_node_find(&blob, "/", &root);
+    for (rc = rc ? rc : fdt_node_first_child(&blob, root, &node); rc == NPU_OK;
+         rc = fdt_node_next_sibling(&blob, node, &node)) {
+        const char *type;
+        if (compat && fdt_node_is_compatible(&blob, node, compat))
+            break;
+        if (device_type && fdt_prop_string(&blob, node, "device_type", &type) == NPU_OK &&
+            strcmp(type, device_type) == 0)
+            break;
+    }
+    if (rc == NPU_OK)
+        *out = node;
+    return rc;
+}
+
+static int read_reg(int node, const char *prop, uint64_t *base, uint64_t *size)
+{
+    uint32_t cells[4];
+    int rc = fdt_prop_cells(&blob, node, prop, cells, 4);
+    if (rc == NPU_OK) {
+        *base = (uint64_t)cells[0] << 32 | cells[1];
+        *size = (uint64_t)cells[2] << 32 | cells[3];
+    }
+    return rc;
+}
+
+static int load_chip_node(void)
+{
+    int node, rc = find_root_child("npu-mesh,chip", NULL, &node);
+    uint32_t mesh[2];
+    const char *name;
+    if (rc == NPU_OK)
+        rc = fdt_prop_cells(&blob, node, "npu,mesh", mesh, 2);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,num-cores", &chip.ncores);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,freq-mhz", &chip.freq_mhz);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,cmd-cost-cycles", &chip.cmd_cost_cycles);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,noc-hop-cycles", &chip.noc_hop_cycles);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,sems-per-core", &chip.sems_per_core);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,regspec-version", &chip.regspec_version);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u64(&blob, node, "npu,sram-size", &chip.sram_bytes);
+    if (rc == NPU_OK)
+        rc = read_reg(node, "reg", &chip.chipctl_base, &chip.chipctl_size);
+    if (rc == NPU_OK)
+        rc = fdt_prop_string(&blob, node, "npu,config-name", &name);
+    if (rc != NPU_OK)
+        return rc;
+    chip.rows = mesh[0];
+    chip.cols = mesh[1];
+    strncpy(chip.config_name, name, sizeof(chip.config_name) - 1);
+    return chip.freq_mhz && chip.ncores == chip.rows * chip.cols ? NPU_OK : NPU_ERR_FORMAT;
+}
+
+static int load_memory_nodes(void)
+{
+    int node, rc = find_root_child(NULL, "memory", &node);
+    if (rc == NPU_OK)
+        rc = read_reg(node, "reg", &chip.dram_base, &chip.dram_size);
+    if (rc == NPU_OK)
+        rc = find_root_child("npu-mesh,hbm", NULL, &node);
+    if (rc == NPU_OK)
+        rc = read_reg(node, "reg", &chip.hbm_base, &chip.hbm_size);
+    if (rc == NPU_OK)
+        rc = find_root_child("npu-mesh,exit", NULL, &node);
+    if (rc == NPU_OK)
+        rc = read_reg(node, "reg", &chip.exit_base, &chip.exit_size);
+    if (rc == NPU_OK && fdt_node_find(&blob, "/chosen", &node) == NPU_OK &&
+        fdt_prop_string(&blob, node, "bootargs", &bootargs) != NPU_OK)
+        bootargs = "";
+    return rc;
+}
+
+static int read_cpu_node(int node, struct hal_core_info *out)
+{
+    uint32_t coord[2];
+    const char *role;
+    int rc = fdt_prop_u32(&blob, node, "npu,core-id", &out->core_id);
+    if (rc == NPU_OK)
+        rc = fdt_prop_cells(&blob, node, "npu,coord", coord, 2);
+    if (rc == NPU_OK)
+        rc = fdt_prop_string(&blob, node, "npu,role", &role);
+    if (rc == NPU_OK)
+        rc = read_reg(node, "npu,regs", &out->regs_base, &out->regs_size);
+    if (rc != NPU_OK)
+        return rc;
+    out->row = coord[0];
+    out->col = coord[1];
+    out->is_ctrl = strcmp(role, "control") == 0;
+    out->sram_base = out->sram_size = 0;
+    if (!out->is_ctrl)
+        rc = read_reg(node, "npu,sram", &out->sram_base, &out->sram_size);
+    return rc;
+}
+
+int hal_core_info_get(uint32_t core_id, struct hal_core_info *out)
+{
+    int cpus, node;
+    int rc = fdt_node_find(&blob, "/cpus", &cpus);
+    for (rc = rc ? rc : fdt_node_first_child(&blob, cpus, &node); rc == NPU_OK;
+         rc = fdt_node_next_sibling(&blob, node, &node)) {
+        uint32_t reg;
+        if (fdt_prop_u32(&blob, node, "reg", &reg) == NPU_OK && reg == core_id)
+            return read_cpu_node(node, out);
+    }
+    return rc;
+}
+
+static int chip_info_load(uint64_t fdt_addr)
+{
+    uint64_t hart;
+    __asm__ volatile("csrr %0, mhartid" : "=r"(hart));
+    int rc = fdt_blob_open(&blob, (const void *)(uintptr_t)fdt_addr,
+                           npu_memmap[NPU_MAP_FDT].size);
+    if (rc == NPU_OK)
+        rc = load_chip_node();
+    if (rc == NPU_OK)
+        rc = load_memory_nodes();
+    if (rc == NPU_OK)
+        rc = hal_core_info_get((uint32_t)hart, &self);
+    chip.fdt_base = fdt_addr;
+    chip.fdt_size = blob.totalsize;
+    return rc;
+}
+
+void hal_start(void)
+{
+    uint64_t chipctl = npu_memmap[NPU_MAP_CHIPCTL].base;
+    int rc = NPU_ERR_FORMAT;
+
+    if (mmio_read32(chipctl + CHIPCTL_MAGIC_OFFSET) == NPU_CHIP_MAGIC)
+        rc = chip_info_load(mmio_read64(chipctl + CHIPCTL_FDT_ADDR_OFFSET));
+    if (rc != NPU_OK || chip.regspec_version != NPU_REGSPEC_VERSION) {
+        /* Without the devicetree this hart cannot find its console: end through the exit
+           device, which the chip reports with the hart's name. */
+        mmio_write32(npu_memmap[NPU_MAP_EXIT].base, (NPU_EXIT_ASSERT << 16) | 0x3333);
+        for (;;)
+            __asm__ volatile("wfi");
+    }
+    __libc_init_array();
+    hal_exit(main());
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl dispatch: the command table, the usage texts and npuctl_main().
+ * `npuctl`, `npuctl help`, `-h` and `--help` print the usage of every command;
+ * `npuctl help CMD` and `npuctl CMD --help` print one. An unknown command prints the usage
+ * and exits 2.
+ */
+#include "npuctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+struct npuctl_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *usage;
+};
+
+#define RUN_OPTIONS                                                                          \
+    "  --chip NAME|PATH      chip config: models/chips/NAME.toml, or a file (default "    \
+    NPUCTL_DEFAULT_CHIP ")\n"                                                                \
+    "  --mesh RxC            override the config's mesh, e.g. 4x4 (1..32 each)\n"            \
+    "  --threads single|multi  TCG threading (default multi)\n"                              \
+    "  --watchdog-ms N       machine watchdog: a hart running N ms without waiting fails\n" \
+    "  --quiet-guest-errors  do not pass -d guest_errors to QEMU\n"                          \
+    "  --print-cmd           print the QEMU command line instead of running it\n"
+
+static const struct npuctl_command commands[] = {
+    { "run", npuctl_cmd_run,
+      "npuctl run [NAME | CTRL.elf CORE.elf] [OPTIONS] [-- QEMU ARGS...]\n"
+      "  Run a firmware image pair on the emulated chip. NAME (default " NPUCTL_DEFAULT_IMAGE
+      ") is the\n  directory $NPU_FIRMWARE_DIR/NAME/ holding ctrl.elf and core.elf (a NAME "
+      "with '/' is that\n  directory itself). Exit status: QEMU's (128+N on signal N), 124 on "
+      "--timeout, 2 on error.\n" RUN_OPTIONS
+      "  --timeout SECONDS     wall-clock limit; then QEMU's process group is killed\n"
+      "                        and npuctl exits 124 (default 600, 0 = none)\n" },
+    { "selftest", npuctl_cmd_selftest,
+      "npuctl selftest [OPTIONS] [-- QEMU ARGS...]\n"
+      "  Run the on-target self-tests: the same as `npuctl run " NPUCTL_SELFTEST_IMAGE
+      "`, with run's options.\n" },
+    { "debug", npuctl_cmd_debug,
+      "npuctl debug [NAME | CTRL.elf CORE.elf] [OPTIONS] [-- QEMU ARGS...]\n"
+      "  Start QEMU halted at reset with a gdb stub (-gdb tcp:localhost:PORT -S, no timeout)\n"
+      "  and print the gdb-multiarch command that attaches. gdb threads are the harts:\n"
+      "  thread N+1 is NPU core N, the last thread is the control core.\n"
+      "  Takes run's options except --timeout, and:\n"
+      "  --port P              gdb stub port (default 1234)\n"
+      "  --core K              load the core image's symbols at core K's SRAM (default 0)\n" },
+    { "test", npuctl_cmd_test,
+      "npuctl test [CTEST ARGS...]\n"
+      "  Run the test suite: ctest --test-dir $NPU_BUILD_DIR --output-on-failure ARGS\n"
+      "  (e.g. npuctl test -L host). Exit status: ctest's.\n" },
+    { "chips", npuctl_cmd_chips,
+      "npuctl chips\n"
+      "  List the chip presets (models/chips/*.toml): mesh, cores, clock, SRAM per core.\n"
+      "  Exit status 1 if a preset does not parse (it is listed with its error).\n" },
+    { "help", npuctl_cmd_help,
+      "npuctl help [COMMAND]\n"
+      "  This text, or one command's usage (also: npuctl COMMAND --help).\n" },
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct npuctl_command *find_command(const char *name)
+{
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_environment(FILE *f)
+{
+    static const enum npuctl_dir which[] = { NPUCTL_DIR_SOURCE, NPUCTL_DIR_BUILD,
+                                             NPUCTL_DIR_FIRMWARE, NPUCTL_PATH_QEMU };
+    fprintf(f, "\nenvironment (current value):\n");
+    for (size_t i = 0; i < sizeof(which) / sizeof(which[0]); i++)
+        fprintf(f, "  %-17s %s\n", npuctl_dir_env_name(which[i]), npuctl_get_dir(which[i]));
+}
+
+void npuctl_print_usage(FILE *f, const char *name)
+{
+    const struct npuctl_command *c = name ? find_command(name) : NULL;
+    if (c) {
+        fprintf(f, "usage: %s", c->usage);
+        return;
+    }
+    fprintf(f, "usage: npuctl COMMAND [ARGS...]\n"
+               "The front door of the npu-mesh project: runs firmware on the emulated chip.\n"
+               "Errors print 'npuctl: ...' and exit 2.\n\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "%s%s", i ? "\n" : "", commands[i].usage);
+    print_environment(f);
+}
+
+int npuctl_cmd_help(int argc, char **argv)
+{
+    if (argc > 0 && !find_command(argv[0])) {
+        npuctl_print_error("help: unknown command '%s'", argv[0]);
+        npuctl_print_usage(stderr, NULL);
+        return NPUCTL_EXIT_USAGE;
+    }
+    npuctl_print_usage(stdout, argc > 0 ? argv[0] : NULL);
+    return 0;
+}
+
+int npuctl_main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        npuctl_print_usage(stdout, NULL);
+        return 0;
+    }
+    const struct npuctl_command *c = find_command(argv[1]);
+    if (!c) {
+        npuctl_print_error("unknown command '%s'", argv[1]);
+        npuctl_print_usage(stderr, NULL);
+        return NPUCTL_EXIT_USAGE;
+    }
+    return c->fn(argc - 2, argv + 2);
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl: the host front door of the project (in the manner of idf.py or west).
+ *
+ * This header is the interface of the npuctl_core library: everything of the tool except
+ * main(). Command-line parsing and the QEMU command line are pure functions (no process is
+ * started, no file is read) so the host unit tests can check them; the commands (npuctl_cmd_*)
+ * print and return a process exit status.
+ *
+ * Return conventions: library functions return 0 (NPU_OK) or a negative enum npu_status and
+ * write a message naming the offending argument or file into err; commands return the exit
+ * status of the process (0..255).
+ */
+#ifndef NPUCTL_H
+#define NPUCTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chip_config.h"
+
+#define NPUCTL_PATH_MAX 4096u
+#define NPUCTL_ERR_MAX 1024u
+
+#define NPUCTL_EXIT_USAGE 2     /* bad arguments, missing file, broken config */
+#define NPUCTL_EXIT_TIMEOUT 124 /* --timeout expired; QEMU was killed (as timeout(1)) */
+
+#define NPUCTL_DEFAULT_CHIP "large-64"
+#define NPUCTL_DEFAULT_IMAGE "boot"
+#define NPUCTL_SELFTEST_IMAGE "selftest"
+#define NPUCTL_DEFAULT_TIMEOUT_S 600u
+#define NPUCTL_TIMEOUT_MAX_S 604800u     /* one week; 0 means no limit */
+#define NPUCTL_WATCHDOG_MAX_MS 3600000u  /* one hour */
+#define NPUCTL_DEFAULT_GDB_PORT 1234u
+
+/* The commands that start QEMU; they accept overlapping option sets. */
+enum npuctl_mode {
+    NPUCTL_MODE_RUN,      /* run [NAME | CTRL CORE] */
+    NPUCTL_MODE_SELFTEST, /* run selftest; no image argument */
+    NPUCTL_MODE_DEBUG,    /* gdb stub, halted at reset, no timeout */
+};
+
+enum npuctl_threads {
+    NPUCTL_THREADS_MULTI,  /* -accel tcg,thread=multi (default) */
+    NPUCTL_THREADS_SINGLE, /* -accel tcg,thread=single */
+};
+
+/* Options of run / selftest / debug. Strings point into the parsed argv. */
+struct npuctl_run_opts {
+    enum npuctl_mode mode;
+    const char *image;     /* image NAME (or directory if it contains '/'); NULL if paths */
+    const char *ctrl_elf;  /* CTRL.elf given explicitly (with core_elf), else NULL */
+    const char *core_elf;  /* CORE.elf given explicitly (with ctrl_elf), else NULL */
+    const char *chip;      /* --chip NAME|PATH, default NPUCTL_DEFAULT_CHIP */
+    bool mesh_set;         /* --mesh RxC given */
+    uint32_t mesh_rows, mesh_cols;
+    enum npuctl_threads threads;
+    uint32_t timeout_s;    /* --timeout, 0 = no limit; always 0 in debug mode */
+    bool watchdog_set;     /* --watchdog-ms given */
+    uint32_t watchdog_ms;
+    bool quiet_guest_errors; /* drop `-d guest_errors` */
+    bool print_cmd;          /* print the QEMU command line instead of running it */
+    bool help;               /* -h / --help */
+    uint32_t gdb_port;       /* debug: --port, default 1234 */
+    uint32_t gdb_core;       /* debug: --core, whose SRAM the core symbols are placed at */
+    int extra_argc;          /* arguments after `--`, passed to QEMU as they are */
+    char **extra_argv;
+};
+
+/* The files a launch needs, resolved from the options and the environment. */
+struct npuctl_files {
+    char qemu[NPUCTL_PATH_MAX];
+    char chip_path[NPUCTL_PATH_MAX];
+    char ctrl_elf[NPUCTL_PATH_MAX];
+    char core_elf[NPUCTL_PATH_MAX];
+};
+
+/* ---- args.c: pure parsing */
+
+/* "run", "selftest" or "debug". */
+const char *npuctl_mode_name(enum npuctl_mode mode);
+/* Parses "RxC" (decimal, 1..CHIP_MESH_DIM_MAX each). */
+int npuctl_parse_mesh(const char *text, uint32_t *rows, uint32_t *cols, char *err,
+                      size_t errlen);
+/* Parses the arguments after the command word (argv[0] is the first argument, not the
+ * command). Fills defaults first; strings in out point into argv. */
+int npuctl_parse_run_args(enum npuctl_mode mode, int argc, char **argv,
+                          struct npuctl_run_opts *out, char *err, size_t errlen);
+
+/* ---- paths.c: directories, chip configs and images */
+
+enum npuctl_dir {
+    NPUCTL_DIR_SOURCE,   /* NPU_SOURCE_DIR */
+    NPUCTL_DIR_BUILD,    /* NPU_BUILD_DIR */
+    NPUCTL_DIR_FIRMWARE, /* NPU_FIRMWARE_DIR */
+    NPUCTL_PATH_QEMU,    /* NPU_QEMU (a file) */
+};
+
+/* The environment variable if set and non-empty, else the value compiled in. */
+const char *npuctl_get_dir(enum npuctl_dir which);
+const char *npuctl_dir_env_name(enum npuctl_dir which);
+/* NAME -> SRC/models/chips/NAME.toml; a value with '/' or ending in .toml is a path. */
+int npuctl_resolve_chip_path(const char *chip, const char *source_dir, char *path,
+                             size_t pathlen, char *err, size_t errlen);
+bool npuctl_chip_is_path(const char *chip);
+/* Fills files->ctrl_elf and files->core_elf and checks that both are readable files. */
+int npuctl_resolve_images(const struct npuctl_run_opts *opts, const char *firmware_dir,
+                          struct npuctl_files *files, char *err, size_t errlen);
+
+/* ---- qemu_cmd.c: the QEMU and gdb command lines (pure) */
+
+/* The mesh of the run: --mesh if given, else the chip config's. */
+void npuctl_get_mesh(const struct npuctl_run_opts *opts, const struct chip_config *cfg,
+                     uint32_t *rows, uint32_t *cols);
+/* Builds the NULL-terminated QEMU argv (free with npuctl_free_argv). */
+int npuctl_build_qemu_argv(const struct npuctl_run_opts *opts, const struct chip_config *cfg,
+                           const struct npuctl_files *files, char ***argv_out);
+/* SRAM base address of core `core` (from the generated memory map). */
+uint64_t npuctl_core_sram_base(uint32_t core);
+/* Builds the gdb-multiarch argv that attaches to a debug run. */
+int npuctl_build_gdb_argv(const struct npuctl_run_opts *opts, const struct npuctl_files *files,
+                          char ***argv_out);
+
+/* ---- util.c: messages, argv vectors, shell quoting */
+
+void npuctl_print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void npuctl_free_argv(char **argv);
+/* Joins argv into one shell-quoted line (malloc'd, free with free()). */
+int npuctl_quote_argv(char *const *argv, char **line_out);
+
+/* A growing NULL-terminated argv; after an allocation failure pushes are ignored and
+ * npuctl_argv_finish reports NPU_ERR_NOMEM. */
+struct npuctl_argv {
+    char **v;
+    size_t n, cap;
+    bool failed;
+};
+void npuctl_argv_push(struct npuctl_argv *a, const char *s);
+void npuctl_argv_pushf(struct npuctl_argv *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+int npuctl_argv_finish(struct npuctl_argv *a, char ***argv_out);
+
+/* ---- spawn.c: running a child and waiting for it */
+
+struct npuctl_spawn {
+    char *const *argv;  /* argv[0] is the program */
+    bool search_path;   /* look argv[0] up in PATH */
+    bool own_group;     /* new process group; SIGINT/TERM/HUP sent to npuctl go to it */
+    bool stdin_null;    /* stdin from /dev/null */
+    uint32_t timeout_s; /* 0: none; else SIGKILL to the whole group when it expires */
+};
+
+/* What ended the child. */
+struct npuctl_child_exit {
+    int status; /* exit code, or 128+signal like a shell */
+    int signal; /* the signal that ended it, 0 if it exited */
+};
+
+/* Runs the child and waits. NPU_OK: *ex says how it ended. NPU_ERR_TIMEOUT: the group was
+ * killed. NPU_ERR_IO: it could not be started (err says why). */
+int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
+                      size_t errlen);
+
+/* ---- commands: argv holds the arguments after the command word */
+
+int npuctl_cmd_run(int argc, char **argv);
+int npuctl_cmd_selftest(int argc, char **argv);
+int npuctl_cmd_debug(int argc, char **argv);
+int npuctl_cmd_test(int argc, char **argv);
+int npuctl_cmd_chips(int argc, char **argv);
+int npuctl_cmd_help(int argc, char **argv);
+
+/* ---- dispatch.c */
+
+/* Prints the usage of one command (or of all if name is NULL or unknown) to stream. */
+void npuctl_print_usage(FILE *stream, const char *name);
+/* The whole tool: argv[0] is the program name, argv[1] the command. */
+int npuctl_main(int argc, char **argv);
+
+#endif

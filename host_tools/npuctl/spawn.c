@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl child processes: start a program with posix_spawn and wait for it without polling
+ * and without a signal handler.
+ *
+ * SIGCHLD, SIGINT, SIGTERM and SIGHUP are blocked before the child starts and collected with
+ * sigtimedwait() against a CLOCK_MONOTONIC deadline, so the wait sleeps until the child
+ * changes state, a signal arrives for npuctl, or the timeout expires. A child in its own
+ * process group (QEMU) does not see the terminal's Ctrl-C, so npuctl forwards SIGINT, SIGTERM
+ * and SIGHUP to the group (a third one escalates to SIGKILL); on timeout the whole group is
+ * killed with SIGKILL, wrapper scripts and their children included.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npuctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "npu_enums.h"
+
+extern char **environ;
+
+static void wait_signal_set(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGCHLD);
+    sigaddset(set, SIGINT);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGHUP);
+}
+
+static int start_child(const struct npuctl_spawn *sp, const sigset_t *child_mask, pid_t *pid,
+                       char *err, size_t errlen)
+{
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_init(&fa);
+    short flags = POSIX_SPAWN_SETSIGMASK;
+    posix_spawnattr_setsigmask(&attr, child_mask);
+    if (sp->own_group) {
+        flags |= POSIX_SPAWN_SETPGROUP;
+        posix_spawnattr_setpgroup(&attr, 0);
+    }
+    posix_spawnattr_setflags(&attr, flags);
+    if (sp->stdin_null)
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    int rc = sp->search_path
+                 ? posix_spawnp(pid, sp->argv[0], &fa, &attr, sp->argv, environ)
+                 : posix_spawn(pid, sp->argv[0], &fa, &attr, sp->argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot run '%s': %s", sp->argv[0], strerror(rc));
+        return NPU_ERR_IO;
+    }
+    return NPU_OK;
+}
+
+static void set_exit(int st, struct npuctl_child_exit *ex)
+{
+    ex->signal = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    ex->status = WIFEXITED(st) ? WEXITSTATUS(st) : ex->signal ? 128 + ex->signal : 255;
+}
+
+/* Time left until deadline; false once it has passed. */
+static bool time_left(const struct timespec *deadline, struct timespec *left)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    left->tv_sec = deadline->tv_sec - now.tv_sec;
+    left->tv_nsec = deadline->tv_nsec - now.tv_nsec;
+    if (left->tv_nsec < 0) {
+        left->tv_nsec += 1000000000L;
+        left->tv_sec--;
+    }
+    return left->tv_sec > 0 || (left->tv_sec == 0 && left->tv_nsec > 0);
+}
+
+/* Sends a signal npuctl received on to the child's group. */
+static void forward_signal(const struct npuctl_spawn *sp, pid_t pid, int sig, int *forwarded)
+{
+    if (!sp->own_group)
+        return; /* same group: the terminal already delivered it to the child */
+    ++*forwarded;
+    kill(-pid, *forwarded >= 3 ? SIGKILL : sig);
+}
+
+static int kill_on_timeout(const struct npuctl_spawn *sp, pid_t pid,
+                           struct npuctl_child_exit *ex)
+{
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) == pid) { /* exited just as the time ran out */
+        set_exit(st, ex);
+        return NPU_OK;
+    }
+    kill(sp->own_group ? -pid : pid, SIGKILL);
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    set_exit(st, ex);
+    return NPU_ERR_TIMEOUT;
+}
+
+static int wait_child(const struct npuctl_spawn *sp, pid_t pid, const sigset_t *set,
+                      struct npuctl_child_exit *ex, char *err, size_t errlen)
+{
+    struct timespec deadline, left;
+    int forwarded = 0;
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_sec += sp->timeout_s;
+    for (;;) {
+        int sig, st;
+        if (sp->timeout_s && !time_left(&deadline, &left))
+            return kill_on_timeout(sp, pid, ex);
+        sig = sp->timeout_s ? sigtimedwait(set, NULL, &left) : sigwaitinfo(set, NULL);
+        if (sig < 0 && (errno == EAGAIN || errno == EINTR))
+            continue; /* the deadline is checked at the top */
+        if (sig < 0) {
+            snprintf(err, errlen, "waiting for '%s': %s", sp->argv[0], strerror(errno));
+            kill(sp->own_group ? -pid : pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            return NPU_ERR_IO;
+        }
+        if (sig != SIGCHLD) {
+            forward_signal(sp, pid, sig, &forwarded);
+            continue;
+        }
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid) {
+            set_exit(st, ex);
+            return NPU_OK;
+        }
+    }
+}
+
+int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
+                      size_t errlen)
+{
+    sigset_t set, old_mask;
+    struct sigaction dfl, old_chld;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    /* An inherited SIG_IGN for SIGCHLD would reap the child behind waitpid's back. */
+    sigaction(SIGCHLD, &dfl, &old_chld);
+    wait_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, &old_mask);
+    fflush(NULL);
+    pid_t pid;
+    int rc = start_child(sp, &old_mask, &pid, err, errlen);
+    if (rc == NPU_OK)
+        rc = wait_child(sp, pid, &set, ex, err, errlen);
+    /* Drop a SIGCHLD still pending; others are delivered as usual when unblocked. */
+    sigset_t chld;
+    struct timespec zero = { 0, 0 };
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+        ;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+    return rc;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: MIT */
+/* Faults image, NPU core: the victim core acts out the scenario; see faults_ctrl.c. */
+#include <string.h>
+
+#include "npu/hal.h"
+#include "npu/wait.h"
+
+#define SEM_NEVER 3
+
+int main(void)
+{
+    const char *arg = hal_bootargs();
+    uint32_t victim = hal_chip()->ncores > 1 ? 1 : 0;
+
+    hal_wait_release();
+    if (hal_self()->core_id == victim) {
+        if (strcmp(arg, "illegal") == 0)
+            __asm__ volatile(".word 0"); /* all-zero: an illegal instruction */
+        if (strcmp(arg, "load") == 0)
+            (void)*(volatile uint32_t *)(uintptr_t)0x8;
+        if (strcmp(arg, "spin") == 0)
+            for (;;)
+                __asm__ volatile("nop"); /* deliberately never waits */
+        if (strcmp(arg, "core-exit") == 0)
+            return 7;
+    }
+    hal_sem_wait(SEM_NEVER, 1);
+    return NPU_EXIT_FAIL;
+}
