@@ -176,12 +176,6 @@ static void on_wake(void *opaque, uint32_t hart)
     npu_core_woken(s->cores[hart]);
 }
 
-/* 64-bit registers may be read whole or as two 32-bit halves. */
-static uint64_t reg64_part(uint64_t value, hwaddr off, unsigned size)
-{
-    return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
-}
-
 static uint64_t chipctl_read(void *opaque, hwaddr addr, unsigned size)
 {
     NpuChipctlState *s = opaque;
@@ -190,9 +184,9 @@ static uint64_t chipctl_read(void *opaque, hwaddr addr, unsigned size)
     case A_CHIPCTL_MAGIC:
         return addr == A_CHIPCTL_MAGIC ? NPU_CHIP_MAGIC : NPU_REGSPEC_VERSION;
     case A_CHIPCTL_FDT_ADDR:
-        return reg64_part(s->fdt_addr, addr & 4, size);
+        return npu_reg64_read(s->fdt_addr, addr & 4, size);
     case A_CHIPCTL_CHIP_TIME:
-        return reg64_part(s->clock.time_ps, addr & 4, size);
+        return npu_reg64_read(s->clock.time_ps, addr & 4, size);
     case A_CHIPCTL_RELEASE:
         return 0; /* write-only */
     default:

@@ -34,11 +34,6 @@ static struct chip_clock *clock_of(NpuCoreState *core)
     return &core->chip->clock;
 }
 
-static uint64_t reg64_part(uint64_t value, hwaddr off, unsigned size)
-{
-    return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
-}
-
 static uint64_t reg64_merge(uint64_t old, uint64_t value, hwaddr off, unsigned size)
 {
     if (size == 8) {
@@ -76,9 +71,9 @@ static uint64_t core_read(void *opaque, hwaddr addr, unsigned size)
                                  : FIELD_DP32(FIELD_DP32(0, CORE_COORD, ROW, h->row),
                                               CORE_COORD, COL, h->col);
     case A_CORE_TIME:
-        return reg64_part(h->now_ps, addr & 4, size);
+        return npu_reg64_read(h->now_ps, addr & 4, size);
     case A_CORE_WAIT_DEADLINE:
-        return reg64_part(core->wait.deadline_ps, addr & 4, size);
+        return npu_reg64_read(core->wait.deadline_ps, addr & 4, size);
     case A_CORE_WAIT_SEM:
         return addr == A_CORE_WAIT_SEM ? core->wait.sem : core->wait.value;
     case A_CORE_WAIT_KIND:

@@ -55,18 +55,18 @@ static void unmapped_log(NpuMeshState *s, hwaddr addr, unsigned size, const char
     int hart = npu_chip_current_hart(s->chipctl);
     uint32_t *count = hart >= 0 ? &s->unmapped_logged[hart] : NULL;
 
+    if (count && *count > UNMAPPED_LOG_MAX) {
+        return;
+    }
     if (count && ++*count > UNMAPPED_LOG_MAX) {
-        if (*count == UNMAPPED_LOG_MAX + 1) {
-            qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d: further unmapped accesses "
-                          "are not logged\n", hart);
-        }
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d: further unmapped accesses are "
+                      "not logged\n", hart);
         return;
     }
     qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d %s of %u bytes at unmapped address 0x%"
-                  HWADDR_PRIx " (%s%s)\n", npu_chip_current_hart(s->chipctl), what, size,
+                  HWADDR_PRIx " (%s%s)\n", hart, what, size,
                   addr, region ? "beyond what is backed in window " : "outside every window",
                   region ? region : "");
-    (void)hart;
 }
 
 static MemTxResult unmapped_read(void *opaque, hwaddr addr, uint64_t *data, unsigned size,

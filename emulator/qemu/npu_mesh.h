@@ -79,6 +79,12 @@ struct NpuMeshState {
     uint32_t *unmapped_logged; /* per hart, to rate-limit the guest-error log */
 };
 
+/* 64-bit registers may be read whole or as two 32-bit halves (off: 0 low, 4 high). */
+static inline uint64_t npu_reg64_read(uint64_t value, hwaddr off, unsigned size)
+{
+    return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
+}
+
 /* Chip-level services the devices share (npu_chipctl.c). */
 void npu_chip_step_if_quiescent(NpuChipctlState *s);
 void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
