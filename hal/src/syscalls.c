@@ -23,6 +23,8 @@ int _getpid(void);
 int _open(const char *path, int flags, int mode);
 void *_sbrk(ptrdiff_t incr);
 void _exit(int status) __attribute__((noreturn));
+void __assert_func(const char *file, int line, const char *func, const char *expr)
+    __attribute__((noreturn));
 
 extern char __heap_start[], __heap_end[];
 static char *heap_top;
@@ -152,4 +154,27 @@ void *_sbrk(ptrdiff_t incr)
 void _exit(int status)
 {
     hal_exit(status);
+}
+
+/* newlib's assert(): report like a trap (raw writer, names the core), end with ASSERT. */
+void __assert_func(const char *file, int line, const char *func, const char *expr)
+{
+    const struct hal_core_info *self = hal_self();
+    hal_console_puts("\nFATAL: ");
+    if (self->is_ctrl) {
+        hal_console_puts("control core");
+    } else {
+        hal_console_puts("core ");
+        hal_console_put_dec(self->core_id);
+    }
+    hal_console_puts(" assertion failed: ");
+    hal_console_puts(expr);
+    hal_console_puts(" in ");
+    hal_console_puts(func ? func : "?");
+    hal_console_puts("() at ");
+    hal_console_puts(file);
+    hal_console_puts(":");
+    hal_console_put_dec((uint64_t)line);
+    hal_console_puts("\n");
+    hal_exit(NPU_EXIT_ASSERT);
 }

@@ -8,6 +8,7 @@
  *   deadlock    every hart waits for a semaphore nobody posts     -> NPU_EXIT_DEADLOCK
  *   spin        core 1 loops without ever waiting (watchdog)      -> NPU_EXIT_WATCHDOG
  *   core-exit   core 1 returns 7 from main                        -> 7
+ *   assert      an assert() fails on core 1                       -> NPU_EXIT_ASSERT
  * Core 1 is core 0 on a one-core mesh. The other cores wait on a semaphore forever.
  */
 #include <inttypes.h>
@@ -18,7 +19,7 @@
 #include "npu/wait.h"
 
 static const char *const scenarios[] = { "illegal", "load", "ctrl-store", "deadlock", "spin",
-                                         "core-exit" };
+                                         "core-exit", "assert" };
 
 int main(void)
 {
@@ -28,7 +29,7 @@ int main(void)
         known |= strcmp(arg, scenarios[i]) == 0;
     if (!known) {
         printf("faults: unknown scenario '%s'; pass one of illegal, load, ctrl-store, "
-               "deadlock, spin, core-exit with -append\n", arg);
+               "deadlock, spin, core-exit, assert with -append\n", arg);
         return NPU_EXIT_FAIL;
     }
     printf("faults: scenario '%s'\n", arg);
