@@ -6,6 +6,12 @@
  * no hart runs, prints the console in chip order, stops the run (exit status out of QEMU)
  * and reports deadlocks and harts that never wait (wall-clock watchdog).
  *
+ * The watchdog fires when, for watchdog-ms of wall time, chip time did not advance and no
+ * hart started a wait or finished: then some hart runs without ever waiting (a busy loop,
+ * with or without register reads). Counting harts that reach a wait as progress keeps large
+ * meshes, whose harts take long to reach their first wait under emulation, from tripping
+ * it while they boot.
+ *
  * Stopping is deferred to a quiescent point (no hart running) so that what is printed does
  * not depend on how QEMU happened to schedule the harts: a faulting core or the exiting
  * control core end the run once every other hart waits or has finished.
@@ -155,15 +161,20 @@ void npu_chip_step_if_quiescent(NpuChipctlState *s)
 static void watchdog_expired(void *opaque)
 {
     NpuChipctlState *s = opaque;
-    char head[200];
+    char head[240];
 
     if (s->stopped) {
         return;
     }
+    if (s->activity != s->activity_seen) {
+        s->activity_seen = s->activity;
+        watchdog_rearm(s);
+        return;
+    }
     chip_console_flush(&s->console);
-    snprintf(head, sizeof(head), "[npu-mesh] watchdog: chip time has not advanced for %u ms "
-             "of wall time (at %" PRIu64 " ps); harts that never waited:\n",
-             s->watchdog_ms, s->clock.time_ps);
+    snprintf(head, sizeof(head), "[npu-mesh] watchdog: for %u ms of wall time chip time did "
+             "not advance (at %" PRIu64 " ps) and no hart started a wait; harts still "
+             "running:\n", s->watchdog_ms, s->clock.time_ps);
     npu_chip_print(s, head);
     report_harts(s, true);
     npu_chip_stop(s, NPU_EXIT_WATCHDOG, "[npu-mesh] stop: watchdog (firmware must wait, "

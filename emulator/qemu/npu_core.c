@@ -100,6 +100,7 @@ static void core_start_wait(NpuCoreState *core, uint32_t kind)
 
     w.kind = kind;
     core->wait_kind = kind;
+    npu_chip_note_activity(core->chip);
     core->irq_status &= ~R_CORE_IRQ_STATUS_WAKE_MASK; /* a new wait forgets the last wake */
     npu_core_update_irq(core);
     rc = chip_hart_wait(clock_of(core), core->hart, &w);
@@ -130,6 +131,7 @@ static void core_exit(NpuCoreState *core, uint32_t status)
 {
     struct chip_clock *c = clock_of(core);
 
+    npu_chip_note_activity(core->chip);
     chip_console_end_line(&core->chip->console, core->hart, chip_hart_time(c, core->hart));
     chip_hart_exit(c, core->hart, (int)status);
     npu_chip_step_if_quiescent(core->chip);

@@ -39,6 +39,8 @@ struct NpuChipctlState {
     struct NpuCoreState **cores; /* per hart, set by the machine */
     uint32_t watchdog_ms;
     QEMUTimer *watchdog;
+    uint64_t activity;        /* waits started and exits, for the watchdog */
+    uint64_t activity_seen;   /* ... as counted when the watchdog last looked */
     uint64_t fdt_addr;
     bool stopped;             /* a final report was printed; ignore further guest writes */
 };
@@ -83,6 +85,12 @@ struct NpuMeshState {
 static inline uint64_t npu_reg64_read(uint64_t value, hwaddr off, unsigned size)
 {
     return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
+}
+
+/* A hart started a wait or finished: the chip makes progress, whatever chip time does. */
+static inline void npu_chip_note_activity(NpuChipctlState *s)
+{
+    s->activity++;
 }
 
 /* Chip-level services the devices share (npu_chipctl.c). */

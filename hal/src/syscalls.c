@@ -67,6 +67,22 @@ void hal_console_put_dec(uint64_t value)
     hal_console_write(buf + n, (uint32_t)(sizeof(buf) - n));
 }
 
+void hal_console_put_self(void)
+{
+    const struct hal_core_info *self = hal_self();
+    if (self->is_ctrl) {
+        hal_console_puts("control core");
+        return;
+    }
+    hal_console_puts("core ");
+    hal_console_put_dec(self->core_id);
+    hal_console_puts(" (");
+    hal_console_put_dec(self->row);
+    hal_console_puts(",");
+    hal_console_put_dec(self->col);
+    hal_console_puts(")");
+}
+
 void hal_exit(int status)
 {
     if (hal_self()->is_ctrl) {
@@ -159,14 +175,8 @@ void _exit(int status)
 /* newlib's assert(): report like a trap (raw writer, names the core), end with ASSERT. */
 void __assert_func(const char *file, int line, const char *func, const char *expr)
 {
-    const struct hal_core_info *self = hal_self();
     hal_console_puts("\nFATAL: ");
-    if (self->is_ctrl) {
-        hal_console_puts("control core");
-    } else {
-        hal_console_puts("core ");
-        hal_console_put_dec(self->core_id);
-    }
+    hal_console_put_self();
     hal_console_puts(" assertion failed: ");
     hal_console_puts(expr);
     hal_console_puts(" in ");

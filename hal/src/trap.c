@@ -58,21 +58,10 @@ void hal_irq_enable(bool on)
 
 static void report_fatal(const struct hal_trap_frame *f)
 {
-    const struct hal_core_info *self = hal_self();
     uint64_t pc = f->x[0];
 
     hal_console_puts("\nFATAL: ");
-    if (self->is_ctrl) {
-        hal_console_puts("control core");
-    } else {
-        hal_console_puts("core ");
-        hal_console_put_dec(self->core_id);
-        hal_console_puts(" (");
-        hal_console_put_dec(self->row);
-        hal_console_puts(",");
-        hal_console_put_dec(self->col);
-        hal_console_puts(")");
-    }
+    hal_console_put_self();
     hal_console_puts(" trap: ");
     hal_console_puts(hal_trap_cause_name(f->mcause));
     hal_console_puts(" (mcause ");

@@ -61,6 +61,8 @@ void hal_console_write(const char *buf, uint32_t len);
 void hal_console_puts(const char *s);
 void hal_console_put_hex(uint64_t value);
 void hal_console_put_dec(uint64_t value);
+/* "core 3 (0,3)" or "control core": how fatal reports name this hart. */
+void hal_console_put_self(void);
 
 /* Start-up entry of the application: each image defines main(). */
 int main(void);

@@ -25,6 +25,9 @@ int main(void)
         if (strcmp(arg, "spin") == 0)
             for (;;)
                 __asm__ volatile("nop"); /* deliberately never waits */
+        if (strcmp(arg, "poll") == 0)
+            while (hal_sem_read(SEM_NEVER) == 0)
+                ; /* deliberately polls a register instead of waiting */
         if (strcmp(arg, "core-exit") == 0)
             return 7;
         assert(strcmp(arg, "assert") != 0);

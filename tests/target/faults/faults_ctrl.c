@@ -7,6 +7,7 @@
  *   ctrl-store  the control core stores beyond the backed HBM     -> NPU_EXIT_TRAP
  *   deadlock    every hart waits for a semaphore nobody posts     -> NPU_EXIT_DEADLOCK
  *   spin        core 1 loops without ever waiting (watchdog)      -> NPU_EXIT_WATCHDOG
+ *   poll        core 1 polls a semaphore register in a loop       -> NPU_EXIT_WATCHDOG
  *   core-exit   core 1 returns 7 from main                        -> 7
  *   assert      an assert() fails on core 1                       -> NPU_EXIT_ASSERT
  * Core 1 is core 0 on a one-core mesh. The other cores wait on a semaphore forever.
@@ -19,7 +20,7 @@
 #include "npu/wait.h"
 
 static const char *const scenarios[] = { "illegal", "load", "ctrl-store", "deadlock", "spin",
-                                         "core-exit", "assert" };
+                                         "core-exit", "assert", "poll" };
 
 int main(void)
 {
@@ -29,7 +30,7 @@ int main(void)
         known |= strcmp(arg, scenarios[i]) == 0;
     if (!known) {
         printf("faults: unknown scenario '%s'; pass one of illegal, load, ctrl-store, "
-               "deadlock, spin, core-exit, assert with -append\n", arg);
+               "deadlock, spin, poll, core-exit, assert with -append\n", arg);
         return NPU_EXIT_FAIL;
     }
     printf("faults: scenario '%s'\n", arg);
