@@ -34,6 +34,7 @@ int chip_clock_init(struct chip_clock *c, const struct chip_clock_params *p)
         c->harts[h].col = h < c->ncores ? h % p->cols : 0;
     }
     c->nrunning = c->nharts;
+    c->first_failed = UINT32_MAX;
     return NPU_OK;
 }
 
@@ -128,6 +129,8 @@ void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status)
         c->nrunning--;
     h->state = CHIP_HART_FINISHED;
     h->exit_status = status;
+    if (status != 0 && hart < c->ncores && hart < c->first_failed)
+        c->first_failed = hart;
 }
 
 int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,

@@ -74,6 +74,7 @@ struct chip_clock {
     uint64_t time_ps;      /* time of the last applied event */
     uint32_t nrunning;     /* harts in CHIP_HART_RUNNING */
     bool released;         /* the control core released the NPU cores */
+    uint32_t first_failed; /* lowest NPU core that exited non-zero, or UINT32_MAX */
     uint64_t events_applied;
 };
 
@@ -112,6 +113,12 @@ int chip_release_cores(struct chip_clock *c, uint32_t hart);
 
 /* True when no hart runs and at least one waits: time must advance. */
 bool chip_clock_is_quiescent(const struct chip_clock *c);
+
+/* The lowest-numbered NPU core that exited with a non-zero status, or UINT32_MAX. */
+static inline uint32_t chip_clock_first_failed(const struct chip_clock *c)
+{
+    return c->first_failed;
+}
 
 /* True when every hart has finished. */
 bool chip_clock_all_finished(const struct chip_clock *c);

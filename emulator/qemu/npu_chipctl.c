@@ -108,21 +108,19 @@ static void report_harts(NpuChipctlState *s, bool running_only)
 /* Ends the run at a quiescent point if a core failed or the control core exited. */
 static void stop_if_done(NpuChipctlState *s)
 {
-    uint64_t now = s->clock.time_ps;
-    for (uint32_t h = 0; h < s->clock.ncores; h++) {
-        const struct chip_hart *ch = &s->clock.harts[h];
-        if (ch->state == CHIP_HART_FINISHED && ch->exit_status != 0) {
-            npu_chip_stop(s, ch->exit_status, "[npu-mesh] stop: core %u (%u,%u) exited with "
-                          "status %d at chip time %" PRIu64 " ps\n", h,
-                          h / s->cfg.mesh_cols, h % s->cfg.mesh_cols, ch->exit_status,
-                          ch->now_ps);
-        }
+    uint32_t failed = chip_clock_first_failed(&s->clock);
+    if (failed != UINT32_MAX) {
+        const struct chip_hart *ch = &s->clock.harts[failed];
+        npu_chip_stop(s, ch->exit_status, "[npu-mesh] stop: core %u (%u,%u) exited with "
+                      "status %d at chip time %" PRIu64 " ps\n", failed,
+                      failed / s->cfg.mesh_cols, failed % s->cfg.mesh_cols, ch->exit_status,
+                      ch->now_ps);
     }
     const struct chip_hart *ctrl = &s->clock.harts[s->clock.ncores];
     if (ctrl->state == CHIP_HART_FINISHED) {
         npu_chip_stop(s, ctrl->exit_status, "[npu-mesh] stop: control core exited with "
                       "status %d at chip time %" PRIu64 " ps\n", ctrl->exit_status,
-                      MAX(now, ctrl->now_ps));
+                      MAX(s->clock.time_ps, ctrl->now_ps));
     }
 }
 

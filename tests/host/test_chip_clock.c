@@ -629,6 +629,22 @@ static void test_describe_combined_wait_and_truncation(void **state)
     assert_int_equal(small[11], 'x');
 }
 
+/* The chip stops on the lowest NPU core that exited non-zero; the control core's status is
+ * its own business (it ends the run anyway). */
+static void test_first_failed_core(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(chip_clock_first_failed(&f->c), UINT32_MAX);
+    chip_hart_exit(&f->c, 2, 0);
+    assert_int_equal(chip_clock_first_failed(&f->c), UINT32_MAX);
+    chip_hart_exit(&f->c, 3, 5);
+    assert_int_equal(chip_clock_first_failed(&f->c), 3);
+    chip_hart_exit(&f->c, 1, 2);
+    assert_int_equal(chip_clock_first_failed(&f->c), 1);
+    chip_hart_exit(&f->c, CTRL, 9);
+    assert_int_equal(chip_clock_first_failed(&f->c), 1);
+}
+
 static void test_exit_and_all_finished(void **state)
 {
     struct fixture *f = *state;
@@ -903,6 +919,7 @@ int main(void)
         T(test_deadlock_with_empty_queue),
         T(test_describe_combined_wait_and_truncation),
         T(test_exit_and_all_finished),
+        T(test_first_failed_core),
         T(test_quiescent),
         cmocka_unit_test(test_determinism_ring),
         cmocka_unit_test(test_determinism_ties),
