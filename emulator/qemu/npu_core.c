@@ -137,24 +137,34 @@ static void core_exit(NpuCoreState *core, uint32_t status)
     npu_chip_step_if_quiescent(core->chip);
 }
 
-static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+/* Only the owning hart, while it runs, may write its block (acknowledging a wake excepted). */
+static bool core_write_allowed(NpuCoreState *core, hwaddr addr)
 {
-    NpuCoreState *core = opaque;
     int hart = npu_chip_current_hart(core->chip);
 
     if (core->chip->stopped) {
-        return;
+        return false;
     }
     if (hart < 0 || (uint32_t)hart != core->hart) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d wrote register 0x%" HWADDR_PRIx
                       " of hart %u's block; a hart may only access its own\n", hart, addr,
                       core->hart);
-        return;
+        return false;
     }
     if (clock_of(core)->harts[core->hart].state != CHIP_HART_RUNNING &&
         addr != A_CORE_IRQ_STATUS) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u wrote register 0x%" HWADDR_PRIx
                       " while waiting or finished; ignored\n", core->hart, addr);
+        return false;
+    }
+    return true;
+}
+
+static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
+{
+    NpuCoreState *core = opaque;
+
+    if (!core_write_allowed(core, addr)) {
         return;
     }
     switch (addr & ~3ull) {
