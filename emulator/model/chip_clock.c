@@ -9,7 +9,7 @@
 
 enum chip_event_kind {
     EV_TIMER,   /* src = hart; arg0 = wait generation */
-    EV_RESUME,  /* src = hart; arg0 = wait generation; the hart's own commands ran past */
+    EV_CHECK,   /* src = hart; arg0 = wait generation: judge the wait at the hart's time */
     EV_SEM,     /* arg0 = target hart << 32 | sem; arg1 = op << 32 | value */
     EV_RELEASE, /* release the NPU cores */
 };
@@ -78,10 +78,12 @@ static int schedule(struct chip_clock *c, uint32_t src, uint64_t time_ps, uint32
     return evq_push(&c->queue, &ev);
 }
 
-/* The npu_wait_kind bit of h's wait that holds now, or 0. Timers are handled by events. */
-static uint32_t wait_holds(const struct chip_clock *c, const struct chip_hart *h)
+/* The npu_wait_kind bit of h's wait that holds at time t (>= chip time), or 0. */
+static uint32_t wait_holds(const struct chip_clock *c, const struct chip_hart *h, uint64_t t)
 {
     const struct chip_wait *w = &h->wait;
+    if ((w->kind & NPU_WAIT_TIMER) && w->deadline_ps <= t)
+        return NPU_WAIT_TIMER;
     if ((w->kind & NPU_WAIT_SEM) && h->sems[w->sem] >= w->value)
         return NPU_WAIT_SEM;
     if ((w->kind & NPU_WAIT_RELEASE) && c->released)
@@ -89,34 +91,48 @@ static uint32_t wait_holds(const struct chip_clock *c, const struct chip_hart *h
     return 0;
 }
 
-int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w)
+static bool wait_is_valid(const struct chip_clock *c, uint32_t hart, const struct chip_wait *w)
+{
+    const uint32_t all = NPU_WAIT_TIMER | NPU_WAIT_SEM | NPU_WAIT_RELEASE;
+    if (w->kind == 0 || (w->kind & ~all))
+        return false;
+    if ((w->kind & NPU_WAIT_SEM) && w->sem >= CHIP_SEMS_PER_CORE)
+        return false;
+    return !((w->kind & NPU_WAIT_RELEASE) && hart == c->ncores); /* it releases, not waits */
+}
+
+int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w,
+                   uint32_t *cause)
 {
     assert(hart < c->nharts);
     struct chip_hart *h = &c->harts[hart];
     assert(h->state == CHIP_HART_RUNNING);
-    const uint32_t all = NPU_WAIT_TIMER | NPU_WAIT_SEM | NPU_WAIT_RELEASE;
-    if (w->kind == 0 || (w->kind & ~all) ||
-        ((w->kind & NPU_WAIT_SEM) && w->sem >= CHIP_SEMS_PER_CORE) ||
-        ((w->kind & NPU_WAIT_RELEASE) && hart == c->ncores))
-        return NPU_ERR_INVAL; /* the control core is never released: it releases */
+    if (!wait_is_valid(c, hart, w))
+        return NPU_ERR_INVAL;
+    if ((w->kind & NPU_WAIT_TIMER) && w->deadline_ps > CHIP_TIME_MAX_PS)
+        return NPU_ERR_RANGE;
     h->wait = *w;
-    uint32_t holds = wait_holds(c, h);
-    if (!holds && (w->kind & NPU_WAIT_TIMER) && w->deadline_ps <= h->now_ps)
-        holds = NPU_WAIT_TIMER;
-    if (holds) {
+    uint32_t holds = wait_holds(c, h, h->now_ps);
+    /* Semaphores are known as of chip time; the hart may be ahead of it. */
+    bool judge_later = holds && holds != NPU_WAIT_TIMER && h->now_ps > c->time_ps;
+    if (holds && !judge_later) {
         h->cause = holds;
-        return (int)holds;
+        *cause = holds;
+        return NPU_OK;
     }
     h->wait_gen++;
-    h->resume_pending = false;
-    if (w->kind & NPU_WAIT_TIMER) {
-        int rc = schedule(c, hart, w->deadline_ps, EV_TIMER, h->wait_gen, 0);
-        if (rc)
-            return rc;
-    }
+    h->check_pending = judge_later;
+    int rc = NPU_OK;
+    if (judge_later)
+        rc = schedule(c, hart, h->now_ps, EV_CHECK, h->wait_gen, 0);
+    if (rc == NPU_OK && (w->kind & NPU_WAIT_TIMER))
+        rc = schedule(c, hart, w->deadline_ps, EV_TIMER, h->wait_gen, 0);
+    if (rc)
+        return rc;
     h->state = CHIP_HART_WAITING;
     c->nrunning--;
-    return 0;
+    *cause = 0;
+    return NPU_OK;
 }
 
 void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status)
@@ -149,7 +165,7 @@ int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t
 
 int chip_release_cores(struct chip_clock *c, uint32_t hart)
 {
-    if (hart != chip_clock_ctrl_hart(c))
+    if (hart != chip_clock_ctrl_hart(c) || c->harts[hart].state != CHIP_HART_RUNNING)
         return NPU_ERR_STATE;
     chip_hart_charge(c, hart, c->p.cmd_cost_cycles);
     return schedule(c, hart, c->harts[hart].now_ps, EV_RELEASE, 0, 0);
@@ -165,27 +181,22 @@ bool chip_clock_is_quiescent(const struct chip_clock *c)
     return false;
 }
 
-bool chip_clock_all_finished(const struct chip_clock *c)
-{
-    for (uint32_t h = 0; h < c->nharts; h++)
-        if (c->harts[h].state != CHIP_HART_FINISHED)
-            return false;
-    return true;
-}
-
-/* A wait of `hart` holds at chip time t with `cause`: wake it, or resume it later. */
+/*
+ * A wait of `hart` holds at chip time with `cause`: wake it. If the hart's own commands took
+ * it past chip time, judge the wait again when chip time reaches the hart's (a SET may lower
+ * the semaphore in between).
+ */
 static void wake(struct chip_clock *c, uint32_t hart, uint32_t cause, uint32_t *woken)
 {
     struct chip_hart *h = &c->harts[hart];
-    if (h->state != CHIP_HART_WAITING || h->resume_pending)
+    if (h->state != CHIP_HART_WAITING || h->check_pending)
         return;
-    h->cause = cause;
     if (h->now_ps > c->time_ps) {
-        /* The hart's own commands are charged past t: it resumes at its local time. */
-        h->resume_pending = true;
-        schedule(c, hart, h->now_ps, EV_RESUME, h->wait_gen, cause);
+        h->check_pending = true;
+        schedule(c, hart, h->now_ps, EV_CHECK, h->wait_gen, 0);
         return;
     }
+    h->cause = cause;
     h->now_ps = c->time_ps;
     h->state = CHIP_HART_RUNNING;
     c->nrunning++;
@@ -196,39 +207,46 @@ static void wake(struct chip_clock *c, uint32_t hart, uint32_t cause, uint32_t *
 
 static bool is_stale(const struct chip_clock *c, const struct evq_event *ev)
 {
-    if (ev->kind != EV_TIMER && ev->kind != EV_RESUME)
+    if (ev->kind != EV_TIMER && ev->kind != EV_CHECK)
         return false;
     const struct chip_hart *h = &c->harts[ev->src];
     return h->state != CHIP_HART_WAITING || h->wait_gen != (uint32_t)ev->arg0;
 }
 
+static void apply_sem(struct chip_clock *c, const struct evq_event *ev, uint32_t *woken)
+{
+    uint32_t target = (uint32_t)(ev->arg0 >> 32), sem = (uint32_t)ev->arg0;
+    uint32_t op = (uint32_t)(ev->arg1 >> 32), value = (uint32_t)ev->arg1;
+    struct chip_hart *t = &c->harts[target];
+    t->sems[sem] = op == NPU_SEM_OP_SET ? value : t->sems[sem] + value;
+    if (t->state == CHIP_HART_WAITING && (t->wait.kind & NPU_WAIT_SEM) &&
+        t->wait.sem == sem && t->sems[sem] >= t->wait.value)
+        wake(c, target, NPU_WAIT_SEM, woken);
+}
+
 static void apply(struct chip_clock *c, const struct evq_event *ev, uint32_t *woken)
 {
+    struct chip_hart *h = &c->harts[ev->src];
+    uint32_t cause;
     switch (ev->kind) {
     case EV_TIMER:
-        if (!c->harts[ev->src].resume_pending)
-            wake(c, ev->src, NPU_WAIT_TIMER, woken);
+        wake(c, ev->src, NPU_WAIT_TIMER, woken);
         break;
-    case EV_RESUME:
-        c->harts[ev->src].resume_pending = false;
-        wake(c, ev->src, (uint32_t)ev->arg1, woken);
+    case EV_CHECK:
+        h->check_pending = false;
+        cause = wait_holds(c, h, c->time_ps);
+        if (cause)
+            wake(c, ev->src, cause, woken); /* else: its timer or a semaphore wakes it */
         break;
-    case EV_SEM: {
-        uint32_t target = (uint32_t)(ev->arg0 >> 32), sem = (uint32_t)ev->arg0;
-        uint32_t op = (uint32_t)(ev->arg1 >> 32), value = (uint32_t)ev->arg1;
-        struct chip_hart *t = &c->harts[target];
-        t->sems[sem] = op == NPU_SEM_OP_SET ? value : t->sems[sem] + value;
-        if (t->state == CHIP_HART_WAITING && (t->wait.kind & NPU_WAIT_SEM) &&
-            t->wait.sem == sem && t->sems[sem] >= t->wait.value)
-            wake(c, target, NPU_WAIT_SEM, woken);
+    case EV_SEM:
+        apply_sem(c, ev, woken);
         break;
-    }
     case EV_RELEASE:
         c->released = true;
-        for (uint32_t h = 0; h < c->ncores; h++)
-            if (c->harts[h].state == CHIP_HART_WAITING &&
-                (c->harts[h].wait.kind & NPU_WAIT_RELEASE))
-                wake(c, h, NPU_WAIT_RELEASE, woken);
+        for (uint32_t i = 0; i < c->ncores; i++)
+            if (c->harts[i].state == CHIP_HART_WAITING &&
+                (c->harts[i].wait.kind & NPU_WAIT_RELEASE))
+                wake(c, i, NPU_WAIT_RELEASE, woken);
         break;
     default:
         assert(!"unknown chip event kind");

@@ -25,8 +25,11 @@
 
 #include "event_queue.h"
 #include "npu_enums.h"
+#include "npu_memmap.h"
 
-#define CHIP_SEMS_PER_CORE 32u
+#define CHIP_SEMS_PER_CORE NPU_CORE_SEM_COUNT /* from the register specification */
+/* The latest chip time a wait may name (about 53 days): sums of times never overflow. */
+#define CHIP_TIME_MAX_PS (1ull << 62)
 
 enum chip_hart_state {
     CHIP_HART_RUNNING,  /* executing instructions; chip time cannot advance */
@@ -46,9 +49,10 @@ struct chip_hart {
     enum chip_hart_state state;
     uint64_t now_ps;       /* local time */
     struct chip_wait wait; /* valid while WAITING */
-    uint32_t wait_gen;     /* bumps at every wait; stale timer events carry an old value */
+    uint32_t wait_gen;     /* bumps at every wait; stale events carry an old value */
     uint32_t cause;        /* npu_wait_kind bit that ended the last wait */
-    bool resume_pending;   /* satisfied, resumes at now_ps (its own commands ran past) */
+    bool check_pending;    /* an EV_CHECK at now_ps will evaluate the wait (the hart's own
+                              commands took it past chip time) */
     uint64_t seq;          /* next sequence number of events this hart schedules */
     uint32_t sems[CHIP_SEMS_PER_CORE];
     uint32_t row, col;     /* router the hart's core sits on */
@@ -93,10 +97,14 @@ uint64_t chip_hart_time(const struct chip_clock *c, uint32_t hart);
 void chip_hart_charge(struct chip_clock *c, uint32_t hart, uint64_t cycles);
 
 /*
- * Starts a wait. Returns the npu_wait_kind bit that already holds (the hart goes on running,
- * no wait), 0 if the hart now waits, or NPU_ERR_INVAL for a bad wait (no kind, bad semaphore).
+ * Starts a wait. Returns NPU_OK with *cause = the npu_wait_kind bit that already holds (the
+ * hart goes on running) or 0 (the hart now waits); NPU_ERR_INVAL for a bad wait (no kind,
+ * bad semaphore, the control core waiting for release); NPU_ERR_RANGE for a deadline past
+ * CHIP_TIME_MAX_PS. A condition is judged at the hart's own time: if that is ahead of chip
+ * time, the hart waits until chip time catches up, so a SET landing in between counts.
  */
-int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w);
+int chip_hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w,
+                   uint32_t *cause);
 
 /* The hart has finished with `status`. */
 void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status);
@@ -108,8 +116,17 @@ void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status);
 int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,
                   uint32_t op, uint32_t value);
 
-/* Command from the control core: release every NPU core waiting for NPU_WAIT_RELEASE. */
+/*
+ * Command from the running control core: release every NPU core waiting for
+ * NPU_WAIT_RELEASE. NPU_ERR_STATE from any other hart, or from a hart not running.
+ */
 int chip_release_cores(struct chip_clock *c, uint32_t hart);
+
+/* True while some hart runs: chip time cannot advance. */
+static inline bool chip_clock_any_running(const struct chip_clock *c)
+{
+    return c->nrunning != 0;
+}
 
 /* True when no hart runs and at least one waits: time must advance. */
 bool chip_clock_is_quiescent(const struct chip_clock *c);
@@ -119,9 +136,6 @@ static inline uint32_t chip_clock_first_failed(const struct chip_clock *c)
 {
     return c->first_failed;
 }
-
-/* True when every hart has finished. */
-bool chip_clock_all_finished(const struct chip_clock *c);
 
 /*
  * Advances chip time until at least one hart wakes. Applies every event of the earliest time

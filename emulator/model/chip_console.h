@@ -8,6 +8,13 @@
  * (local chip time, hart, sequence) and printed only when the chip clock steps (no hart runs)
  * or the run ends, in key order. The console output is then a pure function of the inputs.
  * A line longer than CHIP_CONSOLE_LINE_MAX is cut into several lines.
+ *
+ * After a clock step to time T only lines stamped before T are printed: a hart that runs
+ * from T on cannot print anything earlier, so the whole output is in key order.
+ *
+ * A hart that prints more than CHIP_CONSOLE_HART_LINES lines between two clock steps has
+ * the rest dropped (with one line saying so) until the next step, so that firmware printing
+ * in a loop cannot exhaust the host's memory.
  */
 #ifndef CHIP_CONSOLE_H
 #define CHIP_CONSOLE_H
@@ -16,17 +23,20 @@
 #include <stdint.h>
 
 #define CHIP_CONSOLE_LINE_MAX 240u
+#define CHIP_CONSOLE_HART_LINES 16384u
 
 struct chip_console_line {
     uint64_t time_ps;
     uint32_t hart;
+    uint32_t len;
     uint64_t seq;
-    char text[CHIP_CONSOLE_LINE_MAX + 1];
+    size_t off;             /* of the text in the console's arena */
 };
 
 struct chip_console_partial {
     char buf[CHIP_CONSOLE_LINE_MAX + 1];
     uint32_t len;
+    uint32_t queued;        /* lines queued since the last clock step */
     uint64_t seq;
 };
 
@@ -36,6 +46,8 @@ struct chip_console {
     struct chip_console_partial *partial; /* per hart */
     struct chip_console_line *pending;
     size_t npending, cap;
+    char *arena;            /* text of the pending lines */
+    size_t arena_len, arena_cap;
     /* Receives each finished, prefixed line including its '\n'. */
     void (*emit)(void *opaque, const char *text, size_t len);
     void *opaque;
@@ -51,7 +63,10 @@ int chip_console_putc(struct chip_console *con, uint32_t hart, uint64_t time_ps,
 /* Ends a hart's unfinished line (at exit or on a fault report). */
 int chip_console_end_line(struct chip_console *con, uint32_t hart, uint64_t time_ps);
 
-/* Prints every queued line in key order. */
+/* Prints every queued line in key order (at the end of a run). */
 void chip_console_flush(struct chip_console *con);
+
+/* After a clock step to time_ps: prints the queued lines stamped before it, in key order. */
+void chip_console_flush_before(struct chip_console *con, uint64_t time_ps);
 
 #endif

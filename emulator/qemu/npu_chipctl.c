@@ -28,16 +28,7 @@
 #include "npu_mesh.h"
 #include "npu_regs_qemu.h"
 
-void npu_chip_print(NpuChipctlState *s, const char *text)
-{
-    if (qemu_chr_fe_backend_connected(&s->chr)) {
-        qemu_chr_fe_write_all(&s->chr, (const uint8_t *)text, strlen(text));
-    } else {
-        fputs(text, stdout);
-        fflush(stdout);
-    }
-}
-
+/* The console's output: the chardev (-serial), or stdout when there is none. */
 static void console_emit(void *opaque, const char *text, size_t len)
 {
     NpuChipctlState *s = opaque;
@@ -45,16 +36,22 @@ static void console_emit(void *opaque, const char *text, size_t len)
         qemu_chr_fe_write_all(&s->chr, (const uint8_t *)text, len);
     } else {
         fwrite(text, 1, len, stdout);
+        fflush(stdout);
     }
+}
+
+void npu_chip_print(NpuChipctlState *s, const char *text)
+{
+    console_emit(s, text, strlen(text));
 }
 
 static void hart_name(NpuChipctlState *s, uint32_t hart, char *buf, size_t len)
 {
+    const struct chip_hart *h = &s->clock.harts[hart];
     if (hart == s->clock.ncores) {
         snprintf(buf, len, "ctrl");
     } else {
-        snprintf(buf, len, "core %u (%u,%u)", hart, hart / s->cfg.mesh_cols,
-                 hart % s->cfg.mesh_cols);
+        snprintf(buf, len, "core %u (%u,%u)", hart, h->row, h->col);
     }
 }
 
@@ -111,10 +108,10 @@ static void stop_if_done(NpuChipctlState *s)
     uint32_t failed = chip_clock_first_failed(&s->clock);
     if (failed != UINT32_MAX) {
         const struct chip_hart *ch = &s->clock.harts[failed];
-        npu_chip_stop(s, ch->exit_status, "[npu-mesh] stop: core %u (%u,%u) exited with "
-                      "status %d at chip time %" PRIu64 " ps\n", failed,
-                      failed / s->cfg.mesh_cols, failed % s->cfg.mesh_cols, ch->exit_status,
-                      ch->now_ps);
+        char who[48];
+        hart_name(s, failed, who, sizeof(who));
+        npu_chip_stop(s, ch->exit_status, "[npu-mesh] stop: %s exited with status %d at "
+                      "chip time %" PRIu64 " ps\n", who, ch->exit_status, ch->now_ps);
     }
     const struct chip_hart *ctrl = &s->clock.harts[s->clock.ncores];
     if (ctrl->state == CHIP_HART_FINISHED) {
@@ -145,15 +142,24 @@ static void watchdog_rearm(NpuChipctlState *s)
 
 void npu_chip_step_if_quiescent(NpuChipctlState *s)
 {
-    if (s->stopped || s->clock.nrunning != 0) {
+    if (s->stopped || chip_clock_any_running(&s->clock)) {
         return;
     }
-    chip_console_flush(&s->console);
     stop_if_done(s);
     if (chip_clock_advance(&s->clock) == NPU_ERR_DEADLOCK) {
         deadlock_report(s);
     }
-    watchdog_rearm(s);
+    /* Harts run from the new chip time on: every line stamped before it is final. */
+    chip_console_flush_before(&s->console, s->clock.time_ps);
+    npu_chip_note_activity(s);
+}
+
+void npu_chip_hart_exit(NpuChipctlState *s, uint32_t hart, int status)
+{
+    npu_chip_note_activity(s);
+    chip_console_end_line(&s->console, hart, chip_hart_time(&s->clock, hart));
+    chip_hart_exit(&s->clock, hart, status);
+    npu_chip_step_if_quiescent(s);
 }
 
 static void watchdog_expired(void *opaque)
@@ -189,13 +195,17 @@ static uint64_t chipctl_read(void *opaque, hwaddr addr, unsigned size)
 {
     NpuChipctlState *s = opaque;
 
-    switch (addr & ~7ull) {
+    switch (addr) {
     case A_CHIPCTL_MAGIC:
-        return addr == A_CHIPCTL_MAGIC ? NPU_CHIP_MAGIC : NPU_REGSPEC_VERSION;
+        return NPU_CHIP_MAGIC;
+    case A_CHIPCTL_VERSION:
+        return NPU_REGSPEC_VERSION;
     case A_CHIPCTL_FDT_ADDR:
-        return npu_reg64_read(s->fdt_addr, addr & 4, size);
+    case A_CHIPCTL_FDT_ADDR + 4:
+        return npu_reg64_read(s->fdt_addr, addr - A_CHIPCTL_FDT_ADDR, size);
     case A_CHIPCTL_CHIP_TIME:
-        return npu_reg64_read(s->clock.time_ps, addr & 4, size);
+    case A_CHIPCTL_CHIP_TIME + 4:
+        return npu_reg64_read(s->clock.time_ps, addr - A_CHIPCTL_CHIP_TIME, size);
     case A_CHIPCTL_RELEASE:
         return 0; /* write-only */
     default:
@@ -221,10 +231,14 @@ static void chipctl_write(void *opaque, hwaddr addr, uint64_t value, unsigned si
     if (!FIELD_EX32(value, CHIPCTL_RELEASE, GO)) {
         return;
     }
-    if (hart < 0 || chip_release_cores(&s->clock, hart) != NPU_OK) {
+    int rc = hart < 0 ? NPU_ERR_STATE : chip_release_cores(&s->clock, hart);
+    if (rc != NPU_OK) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh chipctl: RELEASE written by hart %d; only "
-                      "the control core (hart %u) may release the cores\n", hart,
+                      "the running control core (hart %u) may release the cores\n", hart,
                       s->clock.ncores);
+    }
+    if (hart >= 0) {
+        s->cores[hart]->cmd_status = rc;
     }
 }
 

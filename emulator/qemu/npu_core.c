@@ -42,19 +42,74 @@ static uint64_t reg64_merge(uint64_t old, uint64_t value, hwaddr off, unsigned s
     return off ? deposit64(old, 32, 32, value) : deposit64(old, 0, 32, value);
 }
 
-static uint32_t wait_status(NpuCoreState *core)
+/* One register of the block by its exact address; false if there is none. */
+static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64_t *v)
 {
     const struct chip_hart *h = &clock_of(core)->harts[core->hart];
-    uint32_t v = FIELD_DP32(0, CORE_WAIT_STATUS, WAITING, h->state == CHIP_HART_WAITING);
-    return FIELD_DP32(v, CORE_WAIT_STATUS, CAUSE, h->cause);
+
+    switch (addr) {
+    case A_CORE_ID:
+        *v = core->hart;
+        return true;
+    case A_CORE_COORD:
+        *v = FIELD_DP32(FIELD_DP32(0, CORE_COORD, ROW, h->row), CORE_COORD, COL, h->col);
+        return true;
+    case A_CORE_TIME:
+    case A_CORE_TIME + 4:
+        *v = npu_reg64_read(h->now_ps, addr - A_CORE_TIME, size);
+        return true;
+    case A_CORE_WAIT_DEADLINE:
+    case A_CORE_WAIT_DEADLINE + 4:
+        *v = npu_reg64_read(core->wait.deadline_ps, addr - A_CORE_WAIT_DEADLINE, size);
+        return true;
+    case A_CORE_WAIT_SEM:
+        *v = core->wait.sem;
+        return true;
+    case A_CORE_WAIT_VALUE:
+        *v = core->wait.value;
+        return true;
+    case A_CORE_WAIT_KIND:
+        *v = core->wait_kind;
+        return true;
+    case A_CORE_WAIT_STATUS:
+        *v = FIELD_DP32(FIELD_DP32(0, CORE_WAIT_STATUS, WAITING,
+                                   h->state == CHIP_HART_WAITING),
+                        CORE_WAIT_STATUS, CAUSE, h->cause);
+        return true;
+    case A_CORE_IRQ_STATUS:
+        *v = core->irq_status;
+        return true;
+    case A_CORE_IRQ_ENABLE:
+        *v = core->irq_enable;
+        return true;
+    case A_CORE_CON_TX: /* write-only registers read 0 */
+    case A_CORE_EXIT:
+    case A_CORE_SEM_OP:
+        *v = 0;
+        return true;
+    case A_CORE_SEM_TARGET:
+        *v = core->sem_target;
+        return true;
+    case A_CORE_SEM_VALUE:
+        *v = core->sem_value;
+        return true;
+    case A_CORE_CMD_STATUS:
+        *v = (uint32_t)core->cmd_status;
+        return true;
+    }
+    if (addr >= A_CORE_SEM && addr < A_CORE_SEM + CORE_SEM_COUNT * CORE_SEM_STRIDE &&
+        (addr - A_CORE_SEM) % CORE_SEM_STRIDE == 0) {
+        *v = h->sems[(addr - A_CORE_SEM) / CORE_SEM_STRIDE];
+        return true;
+    }
+    return false;
 }
 
 static uint64_t core_read(void *opaque, hwaddr addr, unsigned size)
 {
     NpuCoreState *core = opaque;
-    struct chip_clock *c = clock_of(core);
-    const struct chip_hart *h = &c->harts[core->hart];
     int hart = npu_chip_current_hart(core->chip);
+    uint64_t v = 0;
 
     if (hart >= 0 && (uint32_t)hart != core->hart) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %d read register 0x%" HWADDR_PRIx
@@ -62,53 +117,31 @@ static uint64_t core_read(void *opaque, hwaddr addr, unsigned size)
                       core->hart);
         return 0;
     }
-    if (addr >= A_CORE_SEM && addr < A_CORE_SEM + CORE_SEM_COUNT * CORE_SEM_STRIDE) {
-        return h->sems[(addr - A_CORE_SEM) / CORE_SEM_STRIDE];
-    }
-    switch (addr & ~7ull) {
-    case A_CORE_ID:
-        return addr == A_CORE_ID ? core->hart
-                                 : FIELD_DP32(FIELD_DP32(0, CORE_COORD, ROW, h->row),
-                                              CORE_COORD, COL, h->col);
-    case A_CORE_TIME:
-        return npu_reg64_read(h->now_ps, addr & 4, size);
-    case A_CORE_WAIT_DEADLINE:
-        return npu_reg64_read(core->wait.deadline_ps, addr & 4, size);
-    case A_CORE_WAIT_SEM:
-        return addr == A_CORE_WAIT_SEM ? core->wait.sem : core->wait.value;
-    case A_CORE_WAIT_KIND:
-        return addr == A_CORE_WAIT_KIND ? core->wait_kind : wait_status(core);
-    case A_CORE_IRQ_STATUS:
-        return addr == A_CORE_IRQ_STATUS ? core->irq_status : core->irq_enable;
-    case A_CORE_CON_TX:
-        return 0; /* CON_TX and EXIT are write-only */
-    case A_CORE_SEM_TARGET:
-        return addr == A_CORE_SEM_TARGET ? core->sem_target : core->sem_value;
-    case A_CORE_SEM_OP:
-        return addr == A_CORE_SEM_OP ? 0 : (uint32_t)core->cmd_status;
-    default:
+    if (!core_read_reg(core, addr, size, &v)) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u read of unknown register 0x%"
                       HWADDR_PRIx "\n", core->hart, addr);
-        return 0;
     }
+    return v;
 }
 
 static void core_start_wait(NpuCoreState *core, uint32_t kind)
 {
     struct chip_wait w = core->wait;
-    int rc;
+    uint32_t cause = 0;
 
     w.kind = kind;
     core->wait_kind = kind;
-    npu_chip_note_activity(core->chip);
     core->irq_status &= ~R_CORE_IRQ_STATUS_WAKE_MASK; /* a new wait forgets the last wake */
     npu_core_update_irq(core);
-    rc = chip_hart_wait(clock_of(core), core->hart, &w);
-    core->cmd_status = rc < 0 ? rc : 0;
-    if (rc < 0) {
+    int rc = chip_hart_wait(clock_of(core), core->hart, &w, &cause);
+    core->cmd_status = rc;
+    if (rc != NPU_OK) {
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: invalid wait (kind 0x%x, "
-                      "semaphore %u); see npu_wait_kind\n", core->hart, kind, w.sem);
-    } else if (rc == 0) {
+                      "semaphore %u, deadline %" PRIu64 " ps): %d\n", core->hart, kind,
+                      w.sem, w.deadline_ps, rc);
+    } else if (cause == 0) {
+        /* Only a hart that really goes to sleep counts as progress for the watchdog. */
+        npu_chip_note_activity(core->chip);
         npu_chip_step_if_quiescent(core->chip);
     }
 }
@@ -117,24 +150,18 @@ static void core_sem_op(NpuCoreState *core, uint32_t op)
 {
     uint32_t target = FIELD_EX32(core->sem_target, CORE_SEM_TARGET, CORE);
     uint32_t sem = FIELD_EX32(core->sem_target, CORE_SEM_TARGET, SEM);
-    int rc = chip_sem_post(clock_of(core), core->hart, target, sem, op, core->sem_value);
+    uint32_t fields = R_CORE_SEM_TARGET_CORE_MASK | R_CORE_SEM_TARGET_SEM_MASK;
+    int rc = NPU_ERR_RANGE;
 
+    if (!(core->sem_target & ~fields)) {
+        rc = chip_sem_post(clock_of(core), core->hart, target, sem, op, core->sem_value);
+    }
     core->cmd_status = rc;
     if (rc != NPU_OK) {
-        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: SEM_OP %u on core %u semaphore "
-                      "%u refused (%d): no such core, semaphore or operation\n", core->hart,
-                      op, target, sem, rc);
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: SEM_OP %u with SEM_TARGET 0x%x "
+                      "refused (%d): no such core, semaphore or operation\n", core->hart,
+                      op, core->sem_target, rc);
     }
-}
-
-static void core_exit(NpuCoreState *core, uint32_t status)
-{
-    struct chip_clock *c = clock_of(core);
-
-    npu_chip_note_activity(core->chip);
-    chip_console_end_line(&core->chip->console, core->hart, chip_hart_time(c, core->hart));
-    chip_hart_exit(c, core->hart, (int)status);
-    npu_chip_step_if_quiescent(core->chip);
 }
 
 /* Only the owning hart, while it runs, may write its block (acknowledging a wake excepted). */
@@ -173,7 +200,7 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
         core->wait.deadline_ps = reg64_merge(core->wait.deadline_ps, value, addr & 4, size);
         break;
     case A_CORE_WAIT_SEM:
-        core->wait.sem = FIELD_EX32(value, CORE_WAIT_SEM, ID);
+        core->wait.sem = value; /* kept whole: a value outside ID fails the wait */
         break;
     case A_CORE_WAIT_VALUE:
         core->wait.value = value;
@@ -195,7 +222,7 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
                           FIELD_EX32(value, CORE_CON_TX, DATA));
         break;
     case A_CORE_EXIT:
-        core_exit(core, FIELD_EX32(value, CORE_EXIT, STATUS));
+        npu_chip_hart_exit(core->chip, core->hart, FIELD_EX32(value, CORE_EXIT, STATUS));
         break;
     case A_CORE_SEM_TARGET:
         core->sem_target = value;

@@ -41,10 +41,7 @@ static void exit_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
     if (chip->clock.harts[hart].state != CHIP_HART_RUNNING) {
         return;
     }
-    npu_chip_note_activity(chip);
-    chip_console_end_line(&chip->console, hart, chip_hart_time(&chip->clock, hart));
-    chip_hart_exit(&chip->clock, hart, kind == EXIT_PASS ? 0 : (code ? code : NPU_EXIT_FAIL));
-    npu_chip_step_if_quiescent(chip);
+    npu_chip_hart_exit(chip, hart, kind == EXIT_PASS ? 0 : (code ? code : NPU_EXIT_FAIL));
 }
 
 static const MemoryRegionOps exit_ops = {

@@ -39,7 +39,7 @@ struct NpuChipctlState {
     struct NpuCoreState **cores; /* per hart, set by the machine */
     uint32_t watchdog_ms;
     QEMUTimer *watchdog;
-    uint64_t activity;        /* waits started and exits, for the watchdog */
+    uint64_t activity;        /* clock steps, waits started and exits, for the watchdog */
     uint64_t activity_seen;   /* ... as counted when the watchdog last looked */
     uint64_t fdt_addr;
     bool stopped;             /* a final report was printed; ignore further guest writes */
@@ -87,7 +87,7 @@ static inline uint64_t npu_reg64_read(uint64_t value, hwaddr off, unsigned size)
     return size == 8 ? value : (uint32_t)(value >> (off ? 32 : 0));
 }
 
-/* A hart started a wait or finished: the chip makes progress, whatever chip time does. */
+/* The clock stepped, or a hart started a wait or finished: the chip makes progress. */
 static inline void npu_chip_note_activity(NpuChipctlState *s)
 {
     s->activity++;
@@ -98,6 +98,8 @@ void npu_chip_step_if_quiescent(NpuChipctlState *s);
 void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
     G_GNUC_PRINTF(3, 4) G_GNUC_NORETURN;
 void npu_chip_print(NpuChipctlState *s, const char *text);
+/* A hart has finished (EXIT register or exit device): end its line, record, maybe step. */
+void npu_chip_hart_exit(NpuChipctlState *s, uint32_t hart, int status);
 /* The hart executing the current MMIO access, or -1 if none (e.g. gdb). */
 int npu_chip_current_hart(NpuChipctlState *s);
 /* Raises or lowers a core's interrupt line from its IRQ_STATUS & IRQ_ENABLE. */

@@ -39,6 +39,7 @@ static void add_chip_node(NpuMeshState *s, void *fdt)
     qemu_fdt_setprop_cells(fdt, node, "npu,mesh", c->mesh_rows, c->mesh_cols);
     qemu_fdt_setprop_cell(fdt, node, "npu,num-cores", c->mesh_rows * c->mesh_cols);
     qemu_fdt_setprop_cell(fdt, node, "npu,freq-mhz", c->freq_mhz);
+    qemu_fdt_setprop_cell(fdt, node, "npu,cycle-ps", chip_config_cycle_ps(c));
     qemu_fdt_setprop_cell(fdt, node, "npu,cmd-cost-cycles", c->cmd_cost_cycles);
     qemu_fdt_setprop_cell(fdt, node, "npu,noc-hop-cycles", c->noc_hop_cycles);
     qemu_fdt_setprop_cell(fdt, node, "npu,sems-per-core", CHIP_SEMS_PER_CORE);

@@ -27,6 +27,11 @@ def reg_width(reg):
     return reg.get("width", 32)
 
 
+def reg_stride(reg):
+    """Distance between the elements of a register array (default: the register's size)."""
+    return reg.get("stride", reg_width(reg) // 8)
+
+
 def check_spec(spec):
     for block in spec["block"]:
         bname = block["name"]
@@ -43,7 +48,7 @@ def check_spec(spec):
             if reg.get("access") not in ("ro", "wo", "rw", "w1c"):
                 fail(f"{where}: access must be ro, wo, rw or w1c")
             count = reg.get("count", 1)
-            stride = reg.get("stride", width // 8)
+            stride = reg_stride(reg)
             end_prev = reg["offset"] + (count - 1) * stride + width // 8
             if end_prev > block["size"]:
                 fail(f"{where}: past the end of the block (0x{block['size']:x})")
@@ -94,6 +99,12 @@ def gen_memmap(spec, name):
     out.append("};\n\n")
     for region in spec["memmap"]:
         out.append(f"#define NPU_MAP_{region['name']}_BASE 0x{region['base']:x}ull\n")
+    out.append("\n/* Sizes of register arrays, for code that models them (the chip model). */\n")
+    for block in spec["block"]:
+        for reg in block["reg"]:
+            if "count" in reg:
+                out.append(f"#define NPU_{block['name'].upper()}_{reg['name']}_COUNT "
+                           f"{reg['count']}u\n")
     out.append("\n/* Address of instance `index` of a per-core region (index < count). */\n"
                "static inline uint64_t npu_map_instance_base(enum npu_map_region region, "
                "uint32_t index)\n{\n"
@@ -127,7 +138,7 @@ def gen_firmware(spec, name):
                        f"/* {reg['access']}: {reg['desc']} */\n")
             if "count" in reg:
                 out.append(f"#define {prefix}_{reg['name']}_COUNT {reg['count']}u\n")
-                out.append(f"#define {prefix}_{reg['name']}_STRIDE {reg.get('stride', 4)}u\n")
+                out.append(f"#define {prefix}_{reg['name']}_STRIDE {reg_stride(reg)}u\n")
             out.extend(field_lines(prefix, reg))
         out.append(f"\ntypedef struct npu_{block['name']}_regs {{\n")
         pos, pad = 0, 0
@@ -167,7 +178,7 @@ def gen_qemu(spec, name):
             out.append(f"{kind}({prefix}_{reg['name']}, 0x{reg['offset']:03x})\n")
             if "count" in reg:
                 out.append(f"#define {prefix}_{reg['name']}_COUNT {reg['count']}\n")
-                out.append(f"#define {prefix}_{reg['name']}_STRIDE {reg.get('stride', 4)}\n")
+                out.append(f"#define {prefix}_{reg['name']}_STRIDE {reg_stride(reg)}\n")
             for fname, lsb, width, _desc in reg.get("fields", []):
                 out.append(f"    FIELD({prefix}_{reg['name']}, {fname}, {lsb}, {width})\n")
         out.append("\n")

@@ -36,7 +36,7 @@ const char *hal_bootargs(void)
 
 uint64_t hal_cycle_ps(void)
 {
-    return (1000000ull + chip.freq_mhz / 2) / chip.freq_mhz;
+    return chip.cycle_ps;
 }
 
 /* A child of the root whose compatible (or device_type) matches. */
@@ -81,6 +81,8 @@ static int load_chip_node(void)
     if (rc == NPU_OK)
         rc = fdt_prop_u32(&blob, node, "npu,freq-mhz", &chip.freq_mhz);
     if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,cycle-ps", &chip.cycle_ps);
+    if (rc == NPU_OK)
         rc = fdt_prop_u32(&blob, node, "npu,cmd-cost-cycles", &chip.cmd_cost_cycles);
     if (rc == NPU_OK)
         rc = fdt_prop_u32(&blob, node, "npu,noc-hop-cycles", &chip.noc_hop_cycles);
@@ -99,7 +101,7 @@ static int load_chip_node(void)
     chip.rows = mesh[0];
     chip.cols = mesh[1];
     strncpy(chip.config_name, name, sizeof(chip.config_name) - 1);
-    return chip.freq_mhz && chip.ncores == chip.rows * chip.cols ? NPU_OK : NPU_ERR_FORMAT;
+    return chip.cycle_ps && chip.ncores == chip.rows * chip.cols ? NPU_OK : NPU_ERR_FORMAT;
 }
 
 static int load_memory_nodes(void)
@@ -183,7 +185,7 @@ void hal_start(void)
     if (rc != NPU_OK || chip.regspec_version != NPU_REGSPEC_VERSION) {
         /* Without the devicetree this hart cannot find its console: end through the exit
            device, which the chip reports with the hart's name. */
-        mmio_write32(npu_memmap[NPU_MAP_EXIT].base, (NPU_EXIT_ASSERT << 16) | 0x3333);
+        mmio_write32(npu_memmap[NPU_MAP_EXIT].base, (NPU_EXIT_BOOT << 16) | 0x3333);
         for (;;)
             __asm__ volatile("wfi");
     }

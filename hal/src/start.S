@@ -40,7 +40,8 @@ _start:
     addi t1, t1, -1
     j 1b
 3:
-    /* Zero .bss (the loader zero-fills too; a restart from the debugger relies on this). */
+    /* Zero .bss (the machine's loader zero-fills it too). A reset of the machine is not
+       supported: relocation is not idempotent and the chip model is not reset. */
     lla t0, __bss_start
     lla t1, __bss_end
 4:  bgeu t0, t1, 5f

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Trap entry: switch to the per-hart trap stack (its top is kept in mscratch), save all 31
- * general registers plus mepc, mcause, mtval and mstatus (struct hal_trap_frame), call
- * hal_trap_dispatch, restore, mret. Interrupts return here; exceptions do not return.
+ * general registers, mepc, mcause, mtval, mstatus, the 32 floating-point registers and fcsr
+ * (struct hal_trap_frame), call hal_trap_dispatch, restore, mret. Interrupts return here
+ * (so an interrupt handler may use floating point); exceptions do not return.
  */
-#define FRAME_SIZE (35 * 8)
+#define FRAME_SIZE (68 * 8)
+#define F_BASE 35
 
     .section .text.trap, "ax"
     .align 2                /* mtvec needs a 4-byte aligned handler */
@@ -52,12 +54,80 @@ hal_trap_entry:
     sd t0, 33*8(sp)
     csrr t0, mstatus
     sd t0, 34*8(sp)
+    fsd f0, (F_BASE+0)*8(sp)
+    fsd f1, (F_BASE+1)*8(sp)
+    fsd f2, (F_BASE+2)*8(sp)
+    fsd f3, (F_BASE+3)*8(sp)
+    fsd f4, (F_BASE+4)*8(sp)
+    fsd f5, (F_BASE+5)*8(sp)
+    fsd f6, (F_BASE+6)*8(sp)
+    fsd f7, (F_BASE+7)*8(sp)
+    fsd f8, (F_BASE+8)*8(sp)
+    fsd f9, (F_BASE+9)*8(sp)
+    fsd f10, (F_BASE+10)*8(sp)
+    fsd f11, (F_BASE+11)*8(sp)
+    fsd f12, (F_BASE+12)*8(sp)
+    fsd f13, (F_BASE+13)*8(sp)
+    fsd f14, (F_BASE+14)*8(sp)
+    fsd f15, (F_BASE+15)*8(sp)
+    fsd f16, (F_BASE+16)*8(sp)
+    fsd f17, (F_BASE+17)*8(sp)
+    fsd f18, (F_BASE+18)*8(sp)
+    fsd f19, (F_BASE+19)*8(sp)
+    fsd f20, (F_BASE+20)*8(sp)
+    fsd f21, (F_BASE+21)*8(sp)
+    fsd f22, (F_BASE+22)*8(sp)
+    fsd f23, (F_BASE+23)*8(sp)
+    fsd f24, (F_BASE+24)*8(sp)
+    fsd f25, (F_BASE+25)*8(sp)
+    fsd f26, (F_BASE+26)*8(sp)
+    fsd f27, (F_BASE+27)*8(sp)
+    fsd f28, (F_BASE+28)*8(sp)
+    fsd f29, (F_BASE+29)*8(sp)
+    fsd f30, (F_BASE+30)*8(sp)
+    fsd f31, (F_BASE+31)*8(sp)
+    frcsr t0
+    sd t0, (F_BASE+32)*8(sp)
     addi t0, sp, FRAME_SIZE
     csrw mscratch, t0       /* trap stack top again, for the next trap */
 
     mv a0, sp
     call hal_trap_dispatch
 
+    ld t0, (F_BASE+32)*8(sp)
+    fscsr t0
+    fld f0, (F_BASE+0)*8(sp)
+    fld f1, (F_BASE+1)*8(sp)
+    fld f2, (F_BASE+2)*8(sp)
+    fld f3, (F_BASE+3)*8(sp)
+    fld f4, (F_BASE+4)*8(sp)
+    fld f5, (F_BASE+5)*8(sp)
+    fld f6, (F_BASE+6)*8(sp)
+    fld f7, (F_BASE+7)*8(sp)
+    fld f8, (F_BASE+8)*8(sp)
+    fld f9, (F_BASE+9)*8(sp)
+    fld f10, (F_BASE+10)*8(sp)
+    fld f11, (F_BASE+11)*8(sp)
+    fld f12, (F_BASE+12)*8(sp)
+    fld f13, (F_BASE+13)*8(sp)
+    fld f14, (F_BASE+14)*8(sp)
+    fld f15, (F_BASE+15)*8(sp)
+    fld f16, (F_BASE+16)*8(sp)
+    fld f17, (F_BASE+17)*8(sp)
+    fld f18, (F_BASE+18)*8(sp)
+    fld f19, (F_BASE+19)*8(sp)
+    fld f20, (F_BASE+20)*8(sp)
+    fld f21, (F_BASE+21)*8(sp)
+    fld f22, (F_BASE+22)*8(sp)
+    fld f23, (F_BASE+23)*8(sp)
+    fld f24, (F_BASE+24)*8(sp)
+    fld f25, (F_BASE+25)*8(sp)
+    fld f26, (F_BASE+26)*8(sp)
+    fld f27, (F_BASE+27)*8(sp)
+    fld f28, (F_BASE+28)*8(sp)
+    fld f29, (F_BASE+29)*8(sp)
+    fld f30, (F_BASE+30)*8(sp)
+    fld f31, (F_BASE+31)*8(sp)
     ld t0, 0*8(sp)
     csrw mepc, t0
     ld t0, 34*8(sp)

@@ -20,6 +20,8 @@ int hal_wait(const struct hal_wait_args *args, uint32_t *cause)
     uintptr_t r = regs();
     uint32_t status;
 
+    if ((args->kind & NPU_WAIT_SEM) && args->sem >= CORE_SEM_COUNT)
+        return NPU_ERR_RANGE;
     if (args->kind & NPU_WAIT_TIMER)
         mmio_write64(r + CORE_WAIT_DEADLINE_OFFSET, args->deadline_ps);
     if (args->kind & NPU_WAIT_SEM) {
@@ -99,7 +101,7 @@ int hal_release_cores(void)
         return NPU_ERR_STATE;
     mmio_write32(hal_chip()->chipctl_base + CHIPCTL_RELEASE_OFFSET,
                  CHIPCTL_RELEASE_GO_MASK);
-    return NPU_OK;
+    return (int32_t)mmio_read32(regs() + CORE_CMD_STATUS_OFFSET);
 }
 
 int hal_wait_release(void)

@@ -20,6 +20,11 @@ SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 R_RISCV_32, R_RISCV_64 = 1, 2
 ABSOLUTE_UNSUPPORTED = {R_RISCV_32: "R_RISCV_32", 26: "R_RISCV_HI20", 27: "R_RISCV_LO12_I",
                         28: "R_RISCV_LO12_S"}
+# GOT entries are filled by the linker with no relocation of their own, and TLS would need
+# a thread pointer: neither can be relocated from this table.
+GOT_OR_TLS = {20: "R_RISCV_GOT_HI20", 21: "R_RISCV_TLS_GOT_HI20", 22: "R_RISCV_TLS_GD_HI20",
+              29: "R_RISCV_TPREL_HI20", 30: "R_RISCV_TPREL_LO12_I",
+              31: "R_RISCV_TPREL_LO12_S", 32: "R_RISCV_TPREL_ADD"}
 
 
 def fail(path, msg):
@@ -54,6 +59,10 @@ def collect(path, data, secs):
         for off in range(rela["offset"], rela["offset"] + rela["size"], 24):
             r_offset, r_info, _addend = struct.unpack_from("<QQq", data, off)
             rtype, sym = r_info & 0xFFFFFFFF, r_info >> 32
+            if rtype in GOT_OR_TLS:
+                fail(path, f"{GOT_OR_TLS[rtype]} at {target['name']}+0x"
+                     f"{r_offset - target['addr']:x}: GOT and TLS accesses cannot be "
+                     "relocated (build without -fPIC/-fPIE and without thread-local data)")
             shndx, = struct.unpack_from("<H", data, symtab["offset"] + sym * 24 + 6)
             if shndx in (SHN_UNDEF, SHN_ABS):
                 continue  # weak undefined (stays 0) or a plain number: nothing to move
@@ -77,6 +86,10 @@ def main():
         secs = sections(data)
     except (ValueError, struct.error) as e:
         fail(path, str(e))
+    got = next((s for s in secs if s["name"] == ".got" and s["size"]), None)
+    if got is not None:
+        fail(path, "the image has a .got section: its entries cannot be relocated "
+             "(build without -fPIC/-fPIE)")
     table = next((s for s in secs if s["name"] == ".npu_reloc"), None)
     if table is None:
         fail(path, "no .npu_reloc section: link with hal/ld/core.ld")

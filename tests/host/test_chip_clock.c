@@ -86,16 +86,32 @@ static int teardown(void **state)
     return 0;
 }
 
+/* chip_hart_wait as one number: the cause that already holds, 0 (now waiting) or an error. */
+static int hart_wait(struct chip_clock *c, uint32_t hart, const struct chip_wait *w)
+{
+    uint32_t cause = 0;
+    int rc = chip_hart_wait(c, hart, w, &cause);
+    return rc < 0 ? rc : (int)cause;
+}
+
+static bool all_finished(const struct chip_clock *c)
+{
+    for (uint32_t h = 0; h < c->nharts; h++)
+        if (c->harts[h].state != CHIP_HART_FINISHED)
+            return false;
+    return true;
+}
+
 static int wait_timer(struct chip_clock *c, uint32_t hart, uint64_t deadline_ps)
 {
     const struct chip_wait w = { .kind = NPU_WAIT_TIMER, .deadline_ps = deadline_ps };
-    return chip_hart_wait(c, hart, &w);
+    return hart_wait(c, hart, &w);
 }
 
 static int wait_sem(struct chip_clock *c, uint32_t hart, uint32_t sem, uint32_t value)
 {
     const struct chip_wait w = { .kind = NPU_WAIT_SEM, .sem = sem, .value = value };
-    return chip_hart_wait(c, hart, &w);
+    return hart_wait(c, hart, &w);
 }
 
 static int wait_timer_or_sem(struct chip_clock *c, uint32_t hart, uint64_t deadline_ps,
@@ -103,13 +119,13 @@ static int wait_timer_or_sem(struct chip_clock *c, uint32_t hart, uint64_t deadl
 {
     const struct chip_wait w = { .kind = NPU_WAIT_TIMER | NPU_WAIT_SEM,
                                  .deadline_ps = deadline_ps, .sem = sem, .value = value };
-    return chip_hart_wait(c, hart, &w);
+    return hart_wait(c, hart, &w);
 }
 
 static int wait_release(struct chip_clock *c, uint32_t hart)
 {
     const struct chip_wait w = { .kind = NPU_WAIT_RELEASE };
-    return chip_hart_wait(c, hart, &w);
+    return hart_wait(c, hart, &w);
 }
 
 static void assert_wake(const struct fixture *f, size_t i, uint32_t hart, uint64_t t,
@@ -144,7 +160,7 @@ static void test_all_harts_start_running(void **state)
     }
     assert_true(evq_is_empty(&f->c.queue));
     assert_false(chip_clock_is_quiescent(&f->c));
-    assert_false(chip_clock_all_finished(&f->c));
+    assert_false(all_finished(&f->c));
 }
 
 static void test_charge_advances_local_time_only(void **state)
@@ -196,7 +212,7 @@ static void test_timers_wake_at_deadline_in_order(void **state)
         assert_int_equal(f->c.nrunning, 1);
         chip_hart_exit(&f->c, order[i], 0);
     }
-    assert_true(chip_clock_all_finished(&f->c));
+    assert_true(all_finished(&f->c));
     assert_int_equal(f->c.events_applied, NHARTS);
 }
 
@@ -364,7 +380,7 @@ static void test_resume_at_own_local_time(void **state)
     assert_wake(f, 0, 0, 20000, NPU_WAIT_SEM);
     assert_int_equal(f->c.time_ps, 20000);
     assert_int_equal(f->c.harts[0].sems[0], 1);
-    assert_false(f->c.harts[0].resume_pending);
+    assert_false(f->c.harts[0].check_pending);
     assert_state(&f->c, 1, CHIP_HART_WAITING);
 }
 
@@ -463,7 +479,7 @@ static void test_release_wakes_waiting_cores(void **state)
     assert_int_equal(wait_sem(&f->c, 2, 0, 1), 0);
     const struct chip_wait rt = { .kind = NPU_WAIT_RELEASE | NPU_WAIT_TIMER,
                                   .deadline_ps = 100000 };
-    assert_int_equal(chip_hart_wait(&f->c, 3, &rt), 0);
+    assert_int_equal(hart_wait(&f->c, 3, &rt), 0);
     assert_int_equal(chip_release_cores(&f->c, CTRL), NPU_OK);
     assert_int_equal(chip_hart_time(&f->c, CTRL), CMD_PS);
     assert_false(f->c.released); /* takes effect when time advances */
@@ -529,14 +545,14 @@ static void test_invalid_waits(void **state)
         { .kind = NPU_WAIT_SEM | NPU_WAIT_TIMER, .sem = 1000, .deadline_ps = 100 },
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        assert_int_equal(chip_hart_wait(&f->c, 1, &bad[i]), NPU_ERR_INVAL);
+        assert_int_equal(hart_wait(&f->c, 1, &bad[i]), NPU_ERR_INVAL);
         assert_state(&f->c, 1, CHIP_HART_RUNNING);
     }
     assert_int_equal(f->c.nrunning, NHARTS);
     assert_true(evq_is_empty(&f->c.queue));
     /* The semaphore index only matters for SEM waits; 31 is the last valid one. */
     const struct chip_wait t = { .kind = NPU_WAIT_TIMER, .deadline_ps = 100, .sem = 1000 };
-    assert_int_equal(chip_hart_wait(&f->c, 1, &t), 0);
+    assert_int_equal(hart_wait(&f->c, 1, &t), 0);
     assert_int_equal(wait_sem(&f->c, 2, CHIP_SEMS_PER_CORE - 1, 1), 0);
 }
 
@@ -586,7 +602,7 @@ static void test_deadlock_report(void **state)
     assert_int_equal(f->nlog, 1);
     assert_int_equal(f->c.time_ps, 12000); /* the last applied event */
     assert_true(chip_clock_is_quiescent(&f->c));
-    assert_false(chip_clock_all_finished(&f->c));
+    assert_false(all_finished(&f->c));
     describe_is(&f->c, 0, "waiting since 0 ps for semaphore 3 >= 2 (now 1)");
     describe_is(&f->c, 1, "waiting since 8000 ps for semaphore 0 >= 1 (now 0)");
     describe_is(&f->c, 2, "finished with status 7");
@@ -605,7 +621,7 @@ static void test_deadlock_with_empty_queue(void **state)
     /* The control core releases; it may not wait to be released itself. */
     assert_int_equal(wait_release(&f->c, CTRL), NPU_ERR_INVAL);
     const struct chip_wait never = { .kind = NPU_WAIT_SEM, .sem = 0, .value = 1 };
-    assert_int_equal(chip_hart_wait(&f->c, CTRL, &never), 0);
+    assert_int_equal(hart_wait(&f->c, CTRL, &never), 0);
     assert_true(chip_clock_is_quiescent(&f->c));
     assert_int_equal(chip_clock_advance(&f->c), NPU_ERR_DEADLOCK);
     assert_int_equal(f->c.time_ps, 0);
@@ -618,7 +634,7 @@ static void test_describe_combined_wait_and_truncation(void **state)
     struct fixture *f = *state;
     const struct chip_wait w = { .kind = NPU_WAIT_TIMER | NPU_WAIT_SEM | NPU_WAIT_RELEASE,
                                  .deadline_ps = 9000, .sem = 4, .value = 2 };
-    assert_int_equal(chip_hart_wait(&f->c, 2, &w), 0);
+    assert_int_equal(hart_wait(&f->c, 2, &w), 0);
     describe_is(&f->c, 2, "waiting since 0 ps for timer at 9000 ps or semaphore 4 >= 2 "
                           "(now 0) or release by the control core");
     char small[12];
@@ -627,6 +643,58 @@ static void test_describe_combined_wait_and_truncation(void **state)
     assert_string_equal(small, "waiting s");
     assert_int_equal(small[10], 'x');
     assert_int_equal(small[11], 'x');
+}
+
+/* ---- a condition is judged at the hart's own time: a SET landing before it counts */
+
+static void test_set_before_own_time_blocks_immediate_wait(void **state)
+{
+    struct fixture *f = *state;
+    f->c.harts[0].sems[0] = 1;
+    /* Hart 1 sets hart 0's semaphore 0 to 0: lands at 8000 + 1 hop = 12000. */
+    assert_int_equal(chip_sem_post(&f->c, 1, 0, 0, NPU_SEM_OP_SET, 0), NPU_OK);
+    chip_hart_charge(&f->c, 0, 10); /* hart 0 is at 20000, ahead of chip time 0 */
+    /* sems[0] is 1 as of chip time, but not at 20000: the hart must wait. */
+    assert_int_equal(wait_sem(&f->c, 0, 0, 1), 0);
+    for (uint32_t h = 1; h < NHARTS; h++)
+        chip_hart_exit(&f->c, h, 0);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_ERR_DEADLOCK);
+    assert_int_equal(f->nlog, 0);
+    assert_int_equal(f->c.harts[0].sems[0], 0);
+    assert_int_equal(f->c.time_ps, 20000);
+}
+
+static void test_set_before_own_time_cancels_wake(void **state)
+{
+    struct fixture *f = *state;
+    chip_hart_charge(&f->c, 0, 10);                       /* hart 0 at 20000 */
+    assert_int_equal(wait_sem(&f->c, 0, 0, 1), 0);
+    /* INC lands at 12000 (satisfied, but hart 0 is at 20000), SET 0 lands at 16000. */
+    assert_int_equal(chip_sem_post(&f->c, 1, 0, 0, NPU_SEM_OP_INC, 1), NPU_OK);
+    chip_hart_charge(&f->c, 2, 2);
+    assert_int_equal(chip_sem_post(&f->c, 2, 0, 0, NPU_SEM_OP_SET, 0), NPU_OK);
+    for (uint32_t h = 1; h < NHARTS; h++)
+        chip_hart_exit(&f->c, h, 0);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_ERR_DEADLOCK);
+    assert_int_equal(f->nlog, 0); /* judged at 20000: the semaphore is 0 again */
+    assert_int_equal(f->c.harts[0].state, CHIP_HART_WAITING);
+}
+
+static void test_deadline_beyond_time_max(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(wait_timer(&f->c, 0, CHIP_TIME_MAX_PS + 1), NPU_ERR_RANGE);
+    assert_int_equal(f->c.harts[0].state, CHIP_HART_RUNNING);
+    assert_int_equal(wait_timer(&f->c, 0, CHIP_TIME_MAX_PS), 0);
+}
+
+static void test_release_from_waiting_ctrl_refused(void **state)
+{
+    struct fixture *f = *state;
+    assert_int_equal(wait_timer(&f->c, CTRL, 1000), 0);
+    assert_int_equal(chip_release_cores(&f->c, CTRL), NPU_ERR_STATE);
+    chip_hart_exit(&f->c, 0, 0);
+    assert_int_equal(chip_release_cores(&f->c, 0), NPU_ERR_STATE);
 }
 
 /* The chip stops on the lowest NPU core that exited non-zero; the control core's status is
@@ -650,11 +718,11 @@ static void test_exit_and_all_finished(void **state)
     struct fixture *f = *state;
     assert_int_equal(wait_timer(&f->c, 1, 5000), 0);
     for (uint32_t h = 0; h < NHARTS; h++) {
-        assert_false(chip_clock_all_finished(&f->c));
+        assert_false(all_finished(&f->c));
         chip_hart_exit(&f->c, h, (int)h + 10);
         assert_state(&f->c, h, CHIP_HART_FINISHED);
     }
-    assert_true(chip_clock_all_finished(&f->c));
+    assert_true(all_finished(&f->c));
     assert_false(chip_clock_is_quiescent(&f->c));
     assert_int_equal(f->c.nrunning, 0);
     chip_hart_exit(&f->c, 3, 99); /* a second exit changes nothing */
@@ -686,7 +754,7 @@ static void test_quiescent(void **state)
     assert_true(chip_clock_is_quiescent(&f->c));
     chip_hart_exit(&f->c, 3, 0);
     assert_false(chip_clock_is_quiescent(&f->c));
-    assert_true(chip_clock_all_finished(&f->c));
+    assert_true(all_finished(&f->c));
 }
 
 /* ---- determinism: scripted scenarios under different host orders */
@@ -748,7 +816,7 @@ static void run_op(struct chip_clock *c, uint32_t h, const struct op *o)
     case OP_WAIT: {
         const struct chip_wait w = { .kind = o->a, .sem = o->b, .value = o->c,
                                      .deadline_ps = (o->d ? 0 : chip_hart_time(c, h)) + o->t_ps };
-        assert_true(chip_hart_wait(c, h, &w) >= 0);
+        assert_true(hart_wait(c, h, &w) >= 0);
         break;
     }
     case OP_RELEASE:
@@ -800,7 +868,7 @@ static void run_scenario(struct fixture *f, const script_t *script, enum host_or
             run_op(&f->c, h, &(*script)[h][pc[h]++]);
             continue;
         }
-        if (chip_clock_all_finished(&f->c))
+        if (all_finished(&f->c))
             return;
         assert_true(chip_clock_is_quiescent(&f->c));
         assert_int_equal(chip_clock_advance(&f->c), NPU_OK);
@@ -920,6 +988,10 @@ int main(void)
         T(test_describe_combined_wait_and_truncation),
         T(test_exit_and_all_finished),
         T(test_first_failed_core),
+        T(test_set_before_own_time_blocks_immediate_wait),
+        T(test_set_before_own_time_cancels_wake),
+        T(test_deadline_beyond_time_max),
+        T(test_release_from_waiting_ctrl_refused),
         T(test_quiescent),
         cmocka_unit_test(test_determinism_ring),
         cmocka_unit_test(test_determinism_ties),

@@ -282,9 +282,58 @@ static void test_many_lines_grow_pending(void **state)
     chip_console_destroy(&con);
 }
 
+/* After a clock step to T only lines stamped before T are final; later ones wait. */
+static void test_flush_before_keeps_later_lines(void **state)
+{
+    (void)state;
+    struct chip_console con;
+    struct sink s;
+    console_init(&con, &s);
+    put_str(&con, 0, 500, "ahead\n");  /* hart 0 ran ahead with its own commands */
+    put_str(&con, 1, 100, "early\n");
+    chip_console_flush_before(&con, 300);
+    assert_int_equal(s.nemits, 1);
+    assert_non_null(strstr(s.text, "early"));
+    put_str(&con, 2, 300, "next step\n"); /* a hart woken at 300 */
+    chip_console_flush(&con);
+    assert_int_equal(s.nemits, 3);
+    const char *a = strstr(s.text, "next step"), *b = strstr(s.text, "ahead");
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_true(a < b); /* 300 before 500, though "ahead" was queued first */
+    chip_console_destroy(&con);
+}
+
+static void count_emit(void *opaque, const char *text, size_t len)
+{
+    (void)text, (void)len;
+    (*(unsigned *)opaque)++;
+}
+
+/* A hart printing in a loop between two steps has the excess dropped, with one notice. */
+static void test_lines_per_step_capped(void **state)
+{
+    (void)state;
+    struct chip_console con;
+    unsigned n = 0;
+    assert_int_equal(chip_console_init(&con, 5, 2, count_emit, &n), NPU_OK);
+    for (unsigned i = 0; i < CHIP_CONSOLE_HART_LINES + 10; i++)
+        assert_int_equal(chip_console_putc(&con, 3, 0, '\n'), NPU_OK);
+    assert_int_equal(chip_console_putc(&con, 4, 0, '\n'), NPU_OK); /* others unaffected */
+    chip_console_flush_before(&con, 1);
+    assert_int_equal(n, CHIP_CONSOLE_HART_LINES + 1 + 1);
+    n = 0;
+    assert_int_equal(chip_console_putc(&con, 3, 1, '\n'), NPU_OK); /* a new step: kept */
+    chip_console_flush(&con);
+    assert_int_equal(n, 1);
+    chip_console_destroy(&con);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_flush_before_keeps_later_lines),
+        cmocka_unit_test(test_lines_per_step_capped),
         cmocka_unit_test(test_held_until_flush),
         cmocka_unit_test(test_ordered_by_time_hart_seq),
         cmocka_unit_test(test_prefix_format),

@@ -19,6 +19,7 @@ struct hal_chip_info {
     uint32_t rows, cols;        /* mesh */
     uint32_t ncores;            /* NPU cores; the control core is hart/core id ncores */
     uint32_t freq_mhz;
+    uint32_t cycle_ps;          /* picoseconds per core cycle, as the chip model counts */
     uint32_t cmd_cost_cycles;
     uint32_t noc_hop_cycles;
     uint32_t sems_per_core;
@@ -50,7 +51,7 @@ int hal_core_info_get(uint32_t core_id, struct hal_core_info *out);
 /* The devicetree's chosen/bootargs string, "" if none (set with QEMU's -append). */
 const char *hal_bootargs(void);
 
-/* Picoseconds per core cycle (rounded), as the chip model computes it. */
+/* Picoseconds per core cycle, as the chip model counts them (from the devicetree). */
 uint64_t hal_cycle_ps(void);
 
 /* Ends this hart with `status` (NPU cores: the EXIT register; control core: exit device). */

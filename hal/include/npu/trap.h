@@ -14,6 +14,8 @@
 struct hal_trap_frame {
     uint64_t x[32];  /* x[0] holds mepc */
     uint64_t mcause, mtval, mstatus;
+    uint64_t f[32];  /* floating-point registers, raw */
+    uint64_t fcsr;
 };
 
 typedef void (*hal_irq_handler_fn)(void);
