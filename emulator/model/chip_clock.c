@@ -149,18 +149,38 @@ void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status)
         c->first_failed = hart;
 }
 
+static bool sem_op_is_valid(const struct chip_clock *c, uint32_t target, uint32_t sem,
+                            uint32_t op)
+{
+    return target < c->nharts && sem < CHIP_SEMS_PER_CORE &&
+           (op == NPU_SEM_OP_INC || op == NPU_SEM_OP_SET);
+}
+
+int chip_sem_post_from_unit(struct chip_clock *c, uint32_t src, uint64_t time_ps,
+                            uint32_t target, uint32_t sem, uint32_t op, uint32_t value)
+{
+    assert(src < c->nharts && time_ps >= c->time_ps);
+    if (!sem_op_is_valid(c, target, sem, op))
+        return NPU_ERR_RANGE;
+    uint64_t at = time_ps + (uint64_t)chip_hops(c, src, target) * c->p.hop_cycles * c->p.cycle_ps;
+    return schedule(c, src, at, EV_SEM, (uint64_t)target << 32 | sem, (uint64_t)op << 32 | value);
+}
+
 int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,
                   uint32_t op, uint32_t value)
 {
     assert(hart < c->nharts);
-    if (target >= c->nharts || sem >= CHIP_SEMS_PER_CORE ||
-        (op != NPU_SEM_OP_INC && op != NPU_SEM_OP_SET))
+    if (!sem_op_is_valid(c, target, sem, op))
         return NPU_ERR_RANGE;
     chip_hart_charge(c, hart, c->p.cmd_cost_cycles);
-    uint64_t at = c->harts[hart].now_ps +
-                  (uint64_t)chip_hops(c, hart, target) * c->p.hop_cycles * c->p.cycle_ps;
-    return schedule(c, hart, at, EV_SEM, (uint64_t)target << 32 | sem,
-                    (uint64_t)op << 32 | value);
+    return chip_sem_post_from_unit(c, hart, c->harts[hart].now_ps, target, sem, op, value);
+}
+
+int chip_clock_schedule(struct chip_clock *c, uint32_t src, uint64_t time_ps, uint32_t kind,
+                        uint64_t arg0, uint64_t arg1)
+{
+    assert(src < c->nharts && kind >= CHIP_EV_UNIT && time_ps >= c->time_ps);
+    return schedule(c, src, time_ps, kind, arg0, arg1);
 }
 
 int chip_release_cores(struct chip_clock *c, uint32_t hart)
@@ -222,6 +242,8 @@ static void apply_sem(struct chip_clock *c, const struct evq_event *ev, uint32_t
     if (t->state == CHIP_HART_WAITING && (t->wait.kind & NPU_WAIT_SEM) &&
         t->wait.sem == sem && t->sems[sem] >= t->wait.value)
         wake(c, target, NPU_WAIT_SEM, woken);
+    if (c->p.on_sem_change)
+        c->p.on_sem_change(c->p.unit, target, sem);
 }
 
 static void apply(struct chip_clock *c, const struct evq_event *ev, uint32_t *woken)
@@ -249,7 +271,8 @@ static void apply(struct chip_clock *c, const struct evq_event *ev, uint32_t *wo
                 wake(c, i, NPU_WAIT_RELEASE, woken);
         break;
     default:
-        assert(!"unknown chip event kind");
+        assert(ev->kind >= CHIP_EV_UNIT && c->p.on_unit_event);
+        c->p.on_unit_event(c->p.unit, ev);
     }
 }
 

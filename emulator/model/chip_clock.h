@@ -67,7 +67,14 @@ struct chip_clock_params {
     /* Called for every hart that wakes (its state is RUNNING again). */
     void (*on_wake)(void *opaque, uint32_t hart);
     void *opaque;
+    /* Units built on the clock (the engines): their own events, and semaphore changes. */
+    void (*on_unit_event)(void *unit, const struct evq_event *ev);
+    void (*on_sem_change)(void *unit, uint32_t core, uint32_t sem);
+    void *unit;
 };
+
+/* Event kinds from CHIP_EV_UNIT on belong to the unit (on_unit_event). */
+#define CHIP_EV_UNIT 16u
 
 struct chip_clock {
     struct chip_clock_params p;
@@ -115,6 +122,18 @@ void chip_hart_exit(struct chip_clock *c, uint32_t hart, int status);
  */
 int chip_sem_post(struct chip_clock *c, uint32_t hart, uint32_t target, uint32_t sem,
                   uint32_t op, uint32_t value);
+
+/*
+ * A unit schedules one of its events (kind >= CHIP_EV_UNIT) on behalf of core `src`, at a
+ * time not before chip time. The key's sequence number comes from that core's counter.
+ */
+int chip_clock_schedule(struct chip_clock *c, uint32_t src, uint64_t time_ps, uint32_t kind,
+                        uint64_t arg0, uint64_t arg1);
+
+/* A semaphore operation issued by a unit of core `src` (no hart is charged), landing at
+ * time_ps plus the hop latency to the target. */
+int chip_sem_post_from_unit(struct chip_clock *c, uint32_t src, uint64_t time_ps,
+                            uint32_t target, uint32_t sem, uint32_t op, uint32_t value);
 
 /*
  * Command from the running control core: release every NPU core waiting for

@@ -34,6 +34,17 @@ static const struct field_desc fields[] = {
     { "dram_bytes", FIELD_U64, offsetof(struct chip_config, dram_bytes), MIB, 2 * GIB },
     { "cmd_cost_cycles", FIELD_U32, offsetof(struct chip_config, cmd_cost_cycles), 0, 1000000 },
     { "noc_hop_cycles", FIELD_U32, offsetof(struct chip_config, noc_hop_cycles), 0, 1000000 },
+    { "sa_rows", FIELD_U32, offsetof(struct chip_config, sa_rows), 1, 512 },
+    { "sa_cols", FIELD_U32, offsetof(struct chip_config, sa_cols), 1, 512 },
+    { "sram_bytes_per_cycle", FIELD_U32, offsetof(struct chip_config, sram_bytes_per_cycle),
+      1, 65536 },
+    { "vector_lanes", FIELD_U32, offsetof(struct chip_config, vector_lanes), 1, 1024 },
+    { "vector_alus_per_lane", FIELD_U32, offsetof(struct chip_config, vector_alus_per_lane),
+      1, 256 },
+    { "hbm_gbps", FIELD_U32, offsetof(struct chip_config, hbm_gbps), 1, 100000 },
+    { "hbm_latency_cycles", FIELD_U32, offsetof(struct chip_config, hbm_latency_cycles), 0,
+      1000000 },
+    { "noc_link_gbps", FIELD_U32, offsetof(struct chip_config, noc_link_gbps), 1, 100000 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

@@ -8,8 +8,9 @@
  * the line and the field. The chip model, the QEMU machine and the host tools share this
  * parser, so a config means the same thing everywhere.
  *
- * Modelled here: mesh shape, clock, memory sizes and the hart command cost and NoC hop
- * latency used by the chip clock. The engines' parameters come with the engines.
+ * Modelled here: mesh shape, clock, memory sizes, the hart command cost and NoC hop latency
+ * used by the chip clock, and the engines' sizes and bandwidths (docs/engines.md). Energy
+ * constants are not modelled yet.
  */
 #ifndef CHIP_CONFIG_H
 #define CHIP_CONFIG_H
@@ -32,6 +33,13 @@ struct chip_config {
     uint64_t dram_bytes;       /* "dram_bytes": control-core DRAM, 1 MiB..2 GiB */
     uint32_t cmd_cost_cycles;  /* "cmd_cost_cycles": chip time charged per hart command */
     uint32_t noc_hop_cycles;   /* "noc_hop_cycles": NoC latency per router hop */
+    uint32_t sa_rows, sa_cols; /* "sa_rows", "sa_cols": systolic array, 1..512 */
+    uint32_t sram_bytes_per_cycle; /* "sram_bytes_per_cycle": SRAM bandwidth per core */
+    uint32_t vector_lanes;     /* "vector_lanes": 1..1024 */
+    uint32_t vector_alus_per_lane; /* "vector_alus_per_lane": 1..256 */
+    uint32_t hbm_gbps;         /* "hbm_gbps": HBM bandwidth per core, GB/s (10^9 B/s) */
+    uint32_t hbm_latency_cycles; /* "hbm_latency_cycles": added to every HBM transfer */
+    uint32_t noc_link_gbps;    /* "noc_link_gbps": per link and direction, GB/s */
 };
 
 /* Errors are written to err (a NUL-terminated message naming file, line and field). */

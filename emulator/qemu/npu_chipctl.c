@@ -261,6 +261,17 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .hop_cycles = s->cfg.noc_hop_cycles,
         .on_wake = on_wake,
         .opaque = s,
+        .on_unit_event = chip_engines_on_event,
+        .on_sem_change = chip_engines_on_sem_change,
+        .unit = &s->engines,
+    };
+    const struct chip_engine_cfg ecfg = {
+        .sa_rows = s->cfg.sa_rows, .sa_cols = s->cfg.sa_cols,
+        .sram_bytes_per_cycle = s->cfg.sram_bytes_per_cycle,
+        .hbm_bytes_per_s = (uint64_t)s->cfg.hbm_gbps * 1000000000ull,
+        .hbm_latency_cycles = s->cfg.hbm_latency_cycles,
+        .noc_link_bytes_per_s = (uint64_t)s->cfg.noc_link_gbps * 1000000000ull,
+        .functional = !s->performance,
     };
 
     if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {
@@ -269,7 +280,8 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
     }
     if (chip_clock_init(&s->clock, &p) != NPU_OK ||
         chip_console_init(&s->console, s->clock.nharts, s->cfg.mesh_cols, console_emit,
-                          s) != NPU_OK) {
+                          s) != NPU_OK ||
+        chip_engines_init(&s->engines, &s->clock, &ecfg, &s->mem) != NPU_OK) {
         error_setg(errp, "npu-mesh chipctl: out of memory for %u harts",
                    s->cfg.mesh_rows * s->cfg.mesh_cols + 1);
         return;

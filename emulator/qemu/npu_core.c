@@ -42,6 +42,20 @@ static uint64_t reg64_merge(uint64_t old, uint64_t value, hwaddr off, unsigned s
     return off ? deposit64(old, 32, 32, value) : deposit64(old, 0, 32, value);
 }
 
+/* ENGINE_PENDING: one saturating byte per engine. */
+static uint32_t engine_pending(NpuCoreState *core)
+{
+    uint32_t v = 0;
+    if (core->hart >= core->chip->engines.ncores) {
+        return 0; /* the control core has no engines */
+    }
+    for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++) {
+        uint32_t n = chip_engines_pending(&core->chip->engines, core->hart, eng);
+        v |= MIN(n, 255u) << (8 * eng);
+    }
+    return v;
+}
+
 /* One register of the block by its exact address; false if there is none. */
 static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64_t *v)
 {
@@ -96,6 +110,19 @@ static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64
     case A_CORE_CMD_STATUS:
         *v = (uint32_t)core->cmd_status;
         return true;
+    case A_CORE_SUBMIT_ADDR:
+    case A_CORE_SUBMIT_ADDR + 4:
+        *v = npu_reg64_read(core->submit_addr, addr - A_CORE_SUBMIT_ADDR, size);
+        return true;
+    case A_CORE_SUBMIT_COUNT:
+        *v = core->submit_count;
+        return true;
+    case A_CORE_SUBMIT:
+        *v = 0;
+        return true;
+    case A_CORE_ENGINE_PENDING:
+        *v = engine_pending(core);
+        return true;
     }
     if (addr >= A_CORE_SEM && addr < A_CORE_SEM + CORE_SEM_COUNT * CORE_SEM_STRIDE &&
         (addr - A_CORE_SEM) % CORE_SEM_STRIDE == 0) {
@@ -143,6 +170,26 @@ static void core_start_wait(NpuCoreState *core, uint32_t kind)
         /* Only a hart that really goes to sleep counts as progress for the watchdog. */
         npu_chip_note_activity(core->chip);
         npu_chip_step_if_quiescent(core->chip);
+    }
+}
+
+/* Command: queue the descriptors at SUBMIT_ADDR on this core's engines (all or none). */
+static void core_submit(NpuCoreState *core)
+{
+    char err[256] = "";
+    int rc = NPU_ERR_STATE;
+
+    if (core->hart < core->chip->engines.ncores) {
+        chip_hart_charge(clock_of(core), core->hart, clock_of(core)->p.cmd_cost_cycles);
+        rc = chip_engines_submit(&core->chip->engines, core->hart, core->submit_addr,
+                                 core->submit_count, err, sizeof(err));
+    } else {
+        snprintf(err, sizeof(err), "the control core has no engines");
+    }
+    core->cmd_status = rc;
+    if (rc != NPU_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: SUBMIT refused (%d): %s\n",
+                      core->hart, rc, err);
     }
 }
 
@@ -232,6 +279,18 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
         break;
     case A_CORE_SEM_OP:
         core_sem_op(core, FIELD_EX32(value, CORE_SEM_OP, OP));
+        break;
+    case A_CORE_SUBMIT_ADDR:
+    case A_CORE_SUBMIT_ADDR + 4:
+        core->submit_addr = reg64_merge(core->submit_addr, value, addr & 4, size);
+        break;
+    case A_CORE_SUBMIT_COUNT:
+        core->submit_count = value;
+        break;
+    case A_CORE_SUBMIT:
+        if (FIELD_EX32(value, CORE_SUBMIT, GO)) {
+            core_submit(core);
+        }
         break;
     default:
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u wrote read-only or unknown "

@@ -9,10 +9,11 @@
  *                            itself at start-up, see hal/src/start.S).
  *
  * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
- * mesh), core-image=, watchdog-ms= (0: off). -smp must equal rows * cols + 1.
+ * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance. -smp must equal
+ * rows * cols + 1.
  *
- * Modelled: the map, the harts, the clock and console through the chip model. Not modelled
- * yet: engines, NoC and HBM timing (issue "engines"). Not enforced: that a hart touches only
+ * Modelled: the map, the harts, the clock, console and engines through the chip model (see
+ * model/chip_engines.h for what the engines do and do not model yet). Not enforced: that a hart touches only
  * its own SRAM (plain RAM, for speed); the firmware's rule is to move data with engines only.
  */
 #include "qemu/osdep.h"
@@ -161,9 +162,20 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
 static void create_devices(NpuMeshState *s, uint32_t nharts)
 {
     DeviceState *dev = qdev_new(TYPE_NPU_CHIPCTL);
+    uint32_t ncores = nharts - 1;
+    uint8_t **sram = g_new0(uint8_t *, ncores);
 
+    for (uint32_t i = 0; i < ncores; i++) {
+        sram[i] = memory_region_get_ram_ptr(&s->sram[i]);
+    }
     s->chipctl = NPU_CHIPCTL(dev);
     s->chipctl->cfg = s->cfg;
+    s->chipctl->performance = s->mode && strcmp(s->mode, "performance") == 0;
+    s->chipctl->mem = (struct chip_mem){
+        .ncores = ncores, .sram_bytes = s->cfg.sram_bytes, .sram = sram,
+        .hbm_bytes = s->cfg.hbm_bytes, .hbm = memory_region_get_ram_ptr(&s->hbm),
+        .dram_bytes = s->cfg.dram_bytes, .dram = memory_region_get_ram_ptr(&s->dram),
+    };
     qdev_prop_set_chr(dev, "chardev", serial_hd(0));
     qdev_prop_set_uint32(dev, "watchdog-ms", s->watchdog_ms);
     qdev_prop_set_uint64(dev, "fdt-addr", npu_memmap[NPU_MAP_FDT].base);
@@ -357,6 +369,23 @@ static void prop_set_u32(Object *obj, Visitor *v, const char *name, void *opaque
 STR_PROP(config_path)
 STR_PROP(core_image)
 
+static char *get_mode(Object *obj, Error **errp)
+{
+    const char *mode = NPU_MESH_MACHINE(obj)->mode;
+    return g_strdup(mode ? mode : "functional");
+}
+
+static void set_mode(Object *obj, const char *value, Error **errp)
+{
+    if (strcmp(value, "functional") != 0 && strcmp(value, "performance") != 0) {
+        error_setg(errp, "npu-mesh: property 'mode' must be functional or performance, "
+                   "got '%s'", value);
+        return;
+    }
+    g_free(NPU_MESH_MACHINE(obj)->mode);
+    NPU_MESH_MACHINE(obj)->mode = g_strdup(value);
+}
+
 static void npu_mesh_instance_init(Object *obj)
 {
     NPU_MESH_MACHINE(obj)->watchdog_ms = 30000;
@@ -381,6 +410,9 @@ static void npu_mesh_class_init(ObjectClass *oc, void *data)
         "stop if chip time does not advance for this long in wall time (0: never)");
     object_class_property_add_str(oc, "config", get_config_path, set_config_path);
     object_class_property_set_description(oc, "config", "chip config file (.toml)");
+    object_class_property_add_str(oc, "mode", get_mode, set_mode);
+    object_class_property_set_description(oc, "mode",
+        "functional (engines compute on real data, default) or performance (timing only)");
     object_class_property_add_str(oc, "core-image", get_core_image, set_core_image);
     object_class_property_set_description(oc, "core-image", "NPU-core firmware ELF");
 }

@@ -16,6 +16,7 @@
 #include "model/chip_clock.h"
 #include "model/chip_config.h"
 #include "model/chip_console.h"
+#include "model/chip_engines.h"
 #include "npu_memmap.h"
 
 #define TYPE_NPU_MESH_MACHINE MACHINE_TYPE_NAME("npu-mesh")
@@ -34,8 +35,11 @@ struct NpuChipctlState {
     MemoryRegion mmio;
     CharBackend chr;
     struct chip_config cfg;   /* set by the machine before realize */
+    struct chip_mem mem;      /* likewise: the backed memories and their host pointers */
+    bool performance;         /* likewise: performance mode (engines leave data untouched) */
     struct chip_clock clock;
     struct chip_console console;
+    struct chip_engines engines;
     struct NpuCoreState **cores; /* per hart, set by the machine */
     uint32_t watchdog_ms;
     QEMUTimer *watchdog;
@@ -56,6 +60,8 @@ struct NpuCoreState {
     uint32_t wait_kind;
     uint32_t irq_status, irq_enable;
     uint32_t sem_target, sem_value;
+    uint64_t submit_addr;
+    uint32_t submit_count;
     int32_t cmd_status;
 };
 
@@ -70,6 +76,7 @@ struct NpuMeshState {
     uint32_t rows, cols;      /* 0: take the config's mesh */
     char *config_path;
     char *core_image;
+    char *mode;               /* "functional" (default) or "performance" */
     uint32_t watchdog_ms;
     struct chip_config cfg;
     RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */

@@ -44,6 +44,14 @@ static void add_chip_node(NpuMeshState *s, void *fdt)
     qemu_fdt_setprop_cell(fdt, node, "npu,noc-hop-cycles", c->noc_hop_cycles);
     qemu_fdt_setprop_cell(fdt, node, "npu,sems-per-core", CHIP_SEMS_PER_CORE);
     qemu_fdt_setprop_u64(fdt, node, "npu,sram-size", c->sram_bytes);
+    qemu_fdt_setprop_cells(fdt, node, "npu,systolic-array", c->sa_rows, c->sa_cols);
+    qemu_fdt_setprop_cell(fdt, node, "npu,sram-bytes-per-cycle", c->sram_bytes_per_cycle);
+    qemu_fdt_setprop_cells(fdt, node, "npu,vector", c->vector_lanes, c->vector_alus_per_lane);
+    qemu_fdt_setprop_cell(fdt, node, "npu,hbm-gbps", c->hbm_gbps);
+    qemu_fdt_setprop_cell(fdt, node, "npu,hbm-latency-cycles", c->hbm_latency_cycles);
+    qemu_fdt_setprop_cell(fdt, node, "npu,noc-link-gbps", c->noc_link_gbps);
+    qemu_fdt_setprop_string(fdt, node, "npu,mode", s->chipctl->performance ? "performance"
+                                                                            : "functional");
     qemu_fdt_setprop_cell(fdt, node, "npu,regspec-version", NPU_REGSPEC_VERSION);
 }
 

@@ -69,6 +69,32 @@ static int read_reg(int node, const char *prop, uint64_t *base, uint64_t *size)
     return rc;
 }
 
+/* The engines' parameters (the chip node). */
+static int load_engine_props(int node)
+{
+    uint32_t sa[2], vec[2];
+    const char *mode;
+    int rc = fdt_prop_cells(&blob, node, "npu,systolic-array", sa, 2);
+    if (rc == NPU_OK)
+        rc = fdt_prop_cells(&blob, node, "npu,vector", vec, 2);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,sram-bytes-per-cycle", &chip.sram_bytes_per_cycle);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,hbm-gbps", &chip.hbm_gbps);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,hbm-latency-cycles", &chip.hbm_latency_cycles);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,noc-link-gbps", &chip.noc_link_gbps);
+    if (rc == NPU_OK)
+        rc = fdt_prop_string(&blob, node, "npu,mode", &mode);
+    if (rc != NPU_OK)
+        return rc;
+    chip.sa_rows = sa[0], chip.sa_cols = sa[1];
+    chip.vector_lanes = vec[0], chip.vector_alus_per_lane = vec[1];
+    chip.performance = strcmp(mode, "performance") == 0;
+    return NPU_OK;
+}
+
 static int load_chip_node(void)
 {
     int node, rc = find_root_child("npu-mesh,chip", NULL, &node);
@@ -96,6 +122,8 @@ static int load_chip_node(void)
         rc = read_reg(node, "reg", &chip.chipctl_base, &chip.chipctl_size);
     if (rc == NPU_OK)
         rc = fdt_prop_string(&blob, node, "npu,config-name", &name);
+    if (rc == NPU_OK)
+        rc = load_engine_props(node);
     if (rc != NPU_OK)
         return rc;
     chip.rows = mesh[0];

@@ -25,6 +25,13 @@ struct hal_chip_info {
     uint32_t sems_per_core;
     uint32_t regspec_version;
     uint64_t sram_bytes;        /* per core */
+    uint32_t sa_rows, sa_cols;  /* matrix engine */
+    uint32_t sram_bytes_per_cycle;
+    uint32_t vector_lanes, vector_alus_per_lane;
+    uint32_t hbm_gbps;          /* per core, 10^9 bytes/s */
+    uint32_t hbm_latency_cycles;
+    uint32_t noc_link_gbps;     /* per link and direction */
+    bool performance;           /* engines time but do not compute (performance mode) */
     uint64_t chipctl_base, chipctl_size;
     uint64_t dram_base, dram_size;
     uint64_t hbm_base, hbm_size;

@@ -3,9 +3,8 @@
 #ifndef SELFTEST_CHECKS_H
 #define SELFTEST_CHECKS_H
 
-/* Control-core semaphores: DONE counts cores that finished; FAIL_SEM(k) counts failures. */
-#define SEM_DONE 0
-#define FAIL_SEM(check) (1u + (check))
+#include "core_checks.h"
+
 /* NPU-core semaphore used by the ring check. */
 #define SEM_RING 4
 

@@ -5,7 +5,6 @@
  * then signal DONE.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "checks.h"
@@ -22,19 +21,7 @@ static int post(uint32_t core, uint32_t sem, uint32_t value)
     return hal_sem_post(&a);
 }
 
-static bool expect(bool ok, enum core_check check, const char *fmt, ...)
-{
-    if (ok)
-        return true;
-    va_list ap;
-    printf("# core %u: %s: ", hal_self()->core_id, check_names[check]);
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    printf("\n");
-    post(hal_chip()->ncores, FAIL_SEM(check), 1);
-    return false;
-}
+#define expect(ok, check, ...) checks_expect((ok), (check), check_names[check], __VA_ARGS__)
 
 static void check_identity(void)
 {
@@ -128,5 +115,5 @@ int main(void)
     check_past();
     check_cmd_cost();
     check_ring();
-    return post(hal_chip()->ncores, SEM_DONE, 1) == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
+    return checks_done();
 }

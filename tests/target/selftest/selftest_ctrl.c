@@ -15,7 +15,7 @@
 #include "npu/wait.h"
 #include "tap.h"
 
-#define CTRL_TESTS 9 /* tap_ok calls in this file */
+#define CTRL_TESTS 9 /* tap_ok calls in this file and the boot point of checks_collect */
 
 static bool region_is(uint64_t base, uint64_t size, enum npu_map_region r, uint64_t backed)
 {
@@ -73,16 +73,7 @@ static void test_registers(void)
 
 static void test_boot_and_core_checks(void)
 {
-    uint32_t n = hal_chip()->ncores;
-    hal_release_cores();
-    int rc = hal_sem_wait_until(SEM_DONE, n, hal_time_ps() + 60 * HAL_PS_PER_S);
-    tap_ok(rc == NPU_OK, "boot: all %u cores released, ran their checks and reported in "
-           "(%u did)", n, hal_sem_read(SEM_DONE));
-    for (int k = 0; k < CHECK__COUNT; k++) {
-        uint32_t failed = hal_sem_read(FAIL_SEM(k));
-        tap_ok(rc == NPU_OK && failed == 0, "cores: %s (%u of %u failed)", check_names[k],
-               failed, n);
-    }
+    checks_collect(CHECK__COUNT, check_names, 60 * HAL_PS_PER_S);
 }
 
 static void test_long_sleep(void)

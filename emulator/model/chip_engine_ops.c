@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What each engine does with a descriptor: the checks at submit (every address range must
+ * lie in memory the engine may touch), how long it runs, and its effect at completion.
+ * Shapes: a DMA/NoC copy moves m rows of n bytes from a (row stride lda bytes) to c (row
+ * stride ldc bytes); a GEMM computes C[m x n] (+)= A[m x k] * B[k x n] with leading
+ * dimensions in elements (see npu_desc in hal/regspec/npu_regs.toml).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "chip_engines_internal.h"
+#include "matrix_engine.h"
+
+#define GEMM_DIM_MAX (1u << 20)
+
+static int fail(char *err, size_t errlen, int rc, const char *fmt, uint32_t core,
+                const char *what)
+{
+    snprintf(err, errlen, fmt, core, what);
+    return rc;
+}
+
+/* Element sizes of a GEMM op: inputs and output; false for an unknown op. */
+static bool gemm_sizes(uint8_t op, uint32_t *in, uint32_t *out)
+{
+    switch (op) {
+    case NPU_MATRIX_OP_GEMM_BF16_F32:
+        *in = 2, *out = 4;
+        return true;
+    case NPU_MATRIX_OP_GEMM_BF16_BF16:
+        *in = 2, *out = 2;
+        return true;
+    case NPU_MATRIX_OP_GEMM_F32:
+        *in = 4, *out = 4;
+        return true;
+    default:
+        return false;
+    }
+}
+
+static enum matrix_dtype gemm_dtype(uint8_t op)
+{
+    return op == NPU_MATRIX_OP_GEMM_F32         ? MATRIX_FP32
+           : op == NPU_MATRIX_OP_GEMM_BF16_BF16 ? MATRIX_BF16_BF16
+                                                : MATRIX_BF16_FP32;
+}
+
+static uint32_t gemm_flags(uint16_t flags)
+{
+    return ((flags & NPU_DESC_TRANS_A) ? MATRIX_TRANS_A : 0) |
+           ((flags & NPU_DESC_TRANS_B) ? MATRIX_TRANS_B : 0) |
+           ((flags & NPU_DESC_ACCUMULATE) ? MATRIX_ACCUMULATE : 0);
+}
+
+static bool spans_overlap(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+    return a < b + blen && b < a + alen;
+}
+
+/* A 2-D operand in this core's SRAM: rows x cols elements of esize bytes, ld apart. */
+static bool operand_ok(const struct chip_engines *e, uint32_t core, uint64_t addr,
+                       uint32_t rows, uint32_t cols, uint32_t ld, uint32_t esize)
+{
+    uint64_t extent;
+    struct chip_mem_range r;
+    return ld >= cols &&
+           chip_mem_extent(rows, (uint64_t)cols * esize, (uint64_t)ld * esize, &extent) &&
+           chip_mem_locate(&e->mem, addr, extent, &r) && r.kind == CHIP_MEM_SRAM &&
+           r.core == core;
+}
+
+static int check_gemm(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                      char *err, size_t errlen)
+{
+    uint32_t in, out;
+    bool ta = d->flags & NPU_DESC_TRANS_A, tb = d->flags & NPU_DESC_TRANS_B;
+    if (!gemm_sizes(d->op, &in, &out))
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown matrix op");
+    if (!d->m || !d->n || !d->k || d->m > GEMM_DIM_MAX || d->n > GEMM_DIM_MAX ||
+        d->k > GEMM_DIM_MAX)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM dimensions must be 1..1048576");
+    if (!operand_ok(e, core, d->a, ta ? d->k : d->m, ta ? d->m : d->k, d->lda, in))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "GEMM A is outside this core's SRAM or lda is too small");
+    if (!operand_ok(e, core, d->b, tb ? d->n : d->k, tb ? d->k : d->n, d->ldb, in))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "GEMM B is outside this core's SRAM or ldb is too small");
+    if (!operand_ok(e, core, d->c, d->m, d->n, d->ldc, out))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "GEMM C is outside this core's SRAM or ldc is too small");
+    const struct matrix_gemm_args shape = {
+        .m = d->m, .n = d->n, .k = d->k, .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .flags = gemm_flags(d->flags), .dtype = gemm_dtype(d->op),
+    };
+    struct matrix_spans span;
+    if (matrix_gemm_spans(&shape, &span) != NPU_OK ||
+        spans_overlap(d->c, span.c, d->a, span.a) || spans_overlap(d->c, span.c, d->b, span.b))
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM C overlaps A or B");
+    return NPU_OK;
+}
+
+/* One side of a copy: m rows of n bytes, `stride` apart, located in *r. */
+static bool copy_side(const struct chip_engines *e, uint64_t addr, const struct npu_desc *d,
+                      uint32_t stride, struct chip_mem_range *r)
+{
+    uint64_t extent;
+    return chip_mem_extent(d->m, d->n, stride, &extent) &&
+           chip_mem_locate(&e->mem, addr, extent, r);
+}
+
+static int check_copy(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                      char *err, size_t errlen)
+{
+    struct chip_mem_range src, dst;
+    bool noc = d->engine == NPU_ENGINE_NOC;
+    if (d->op != NPU_DMA_OP_COPY)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown copy op");
+    if (!copy_side(e, d->a, d, d->lda, &src) || !copy_side(e, d->c, d, d->ldc, &dst))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "copy source or destination is empty, overflows, has a stride shorter "
+                    "than a row, or is not inside one memory");
+    bool src_own = src.kind == CHIP_MEM_SRAM && src.core == core;
+    bool dst_own = dst.kind == CHIP_MEM_SRAM && dst.core == core;
+    if (noc && (!src_own || dst.kind != CHIP_MEM_SRAM))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "a NoC write goes from this core's SRAM to a core's SRAM");
+    if (!noc && (!(src_own || src.kind == CHIP_MEM_HBM) || !(dst_own || dst.kind == CHIP_MEM_HBM)))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "a DMA copy goes between this core's SRAM and HBM");
+    return NPU_OK;
+}
+
+int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
+                           const struct npu_desc *d, char *err, size_t errlen)
+{
+    const uint32_t gemm_flags = NPU_DESC_TRANS_A | NPU_DESC_TRANS_B | NPU_DESC_ACCUMULATE;
+    uint32_t allowed = NPU_DESC_WAIT | NPU_DESC_SIGNAL;
+    if (d->engine == NPU_ENGINE_MATRIX)
+        allowed |= gemm_flags;
+    if (d->engine >= NPU_ENGINE_COUNT)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "no such engine");
+    if (d->flags & ~allowed)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "flags not valid for this engine");
+    if ((d->flags & NPU_DESC_WAIT) && d->wait_sem >= CHIP_SEMS_PER_CORE)
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core, "wait_sem out of range");
+    if ((d->flags & NPU_DESC_SIGNAL) &&
+        (d->signal_sem >= CHIP_SEMS_PER_CORE || d->signal_core >= e->clock->nharts))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "signal_sem or signal_core out of range");
+    switch (d->engine) {
+    case NPU_ENGINE_MATRIX:
+        return check_gemm(e, core, d, err, errlen);
+    case NPU_ENGINE_DMA:
+    case NPU_ENGINE_NOC:
+        return check_copy(e, core, d, err, errlen);
+    default:
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "vector-engine descriptors are not implemented yet");
+    }
+}
+
+/* XY route from core a to core b: links along the row first, then along the column. */
+static void route(const struct chip_engines *e, uint32_t a, uint32_t b,
+                  struct chip_engine_plan *plan)
+{
+    uint32_t r = a / e->cols, c = a % e->cols, rb = b / e->cols, cb = b % e->cols;
+    plan->path_len = 0;
+    while (c != cb) {
+        uint32_t dir = cb > c ? 0 : 1; /* E : W */
+        plan->path[plan->path_len++] = chip_engines_link(e, r, c, dir);
+        c = cb > c ? c + 1 : c - 1;
+    }
+    while (r != rb) {
+        uint32_t dir = rb > r ? 2 : 3; /* S : N */
+        plan->path[plan->path_len++] = chip_engines_link(e, r, c, dir);
+        r = rb > r ? r + 1 : r - 1;
+    }
+}
+
+static uint64_t div_ceil(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
+                           const struct npu_desc *d, struct chip_engine_plan *plan)
+{
+    struct chip_mem_range src, dst;
+    memset(plan, 0, sizeof(*plan));
+    if (d->engine == NPU_ENGINE_MATRIX) {
+        const struct matrix_engine_cfg cfg = {
+            .rows = e->cfg.sa_rows, .cols = e->cfg.sa_cols,
+            .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle,
+        };
+        plan->cycles = matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
+                                          gemm_flags(d->flags), NULL);
+        return;
+    }
+    plan->bytes = (uint64_t)d->m * d->n;
+    copy_side(e, d->a, d, d->lda, &src);
+    copy_side(e, d->c, d, d->ldc, &dst);
+    if (src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) {
+        plan->is_flow = true;
+        plan->path[plan->path_len++] = core; /* the core's HBM channel */
+        plan->latency_cycles = e->cfg.hbm_latency_cycles;
+    } else if (dst.core != core) {
+        plan->is_flow = true;
+        route(e, core, dst.core, plan);
+        plan->latency_cycles =
+            (uint64_t)chip_hops(e->clock, core, dst.core) * e->clock->p.hop_cycles;
+    } else {
+        plan->cycles = 1 + div_ceil(plan->bytes, e->cfg.sram_bytes_per_cycle);
+    }
+}
+
+uint32_t chip_engine_signal_source(const struct chip_engines *e, uint32_t core,
+                                   const struct npu_desc *d)
+{
+    struct chip_mem_range dst;
+    if (d->engine == NPU_ENGINE_NOC && copy_side(e, d->c, d, d->ldc, &dst))
+        return dst.core;
+    return core;
+}
+
+static void finish_copy(const struct chip_engines *e, const struct npu_desc *d)
+{
+    struct chip_mem_range src, dst;
+    copy_side(e, d->a, d, d->lda, &src);
+    copy_side(e, d->c, d, d->ldc, &dst);
+    if (!src.host || !dst.host)
+        return;
+    for (uint32_t row = 0; row < d->m; row++)
+        memmove(dst.host + (uint64_t)row * d->ldc, src.host + (uint64_t)row * d->lda, d->n);
+}
+
+static void finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
+{
+    struct chip_mem_range a, b, c;
+    chip_mem_locate(&e->mem, d->a, 1, &a);
+    chip_mem_locate(&e->mem, d->b, 1, &b);
+    chip_mem_locate(&e->mem, d->c, 1, &c);
+    if (!a.host || !b.host || !c.host)
+        return;
+    struct matrix_gemm_args args = {
+        .a = a.host, .b = b.host, .c = c.host, .m = d->m, .n = d->n, .k = d->k,
+        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc, .flags = gemm_flags(d->flags),
+        .dtype = gemm_dtype(d->op),
+    };
+    matrix_gemm(&args);
+}
+
+void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                             struct chip_engine_counters *count)
+{
+    (void)core;
+    if (d->engine == NPU_ENGINE_MATRIX) {
+        count->flops += 2ull * d->m * d->n * d->k;
+        if (e->cfg.functional)
+            finish_gemm(e, d);
+        return;
+    }
+    count->bytes += (uint64_t)d->m * d->n;
+    if (e->cfg.functional)
+        finish_copy(e, d);
+}

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine queues: submit, start, transfer completion, end of a descriptor. See chip_engines.h. */
+#include "chip_engines.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chip_engines_internal.h"
+
+enum {
+    EV_ENG_TRY = CHIP_EV_UNIT, /* arg0 = queue: start its head if it can */
+    EV_ENG_DONE,               /* arg0 = queue: its running descriptor completes */
+    EV_FLOW,                   /* arg0 = flow generation: the earliest transfer ends */
+};
+
+#define NLINK_DIRS 4u
+
+static uint32_t queue_core(uint32_t q)
+{
+    return q / NPU_ENGINE_COUNT;
+}
+
+uint32_t chip_engines_link(const struct chip_engines *e, uint32_t row, uint32_t col,
+                           uint32_t dir)
+{
+    return e->ncores + (row * e->cols + col) * NLINK_DIRS + dir;
+}
+
+static int init_net(struct chip_engines *e)
+{
+    uint32_t nres = e->ncores + e->ncores * NLINK_DIRS;
+    uint64_t *cap = malloc(nres * sizeof(*cap));
+    if (!cap)
+        return NPU_ERR_NOMEM;
+    for (uint32_t r = 0; r < nres; r++)
+        cap[r] = r < e->ncores ? e->cfg.hbm_bytes_per_s : e->cfg.noc_link_bytes_per_s;
+    int rc = flow_net_init(&e->net, nres, cap, e->cfg.congestion_free);
+    free(cap);
+    return rc;
+}
+
+int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,
+                      const struct chip_engine_cfg *cfg, const struct chip_mem *mem)
+{
+    memset(e, 0, sizeof(*e));
+    e->clock = clock;
+    e->cfg = *cfg;
+    e->mem = *mem;
+    e->ncores = clock->ncores;
+    e->rows = clock->p.rows;
+    e->cols = clock->p.cols;
+    e->queues = calloc((size_t)e->ncores * NPU_ENGINE_COUNT, sizeof(*e->queues));
+    if (!e->queues)
+        return NPU_ERR_NOMEM;
+    int rc = init_net(e);
+    if (rc) {
+        free(e->queues);
+        e->queues = NULL;
+    }
+    return rc;
+}
+
+void chip_engines_destroy(struct chip_engines *e)
+{
+    for (size_t q = 0; e->queues && q < (size_t)e->ncores * NPU_ENGINE_COUNT; q++)
+        free(e->queues[q].ring);
+    free(e->queues);
+    free(e->flow_owner);
+    flow_net_destroy(&e->net);
+    memset(e, 0, sizeof(*e));
+}
+
+uint32_t chip_engines_pending(const struct chip_engines *e, uint32_t core,
+                              enum npu_engine engine)
+{
+    return e->queues[core * NPU_ENGINE_COUNT + engine].len;
+}
+
+const struct chip_engine_counters *chip_engines_counters(const struct chip_engines *e,
+                                                         uint32_t core,
+                                                         enum npu_engine engine)
+{
+    return &e->queues[core * NPU_ENGINE_COUNT + engine].count;
+}
+
+static int queue_reserve(struct chip_engine_queue *q, uint32_t extra)
+{
+    if (q->len + extra > NPU_ENGINE_QUEUE_MAX)
+        return NPU_ERR_NOMEM;
+    if (q->len + extra <= q->cap)
+        return NPU_OK;
+    uint32_t cap = q->cap ? q->cap : 16;
+    while (cap < q->len + extra)
+        cap *= 2;
+    struct chip_engine_slot *ring = malloc(cap * sizeof(*ring));
+    if (!ring)
+        return NPU_ERR_NOMEM;
+    for (uint32_t i = 0; i < q->len; i++) /* unwrap into the new ring */
+        ring[i] = q->ring[(q->head + i) % q->cap];
+    free(q->ring);
+    q->ring = ring;
+    q->cap = cap;
+    q->head = 0;
+    return NPU_OK;
+}
+
+/* Schedules an event for the earliest transfer end, superseding any earlier one. */
+static void flow_reschedule(struct chip_engines *e)
+{
+    uint64_t t;
+    uint32_t id;
+    e->flow_gen++;
+    if (flow_net_next_completion(&e->net, &t, &id))
+        chip_clock_schedule(e->clock, e->ncores, t, EV_FLOW, e->flow_gen, 0);
+}
+
+static int flow_owner_set(struct chip_engines *e, uint32_t id, uint32_t q)
+{
+    if (id >= e->flow_owner_cap) {
+        uint32_t cap = e->flow_owner_cap ? e->flow_owner_cap : 64;
+        while (cap <= id)
+            cap *= 2;
+        uint32_t *owner = realloc(e->flow_owner, cap * sizeof(*owner));
+        if (!owner)
+            return NPU_ERR_NOMEM;
+        e->flow_owner = owner;
+        e->flow_owner_cap = cap;
+    }
+    e->flow_owner[id] = q;
+    return NPU_OK;
+}
+
+static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t now)
+{
+    const struct chip_engine_queue *queue = &e->queues[q];
+    if (queue->busy || queue->len == 0)
+        return false;
+    const struct chip_engine_slot *s = &queue->ring[queue->head];
+    if (s->ready_ps > now)
+        return false;
+    if (!(s->d.flags & NPU_DESC_WAIT))
+        return true;
+    return e->clock->harts[queue_core(q)].sems[s->d.wait_sem] >= s->d.wait_value;
+}
+
+/* Starts the head of queue q at chip time `now` if it may start. */
+static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
+{
+    if (!head_may_start(e, q, now))
+        return;
+    struct chip_engine_queue *queue = &e->queues[q];
+    const struct npu_desc *d = &queue->ring[queue->head].d;
+    struct chip_engine_plan plan;
+    chip_engine_desc_plan(e, queue_core(q), d, &plan);
+    queue->busy = true;
+    queue->started_ps = now;
+    if (!plan.is_flow) {
+        chip_clock_schedule(e->clock, queue_core(q), now + plan.cycles * e->clock->p.cycle_ps,
+                            EV_ENG_DONE, q, 0);
+        return;
+    }
+    uint32_t id;
+    if (flow_net_add(&e->net, now, q, plan.path, plan.path_len, plan.bytes, &id) != NPU_OK ||
+        flow_owner_set(e, id, q) != NPU_OK) {
+        /* Out of host memory: finish at once rather than lose the descriptor. */
+        chip_clock_schedule(e->clock, queue_core(q), now, EV_ENG_DONE, q, 0);
+        return;
+    }
+    queue->flow = id;
+    flow_reschedule(e);
+}
+
+static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
+{
+    struct chip_engine_queue *queue = &e->queues[q];
+    uint32_t core = queue_core(q);
+    struct npu_desc d = queue->ring[queue->head].d;
+    assert(queue->busy && queue->len > 0);
+    chip_engine_desc_finish(e, core, &d, &queue->count);
+    queue->count.descs++;
+    queue->count.busy_ps += now - queue->started_ps;
+    queue->head = (queue->head + 1) % queue->cap;
+    queue->len--;
+    queue->busy = false;
+    if (d.flags & NPU_DESC_SIGNAL)
+        chip_sem_post_from_unit(e->clock, chip_engine_signal_source(e, core, &d), now,
+                                d.signal_core, d.signal_sem, NPU_SEM_OP_INC, d.signal_value);
+    queue_try_start(e, q, now);
+}
+
+/* Transfers ending now leave the network; their descriptors end after their latency. */
+static void flow_complete_due(struct chip_engines *e, uint64_t now)
+{
+    uint64_t t;
+    uint32_t id;
+    while (flow_net_next_completion(&e->net, &t, &id) && t <= now) {
+        uint32_t q = e->flow_owner[id];
+        struct chip_engine_plan plan;
+        flow_net_remove(&e->net, now, id);
+        chip_engine_desc_plan(e, queue_core(q), &e->queues[q].ring[e->queues[q].head].d,
+                              &plan);
+        chip_clock_schedule(e->clock, queue_core(q),
+                            now + plan.latency_cycles * e->clock->p.cycle_ps, EV_ENG_DONE, q,
+                            0);
+    }
+    flow_reschedule(e);
+}
+
+void chip_engines_on_event(void *unit, const struct evq_event *ev)
+{
+    struct chip_engines *e = unit;
+    uint64_t now = e->clock->time_ps;
+    switch (ev->kind) {
+    case EV_ENG_TRY:
+        queue_try_start(e, (uint32_t)ev->arg0, now);
+        break;
+    case EV_ENG_DONE:
+        queue_finish_head(e, (uint32_t)ev->arg0, now);
+        break;
+    case EV_FLOW:
+        if (ev->arg0 == e->flow_gen)
+            flow_complete_due(e, now);
+        break;
+    default:
+        assert(!"unknown engine event");
+    }
+}
+
+void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem)
+{
+    struct chip_engines *e = unit;
+    if (core >= e->ncores)
+        return;
+    for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++) {
+        uint32_t q = core * NPU_ENGINE_COUNT + eng;
+        const struct chip_engine_queue *queue = &e->queues[q];
+        if (queue->len && !queue->busy && queue->ring[queue->head].d.wait_sem == sem)
+            queue_try_start(e, q, e->clock->time_ps);
+    }
+}
+
+static int read_descs(const struct chip_engines *e, uint32_t core, uint64_t addr,
+                      uint32_t count, struct npu_desc *out, char *err, size_t errlen)
+{
+    struct chip_mem_range r;
+    uint64_t len = (uint64_t)count * sizeof(struct npu_desc);
+    if (count == 0 || count > NPU_SUBMIT_MAX) {
+        snprintf(err, errlen, "core %u: SUBMIT_COUNT %u is not 1..%u", core, count,
+                 NPU_SUBMIT_MAX);
+        return NPU_ERR_INVAL;
+    }
+    if (!chip_mem_locate(&e->mem, addr, len, &r) || r.kind != CHIP_MEM_SRAM || r.core != core) {
+        snprintf(err, errlen, "core %u: descriptors [0x%llx, +%llu) are not in its SRAM", core,
+                 (unsigned long long)addr, (unsigned long long)len);
+        return NPU_ERR_RANGE;
+    }
+    if (r.host)
+        memcpy(out, r.host, len);
+    else
+        memset(out, 0, len); /* no guest memory: nothing to run */
+    return NPU_OK;
+}
+
+int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_addr,
+                        uint32_t count, char *err, size_t errlen)
+{
+    struct npu_desc descs[NPU_SUBMIT_MAX];
+    uint32_t per_engine[NPU_ENGINE_COUNT] = { 0 };
+    assert(core < e->ncores);
+    int rc = read_descs(e, core, desc_addr, count, descs, err, errlen);
+    for (uint32_t i = 0; rc == NPU_OK && i < count; i++) {
+        rc = chip_engine_desc_check(e, core, &descs[i], err, errlen);
+        if (rc == NPU_OK)
+            per_engine[descs[i].engine]++;
+        else
+            snprintf(err + strlen(err), errlen - strlen(err), " (descriptor %u at 0x%llx)", i,
+                     (unsigned long long)(desc_addr + i * sizeof(struct npu_desc)));
+    }
+    for (uint32_t eng = 0; rc == NPU_OK && eng < NPU_ENGINE_COUNT; eng++)
+        if (queue_reserve(&e->queues[core * NPU_ENGINE_COUNT + eng], per_engine[eng])) {
+            snprintf(err, errlen, "core %u: engine %u queue full (%u descriptors at most)",
+                     core, eng, NPU_ENGINE_QUEUE_MAX);
+            rc = NPU_ERR_NOMEM;
+        }
+    if (rc != NPU_OK)
+        return rc;
+    uint64_t now = chip_hart_time(e->clock, core);
+    for (uint32_t i = 0; i < count; i++) {
+        struct chip_engine_queue *q = &e->queues[core * NPU_ENGINE_COUNT + descs[i].engine];
+        q->ring[(q->head + q->len++) % q->cap] = (struct chip_engine_slot){ descs[i], now };
+    }
+    for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++)
+        if (per_engine[eng])
+            chip_clock_schedule(e->clock, core, now, EV_ENG_TRY,
+                                core * NPU_ENGINE_COUNT + eng, 0);
+    return NPU_OK;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engines of every core and their command queues (docs/engines.md).
+ *
+ * Firmware writes an array of struct npu_desc into its SRAM and submits it with one command.
+ * Each descriptor goes to the queue of its engine (matrix, vector, DMA, NoC); an engine runs
+ * its queue in order, one descriptor at a time. A descriptor may wait until a local
+ * semaphore reaches a value before it starts, and may add to a semaphore of any core when it
+ * completes, so that transfers and compute overlap without the hart.
+ *
+ * Timing: the matrix and vector engines take the cycles of their formulas (matrix_engine.h,
+ * vector_engine.h); DMA and NoC transfers are flows in a max-min fair bandwidth model
+ * (flow_net.h) over the core's HBM channel or the XY route of NoC links, plus a fixed
+ * latency. Effects on memory are applied when a descriptor completes.
+ *
+ * Modes: functional (engines compute on the guest's bytes) or performance (timing, traffic
+ * and counters only; guest memory untouched).
+ *
+ * Not modelled yet: vector-engine descriptors, multicast, NoC reads, energy, firmware-visible
+ * counters; see docs/engines.md.
+ */
+#ifndef CHIP_ENGINES_H
+#define CHIP_ENGINES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "chip_clock.h"
+#include "chip_mem.h"
+#include "flow_net.h"
+#include "npu_enums.h"
+#include "npu_structs.h"
+
+struct chip_engine_cfg {
+    uint32_t sa_rows, sa_cols;          /* systolic array of the matrix engine */
+    uint32_t sram_bytes_per_cycle;      /* SRAM bandwidth a matrix engine can use */
+    uint64_t hbm_bytes_per_s;           /* per core (its HBM channel) */
+    uint32_t hbm_latency_cycles;
+    uint64_t noc_link_bytes_per_s;      /* per link and direction */
+    bool functional;                    /* false: performance mode */
+    bool congestion_free;               /* flows do not share bandwidth */
+};
+
+struct chip_engine_counters {
+    uint64_t descs;      /* descriptors completed */
+    uint64_t busy_ps;    /* chip time the engine was running a descriptor */
+    uint64_t flops;      /* matrix: 2 * M * N * K */
+    uint64_t bytes;      /* DMA / NoC: bytes moved */
+};
+
+struct chip_engine_slot;
+
+struct chip_engine_queue {
+    struct chip_engine_slot *ring; /* capacity grows up to NPU_ENGINE_QUEUE_MAX */
+    uint32_t cap, head, len;
+    bool busy;              /* the head descriptor is running */
+    uint64_t started_ps;
+    uint32_t flow;          /* DMA / NoC: flow of the running descriptor */
+    struct chip_engine_counters count;
+};
+
+struct chip_engines {
+    struct chip_clock *clock;
+    struct chip_engine_cfg cfg;
+    struct chip_mem mem;
+    uint32_t ncores, rows, cols;
+    struct chip_engine_queue *queues;   /* [core * NPU_ENGINE_COUNT + engine] */
+    struct flow_net net;                /* HBM channels, then NoC links */
+    uint32_t *flow_owner;               /* flow id -> queue index */
+    uint32_t flow_owner_cap;
+    uint64_t flow_gen;                  /* bumps whenever the next completion may move */
+};
+
+int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,
+                      const struct chip_engine_cfg *cfg, const struct chip_mem *mem);
+void chip_engines_destroy(struct chip_engines *e);
+
+/*
+ * Command: hart `core` submits `count` descriptors read from its SRAM at desc_addr, at its
+ * local time. All are validated first; on any error none is queued and `err` names the
+ * descriptor and the problem (NPU_ERR_RANGE for addresses, NPU_ERR_INVAL otherwise,
+ * NPU_ERR_NOMEM when a queue is full).
+ */
+int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_addr,
+                        uint32_t count, char *err, size_t errlen);
+
+/* Descriptors queued or running on one engine of a core. */
+uint32_t chip_engines_pending(const struct chip_engines *e, uint32_t core,
+                              enum npu_engine engine);
+
+const struct chip_engine_counters *chip_engines_counters(const struct chip_engines *e,
+                                                         uint32_t core,
+                                                         enum npu_engine engine);
+
+/* Hooks for struct chip_clock_params (unit = the chip_engines). */
+void chip_engines_on_event(void *unit, const struct evq_event *ev);
+void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem);
+
+/* Index of the NoC link leaving router (row, col) in direction dir (0 E, 1 W, 2 S, 3 N). */
+uint32_t chip_engines_link(const struct chip_engines *e, uint32_t row, uint32_t col,
+                           uint32_t dir);
+
+#endif

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Between the engine queues (chip_engines.c) and what each engine does with a descriptor
+ * (chip_engine_ops.c): checking it at submit, timing it at start, applying it at the end.
+ */
+#ifndef CHIP_ENGINES_INTERNAL_H
+#define CHIP_ENGINES_INTERNAL_H
+
+#include "chip_engines.h"
+
+/* A queued descriptor and the chip time from which it may start (its submit time). */
+struct chip_engine_slot {
+    struct npu_desc d;
+    uint64_t ready_ps;
+};
+
+/* How a descriptor runs: for `cycles` of its engine, or as a transfer over `path`. */
+struct chip_engine_plan {
+    bool is_flow;
+    uint64_t cycles;          /* compute engines */
+    uint32_t path[64];        /* transfers: resources crossed (HBM channel or NoC links) */
+    uint32_t path_len;
+    uint64_t bytes;
+    uint64_t latency_cycles;  /* added after the transfer */
+};
+
+/* Checks everything a descriptor names against the chip; err names the problem. */
+int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
+                           const struct npu_desc *d, char *err, size_t errlen);
+
+/* How a checked descriptor runs. */
+void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
+                           const struct npu_desc *d, struct chip_engine_plan *plan);
+
+/*
+ * Where a completion signal leaves from: the destination core for a NoC write (the increment
+ * travels with the data), the descriptor's own core otherwise.
+ */
+uint32_t chip_engine_signal_source(const struct chip_engines *e, uint32_t core,
+                                   const struct npu_desc *d);
+
+/* Applies a completed descriptor to memory (functional mode) and to the counters. */
+void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                             struct chip_engine_counters *count);
+
+#endif

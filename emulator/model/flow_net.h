@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Flow-level bandwidth sharing (design brief, section 4: NoC and HBM contention).
+ *
+ * A resource is anything with a bandwidth: one NoC link per direction between neighbouring
+ * routers, an HBM channel, ... Each has a capacity in bytes per second. A flow is a data
+ * transfer: a path (a list of distinct resource indices), a number of bytes and a
+ * deterministic key (unique among active flows; the caller builds it from chip time order).
+ *
+ * Rates are the max-min fair allocation by progressive filling (water-filling): repeatedly
+ * take the most constrained resource, the one whose remaining capacity divided by its number
+ * of unfrozen flows is smallest (ties: lowest resource index), give each of its unfrozen flows
+ * that share, freeze them and subtract their rate from the other resources on their paths.
+ * The allocation is re-solved whenever a flow that uses bandwidth starts or ends; in between
+ * each flow progresses linearly at its rate. In congestion-free mode a flow simply gets the
+ * smallest capacity along its path, whatever the other flows do, and nothing is re-solved.
+ *
+ * A flow with no bytes or an empty path (a local copy) is instant: it completes at its start
+ * time, takes no bandwidth and triggers no re-solve. Its rate reads FLOW_NET_UNLIMITED.
+ *
+ * Usage: after every add or remove, ask flow_net_next_completion() and schedule an event at
+ * that time; when it fires, remove every flow whose completion time has been reached (in the
+ * order next_completion gives them). Removing a flow before its completion cancels it.
+ *
+ * Numeric choices (no floating point anywhere: results are bit-identical on every host,
+ * compiler and optimisation level, and depend only on the sequence of calls):
+ * - Time is integer picoseconds, rates are integer bytes per second. Progress is counted in
+ *   picobytes (1e-12 byte) in 128-bit integers, so rate [B/s] x time [ps] = picobytes exactly.
+ *   A re-solve rebases each flow's remaining amount to the current time without any rounding,
+ *   so a flow whose rate does not change keeps exactly the same completion time however many
+ *   re-solves happen, and at whatever times.
+ * - Shares are floored to whole bytes per second: a flow frozen at resource r gets
+ *   floor(remaining capacity of r / unfrozen flows on r). The error is below 1 B/s per flow
+ *   (1e-9 relative at 1 GB/s); the sum of rates on a resource never exceeds its capacity, and
+ *   a saturated resource is left with fewer unused bytes per second than it has flows.
+ *   Example: three equal flows on a 1 GB/s link get 333333333 B/s each.
+ * - Completion time = last update + ceil(remaining picobytes / rate), the first picosecond at
+ *   which every byte has moved: flow_net_remaining() is exactly 0 from that time on and
+ *   positive before it. A flow with bytes left always completes strictly after the last
+ *   update. Completion times saturate at FLOW_NET_NEVER (UINT64_MAX; a transfer of over
+ *   200 days of chip time).
+ * - Every sharing flow gets at least 1 B/s, so every flow completes: with floored shares the
+ *   smallest rate is min over resources of floor(capacity / flows on it), so the model needs
+ *   capacity >= number of active flows on each resource. An add that would break that fails
+ *   with NPU_ERR_RANGE (never the case for real bandwidths: 1 GB/s allows 1e9 flows).
+ *
+ * Complexity, with F active flows, L the new flow's path length, P the total path length of
+ * the sharing flows and B the resources they cross (B <= P; idle resources are never
+ * scanned; per-resource flow counts are kept incrementally):
+ * - add / remove, congested mode: O(F + (B + P) log(B + P)) for the rebase and the solve
+ *   (a lazy binary heap of resources keyed by (share, index)), plus one 128-by-64-bit
+ *   division (64 shift-subtract steps) per flow for its completion time, plus O(L).
+ * - add / remove, congestion-free mode, and of instant flows: O(F + L) (the key-ordered
+ *   list of active flows and the lowest free id).
+ * - next_completion: O(F). rate, remaining, end time, counters: O(1).
+ * Memory: O(resources + id slots + P).
+ *
+ * Not thread-safe; no global state. Returns 0 (NPU_OK) or a negative enum npu_status.
+ */
+#ifndef FLOW_NET_H
+#define FLOW_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLOW_NET_PS_PER_S 1000000000000ull
+/* Completion time of a flow that never completes (or is not active). */
+#define FLOW_NET_NEVER UINT64_MAX
+/* Rate of an instant flow (no bytes or empty path). */
+#define FLOW_NET_UNLIMITED UINT64_MAX
+
+struct flow_net_res;       /* private to flow_net.c */
+struct flow_net_flow;      /* private to flow_net.c */
+struct flow_net_heap_ent;  /* private to flow_net.c */
+
+/* The whole model. Callers allocate it; fields are private to flow_net.c (tests and reports
+ * may read `solves`). */
+struct flow_net {
+    uint32_t nres;
+    bool congestion_free;
+    struct flow_net_res *res;     /* [nres] */
+    uint32_t *busy;               /* resources crossed by a sharing flow, in no order */
+    uint32_t nbusy;
+    struct flow_net_flow *flows;  /* id slots */
+    uint32_t nslots;
+    uint32_t *order;              /* ids of the active flows by ascending key */
+    uint32_t nactive;
+    uint64_t now_ps;              /* latest time given to add or remove */
+    uint32_t mark_gen;            /* path duplicate check */
+    size_t sum_len;               /* total path length of the sharing flows */
+    uint32_t *members;            /* solver: flows of each busy resource */
+    size_t members_cap;
+    struct flow_net_heap_ent *heap; /* solver: resources by (share, index) */
+    size_t heap_len, heap_cap;
+    uint64_t solves;              /* re-solves so far */
+};
+
+/*
+ * Sets up a model of `nresources` resources with the given capacities (bytes per second,
+ * each >= 1; `capacity_bytes_per_s` may be NULL when nresources is 0). NPU_ERR_INVAL for a
+ * bad argument, NPU_ERR_NOMEM. On failure *n is left destroyed (safe to destroy again).
+ */
+int flow_net_init(struct flow_net *n, uint32_t nresources, const uint64_t *capacity_bytes_per_s,
+                  bool congestion_free);
+
+/* Frees everything; *n may then be initialised again. */
+void flow_net_destroy(struct flow_net *n);
+
+/*
+ * Changes the capacity of a resource that no active flow crosses. NPU_ERR_RANGE for a bad
+ * index, NPU_ERR_INVAL for 0, NPU_ERR_STATE while a flow crosses it.
+ */
+int flow_net_set_capacity(struct flow_net *n, uint32_t resource, uint64_t bytes_per_s);
+
+/*
+ * Starts a flow at now_ps and re-solves; *id receives its id, the lowest free one (ids are
+ * small integers, reused once a flow is removed). Errors leave the model unchanged:
+ * NPU_ERR_INVAL for a NULL argument, a key already active or a resource repeated in the path;
+ * NPU_ERR_RANGE for now_ps before the latest time used, a resource index out of range, or
+ * (congested mode, flows with bytes only) a resource whose capacity in B/s would be below its
+ * number of flows; NPU_ERR_NOMEM.
+ */
+int flow_net_add(struct flow_net *n, uint64_t now_ps, uint64_t key, const uint32_t *path,
+                 uint32_t path_len, uint64_t bytes, uint32_t *id);
+
+/*
+ * The earliest completion among the active flows (ties: lowest key): its time and id (either
+ * pointer may be NULL). False if no flow is active. The time may be earlier than the latest
+ * time used when a completed flow has not been removed yet.
+ */
+bool flow_net_next_completion(const struct flow_net *n, uint64_t *time_ps, uint32_t *id);
+
+/*
+ * Ends flow `id` at now_ps and re-solves. Normally now_ps is its completion time; earlier
+ * cancels it (the bytes moved so far are counted), later keeps its bandwidth allocated until
+ * now_ps. NPU_ERR_INVAL for an id that is not active, NPU_ERR_RANGE for now_ps before the
+ * latest time used.
+ */
+int flow_net_remove(struct flow_net *n, uint64_t now_ps, uint32_t id);
+
+/* Current rate of an active flow in bytes/s: FLOW_NET_UNLIMITED if instant, 0 if not active. */
+uint64_t flow_net_rate(const struct flow_net *n, uint32_t id);
+
+/*
+ * Bytes an active flow still has to move at now_ps (rounded up; now_ps before the flow's
+ * last update counts as that update), 0 if not active.
+ */
+uint64_t flow_net_remaining(const struct flow_net *n, uint64_t now_ps, uint32_t id);
+
+/* Completion time of an active flow at its current rate, FLOW_NET_NEVER if not active. */
+uint64_t flow_net_end_ps(const struct flow_net *n, uint32_t id);
+
+/* Number of active flows (instant ones included, until removed). */
+uint32_t flow_net_active_count(const struct flow_net *n);
+
+/* Number of active sharing flows crossing a resource (0 for a bad index). */
+uint32_t flow_net_resource_flows(const struct flow_net *n, uint32_t resource);
+
+/*
+ * Bytes carried by a resource: the bytes of every flow that crossed it, counted when the flow
+ * is removed (whole bytes moved so far for a cancelled flow). 0 for a bad index.
+ */
+uint64_t flow_net_resource_bytes(const struct flow_net *n, uint32_t resource);
+
+/*
+ * Time during which at least one sharing flow crossed the resource (not necessarily at full
+ * capacity), up to now_ps. 0 for a bad index.
+ */
+uint64_t flow_net_resource_busy_ps(const struct flow_net *n, uint32_t resource, uint64_t now_ps);
+
+#endif

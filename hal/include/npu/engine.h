@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine commands (docs/engines.md): build struct npu_desc entries with the per-engine
+ * helpers (npu/dma.h, npu/matrix.h, npu/noc_endpoint.h), then submit them in one command.
+ * Synchronisation is by semaphores: a descriptor can wait for a local semaphore before it
+ * starts and add to any core's semaphore when it completes; the hart waits with
+ * hal_sem_wait() (npu/wait.h), never by polling.
+ */
+#ifndef NPU_ENGINE_H
+#define NPU_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npu_enums.h"
+#include "npu_structs.h"
+
+/* Semaphore conditions of one descriptor; zero-initialised means none. */
+struct engine_sync {
+    bool wait;             /* start when local semaphore wait_sem >= wait_value */
+    uint8_t wait_sem;
+    uint32_t wait_value;
+    bool signal;           /* on completion add signal_value to signal_sem of signal_core */
+    uint16_t signal_core;
+    uint8_t signal_sem;
+    uint32_t signal_value;
+};
+
+/* Applies a sync to a descriptor's flags and fields. */
+void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync);
+
+/*
+ * Command: queues `count` descriptors (in this core's SRAM) on their engines. Returns 0, or
+ * the chip's refusal (NPU_ERR_RANGE: an address outside what the engine may touch;
+ * NPU_ERR_INVAL: a bad field; NPU_ERR_NOMEM: a queue is full); then nothing was queued and
+ * the emulator logs which descriptor and why.
+ */
+int engine_submit(const struct npu_desc *descs, uint32_t count);
+
+/* Descriptors queued or running on an engine of this core (0..255, saturating). */
+uint32_t engine_pending(enum npu_engine engine);
+
+#endif

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: MIT */
+/* Engine command submission and the per-engine descriptor builders (npu/engine.h). */
+#include <string.h>
+
+#include "npu/dma.h"
+#include "npu/hal.h"
+#include "npu/matrix.h"
+#include "npu/mmio.h"
+#include "npu/noc_endpoint.h"
+
+void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync)
+{
+    if (sync->wait) {
+        d->flags |= NPU_DESC_WAIT;
+        d->wait_sem = sync->wait_sem;
+        d->wait_value = sync->wait_value;
+    }
+    if (sync->signal) {
+        d->flags |= NPU_DESC_SIGNAL;
+        d->signal_core = sync->signal_core;
+        d->signal_sem = sync->signal_sem;
+        d->signal_value = sync->signal_value;
+    }
+}
+
+int engine_submit(const struct npu_desc *descs, uint32_t count)
+{
+    uintptr_t r = (uintptr_t)hal_self()->regs_base;
+    mmio_write64(r + CORE_SUBMIT_ADDR_OFFSET, (uint64_t)(uintptr_t)descs);
+    mmio_write32(r + CORE_SUBMIT_COUNT_OFFSET, count);
+    mmio_write32(r + CORE_SUBMIT_OFFSET, CORE_SUBMIT_GO_MASK);
+    return (int32_t)mmio_read32(r + CORE_CMD_STATUS_OFFSET);
+}
+
+uint32_t engine_pending(enum npu_engine engine)
+{
+    uint32_t v = mmio_read32((uintptr_t)hal_self()->regs_base + CORE_ENGINE_PENDING_OFFSET);
+    return (v >> (8 * engine)) & 0xff;
+}
+
+static void copy_desc(struct npu_desc *d, enum npu_engine engine, uint64_t src, uint64_t dst,
+                      uint32_t rows, uint32_t row_bytes, uint32_t src_stride,
+                      uint32_t dst_stride)
+{
+    memset(d, 0, sizeof(*d));
+    d->engine = engine;
+    d->op = NPU_DMA_OP_COPY;
+    d->a = src;
+    d->c = dst;
+    d->m = rows;
+    d->n = row_bytes;
+    d->lda = src_stride;
+    d->ldc = dst_stride;
+}
+
+void dma_copy_desc(struct npu_desc *d, const struct dma_copy_args *a)
+{
+    copy_desc(d, NPU_ENGINE_DMA, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,
+              a->dst_stride);
+    engine_sync_apply(d, &a->sync);
+}
+
+void noc_write_desc(struct npu_desc *d, const struct noc_write_args *a)
+{
+    copy_desc(d, NPU_ENGINE_NOC, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,
+              a->dst_stride);
+    engine_sync_apply(d, &a->sync);
+}
+
+void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
+{
+    memset(d, 0, sizeof(*d));
+    d->engine = NPU_ENGINE_MATRIX;
+    d->op = (uint8_t)a->op;
+    d->a = a->a;
+    d->b = a->b;
+    d->c = a->c;
+    d->m = a->m;
+    d->n = a->n;
+    d->k = a->k;
+    d->lda = a->lda;
+    d->ldb = a->ldb;
+    d->ldc = a->ldc;
+    d->flags = (a->trans_a ? NPU_DESC_TRANS_A : 0) | (a->trans_b ? NPU_DESC_TRANS_B : 0) |
+               (a->accumulate ? NPU_DESC_ACCUMULATE : 0);
+    engine_sync_apply(d, &a->sync);
+}

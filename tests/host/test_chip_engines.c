@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine queues on the chip clock (emulator/model/chip_engines.c): submit checks, exact
+ * DMA / NoC / GEMM completion times, bandwidth sharing on a NoC link, in-order queues, WAIT
+ * and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
+ * NoC links at 64 GB/s (1 byte per 15.625 ps), 100 cycles of HBM latency.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "chip_engines.h"
+#include "matrix_engine.h"
+#include "npu_enums.h"
+#include "npu_memmap.h"
+
+#define NCORES 4u
+#define SRAM_BYTES (1u << 20)
+#define HBM_BYTES (4u << 20)
+#define CYCLE 2000ull
+#define HOP (2 * CYCLE)
+
+struct fix {
+    struct chip_clock c;
+    struct chip_engines e;
+    uint8_t *sram[NCORES];
+    uint8_t *hbm;
+};
+
+static uint64_t sram_addr(uint32_t core, uint64_t off)
+{
+    return npu_map_instance_base(NPU_MAP_SRAM, core) + off;
+}
+
+static uint64_t hbm_addr(uint64_t off)
+{
+    return npu_memmap[NPU_MAP_HBM].base + off;
+}
+
+static int setup_mode(void **state, bool functional)
+{
+    struct fix *f = calloc(1, sizeof(*f));
+    const struct chip_clock_params p = {
+        .rows = 2, .cols = 2, .cycle_ps = CYCLE, .cmd_cost_cycles = 4, .hop_cycles = 2,
+        .on_unit_event = chip_engines_on_event, .on_sem_change = chip_engines_on_sem_change,
+        .unit = &f->e,
+    };
+    const struct chip_engine_cfg cfg = {
+        .sa_rows = 16, .sa_cols = 16, .sram_bytes_per_cycle = 256,
+        .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
+        .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
+    };
+    for (uint32_t i = 0; i < NCORES; i++)
+        f->sram[i] = calloc(1, SRAM_BYTES);
+    f->hbm = calloc(1, HBM_BYTES);
+    const struct chip_mem mem = { .ncores = NCORES, .sram_bytes = SRAM_BYTES, .sram = f->sram,
+                                  .hbm_bytes = HBM_BYTES, .hbm = f->hbm };
+    assert_int_equal(chip_clock_init(&f->c, &p), NPU_OK);
+    assert_int_equal(chip_engines_init(&f->e, &f->c, &cfg, &mem), NPU_OK);
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_mode(state, true);
+}
+
+static int setup_perf(void **state)
+{
+    return setup_mode(state, false);
+}
+
+static int teardown(void **state)
+{
+    struct fix *f = *state;
+    chip_engines_destroy(&f->e);
+    chip_clock_destroy(&f->c);
+    for (uint32_t i = 0; i < NCORES; i++)
+        free(f->sram[i]);
+    free(f->hbm);
+    free(f);
+    return 0;
+}
+
+/* Writes descriptors at offset 0 of the core's SRAM and submits them. */
+static int submit(struct fix *f, uint32_t core, const struct npu_desc *d, uint32_t n)
+{
+    char err[256] = "";
+    memcpy(f->sram[core], d, n * sizeof(*d));
+    return chip_engines_submit(&f->e, core, sram_addr(core, 0), n, err, sizeof(err));
+}
+
+static struct npu_desc copy(enum npu_engine eng, uint64_t src, uint64_t dst, uint32_t bytes,
+                            uint32_t signal_core, uint32_t sem)
+{
+    struct npu_desc d = { .engine = (uint8_t)eng, .op = NPU_DMA_OP_COPY, .a = src, .c = dst,
+                          .m = 1, .n = bytes, .lda = bytes, .ldc = bytes };
+    if (signal_core != UINT32_MAX) {
+        d.flags = NPU_DESC_SIGNAL;
+        d.signal_core = (uint16_t)signal_core;
+        d.signal_sem = (uint8_t)sem;
+        d.signal_value = 1;
+    }
+    return d;
+}
+
+/* Every hart but `keep` exits; `keep` waits for semaphore sem >= value; returns wake time. */
+static uint64_t wait_for(struct fix *f, uint32_t keep, uint32_t sem, uint32_t value)
+{
+    const struct chip_wait w = { .kind = NPU_WAIT_SEM, .sem = sem, .value = value };
+    uint32_t cause;
+    for (uint32_t h = 0; h < f->c.nharts; h++)
+        if (h != keep && f->c.harts[h].state == CHIP_HART_RUNNING)
+            chip_hart_exit(&f->c, h, 0);
+    assert_int_equal(chip_hart_wait(&f->c, keep, &w, &cause), NPU_OK);
+    assert_int_equal(cause, 0);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_OK);
+    assert_int_equal(f->c.harts[keep].state, CHIP_HART_RUNNING);
+    return chip_hart_time(&f->c, keep);
+}
+
+static void test_dma_alone_exact_time_and_data(void **state)
+{
+    struct fix *f = *state;
+    for (uint32_t i = 0; i < 64000; i++)
+        f->sram[1][0x10000 + i] = (uint8_t)i;
+    struct npu_desc d = copy(NPU_ENGINE_DMA, sram_addr(1, 0x10000), hbm_addr(0x1000), 64000,
+                             1, 3);
+    assert_int_equal(submit(f, 1, &d, 1), NPU_OK);
+    /* 64000 bytes at 64 GB/s = 1000000 ps, plus 100 cycles of latency. */
+    assert_int_equal(wait_for(f, 1, 3, 1), 1000000 + 100 * CYCLE);
+    assert_memory_equal(f->hbm + 0x1000, f->sram[1] + 0x10000, 64000);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->bytes, 64000);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->busy_ps,
+                     1000000 + 100 * CYCLE);
+}
+
+static void test_queue_runs_in_order(void **state)
+{
+    struct fix *f = *state;
+    struct npu_desc d[2] = {
+        copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0), 64000, 0, 3),
+        copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0x20000), 64000, 0, 3),
+    };
+    assert_int_equal(submit(f, 0, d, 2), NPU_OK);
+    assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 2);
+    assert_int_equal(wait_for(f, 0, 3, 2), 2 * (1000000 + 100 * CYCLE));
+    assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 0);
+}
+
+static void test_noc_link_shared(void **state)
+{
+    struct fix *f = *state;
+    /* 0 -> 3 crosses E(0,0) and S(0,1); 1 -> 3 crosses S(0,1): they share S(0,1). */
+    struct npu_desc a = copy(NPU_ENGINE_NOC, sram_addr(0, 0x10000), sram_addr(3, 0x20000),
+                             64000, 3, 1);
+    struct npu_desc b = copy(NPU_ENGINE_NOC, sram_addr(1, 0x10000), sram_addr(3, 0x40000),
+                             64000, 3, 1);
+    memset(f->sram[0] + 0x10000, 0xaa, 64000);
+    assert_int_equal(submit(f, 0, &a, 1), NPU_OK);
+    assert_int_equal(submit(f, 1, &b, 1), NPU_OK);
+    /* Half of 64 GB/s each: 2000000 ps; then 1 hop (4000 ps) for 1 -> 3, 2 hops for 0 -> 3,
+     * and the increment lands with the data. */
+    assert_int_equal(wait_for(f, 3, 1, 1), 2000000 + 1 * HOP);
+    /* Hart 3 runs; applying the rest of the queue lands 0 -> 3 at 2 hops, nobody to wake. */
+    assert_int_equal(chip_clock_advance(&f->c), NPU_ERR_DEADLOCK);
+    assert_int_equal(f->c.time_ps, 2000000 + 2 * HOP);
+    assert_int_equal(f->c.harts[3].sems[1], 2);
+    assert_int_equal(f->sram[3][0x20000], 0xaa);
+}
+
+static void test_gemm_time_and_data(void **state)
+{
+    struct fix *f = *state;
+    float *a = (float *)(f->sram[2] + 0x1000), *b = (float *)(f->sram[2] + 0x2000);
+    float *c = (float *)(f->sram[2] + 0x3000);
+    a[0] = 1, a[1] = 2, a[2] = 3, a[3] = 4; /* 2 x 2 */
+    b[0] = 5, b[1] = 6, b[2] = 7, b[3] = 8;
+    struct npu_desc d = { .engine = NPU_ENGINE_MATRIX, .op = NPU_MATRIX_OP_GEMM_F32,
+                          .flags = NPU_DESC_SIGNAL, .signal_core = 2, .signal_sem = 4,
+                          .signal_value = 1, .a = sram_addr(2, 0x1000),
+                          .b = sram_addr(2, 0x2000), .c = sram_addr(2, 0x3000), .m = 2, .n = 2,
+                          .k = 2, .lda = 2, .ldb = 2, .ldc = 2 };
+    assert_int_equal(submit(f, 2, &d, 1), NPU_OK);
+    const struct matrix_engine_cfg cfg = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
+    uint64_t cycles = matrix_gemm_cycles(&cfg, 2, 2, 2, MATRIX_FP32, 0, NULL);
+    assert_int_equal(wait_for(f, 2, 4, 1), cycles * CYCLE);
+    assert_true(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50);
+    assert_int_equal(chip_engines_counters(&f->e, 2, NPU_ENGINE_MATRIX)->flops, 16);
+}
+
+static void test_wait_holds_back_the_queue(void **state)
+{
+    struct fix *f = *state;
+    struct npu_desc d = copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0), 64000, 0, 3);
+    d.flags |= NPU_DESC_WAIT;
+    d.wait_sem = 7;
+    d.wait_value = 1;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    /* Core 1 opens the gate: its post lands at 8000 + 1 hop = 12000. */
+    assert_int_equal(chip_sem_post(&f->c, 1, 0, 7, NPU_SEM_OP_INC, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 3, 1), 12000 + 1000000 + 100 * CYCLE);
+}
+
+static void test_bad_descriptors_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[256] = "";
+    struct npu_desc d[2] = {
+        copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0), 64, UINT32_MAX, 0),
+        copy(NPU_ENGINE_DMA, 0x8, hbm_addr(0), 64, UINT32_MAX, 0),
+    };
+    memcpy(f->sram[0], d, sizeof(d));
+    assert_int_equal(chip_engines_submit(&f->e, 0, sram_addr(0, 0), 2, err, sizeof(err)),
+                     NPU_ERR_RANGE);
+    assert_non_null(strstr(err, "descriptor 1"));
+    assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 0);
+    /* Another core's SRAM as a DMA source, a HBM range running past its end, a bad engine. */
+    d[1] = copy(NPU_ENGINE_DMA, sram_addr(1, 0), hbm_addr(0), 64, UINT32_MAX, 0);
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
+    d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(HBM_BYTES - 32), 64, UINT32_MAX, 0);
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
+    d[1].engine = 9;
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_INVAL);
+    d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(0), 64, 7 /* no such core */, 0);
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
+    assert_int_equal(chip_engines_submit(&f->e, 0, sram_addr(0, SRAM_BYTES - 32), 1, err,
+                                         sizeof(err)), NPU_ERR_RANGE);
+    assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 0);
+}
+
+static void test_performance_mode_leaves_data(void **state)
+{
+    struct fix *f = *state;
+    memset(f->sram[1] + 0x10000, 0x5a, 64000);
+    struct npu_desc d = copy(NPU_ENGINE_DMA, sram_addr(1, 0x10000), hbm_addr(0x1000), 64000,
+                             1, 3);
+    assert_int_equal(submit(f, 1, &d, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 1, 3, 1), 1000000 + 100 * CYCLE); /* same timing */
+    assert_int_equal(f->hbm[0x1000], 0);                              /* data untouched */
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->bytes, 64000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_dma_alone_exact_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_holds_back_the_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_performance_mode_leaves_data, setup_perf,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

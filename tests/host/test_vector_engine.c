@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit tests of the vector engine (emulator/model/vector_engine.[ch]).
+ * References are straightforward host loops. Where they perform the same fp32 operations in
+ * the same order (and the same libm calls: expf, sqrtf, powf, cosf, sinf) the result must
+ * match bit for bit; a double-precision reference checks the maths within a stated relative
+ * tolerance, and so does the online-softmax combination (different rounding steps).
+ * Covers: every elementwise op on every fp32/bf16 operand combination, odd shapes, 1 element,
+ * padded strides, in place; casts; RMSNorm; row max, exp-sum, rescale, row divide, full
+ * softmax (= their composition bit for bit) and online softmax over two halves = full
+ * softmax; RoPE in both pairings against the llama (complex) and HF (rotate_half) forms,
+ * positions and rows_per_pos; top-k and argmax with ties, NaN and signed zero; argument and
+ * overlap errors; the timing formula on hand-computed cases, monotonicity and saturation.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <math.h>
+
+#include "npu_enums.h"
+#include "npu_numeric.h"
+#include "vector_engine.h"
+
+NUM_FP_CONTRACT_OFF
+
+#define REL_TOL 1e-5 /* vs double references and the online combination */
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint32_t rnd(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 16);
+}
+
+static float rnd_value(float scale)
+{
+    return ((float)(rnd() & 0xffffffu) / 16777216.0f - 0.5f) * 2.0f * scale;
+}
+
+/* A rows x cols matrix of type t with row stride ld, random contents (padding too). */
+struct mat {
+    void *p;
+    uint32_t rows, cols, ld;
+    enum num_type t;
+};
+
+static struct mat mat_new(uint32_t rows, uint32_t cols, uint32_t pad, enum num_type t,
+                          float scale)
+{
+    struct mat m = { NULL, rows, cols, cols + pad, t };
+    size_t n = (size_t)rows * m.ld;
+    m.p = malloc(n * num_type_bytes(t));
+    assert_non_null(m.p);
+    for (size_t i = 0; i < n; i++)
+        num_store(m.p, i, t, rnd_value(scale));
+    return m;
+}
+
+static struct mat mat_clone(const struct mat *m)
+{
+    struct mat c = *m;
+    size_t bytes = (size_t)m->rows * m->ld * num_type_bytes(m->t);
+    c.p = malloc(bytes);
+    assert_non_null(c.p);
+    memcpy(c.p, m->p, bytes);
+    return c;
+}
+
+static float at(const struct mat *m, uint32_t r, uint32_t c)
+{
+    return num_load(m->p, (size_t)r * m->ld + c, m->t);
+}
+
+static void set(const struct mat *m, uint32_t r, uint32_t c, float v)
+{
+    num_store(m->p, (size_t)r * m->ld + c, m->t, v);
+}
+
+static struct vector_in vin(const struct mat *m)
+{
+    return (struct vector_in){ m->p, m->ld, m->t };
+}
+
+static struct vector_out vout(const struct mat *m)
+{
+    return (struct vector_out){ m->p, m->ld, m->t };
+}
+
+static void assert_same(const struct mat *a, const struct mat *b)
+{
+    size_t bytes = (size_t)a->rows * a->ld * num_type_bytes(a->t);
+    assert_memory_equal(a->p, b->p, bytes);
+}
+
+static void assert_close(double got, double want, const char *what)
+{
+    if (!(fabs(got - want) <= REL_TOL * fabs(want) + 1e-30))
+        fail_msg("%s: got %.9g want %.9g", what, got, want);
+}
+
+/* ---- elementwise ---- */
+
+static float ref_silu(float x)
+{
+    return x / (1.0f + expf(-x));
+}
+
+static float ref_eltwise(enum vector_op op, float x, float y, float s)
+{
+    switch (op) {
+    case VECTOR_OP_ADD: return x + y;
+    case VECTOR_OP_MUL: return x * y;
+    case VECTOR_OP_MAX: return isnan(x) || isnan(y) ? NAN : (x > y ? x : y);
+    case VECTOR_OP_SCALE: return x * s;
+    case VECTOR_OP_EXP: return expf(x);
+    case VECTOR_OP_SILU: return ref_silu(x);
+    case VECTOR_OP_SWIGLU: return ref_silu(x) * y;
+    default: return x;
+    }
+}
+
+static void check_eltwise(enum vector_op op, uint32_t rows, uint32_t cols, enum num_type tx,
+                          enum num_type ty, enum num_type to)
+{
+    struct mat x = mat_new(rows, cols, 2, tx, 6.0f), y = mat_new(rows, cols, 0, ty, 3.0f);
+    struct mat out = mat_new(rows, cols, 1, to, 1.0f), ref = mat_clone(&out);
+    struct vector_eltwise_args a = { op, vin(&x), vin(&y), vout(&out), rows, cols, 0.37f };
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++)
+            set(&ref, r, c, ref_eltwise(op, at(&x, r, c), at(&y, r, c), 0.37f));
+    assert_same(&out, &ref); /* padding untouched too */
+    if (tx == to) { /* in place on x gives the same */
+        struct mat xi = mat_clone(&x);
+        a.x = vin(&xi), a.out = vout(&xi);
+        assert_int_equal(vector_eltwise(&a), NPU_OK);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t c = 0; c < cols; c++)
+                assert_int_equal(num_fp32_to_bits(at(&xi, r, c)),
+                                 num_fp32_to_bits(at(&ref, r, c)));
+        free(xi.p);
+    }
+    free(x.p), free(y.p), free(out.p), free(ref.p);
+}
+
+static void test_eltwise_all_ops_and_types(void **state)
+{
+    (void)state;
+    static const uint32_t shapes[][2] = { { 1, 1 }, { 1, 33 }, { 3, 7 }, { 5, 64 } };
+    for (int op = VECTOR_OP_ADD; op <= VECTOR_OP_CAST; op++)
+        for (size_t s = 0; s < 4; s++)
+            for (uint32_t types = 0; types < 8; types++)
+                check_eltwise((enum vector_op)op, shapes[s][0], shapes[s][1],
+                              (enum num_type)(types & 1), (enum num_type)((types >> 1) & 1),
+                              (enum num_type)(types >> 2));
+}
+
+static void test_eltwise_special_values(void **state)
+{
+    (void)state;
+    float x[6] = { NAN, 1.0f, -0.0f, -INFINITY, 100.0f, -100.0f };
+    float y[6] = { 1.0f, NAN, 0.0f, 1.0f, 1.0f, 1.0f }, o[6];
+    struct vector_eltwise_args a = { VECTOR_OP_MAX, { x, 6, NUM_FP32 }, { y, 6, NUM_FP32 },
+                                     { o, 6, NUM_FP32 }, 1, 6, 0 };
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    assert_true(isnan(o[0]) && isnan(o[1]) && o[3] == 1.0f);
+    assert_true(o[2] == 0.0f && !signbit(o[2])); /* equal values give y */
+    a.op = VECTOR_OP_SILU;
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    assert_true(isnan(o[3]));                         /* silu(-inf), documented */
+    assert_true(o[4] == 100.0f);                      /* silu(100) = 100 */
+    assert_true(o[5] == 0.0f && signbit(o[5]));       /* -100 / (1 + e^100 = inf) = -0 */
+    /* CAST fp32 -> bf16: ties to even, NaN quiet, inf kept. */
+    float cx[4] = { 1.00390625f, 1.01171875f, INFINITY, NAN };
+    uint16_t cb[4];
+    struct vector_eltwise_args c = { VECTOR_OP_CAST, { cx, 4, NUM_FP32 }, { NULL, 0, 0 },
+                                     { cb, 4, NUM_BF16 }, 1, 4, 0 };
+    assert_int_equal(vector_eltwise(&c), NPU_OK);
+    assert_int_equal(cb[0], 0x3f80);
+    assert_int_equal(cb[1], 0x3f82);
+    assert_int_equal(cb[2], 0x7f80);
+    assert_int_equal(cb[3], 0x7fc0);
+    float back[4]; /* bf16 -> fp32 exact */
+    struct vector_eltwise_args w = { VECTOR_OP_CAST, { cb, 4, NUM_BF16 }, { NULL, 0, 0 },
+                                     { back, 4, NUM_FP32 }, 1, 4, 0 };
+    assert_int_equal(vector_eltwise(&w), NPU_OK);
+    assert_true(back[0] == 1.0f && back[1] == 1.015625f && isinf(back[2]) && isnan(back[3]));
+}
+
+/* ---- RMSNorm ---- */
+
+static void check_rmsnorm(uint32_t rows, uint32_t cols, enum num_type t)
+{
+    struct mat x = mat_new(rows, cols, 3, t, 2.0f), w = mat_new(1, cols, 0, t, 1.5f);
+    struct mat out = mat_new(rows, cols, 1, t, 1.0f), ref = mat_clone(&out);
+    const float eps = 1e-5f;
+    struct vector_rmsnorm_args a = { vin(&x), vin(&w), vout(&out), rows, cols, eps };
+    assert_int_equal(vector_rmsnorm(&a), NPU_OK);
+    for (uint32_t r = 0; r < rows; r++) {
+        float ss = 0.0f;
+        double ssd = 0.0;
+        for (uint32_t c = 0; c < cols; c++) {
+            ss = ss + at(&x, r, c) * at(&x, r, c);
+            ssd += (double)at(&x, r, c) * at(&x, r, c);
+        }
+        float inv = 1.0f / sqrtf(ss / (float)cols + eps);
+        double invd = 1.0 / sqrt(ssd / cols + eps);
+        for (uint32_t c = 0; c < cols; c++) {
+            set(&ref, r, c, (at(&x, r, c) * inv) * at(&w, 0, c));
+            if (t == NUM_FP32)
+                assert_close(at(&out, r, c), at(&x, r, c) * invd * at(&w, 0, c), "rmsnorm");
+        }
+    }
+    assert_same(&out, &ref);
+    free(x.p), free(w.p), free(out.p), free(ref.p);
+}
+
+static void test_rmsnorm(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 2; t++) {
+        check_rmsnorm(1, 1, (enum num_type)t);
+        check_rmsnorm(3, 7, (enum num_type)t);
+        check_rmsnorm(2, 129, (enum num_type)t);
+    }
+    float z[3] = { 0, 0, 0 }, w[3] = { 1, 1, 1 }, o[3];
+    struct vector_rmsnorm_args a = { { z, 3, NUM_FP32 }, { w, 0, NUM_FP32 }, { o, 3, NUM_FP32 },
+                                     1, 3, 0.0f };
+    assert_int_equal(vector_rmsnorm(&a), NPU_OK); /* zero row, eps 0: 0 * inf = NaN */
+    assert_true(isnan(o[0]));
+    a.eps = -1.0f;
+    assert_int_equal(vector_rmsnorm(&a), NPU_ERR_INVAL);
+    a.eps = NAN;
+    assert_int_equal(vector_rmsnorm(&a), NPU_ERR_INVAL);
+}
+
+/* ---- softmax ---- */
+
+static void test_softmax_is_composition(void **state)
+{
+    (void)state;
+    const uint32_t rows = 4, cols = 37;
+    struct mat x = mat_new(rows, cols, 2, NUM_BF16, 20.0f);
+    struct mat sm = mat_new(rows, cols, 0, NUM_FP32, 1.0f), p = mat_clone(&sm);
+    float m[4], l[4];
+    struct vector_softmax_args s = { vin(&x), vout(&sm), rows, cols };
+    assert_int_equal(vector_softmax(&s), NPU_OK);
+    struct vector_row_max_args rm = { vin(&x), rows, cols, m };
+    assert_int_equal(vector_row_max(&rm), NPU_OK);
+    struct vector_exp_sum_args es = { vin(&x), m, vout(&p), l, rows, cols };
+    assert_int_equal(vector_exp_sum(&es), NPU_OK);
+    struct vector_row_div_args rd = { vin(&p), l, vout(&p), rows, cols };
+    assert_int_equal(vector_row_div(&rd), NPU_OK); /* in place */
+    assert_same(&sm, &p);
+    for (uint32_t r = 0; r < rows; r++) { /* vs double */
+        double md = -INFINITY, sd = 0;
+        for (uint32_t c = 0; c < cols; c++)
+            md = fmax(md, at(&x, r, c));
+        assert_true(m[r] == (float)md);
+        for (uint32_t c = 0; c < cols; c++)
+            sd += exp(at(&x, r, c) - md);
+        for (uint32_t c = 0; c < cols; c++)
+            assert_close(at(&sm, r, c), exp(at(&x, r, c) - md) / sd, "softmax");
+    }
+    free(x.p), free(sm.p), free(p.p);
+}
+
+static void test_exp_sum_bf16_sum_unrounded(void **state)
+{
+    (void)state;
+    float x[5] = { 0.1f, 0.2f, -0.3f, 1.7f, 0.0f }, m = 1.7f, sum;
+    uint16_t e[5];
+    struct vector_exp_sum_args a = { { x, 5, NUM_FP32 }, &m, { e, 5, NUM_BF16 }, &sum, 1, 5 };
+    assert_int_equal(vector_exp_sum(&a), NPU_OK);
+    float s = 0.0f;
+    for (int c = 0; c < 5; c++) {
+        float v = expf(x[c] - m);
+        assert_int_equal(e[c], num_fp32_to_bf16(v));
+        s = s + v;
+    }
+    assert_true(sum == s);
+}
+
+/* Online softmax over columns [0, split) and [split, cols), combined, = full softmax. */
+static void test_online_softmax_two_halves(void **state)
+{
+    (void)state;
+    const uint32_t rows = 3, cols = 41, split = 19, n2 = cols - split;
+    struct mat x = mat_new(rows, cols, 0, NUM_FP32, 15.0f);
+    set(&x, 1, 30, 40.0f); /* row 1: the max sits in the second half */
+    struct mat full = mat_new(rows, cols, 0, NUM_FP32, 1.0f), p = mat_clone(&full);
+    struct vector_softmax_args s = { vin(&x), vout(&full), rows, cols };
+    assert_int_equal(vector_softmax(&s), NPU_OK);
+    float m1[3], m2[3], m[3], l1[3], l2[3], l[3];
+    float *xs = x.p, *ps = p.p;
+    struct vector_in h1 = { xs, cols, NUM_FP32 }, h2 = { xs + split, cols, NUM_FP32 };
+    struct vector_out p1 = { ps, cols, NUM_FP32 }, p2 = { ps + split, cols, NUM_FP32 };
+    assert_int_equal(vector_row_max(&(struct vector_row_max_args){ h1, rows, split, m1 }), 0);
+    assert_int_equal(vector_row_max(&(struct vector_row_max_args){ h2, rows, n2, m2 }), 0);
+    assert_int_equal(vector_exp_sum(&(struct vector_exp_sum_args){ h1, m1, p1, l1, rows,
+                                                                   split }), 0);
+    assert_int_equal(vector_exp_sum(&(struct vector_exp_sum_args){ h2, m2, p2, l2, rows,
+                                                                   n2 }), 0);
+    struct vector_eltwise_args mx = { VECTOR_OP_MAX, { m1, 1, NUM_FP32 }, { m2, 1, NUM_FP32 },
+                                      { m, 1, NUM_FP32 }, rows, 1, 0 };
+    assert_int_equal(vector_eltwise(&mx), NPU_OK);
+    struct vector_in p1i = { ps, cols, NUM_FP32 }, p2i = { ps + split, cols, NUM_FP32 };
+    struct vector_rescale_args r1 = { p1i, m1, m, p1, rows, split };
+    struct vector_rescale_args r2 = { p2i, m2, m, p2, rows, n2 };
+    assert_int_equal(vector_rescale(&r1), NPU_OK);
+    assert_int_equal(vector_rescale(&r2), NPU_OK);
+    struct vector_rescale_args rl1 = { { l1, 1, NUM_FP32 }, m1, m, { l1, 1, NUM_FP32 }, rows, 1 };
+    struct vector_rescale_args rl2 = { { l2, 1, NUM_FP32 }, m2, m, { l2, 1, NUM_FP32 }, rows, 1 };
+    assert_int_equal(vector_rescale(&rl1), NPU_OK);
+    assert_int_equal(vector_rescale(&rl2), NPU_OK);
+    struct vector_eltwise_args add = { VECTOR_OP_ADD, { l1, 1, NUM_FP32 }, { l2, 1, NUM_FP32 },
+                                       { l, 1, NUM_FP32 }, rows, 1, 0 };
+    assert_int_equal(vector_eltwise(&add), NPU_OK);
+    struct vector_row_div_args d = { { ps, cols, NUM_FP32 }, l, vout(&p), rows, cols };
+    assert_int_equal(vector_row_div(&d), NPU_OK);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++)
+            assert_close(at(&p, r, c), at(&full, r, c), "online softmax");
+    free(x.p), free(full.p), free(p.p);
+}
+
+static void test_softmax_edges(void **state)
+{
+    (void)state;
+    float x[4] = { -INFINITY, -INFINITY, NAN, 2.0f }, m[2], o[4];
+    struct vector_row_max_args rm = { { x, 2, NUM_FP32 }, 2, 2, m };
+    assert_int_equal(vector_row_max(&rm), NPU_OK);
+    assert_true(isinf(m[0]) && m[0] < 0);
+    assert_true(isnan(m[1])); /* NaN first, then a number: stays NaN */
+    float one = 3.0f; /* 1 element: softmax = 1 */
+    struct vector_softmax_args s = { { &one, 1, NUM_FP32 }, { o, 1, NUM_FP32 }, 1, 1 };
+    assert_int_equal(vector_softmax(&s), NPU_OK);
+    assert_true(o[0] == 1.0f);
+    /* Rescale with m_old == m_new == -inf: factor 1, not NaN. */
+    float acc[2] = { 0.0f, 5.0f }, mo[1] = { -INFINITY }, mn[1] = { -INFINITY };
+    struct vector_rescale_args r = { { acc, 2, NUM_FP32 }, mo, mn, { acc, 2, NUM_FP32 }, 1, 2 };
+    assert_int_equal(vector_rescale(&r), NPU_OK);
+    assert_true(acc[0] == 0.0f && acc[1] == 5.0f);
+    mn[0] = 1.0f, mo[0] = 0.0f;
+    assert_int_equal(vector_rescale(&r), NPU_OK);
+    assert_true(acc[1] == 5.0f * expf(-1.0f));
+}
+
+/* ---- RoPE ---- */
+
+static void rope_ref(const float *x, float *out, uint32_t d, float theta, uint32_t p, bool half)
+{
+    for (uint32_t i = 0; i < d / 2; i++) {
+        float inv_freq = 1.0f / powf(theta, (float)(2 * i) / (float)d);
+        float ang = (float)p * inv_freq, cs = cosf(ang), sn = sinf(ang);
+        if (half) { /* HF: q * cos + rotate_half(q) * sin, rotate_half = (-x2, x1) */
+            out[i] = x[i] * cs + (-x[i + d / 2]) * sn;
+            out[i + d / 2] = x[i + d / 2] * cs + x[i] * sn;
+        } else {    /* Meta: (x0 + i x1) * (cos + i sin) */
+            out[2 * i] = x[2 * i] * cs - x[2 * i + 1] * sn;
+            out[2 * i + 1] = x[2 * i] * sn + x[2 * i + 1] * cs;
+        }
+    }
+}
+
+static void test_rope(void **state)
+{
+    (void)state;
+    enum { ROWS = 6, D = 10 };
+    float x[ROWS * D], o[ROWS * D], ref[D];
+    for (int i = 0; i < ROWS * D; i++)
+        x[i] = rnd_value(3.0f);
+    uint32_t positions[3] = { 7, 0, 123456 };
+    for (int pairing = 0; pairing < 2; pairing++) {
+        struct vector_rope_args a = { { x, D, NUM_FP32 }, { o, D, NUM_FP32 }, ROWS, D,
+                                      500000.0f, 40, 2, NULL, (enum vector_rope_pairing)pairing };
+        assert_int_equal(vector_rope(&a), NPU_OK);
+        for (uint32_t r = 0; r < ROWS; r++) { /* rows 2r, 2r+1 share position 40 + r / 2 */
+            rope_ref(x + r * D, ref, D, 500000.0f, 40 + r / 2, pairing == VECTOR_ROPE_HALF);
+            assert_memory_equal(o + r * D, ref, sizeof(ref));
+        }
+        a.positions = positions, a.theta = 10000.0f;
+        assert_int_equal(vector_rope(&a), NPU_OK);
+        for (uint32_t r = 0; r < ROWS; r++) {
+            rope_ref(x + r * D, ref, D, 10000.0f, positions[r / 2], pairing == VECTOR_ROPE_HALF);
+            assert_memory_equal(o + r * D, ref, sizeof(ref));
+            if (r / 2 == 1) /* position 0 is the identity */
+                assert_memory_equal(o + r * D, x + r * D, sizeof(ref));
+            double n0 = 0, n1 = 0; /* a rotation keeps the norm */
+            for (int c = 0; c < D; c++) {
+                n0 += (double)x[r * D + c] * x[r * D + c];
+                n1 += (double)o[r * D + c] * o[r * D + c];
+            }
+            assert_close(n1, n0, "rope norm");
+        }
+    }
+}
+
+static void test_rope_bf16_in_place_and_errors(void **state)
+{
+    (void)state;
+    uint16_t xb[8], ob[8];
+    float xf[8], of[8];
+    for (int i = 0; i < 8; i++)
+        xb[i] = num_fp32_to_bf16(rnd_value(2.0f)), xf[i] = num_bf16_to_fp32(xb[i]);
+    rope_ref(xf, of, 8, 10000.0f, 3, false);
+    struct vector_rope_args a = { { xb, 8, NUM_BF16 }, { xb, 8, NUM_BF16 }, 1, 8, 10000.0f, 3, 1,
+                                  NULL, VECTOR_ROPE_INTERLEAVED };
+    assert_int_equal(vector_rope(&a), NPU_OK); /* in place */
+    for (int i = 0; i < 8; i++)
+        ob[i] = num_fp32_to_bf16(of[i]);
+    assert_memory_equal(xb, ob, sizeof(xb));
+    struct vector_rope_args b = a;
+    b.cols = 7, b.x.ld = b.out.ld = 7;
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL); /* odd dimension */
+    b = a, b.theta = 0.0f;
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL);
+    b.theta = INFINITY;
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL);
+    b = a, b.rows_per_pos = 0;
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL);
+    b = a, b.pairing = (enum vector_rope_pairing)2;
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL);
+    b = a, b.positions = xb + 1; /* positions inside the output */
+    assert_int_equal(vector_rope(&b), NPU_ERR_INVAL);
+}
+
+/* ---- top-k ---- */
+
+static bool ref_before(float a, uint32_t ia, float b, uint32_t ib)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && (!isnan(b) || ia < ib);
+    return a > b || (a == b && ia < ib);
+}
+
+/* Selection of the k best by repeated scans: independent of the engine's insertion. */
+static void ref_topk(const float *row, uint32_t cols, uint32_t k, float *v, uint32_t *idx)
+{
+    bool used[256] = { false };
+    for (uint32_t j = 0; j < k; j++) {
+        uint32_t best = UINT32_MAX;
+        for (uint32_t c = 0; c < cols; c++)
+            if (!used[c] && (best == UINT32_MAX || ref_before(row[c], c, row[best], best)))
+                best = c;
+        used[best] = true, v[j] = row[best], idx[j] = best;
+    }
+}
+
+static void test_topk_random_with_ties(void **state)
+{
+    (void)state;
+    static const uint32_t cases[][3] = { { 1, 1, 1 }, { 2, 5, 5 }, { 3, 100, 64 },
+                                         { 4, 37, 7 }, { 1, 256, 1 } };
+    for (size_t ci = 0; ci < 5; ci++) {
+        uint32_t rows = cases[ci][0], cols = cases[ci][1], k = cases[ci][2];
+        float x[4 * 256], v[4 * 64], rv[64];
+        uint32_t idx[4 * 70], ri[64];
+        for (uint32_t i = 0; i < rows * cols; i++) /* few distinct values: many ties */
+            x[i] = (float)(int)(rnd() % 9) - 4.0f;
+        struct vector_topk_args a = { { x, cols, NUM_FP32 }, rows, cols, k, { v, k, NUM_FP32 },
+                                      idx, k + 3 };
+        assert_int_equal(vector_topk(&a), NPU_OK);
+        for (uint32_t r = 0; r < rows; r++) {
+            ref_topk(x + r * cols, cols, k, rv, ri);
+            assert_memory_equal(v + r * k, rv, k * sizeof(float));
+            assert_memory_equal(idx + r * (k + 3), ri, k * sizeof(uint32_t));
+        }
+        uint32_t am[4];
+        struct vector_argmax_args g = { { x, cols, NUM_FP32 }, rows, cols, am };
+        assert_int_equal(vector_argmax(&g), NPU_OK);
+        for (uint32_t r = 0; r < rows; r++)
+            assert_int_equal(am[r], idx[r * (k + 3)]);
+    }
+}
+
+static void test_topk_order_rules(void **state)
+{
+    (void)state;
+    float x[8] = { 1.0f, -0.0f, 3.0f, NAN, 0.0f, 3.0f, INFINITY, NAN }, v[6];
+    uint32_t idx[6];
+    struct vector_topk_args a = { { x, 8, NUM_FP32 }, 1, 8, 6, { v, 6, NUM_FP32 }, idx, 6 };
+    assert_int_equal(vector_topk(&a), NPU_OK);
+    static const uint32_t want[6] = { 3, 7, 6, 2, 5, 0 }; /* NaNs, inf, 3 (col 2 first), 1 */
+    assert_memory_equal(idx, want, sizeof(want));
+    a.k = 8, a.values.p = NULL, a.ld_indices = 8; /* indices only */
+    uint32_t all[8];
+    a.indices = all;
+    assert_int_equal(vector_topk(&a), NPU_OK);
+    assert_int_equal(all[6], 1); /* -0 and +0 tie: column 1 before column 4 */
+    assert_int_equal(all[7], 4);
+    uint16_t xb[4] = { 0x3f80, 0x4000, 0x4000, 0xbf80 }, vb[2]; /* bf16 1, 2, 2, -1 */
+    uint32_t ib[2];
+    struct vector_topk_args b = { { xb, 4, NUM_BF16 }, 1, 4, 2, { vb, 2, NUM_BF16 }, ib, 2 };
+    assert_int_equal(vector_topk(&b), NPU_OK);
+    assert_true(vb[0] == 0x4000 && vb[1] == 0x4000 && ib[0] == 1 && ib[1] == 2);
+    b.k = 0;
+    assert_int_equal(vector_topk(&b), NPU_ERR_INVAL);
+    b.k = 5; /* > cols */
+    assert_int_equal(vector_topk(&b), NPU_ERR_INVAL);
+    float big[100] = { 0 };
+    uint32_t bi[100];
+    struct vector_topk_args c = { { big, 100, NUM_FP32 }, 1, 100, 65, { NULL, 0, 0 }, bi, 65 };
+    assert_int_equal(vector_topk(&c), NPU_ERR_INVAL); /* k > 64 */
+    c.k = 64, c.ld_indices = 63;
+    assert_int_equal(vector_topk(&c), NPU_ERR_INVAL); /* ld_indices < k */
+    c.ld_indices = 64, c.values = (struct vector_out){ bi + 10, 64, NUM_FP32 };
+    assert_int_equal(vector_topk(&c), NPU_ERR_INVAL); /* values overlap indices */
+}
+
+/* ---- argument and overlap errors ---- */
+
+static void test_invalid_arguments(void **state)
+{
+    (void)state;
+    float x[32], y[32], o[32];
+    for (int i = 0; i < 32; i++)
+        x[i] = y[i] = 1.0f, o[i] = 9.0f;
+    const struct vector_eltwise_args ok = { VECTOR_OP_ADD, { x, 8, NUM_FP32 },
+                                            { y, 8, NUM_FP32 }, { o, 8, NUM_FP32 }, 2, 8, 0 };
+    struct vector_eltwise_args a = ok;
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    for (int i = 0; i < 16; i++)
+        o[i] = 9.0f;
+#define BAD(stmt)                                          \
+    do {                                                   \
+        a = ok;                                            \
+        stmt;                                              \
+        assert_int_equal(vector_eltwise(&a), NPU_ERR_INVAL); \
+    } while (0)
+    BAD(a.op = VECTOR_OP_RMSNORM);
+    BAD(a.op = (enum vector_op)-1);
+    BAD(a.rows = 0);
+    BAD(a.cols = 0);
+    BAD(a.x.ld = 7);
+    BAD(a.out.ld = 7);
+    BAD(a.y.p = NULL);
+    BAD(a.out.p = NULL);
+    BAD(a.x.type = (enum num_type)2);
+    BAD(a.out.p = x + 1);                      /* shifted alias of x */
+    BAD(a.out.p = x; a.out.type = NUM_BF16);   /* same bytes, other type */
+    BAD(a.out.p = x; a.out.ld = 9);            /* same start, other stride */
+    BAD(a.out.p = y + 15);                     /* last element of y */
+    for (int i = 0; i < 32; i++)
+        assert_true(o[i] == 9.0f && x[i] == 1.0f && y[i] == 1.0f);
+    a = ok, a.op = VECTOR_OP_EXP, a.y.p = NULL; /* unary: y not looked at */
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    a = ok, a.out.p = y; /* exact alias of y */
+    assert_int_equal(vector_eltwise(&a), NPU_OK);
+    assert_true(y[0] == 2.0f && y[15] == 2.0f && y[16] == 1.0f);
+#undef BAD
+    float m[2];
+    struct vector_row_max_args rm = { { x, 8, NUM_FP32 }, 2, 8, x + 3 };
+    assert_int_equal(vector_row_max(&rm), NPU_ERR_INVAL); /* stats inside the input */
+    rm.max = NULL;
+    assert_int_equal(vector_row_max(&rm), NPU_ERR_INVAL);
+    rm.max = m;
+    assert_int_equal(vector_row_max(&rm), NPU_OK);
+    struct vector_exp_sum_args es = { { x, 8, NUM_FP32 }, m, { o, 8, NUM_FP32 }, o + 15, 2, 8 };
+    assert_int_equal(vector_exp_sum(&es), NPU_ERR_INVAL); /* sum inside out */
+}
+
+/* ---- timing ---- */
+
+static void test_timing(void **state)
+{
+    (void)state;
+    const struct vector_engine_cfg cfg = { 16, 2, 10 }; /* 32 ALU ops per cycle */
+    assert_int_equal(vector_engine_cfg_check(&cfg), NPU_OK);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ADD, 100, 1), 4 + 10);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ADD, 64, 4), 2 + 10);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_EXP, 1, 1), 1 + 10);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SOFTMAX, 64, 2), 18 + 10 * 5);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_RMSNORM, 4096, 1), 512 + 20);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SWIGLU, 4096, 8), 1024 + 10);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_TOPK, 1000, 4), 250 + 50);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ROPE, 33, 3), 8 + 10); /* 231 / 32 */
+    static const uint32_t ops[VECTOR_OP_COUNT] = { 1, 1, 1, 1, 4, 7, 8, 1, 4, 1, 6, 1, 2, 9,
+                                                   7, 8, 2 };
+    for (int op = 0; op < VECTOR_OP_COUNT; op++) {
+        assert_int_equal(vector_op_alu_ops((enum vector_op)op), ops[op]);
+        uint64_t prev = 0, first = vector_op_cycles(&cfg, (enum vector_op)op, 1, 3);
+        for (uint64_t e = 1; e < 300; e += 7) { /* monotonic in elements and rows */
+            uint64_t c1 = vector_op_cycles(&cfg, (enum vector_op)op, e, 3);
+            assert_true(c1 >= prev && c1 > 0);
+            assert_true(vector_op_cycles(&cfg, (enum vector_op)op, e, 4) >= c1);
+            prev = c1;
+        }
+        assert_true(prev > first);
+    }
+    assert_int_equal(vector_op_alu_ops(VECTOR_OP_COUNT), 0);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_COUNT, 10, 1), 0);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ADD, 0, 1), 0);
+    const struct vector_engine_cfg widest = { 4096, 256, 1024 };
+    assert_int_equal(vector_engine_cfg_check(&widest), NPU_OK);
+    assert_int_equal(vector_op_cycles(&widest, VECTOR_OP_SOFTMAX, 1u << 20, 1),
+                     9 + 1024 * 3); /* 9 * 2^20 / 2^20 */
+    const struct vector_engine_cfg no[3] = { { 1, 257, 0 }, { 4097, 1, 0 }, { 1, 1, 1025 } };
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(vector_engine_cfg_check(&no[i]), NPU_ERR_INVAL);
+    const struct vector_engine_cfg one = { 1, 1, 0 }, bad = { 0, 1, 0 };
+    assert_int_equal(vector_op_cycles(&one, VECTOR_OP_MUL, 5, 5), 5);
+    assert_int_equal(vector_engine_cfg_check(&bad), NPU_ERR_INVAL);
+    assert_int_equal(vector_op_cycles(&bad, VECTOR_OP_MUL, 5, 5), 0);
+    assert_true(vector_op_cycles(&one, VECTOR_OP_SOFTMAX, UINT64_MAX, 1) == UINT64_MAX);
+    assert_true(vector_op_cycles(&one, VECTOR_OP_ADD, UINT64_MAX, 1) == UINT64_MAX);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_eltwise_all_ops_and_types),
+        cmocka_unit_test(test_eltwise_special_values),
+        cmocka_unit_test(test_rmsnorm),
+        cmocka_unit_test(test_softmax_is_composition),
+        cmocka_unit_test(test_exp_sum_bf16_sum_unrounded),
+        cmocka_unit_test(test_online_softmax_two_halves),
+        cmocka_unit_test(test_softmax_edges),
+        cmocka_unit_test(test_rope),
+        cmocka_unit_test(test_rope_bf16_in_place_and_errors),
+        cmocka_unit_test(test_topk_random_with_ties),
+        cmocka_unit_test(test_topk_order_rules),
+        cmocka_unit_test(test_invalid_arguments),
+        cmocka_unit_test(test_timing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
