@@ -41,6 +41,8 @@ static const struct field_desc fields[] = {
     { "vector_lanes", FIELD_U32, offsetof(struct chip_config, vector_lanes), 1, 1024 },
     { "vector_alus_per_lane", FIELD_U32, offsetof(struct chip_config, vector_alus_per_lane),
       1, 256 },
+    { "vector_pipeline_cycles", FIELD_U32,
+      offsetof(struct chip_config, vector_pipeline_cycles), 0, 1024 },
     { "hbm_gbps", FIELD_U32, offsetof(struct chip_config, hbm_gbps), 1, 100000 },
     { "hbm_latency_cycles", FIELD_U32, offsetof(struct chip_config, hbm_latency_cycles), 0,
       1000000 },

@@ -37,6 +37,7 @@ struct chip_config {
     uint32_t sram_bytes_per_cycle; /* "sram_bytes_per_cycle": SRAM bandwidth per core */
     uint32_t vector_lanes;     /* "vector_lanes": 1..1024 */
     uint32_t vector_alus_per_lane; /* "vector_alus_per_lane": 1..256 */
+    uint32_t vector_pipeline_cycles; /* "vector_pipeline_cycles": pipeline depth, 0..1024 */
     uint32_t hbm_gbps;         /* "hbm_gbps": HBM bandwidth per core, GB/s (10^9 B/s) */
     uint32_t hbm_latency_cycles; /* "hbm_latency_cycles": added to every HBM transfer */
     uint32_t noc_link_gbps;    /* "noc_link_gbps": per link and direction, GB/s */

@@ -151,6 +151,9 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
         (d->signal_sem >= CHIP_SEMS_PER_CORE || d->signal_core >= e->clock->nharts))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "signal_sem or signal_core out of range");
+    if (d->reserved0 || d->reserved1 || d->reserved2 || d->reserved3 || d->reserved4)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "reserved descriptor fields must be 0");
     switch (d->engine) {
     case NPU_ENGINE_MATRIX:
         return check_gemm(e, core, d, err, errlen);
@@ -158,8 +161,7 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     case NPU_ENGINE_NOC:
         return check_copy(e, core, d, err, errlen);
     default:
-        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
-                    "vector-engine descriptors are not implemented yet");
+        return chip_engine_vector_check(e, core, d, err, errlen);
     }
 }
 
@@ -200,6 +202,10 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                                           gemm_flags(d->flags), NULL);
         return;
     }
+    if (d->engine == NPU_ENGINE_VECTOR) {
+        plan->cycles = chip_engine_vector_cycles(e, d);
+        return;
+    }
     plan->bytes = (uint64_t)d->m * d->n;
     copy_side(e, d->a, d, d->lda, &src);
     copy_side(e, d->c, d, d->ldc, &dst);
@@ -237,20 +243,20 @@ static void finish_copy(const struct chip_engines *e, const struct npu_desc *d)
         memmove(dst.host + (uint64_t)row * d->ldc, src.host + (uint64_t)row * d->lda, d->n);
 }
 
-static void finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
+static int finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
 {
     struct chip_mem_range a, b, c;
     chip_mem_locate(&e->mem, d->a, 1, &a);
     chip_mem_locate(&e->mem, d->b, 1, &b);
     chip_mem_locate(&e->mem, d->c, 1, &c);
     if (!a.host || !b.host || !c.host)
-        return;
+        return NPU_OK;
     struct matrix_gemm_args args = {
         .a = a.host, .b = b.host, .c = c.host, .m = d->m, .n = d->n, .k = d->k,
         .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc, .flags = gemm_flags(d->flags),
         .dtype = gemm_dtype(d->op),
     };
-    matrix_gemm(&args);
+    return matrix_gemm(&args);
 }
 
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
@@ -259,8 +265,14 @@ void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct
     (void)core;
     if (d->engine == NPU_ENGINE_MATRIX) {
         count->flops += 2ull * d->m * d->n * d->k;
-        if (e->cfg.functional)
-            finish_gemm(e, d);
+        if (e->cfg.functional && finish_gemm(e, d) != NPU_OK)
+            count->errors++;
+        return;
+    }
+    if (d->engine == NPU_ENGINE_VECTOR) {
+        count->elements += (uint64_t)d->m * d->n;
+        if (e->cfg.functional && chip_engine_vector_run(e, d) != NPU_OK)
+            count->errors++;
         return;
     }
     count->bytes += (uint64_t)d->m * d->n;

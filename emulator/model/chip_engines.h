@@ -16,8 +16,8 @@
  * Modes: functional (engines compute on the guest's bytes) or performance (timing, traffic
  * and counters only; guest memory untouched).
  *
- * Not modelled yet: vector-engine descriptors, multicast, NoC reads, energy, firmware-visible
- * counters; see docs/engines.md.
+ * Not modelled yet: multicast, NoC reads, energy, firmware-visible counters; see
+ * docs/engines.md.
  */
 #ifndef CHIP_ENGINES_H
 #define CHIP_ENGINES_H
@@ -35,6 +35,7 @@
 struct chip_engine_cfg {
     uint32_t sa_rows, sa_cols;          /* systolic array of the matrix engine */
     uint32_t sram_bytes_per_cycle;      /* SRAM bandwidth a matrix engine can use */
+    uint32_t vec_lanes, vec_alus_per_lane, vec_pipeline_cycles;
     uint64_t hbm_bytes_per_s;           /* per core (its HBM channel) */
     uint32_t hbm_latency_cycles;
     uint64_t noc_link_bytes_per_s;      /* per link and direction */
@@ -47,6 +48,8 @@ struct chip_engine_counters {
     uint64_t busy_ps;    /* chip time the engine was running a descriptor */
     uint64_t flops;      /* matrix: 2 * M * N * K */
     uint64_t bytes;      /* DMA / NoC: bytes moved */
+    uint64_t elements;   /* vector: elements processed */
+    uint64_t errors;     /* descriptors whose arithmetic the library refused */
 };
 
 struct chip_engine_slot;

@@ -39,6 +39,13 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
 uint32_t chip_engine_signal_source(const struct chip_engines *e, uint32_t core,
                                    const struct npu_desc *d);
 
+/* The vector engine (chip_engine_vector.c). */
+int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
+                             const struct npu_desc *d, char *err, size_t errlen);
+uint64_t chip_engine_vector_cycles(const struct chip_engines *e, const struct npu_desc *d);
+/* Runs the arithmetic; 0 or the library's refusal (counted as an engine error). */
+int chip_engine_vector_run(const struct chip_engines *e, const struct npu_desc *d);
+
 /* Applies a completed descriptor to memory (functional mode) and to the counters. */
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                              struct chip_engine_counters *count);

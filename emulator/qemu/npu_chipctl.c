@@ -268,6 +268,8 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
     const struct chip_engine_cfg ecfg = {
         .sa_rows = s->cfg.sa_rows, .sa_cols = s->cfg.sa_cols,
         .sram_bytes_per_cycle = s->cfg.sram_bytes_per_cycle,
+        .vec_lanes = s->cfg.vector_lanes, .vec_alus_per_lane = s->cfg.vector_alus_per_lane,
+        .vec_pipeline_cycles = s->cfg.vector_pipeline_cycles,
         .hbm_bytes_per_s = (uint64_t)s->cfg.hbm_gbps * 1000000000ull,
         .hbm_latency_cycles = s->cfg.hbm_latency_cycles,
         .noc_link_bytes_per_s = (uint64_t)s->cfg.noc_link_gbps * 1000000000ull,

@@ -7,6 +7,7 @@
 #include "npu/matrix.h"
 #include "npu/mmio.h"
 #include "npu/noc_endpoint.h"
+#include "npu/vector.h"
 
 void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync)
 {
@@ -83,5 +84,28 @@ void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
     d->ldc = a->ldc;
     d->flags = (a->trans_a ? NPU_DESC_TRANS_A : 0) | (a->trans_b ? NPU_DESC_TRANS_B : 0) |
                (a->accumulate ? NPU_DESC_ACCUMULATE : 0);
+    engine_sync_apply(d, &a->sync);
+}
+
+void vector_op_desc(struct npu_desc *d, const struct vector_op_args *a)
+{
+    memset(d, 0, sizeof(*d));
+    d->engine = NPU_ENGINE_VECTOR;
+    d->op = (uint8_t)a->op;
+    d->a = a->x;
+    d->b = a->y;
+    d->c = a->out;
+    d->d = a->aux;
+    d->m = a->rows;
+    d->n = a->cols;
+    d->k = a->k;
+    d->lda = a->ldx;
+    d->ldb = a->ldy;
+    d->ldc = a->ldout;
+    d->ldd = a->ldaux;
+    memcpy(&d->s0, &a->scalar, sizeof(d->s0));
+    d->s1 = a->pos;
+    d->dtypes = (uint32_t)a->x_type | (uint32_t)a->y_type << 8 | (uint32_t)a->out_type << 16 |
+                (uint32_t)(a->rope_half ? 1 : 0) << 24;
     engine_sync_apply(d, &a->sync);
 }

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Vector engine: elementwise ops, RMSNorm, softmax (whole, or the pieces of an online
+ * softmax), RoPE, top-k, argmax and casts on rows of fp32 or bf16 data in this core's SRAM;
+ * arithmetic in fp32. Which operands each op uses: docs/engines.md.
+ */
+#ifndef NPU_VECTOR_H
+#define NPU_VECTOR_H
+
+#include <stdbool.h>
+
+#include "npu/engine.h"
+
+struct vector_op_args {
+    enum npu_vector_op op;
+    uint64_t x;                /* rows x cols, ldx elements apart */
+    uint64_t y;                /* second operand: y, w, a row statistic, positions, or 0 */
+    uint64_t out;              /* rows x cols (TOPK: rows x k values, or 0) */
+    uint64_t aux;              /* row statistics or indices, or 0 */
+    uint32_t rows, cols;
+    uint32_t k;                /* TOPK: k; ROPE: rows per position */
+    uint32_t ldx, ldy, ldout, ldaux;
+    enum npu_dtype x_type, y_type, out_type;
+    float scalar;              /* SCALE factor, RMSNORM eps, ROPE theta */
+    uint32_t pos;              /* ROPE: position of the first row */
+    bool rope_half;            /* ROPE: pairs (i, i + d/2) instead of (2i, 2i+1) */
+    struct engine_sync sync;
+};
+
+void vector_op_desc(struct npu_desc *d, const struct vector_op_args *args);
+
+#endif
