@@ -16,6 +16,7 @@
 
 #include "chip_engines.h"
 #include "matrix_engine.h"
+#include "vector_engine.h"
 #include "npu_enums.h"
 #include "npu_memmap.h"
 
@@ -52,6 +53,7 @@ static int setup_mode(void **state, bool functional)
     };
     const struct chip_engine_cfg cfg = {
         .sa_rows = 16, .sa_cols = 16, .sram_bytes_per_cycle = 256,
+        .vec_lanes = 16, .vec_alus_per_lane = 4, .vec_pipeline_cycles = 8,
         .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
         .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
     };
@@ -247,6 +249,51 @@ static void test_performance_mode_leaves_data(void **state)
     assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->bytes, 64000);
 }
 
+static void test_vector_softmax_time_and_data(void **state)
+{
+    struct fix *f = *state;
+    float *x = (float *)(f->sram[0] + 0x1000), *out = (float *)(f->sram[0] + 0x2000);
+    for (uint32_t i = 0; i < 2 * 8; i++)
+        x[i] = (float)(i % 8);
+    struct npu_desc d = { .engine = NPU_ENGINE_VECTOR, .op = NPU_VECTOR_OP_SOFTMAX,
+                          .flags = NPU_DESC_SIGNAL, .signal_core = 0, .signal_sem = 2,
+                          .signal_value = 1, .a = sram_addr(0, 0x1000),
+                          .c = sram_addr(0, 0x2000), .m = 2, .n = 8, .lda = 8, .ldc = 8 };
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    const struct vector_engine_cfg cfg = { .lanes = 16, .alus_per_lane = 4,
+                                           .pipeline_depth = 8 };
+    uint64_t cycles = vector_op_cycles(&cfg, VECTOR_OP_SOFTMAX, 16, 2);
+    assert_int_equal(wait_for(f, 0, 2, 1), cycles * CYCLE);
+    float sum = 0;
+    for (uint32_t i = 0; i < 8; i++)
+        sum += out[i];
+    assert_true(sum > 0.9999f && sum < 1.0001f && out[7] > out[6]);
+    assert_int_equal(chip_engines_counters(&f->e, 0, NPU_ENGINE_VECTOR)->elements, 16);
+}
+
+static void test_vector_bad_descriptors(void **state)
+{
+    struct fix *f = *state;
+    struct npu_desc d = { .engine = NPU_ENGINE_VECTOR, .op = NPU_VECTOR_OP_ADD,
+                          .a = sram_addr(0, 0x1000), .b = sram_addr(0, 0x2000),
+                          .c = sram_addr(0, 0x1004), .m = 4, .n = 4, .lda = 4, .ldb = 4,
+                          .ldc = 4 };
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* out overlaps x partly */
+    d.c = sram_addr(0, 0x1000);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);          /* in place is fine */
+    d.b = sram_addr(1, 0);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);   /* y in another core's SRAM */
+    d.b = sram_addr(0, 0x2000);
+    d.op = 99;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* unknown op */
+    d.op = NPU_VECTOR_OP_TOPK;
+    d.k = 5;                                                /* k > cols */
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);
+    d.op = NPU_VECTOR_OP_ADD;
+    d.reserved2 = 1;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* reserved field set */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +303,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_holds_back_the_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_vector_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_performance_mode_leaves_data, setup_perf,
                                         teardown),
     };

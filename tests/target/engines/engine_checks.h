@@ -9,6 +9,7 @@ enum engine_check {
     ECHECK_DMA_DATA,   /* SRAM -> HBM -> SRAM round trip, contiguous and 2-D strided */
     ECHECK_DMA_TIME,   /* a lone transfer takes command cost + bytes / bandwidth + latency */
     ECHECK_GEMM_DATA,  /* bf16 and fp32 GEMMs with odd shapes match the hart's reference */
+    ECHECK_VECTOR,     /* RMSNorm, softmax, SwiGLU, top-k match the hart's reference */
     ECHECK_OVERLAP,    /* a GEMM and a DMA submitted together end at the later of the two */
     ECHECK_NOC,        /* a NoC write lands in the next core's SRAM and signals it */
     ECHECK_WAIT,       /* a descriptor waits for its semaphore before it starts */
@@ -21,6 +22,8 @@ static const char *const echeck_names[ECHECK__COUNT] = {
     [ECHECK_DMA_TIME] = "a lone DMA takes command cost + bytes / HBM bandwidth + latency",
     [ECHECK_GEMM_DATA] = "GEMMs (bf16->fp32, bf16->bf16, fp32, transposes, accumulate) match "
                          "the reference exactly",
+    [ECHECK_VECTOR] = "vector RMSNorm, softmax, SwiGLU (bf16 out) and top-k match the hart's "
+                      "reference (relative 1e-6; top-k exact)",
     [ECHECK_OVERLAP] = "a GEMM and a DMA submitted together end when the longer one ends",
     [ECHECK_NOC] = "a NoC write lands in the next core's SRAM and increments its semaphore",
     [ECHECK_WAIT] = "a descriptor waits for its semaphore before starting",
@@ -30,5 +33,6 @@ static const char *const echeck_names[ECHECK__COUNT] = {
 /* Start of this core's data area in SRAM, past the image, 64 KiB aligned. */
 uint64_t engines_data_base(void);
 int check_gemm_data(void);
+int check_vector_data(void);
 
 #endif

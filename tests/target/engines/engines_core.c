@@ -201,6 +201,7 @@ int main(void)
     check_dma_data();
     check_dma_time();
     check_gemm_data();
+    check_vector_data();
     check_overlap();
     check_noc();
     check_wait();
