@@ -47,6 +47,17 @@ static const struct field_desc fields[] = {
     { "hbm_latency_cycles", FIELD_U32, offsetof(struct chip_config, hbm_latency_cycles), 0,
       1000000 },
     { "noc_link_gbps", FIELD_U32, offsetof(struct chip_config, noc_link_gbps), 1, 100000 },
+    { "energy_mac_fj", FIELD_U32, offsetof(struct chip_config, energy_mac_fj), 0, 1000000 },
+    { "energy_vector_fj", FIELD_U32, offsetof(struct chip_config, energy_vector_fj), 0,
+      1000000 },
+    { "energy_sram_fj_per_byte", FIELD_U32,
+      offsetof(struct chip_config, energy_sram_fj_per_byte), 0, 1000000 },
+    { "energy_hbm_fj_per_byte", FIELD_U32,
+      offsetof(struct chip_config, energy_hbm_fj_per_byte), 0, 1000000 },
+    { "energy_noc_fj_per_byte_hop", FIELD_U32,
+      offsetof(struct chip_config, energy_noc_fj_per_byte_hop), 0, 1000000 },
+    { "static_mw_per_core", FIELD_U32, offsetof(struct chip_config, static_mw_per_core), 0,
+      1000000 },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

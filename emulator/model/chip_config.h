@@ -9,8 +9,8 @@
  * parser, so a config means the same thing everywhere.
  *
  * Modelled here: mesh shape, clock, memory sizes, the hart command cost and NoC hop latency
- * used by the chip clock, and the engines' sizes and bandwidths (docs/engines.md). Energy
- * constants are not modelled yet.
+ * used by the chip clock, the engines' sizes and bandwidths (docs/engines.md) and the energy
+ * constants (docs/energy.md).
  */
 #ifndef CHIP_CONFIG_H
 #define CHIP_CONFIG_H
@@ -41,6 +41,13 @@ struct chip_config {
     uint32_t hbm_gbps;         /* "hbm_gbps": HBM bandwidth per core, GB/s (10^9 B/s) */
     uint32_t hbm_latency_cycles; /* "hbm_latency_cycles": added to every HBM transfer */
     uint32_t noc_link_gbps;    /* "noc_link_gbps": per link and direction, GB/s */
+    /* Energy (docs/energy.md): femtojoules per operation, static power per core. */
+    uint32_t energy_mac_fj;            /* "energy_mac_fj": one multiply-accumulate */
+    uint32_t energy_vector_fj;         /* "energy_vector_fj": one vector ALU operation */
+    uint32_t energy_sram_fj_per_byte;  /* "energy_sram_fj_per_byte" */
+    uint32_t energy_hbm_fj_per_byte;   /* "energy_hbm_fj_per_byte" */
+    uint32_t energy_noc_fj_per_byte_hop; /* "energy_noc_fj_per_byte_hop" */
+    uint32_t static_mw_per_core;       /* "static_mw_per_core": leakage and clock, mW */
 };
 
 /* Errors are written to err (a NUL-terminated message naming file, line and field). */

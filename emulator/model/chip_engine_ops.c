@@ -262,20 +262,36 @@ static int finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                              struct chip_engine_counters *count)
 {
-    (void)core;
     if (d->engine == NPU_ENGINE_MATRIX) {
-        count->flops += 2ull * d->m * d->n * d->k;
+        const struct matrix_engine_cfg cfg = {
+            .rows = e->cfg.sa_rows, .cols = e->cfg.sa_cols,
+            .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle,
+        };
+        struct matrix_gemm_timing t;
+        matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op), gemm_flags(d->flags), &t);
+        count->sram_bytes += t.sram_bytes;
+        count->flops += t.flops;
         if (e->cfg.functional && finish_gemm(e, d) != NPU_OK)
             count->errors++;
         return;
     }
     if (d->engine == NPU_ENGINE_VECTOR) {
         count->elements += (uint64_t)d->m * d->n;
+        count->sram_bytes += chip_engine_vector_bytes(d);
+        count->alu_ops += chip_engine_vector_alu_ops(d);
         if (e->cfg.functional && chip_engine_vector_run(e, d) != NPU_OK)
             count->errors++;
         return;
     }
-    count->bytes += (uint64_t)d->m * d->n;
+    uint64_t bytes = (uint64_t)d->m * d->n;
+    struct chip_mem_range src, dst;
+    copy_side(e, d->a, d, d->lda, &src);
+    copy_side(e, d->c, d, d->ldc, &dst);
+    count->bytes += bytes;
+    count->sram_bytes += bytes * ((src.kind == CHIP_MEM_SRAM) + (dst.kind == CHIP_MEM_SRAM));
+    count->hbm_bytes += bytes * ((src.kind == CHIP_MEM_HBM) + (dst.kind == CHIP_MEM_HBM));
+    if (d->engine == NPU_ENGINE_NOC)
+        count->noc_byte_hops += bytes * chip_hops(e->clock, core, dst.core);
     if (e->cfg.functional)
         finish_copy(e, d);
 }

@@ -148,6 +148,22 @@ int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
     return NPU_OK;
 }
 
+uint64_t chip_engine_vector_alu_ops(const struct npu_desc *d)
+{
+    return (uint64_t)d->m * d->n * vector_op_alu_ops(vops[d->op].op);
+}
+
+uint64_t chip_engine_vector_bytes(const struct npu_desc *d)
+{
+    const struct vop *v = &vops[d->op];
+    uint64_t elems = (uint64_t)d->m * d->n, total = elems * type_bytes(d, 0);
+    if (v->b == MAT)
+        total += elems * type_bytes(d, 1);
+    if (v->c == MAT)
+        total += elems * type_bytes(d, 2);
+    return total; /* row statistics and indices are small: not counted */
+}
+
 uint64_t chip_engine_vector_cycles(const struct chip_engines *e, const struct npu_desc *d)
 {
     const struct vector_engine_cfg cfg = {

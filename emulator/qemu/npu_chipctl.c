@@ -21,12 +21,14 @@
 #include "qemu/log.h"
 #include "qemu/module.h"
 #include "qemu/timer.h"
+#include "qemu/error-report.h"
 #include "hw/qdev-properties.h"
 #include "hw/qdev-properties-system.h"
 #include "hw/core/cpu.h"
 
 #include "npu_mesh.h"
 #include "npu_regs_qemu.h"
+#include "model/chip_stats.h"
 
 /* The console's output: the chardev (-serial), or stdout when there is none. */
 static void console_emit(void *opaque, const char *text, size_t len)
@@ -55,12 +57,32 @@ static void hart_name(NpuChipctlState *s, uint32_t hart, char *buf, size_t len)
     }
 }
 
+/* The JSON report of the run (machine property stats=FILE). */
+static void write_stats(NpuChipctlState *s)
+{
+    FILE *f;
+
+    if (!s->stats_path) {
+        return;
+    }
+    f = fopen(s->stats_path, "w");
+    if (!f || chip_stats_write_json(f, &s->engines, &s->cfg, s->clock.time_ps,
+                                    s->performance) != NPU_OK) {
+        error_report("npu-mesh: property 'stats': cannot write '%s': %s", s->stats_path,
+                     strerror(errno));
+    }
+    if (f) {
+        fclose(f);
+    }
+}
+
 void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
 
     s->stopped = true;
+    write_stats(s);
     for (uint32_t h = 0; h < s->clock.nharts; h++) {
         chip_console_end_line(&s->console, h, chip_hart_time(&s->clock, h));
     }
@@ -299,6 +321,7 @@ static Property chipctl_props[] = {
     DEFINE_PROP_CHR("chardev", NpuChipctlState, chr),
     DEFINE_PROP_UINT32("watchdog-ms", NpuChipctlState, watchdog_ms, 30000),
     DEFINE_PROP_UINT64("fdt-addr", NpuChipctlState, fdt_addr, 0),
+    DEFINE_PROP_STRING("stats", NpuChipctlState, stats_path),
     DEFINE_PROP_END_OF_LIST(),
 };
 

@@ -17,6 +17,7 @@
 
 #include "npu_mesh.h"
 #include "npu_regs_qemu.h"
+#include "model/chip_stats.h"
 
 void npu_core_update_irq(NpuCoreState *core)
 {
@@ -54,6 +55,15 @@ static uint32_t engine_pending(NpuCoreState *core)
         v |= MIN(n, 255u) << (8 * eng);
     }
     return v;
+}
+
+static uint64_t perf_value(NpuCoreState *core)
+{
+    if (core->hart >= core->chip->engines.ncores) {
+        return 0; /* the control core has no engines */
+    }
+    return chip_stats_core_counter(&core->chip->engines, &core->chip->cfg, core->hart,
+                                   core->perf_sel);
 }
 
 /* One register of the block by its exact address; false if there is none. */
@@ -122,6 +132,13 @@ static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64
         return true;
     case A_CORE_ENGINE_PENDING:
         *v = engine_pending(core);
+        return true;
+    case A_CORE_PERF_SEL:
+        *v = core->perf_sel;
+        return true;
+    case A_CORE_PERF_VALUE:
+    case A_CORE_PERF_VALUE + 4:
+        *v = npu_reg64_read(perf_value(core), addr - A_CORE_PERF_VALUE, size);
         return true;
     }
     if (addr >= A_CORE_SEM && addr < A_CORE_SEM + CORE_SEM_COUNT * CORE_SEM_STRIDE &&
@@ -286,6 +303,9 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
         break;
     case A_CORE_SUBMIT_COUNT:
         core->submit_count = value;
+        break;
+    case A_CORE_PERF_SEL:
+        core->perf_sel = value;
         break;
     case A_CORE_SUBMIT:
         if (FIELD_EX32(value, CORE_SUBMIT, GO)) {

@@ -9,8 +9,8 @@
  *                            itself at start-up, see hal/src/start.S).
  *
  * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
- * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance. -smp must equal
- * rows * cols + 1.
+ * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance, stats=FILE (JSON
+ * report at the end). -smp must equal rows * cols + 1.
  *
  * Modelled: the map, the harts, the clock, console and engines through the chip model (see
  * model/chip_engines.h for what the engines do and do not model yet). Not enforced: that a hart touches only
@@ -179,6 +179,9 @@ static void create_devices(NpuMeshState *s, uint32_t nharts)
     qdev_prop_set_chr(dev, "chardev", serial_hd(0));
     qdev_prop_set_uint32(dev, "watchdog-ms", s->watchdog_ms);
     qdev_prop_set_uint64(dev, "fdt-addr", npu_memmap[NPU_MAP_FDT].base);
+    if (s->stats) {
+        qdev_prop_set_string(dev, "stats", s->stats);
+    }
     sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
     sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_CHIPCTL].base);
 
@@ -368,6 +371,7 @@ static void prop_set_u32(Object *obj, Visitor *v, const char *name, void *opaque
     }
 STR_PROP(config_path)
 STR_PROP(core_image)
+STR_PROP(stats)
 
 static char *get_mode(Object *obj, Error **errp)
 {
@@ -410,6 +414,9 @@ static void npu_mesh_class_init(ObjectClass *oc, void *data)
         "stop if chip time does not advance for this long in wall time (0: never)");
     object_class_property_add_str(oc, "config", get_config_path, set_config_path);
     object_class_property_set_description(oc, "config", "chip config file (.toml)");
+    object_class_property_add_str(oc, "stats", get_stats, set_stats);
+    object_class_property_set_description(oc, "stats",
+        "write the run's counters and energy as JSON to this file at the end");
     object_class_property_add_str(oc, "mode", get_mode, set_mode);
     object_class_property_set_description(oc, "mode",
         "functional (engines compute on real data, default) or performance (timing only)");

@@ -46,6 +46,7 @@ struct NpuChipctlState {
     uint64_t activity;        /* clock steps, waits started and exits, for the watchdog */
     uint64_t activity_seen;   /* ... as counted when the watchdog last looked */
     uint64_t fdt_addr;
+    char *stats_path;         /* where to write the JSON report at the end, or NULL */
     bool stopped;             /* a final report was printed; ignore further guest writes */
 };
 
@@ -62,6 +63,7 @@ struct NpuCoreState {
     uint32_t sem_target, sem_value;
     uint64_t submit_addr;
     uint32_t submit_count;
+    uint32_t perf_sel;
     int32_t cmd_status;
 };
 
@@ -77,6 +79,7 @@ struct NpuMeshState {
     char *config_path;
     char *core_image;
     char *mode;               /* "functional" (default) or "performance" */
+    char *stats;              /* JSON report of the run (counters, energy), or NULL */
     uint32_t watchdog_ms;
     struct chip_config cfg;
     RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */

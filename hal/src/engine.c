@@ -33,6 +33,13 @@ int engine_submit(const struct npu_desc *descs, uint32_t count)
     return (int32_t)mmio_read32(r + CORE_CMD_STATUS_OFFSET);
 }
 
+uint64_t engine_perf_read(enum npu_perf id)
+{
+    uintptr_t r = (uintptr_t)hal_self()->regs_base;
+    mmio_write32(r + CORE_PERF_SEL_OFFSET, (uint32_t)id);
+    return mmio_read64(r + CORE_PERF_VALUE_OFFSET);
+}
+
 uint32_t engine_pending(enum npu_engine engine)
 {
     uint32_t v = mmio_read32((uintptr_t)hal_self()->regs_base + CORE_ENGINE_PENDING_OFFSET);

@@ -50,6 +50,12 @@ static const char *const base_lines[] = {
     "hbm_latency_cycles = 50",
     "noc_link_gbps = 100",
     "vector_pipeline_cycles = 9",
+    "energy_mac_fj = 1",
+    "energy_vector_fj = 2",
+    "energy_sram_fj_per_byte = 3",
+    "energy_hbm_fj_per_byte = 4",
+    "energy_noc_fj_per_byte_hop = 5",
+    "static_mw_per_core = 6",
 };
 #define NBASE (sizeof(base_lines) / sizeof(base_lines[0]))
 enum { L_NAME = 2, L_ROWS, L_COLS, L_FREQ, L_SRAM, L_HBM, L_DRAM, L_CMD = 10, L_HOP };
@@ -93,6 +99,8 @@ static void assert_base_config(const struct chip_config *cfg)
     assert_int_equal(cfg->hbm_latency_cycles, 50);
     assert_int_equal(cfg->noc_link_gbps, 100);
     assert_int_equal(cfg->vector_pipeline_cycles, 9);
+    assert_int_equal(cfg->energy_mac_fj, 1);
+    assert_int_equal(cfg->static_mw_per_core, 6);
 }
 
 static void test_valid_config(void **state)
@@ -109,7 +117,10 @@ static void test_valid_config(void **state)
                         "mesh_cols = 1\nmesh_rows = 1\n\t name = \"x\"\nnoc_link_gbps = 1\n"
                         "hbm_latency_cycles = 0\nhbm_gbps = 1\nvector_alus_per_lane = 1\n"
                         "vector_lanes = 1\nsram_bytes_per_cycle = 1\nsa_cols = 1\n"
-                        "sa_rows = 1\nvector_pipeline_cycles = 0\n# end";
+                        "sa_rows = 1\nvector_pipeline_cycles = 0\nenergy_mac_fj = 0\n"
+                        "energy_vector_fj = 0\nenergy_sram_fj_per_byte = 0\n"
+                        "energy_hbm_fj_per_byte = 0\nenergy_noc_fj_per_byte_hop = 0\n"
+                        "static_mw_per_core = 0\n# end";
     assert_int_equal(chip_config_parse(&cfg, other, "b.toml", err, sizeof(err)), NPU_OK);
     assert_string_equal(cfg.name, "x");
     assert_int_equal(cfg.freq_mhz, 500);
@@ -167,14 +178,14 @@ static void parse_fails(unsigned line, const char *repl, const char *extra, cons
 static void test_unknown_field(void **state)
 {
     (void)state;
-    parse_fails(0, NULL, "mesh_depth = 3", "cfg.toml:21: unknown field 'mesh_depth'");
+    parse_fails(0, NULL, "mesh_depth = 3", "cfg.toml:27: unknown field 'mesh_depth'");
     parse_fails(L_ROWS, "Mesh_rows = 2", NULL, "cfg.toml:3: unknown field 'Mesh_rows'");
 }
 
 static void test_repeated_field(void **state)
 {
     (void)state;
-    parse_fails(0, NULL, "freq_mhz = 1000", "cfg.toml:21: field 'freq_mhz' given twice");
+    parse_fails(0, NULL, "freq_mhz = 1000", "cfg.toml:27: field 'freq_mhz' given twice");
     parse_fails(L_HOP, "name = \"again\"", NULL, "cfg.toml:11: field 'name' given twice");
 }
 

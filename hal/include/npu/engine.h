@@ -37,6 +37,9 @@ void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync);
  */
 int engine_submit(const struct npu_desc *descs, uint32_t count);
 
+/* Counter `id` (npu_perf) of this core, as of the last clock step. */
+uint64_t engine_perf_read(enum npu_perf id);
+
 /* Descriptors queued or running on an engine of this core (0..255, saturating). */
 uint32_t engine_pending(enum npu_engine engine);
 

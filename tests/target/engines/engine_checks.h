@@ -24,7 +24,8 @@ static const char *const echeck_names[ECHECK__COUNT] = {
                          "the reference exactly",
     [ECHECK_VECTOR] = "vector RMSNorm, softmax, SwiGLU (bf16 out) and top-k match the hart's "
                       "reference (relative 1e-6; top-k exact)",
-    [ECHECK_OVERLAP] = "a GEMM and a DMA submitted together end when the longer one ends",
+    [ECHECK_OVERLAP] = "a GEMM and a DMA submitted together end when the longer one ends; "
+                       "FLOPS and MATRIX_BUSY_PS counters account for a GEMM",
     [ECHECK_NOC] = "a NoC write lands in the next core's SRAM and increments its semaphore",
     [ECHECK_WAIT] = "a descriptor waits for its semaphore before starting",
     [ECHECK_BAD] = "a descriptor outside SRAM and HBM is refused; nothing is queued",

@@ -117,7 +117,15 @@ static uint64_t timed_gemm_and_dma(bool gemm, bool dma, uint32_t *sem_count)
 static void check_overlap(void)
 {
     uint32_t count = hal_sem_read(SEM_B);
+    uint64_t flops0 = engine_perf_read(NPU_PERF_FLOPS);
+    uint64_t busy0 = engine_perf_read(NPU_PERF_MATRIX_BUSY_PS);
     uint64_t g = timed_gemm_and_dma(true, false, &count);
+    uint64_t flops = engine_perf_read(NPU_PERF_FLOPS) - flops0;
+    uint64_t busy = engine_perf_read(NPU_PERF_MATRIX_BUSY_PS) - busy0;
+    uint64_t cost = hal_chip()->cmd_cost_cycles * hal_cycle_ps();
+    expect(flops == 2 * 32 * 32 * 32 && busy == g - cost, ECHECK_OVERLAP,
+           "counters after a 32^3 GEMM: %" PRIu64 " FLOPs (expected 65536), matrix busy %"
+           PRIu64 " ps (expected %" PRIu64 ")", flops, busy, g - cost);
     uint64_t d = timed_gemm_and_dma(false, true, &count);
     uint64_t both = timed_gemm_and_dma(true, true, &count);
     uint64_t longer = g > d ? g : d;
