@@ -90,7 +90,8 @@ static void build_cases(bool quick)
     add_case("shared4", b, 4, (const uint32_t[]){ 0, 4, 1, 5, 2, 6, 3, 7 });
 }
 
-/* Row-0 links a flow crosses: link (0,c) east is c, west is cols + c; others by id. */
+/* Whether a flow along row 0 crosses a link: (0,c) -> (0,c+1) is link c, (0,c) -> (0,c-1)
+ * is link cols + c. Flows that leave row 0 (latency cases) share nothing here. */
 static bool flow_uses(const struct flow *f, uint32_t link)
 {
     uint32_t cols = hal_chip()->cols, cs = f->src % cols, cd = f->dst % cols;
@@ -99,7 +100,7 @@ static bool flow_uses(const struct flow *f, uint32_t link)
     if (link < cols)
         return cs <= link && link < cd;
     link -= cols;
-    return cd < link + 1 && link + 1 <= cs;
+    return cd < link && link <= cs;
 }
 
 /* 1 / the most flows of case c on one link of flow f's route. */
