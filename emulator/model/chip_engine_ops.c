@@ -115,19 +115,15 @@ static int check_copy(const struct chip_engines *e, uint32_t core, const struct 
                       char *err, size_t errlen)
 {
     struct chip_mem_range src, dst;
-    bool noc = d->engine == NPU_ENGINE_NOC;
     if (d->op != NPU_DMA_OP_COPY)
-        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown copy op");
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown DMA op");
     if (!copy_side(e, d->a, d, d->lda, &src) || !copy_side(e, d->c, d, d->ldc, &dst))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "copy source or destination is empty, overflows, has a stride shorter "
                     "than a row, or is not inside one memory");
     bool src_own = src.kind == CHIP_MEM_SRAM && src.core == core;
     bool dst_own = dst.kind == CHIP_MEM_SRAM && dst.core == core;
-    if (noc && (!src_own || dst.kind != CHIP_MEM_SRAM))
-        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
-                    "a NoC write goes from this core's SRAM to a core's SRAM");
-    if (!noc && (!(src_own || src.kind == CHIP_MEM_HBM) || !(dst_own || dst.kind == CHIP_MEM_HBM)))
+    if (!(src_own || src.kind == CHIP_MEM_HBM) || !(dst_own || dst.kind == CHIP_MEM_HBM))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "a DMA copy goes between this core's SRAM and HBM");
     return NPU_OK;
@@ -158,28 +154,11 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     case NPU_ENGINE_MATRIX:
         return check_gemm(e, core, d, err, errlen);
     case NPU_ENGINE_DMA:
-    case NPU_ENGINE_NOC:
         return check_copy(e, core, d, err, errlen);
+    case NPU_ENGINE_NOC:
+        return chip_engine_noc_check(e, core, d, err, errlen);
     default:
         return chip_engine_vector_check(e, core, d, err, errlen);
-    }
-}
-
-/* XY route from core a to core b: links along the row first, then along the column. */
-static void route(const struct chip_engines *e, uint32_t a, uint32_t b,
-                  struct chip_engine_plan *plan)
-{
-    uint32_t r = a / e->cols, c = a % e->cols, rb = b / e->cols, cb = b % e->cols;
-    plan->path_len = 0;
-    while (c != cb) {
-        uint32_t dir = cb > c ? 0 : 1; /* E : W */
-        plan->path[plan->path_len++] = chip_engines_link(e, r, c, dir);
-        c = cb > c ? c + 1 : c - 1;
-    }
-    while (r != rb) {
-        uint32_t dir = rb > r ? 2 : 3; /* S : N */
-        plan->path[plan->path_len++] = chip_engines_link(e, r, c, dir);
-        r = rb > r ? r + 1 : r - 1;
     }
 }
 
@@ -206,6 +185,10 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
         plan->cycles = chip_engine_vector_cycles(e, d);
         return;
     }
+    if (d->engine == NPU_ENGINE_NOC) {
+        chip_engine_noc_plan(e, core, d, plan);
+        return;
+    }
     plan->bytes = (uint64_t)d->m * d->n;
     copy_side(e, d->a, d, d->lda, &src);
     copy_side(e, d->c, d, d->ldc, &dst);
@@ -213,23 +196,9 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
         plan->is_flow = true;
         plan->path[plan->path_len++] = core; /* the core's HBM channel */
         plan->latency_cycles = e->cfg.hbm_latency_cycles;
-    } else if (dst.core != core) {
-        plan->is_flow = true;
-        route(e, core, dst.core, plan);
-        plan->latency_cycles =
-            (uint64_t)chip_hops(e->clock, core, dst.core) * e->clock->p.hop_cycles;
     } else {
         plan->cycles = 1 + div_ceil(plan->bytes, e->cfg.sram_bytes_per_cycle);
     }
-}
-
-uint32_t chip_engine_signal_source(const struct chip_engines *e, uint32_t core,
-                                   const struct npu_desc *d)
-{
-    struct chip_mem_range dst;
-    if (d->engine == NPU_ENGINE_NOC && copy_side(e, d->c, d, d->ldc, &dst))
-        return dst.core;
-    return core;
 }
 
 static void finish_copy(const struct chip_engines *e, const struct npu_desc *d)
@@ -259,7 +228,7 @@ static int finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
     return matrix_gemm(&args);
 }
 
-void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+static void desc_finish_data(struct chip_engines *e, const struct npu_desc *d,
                              struct chip_engine_counters *count)
 {
     if (d->engine == NPU_ENGINE_MATRIX) {
@@ -290,8 +259,19 @@ void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct
     count->bytes += bytes;
     count->sram_bytes += bytes * ((src.kind == CHIP_MEM_SRAM) + (dst.kind == CHIP_MEM_SRAM));
     count->hbm_bytes += bytes * ((src.kind == CHIP_MEM_HBM) + (dst.kind == CHIP_MEM_HBM));
-    if (d->engine == NPU_ENGINE_NOC)
-        count->noc_byte_hops += bytes * chip_hops(e->clock, core, dst.core);
     if (e->cfg.functional)
         finish_copy(e, d);
+}
+
+void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                             uint64_t now, struct chip_engine_counters *count)
+{
+    if (d->engine == NPU_ENGINE_NOC) {
+        chip_engine_noc_finish(e, core, d, now, count); /* signals from the destinations */
+        return;
+    }
+    desc_finish_data(e, d, count);
+    if (d->flags & NPU_DESC_SIGNAL)
+        chip_sem_post_from_unit(e->clock, core, now, d->signal_core, d->signal_sem,
+                                NPU_SEM_OP_INC, d->signal_value);
 }

@@ -176,17 +176,14 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
 {
     struct chip_engine_queue *queue = &e->queues[q];
     uint32_t core = queue_core(q);
-    struct npu_desc d = queue->ring[queue->head].d;
     assert(queue->busy && queue->len > 0);
-    chip_engine_desc_finish(e, core, &d, &queue->count);
+    struct npu_desc d = queue->ring[queue->head].d;
+    chip_engine_desc_finish(e, core, &d, now, &queue->count);
     queue->count.descs++;
     queue->count.busy_ps += now - queue->started_ps;
     queue->head = (queue->head + 1) % queue->cap;
     queue->len--;
     queue->busy = false;
-    if (d.flags & NPU_DESC_SIGNAL)
-        chip_sem_post_from_unit(e->clock, chip_engine_signal_source(e, core, &d), now,
-                                d.signal_core, d.signal_sem, NPU_SEM_OP_INC, d.signal_value);
     queue_try_start(e, q, now);
 }
 

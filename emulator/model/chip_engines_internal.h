@@ -14,11 +14,14 @@ struct chip_engine_slot {
     uint64_t ready_ps;
 };
 
+/* Resources one transfer may cross: a multicast tree over a 32 x 32 mesh has 1023 links. */
+#define CHIP_PATH_MAX 2048u
+
 /* How a descriptor runs: for `cycles` of its engine, or as a transfer over `path`. */
 struct chip_engine_plan {
     bool is_flow;
     uint64_t cycles;          /* compute engines */
-    uint32_t path[64];        /* transfers: resources crossed (HBM channel or NoC links) */
+    uint32_t path[CHIP_PATH_MAX]; /* transfers: resources crossed (HBM channel, NoC links) */
     uint32_t path_len;
     uint64_t bytes;
     uint64_t latency_cycles;  /* added after the transfer */
@@ -32,13 +35,6 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
 void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, struct chip_engine_plan *plan);
 
-/*
- * Where a completion signal leaves from: the destination core for a NoC write (the increment
- * travels with the data), the descriptor's own core otherwise.
- */
-uint32_t chip_engine_signal_source(const struct chip_engines *e, uint32_t core,
-                                   const struct npu_desc *d);
-
 /* The vector engine (chip_engine_vector.c). */
 int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
                              const struct npu_desc *d, char *err, size_t errlen);
@@ -49,8 +45,20 @@ uint64_t chip_engine_vector_alu_ops(const struct npu_desc *d);
 /* Runs the arithmetic; 0 or the library's refusal (counted as an engine error). */
 int chip_engine_vector_run(const struct chip_engines *e, const struct npu_desc *d);
 
-/* Applies a completed descriptor to memory (functional mode) and to the counters. */
+/* The NoC endpoint (chip_engine_noc.c). */
+int chip_engine_noc_check(const struct chip_engines *e, uint32_t core,
+                          const struct npu_desc *d, char *err, size_t errlen);
+void chip_engine_noc_plan(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                          struct chip_engine_plan *plan);
+void chip_engine_noc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                            uint64_t now, struct chip_engine_counters *count);
+
+/*
+ * Applies a descriptor completed at chip time `now`: memory (functional mode), counters,
+ * and its SIGNAL (from the core where the data landed: a NoC write's increment travels with
+ * the data).
+ */
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
-                             struct chip_engine_counters *count);
+                             uint64_t now, struct chip_engine_counters *count);
 
 #endif

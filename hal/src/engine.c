@@ -72,6 +72,25 @@ void noc_write_desc(struct npu_desc *d, const struct noc_write_args *a)
 {
     copy_desc(d, NPU_ENGINE_NOC, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,
               a->dst_stride);
+    d->op = NPU_NOC_OP_WRITE;
+    engine_sync_apply(d, &a->sync);
+}
+
+void noc_read_desc(struct npu_desc *d, const struct noc_read_args *a)
+{
+    copy_desc(d, NPU_ENGINE_NOC, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,
+              a->dst_stride);
+    d->op = NPU_NOC_OP_READ;
+    engine_sync_apply(d, &a->sync);
+}
+
+void noc_multicast_desc(struct npu_desc *d, const struct noc_multicast_args *a)
+{
+    copy_desc(d, NPU_ENGINE_NOC, a->src, a->dst_offset, a->rows, a->row_bytes, a->src_stride,
+              a->dst_stride);
+    d->op = NPU_NOC_OP_MULTICAST;
+    d->b = (uint64_t)a->row0 | (uint64_t)a->col0 << 16 | (uint64_t)a->row1 << 32 |
+           (uint64_t)a->col1 << 48;
     engine_sync_apply(d, &a->sync);
 }
 

@@ -294,6 +294,47 @@ static void test_vector_bad_descriptors(void **state)
     assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* reserved field set */
 }
 
+static void test_noc_read(void **state)
+{
+    struct fix *f = *state;
+    for (uint32_t i = 0; i < 64000; i++)
+        f->sram[3][0x10000 + i] = (uint8_t)(i * 3);
+    struct npu_desc d = copy(NPU_ENGINE_NOC, sram_addr(3, 0x10000), sram_addr(0, 0x20000),
+                             64000, 0, 5);
+    d.op = NPU_NOC_OP_READ;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    /* 1000000 ps of transfer; the request's 2 hops and the data's 2 hops after it. */
+    assert_int_equal(wait_for(f, 0, 5, 1), 1000000 + 4 * HOP);
+    assert_memory_equal(f->sram[0] + 0x20000, f->sram[3] + 0x10000, 64000);
+    /* A read into another core's SRAM is refused. */
+    d.c = sram_addr(1, 0x20000);
+    char err[256];
+    memcpy(f->sram[0], &d, sizeof(d));
+    assert_int_equal(chip_engines_submit(&f->e, 0, sram_addr(0, 0), 1, err, sizeof(err)),
+                     NPU_ERR_RANGE);
+}
+
+static void test_noc_multicast(void **state)
+{
+    struct fix *f = *state;
+    memset(f->sram[0] + 0x10000, 0x3c, 64000);
+    struct npu_desc d = copy(NPU_ENGINE_NOC, sram_addr(0, 0x10000), 0x30000, 64000, 0, 6);
+    d.op = NPU_NOC_OP_MULTICAST;
+    d.b = 0 | 0ull << 16 | 1ull << 32 | 1ull << 48; /* rows 0..1, cols 0..1 */
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    /* The tree E(0,0), S(0,0), S(0,1) carries the data once: 1000000 ps, then 2 hops. */
+    assert_int_equal(wait_for(f, 3, 6, 1), 1000000 + 2 * HOP);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_ERR_DEADLOCK); /* the other signals */
+    for (uint32_t core = 0; core < NCORES; core++) {
+        assert_int_equal(f->sram[core][0x30000 + 63999], 0x3c);
+        assert_int_equal(f->c.harts[core].sems[6], 1);
+    }
+    assert_int_equal(chip_engines_counters(&f->e, 0, NPU_ENGINE_NOC)->noc_byte_hops,
+                     3 * 64000);
+    d.b = 0 | 0ull << 16 | 2ull << 32 | 1ull << 48; /* row 2 does not exist */
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +342,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noc_multicast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_holds_back_the_queue, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
