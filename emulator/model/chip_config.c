@@ -47,6 +47,9 @@ static const struct field_desc fields[] = {
     { "hbm_latency_cycles", FIELD_U32, offsetof(struct chip_config, hbm_latency_cycles), 0,
       1000000 },
     { "noc_link_gbps", FIELD_U32, offsetof(struct chip_config, noc_link_gbps), 1, 100000 },
+    { "hbm_stacks", FIELD_U32, offsetof(struct chip_config, hbm_stacks), 0, 32 },
+    { "hbm_stack_gbps", FIELD_U32, offsetof(struct chip_config, hbm_stack_gbps), 0, 1000000 },
+    { "congestion_free", FIELD_U32, offsetof(struct chip_config, congestion_free), 0, 1 },
     { "energy_mac_fj", FIELD_U32, offsetof(struct chip_config, energy_mac_fj), 0, 1000000 },
     { "energy_vector_fj", FIELD_U32, offsetof(struct chip_config, energy_vector_fj), 0,
       1000000 },
@@ -207,6 +210,12 @@ int chip_config_parse(struct chip_config *cfg, const char *text, const char *fil
     for (size_t i = 0; i < NFIELDS; i++)
         if (!seen[i])
             return report(err, errlen, "%s: missing field '%s'", filename, fields[i].key);
+    if (cfg->hbm_stacks > cfg->mesh_rows)
+        return report(err, errlen, "%s: field 'hbm_stacks' = %u: at most one stack per mesh "
+                      "row (%u)", filename, cfg->hbm_stacks, cfg->mesh_rows);
+    if (cfg->hbm_stacks && !cfg->hbm_stack_gbps)
+        return report(err, errlen, "%s: field 'hbm_stack_gbps' must be set when hbm_stacks "
+                      "is not 0", filename);
     return chip_config_check_mesh(cfg->mesh_rows, cfg->mesh_cols, err, errlen);
 }
 

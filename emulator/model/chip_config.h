@@ -41,6 +41,10 @@ struct chip_config {
     uint32_t hbm_gbps;         /* "hbm_gbps": HBM bandwidth per core, GB/s (10^9 B/s) */
     uint32_t hbm_latency_cycles; /* "hbm_latency_cycles": added to every HBM transfer */
     uint32_t noc_link_gbps;    /* "noc_link_gbps": per link and direction, GB/s */
+    uint32_t hbm_stacks;       /* "hbm_stacks": 0 = a channel per core; else stacks on the
+                                  west edge of the mesh, reached over the NoC (0..32) */
+    uint32_t hbm_stack_gbps;   /* "hbm_stack_gbps": bandwidth of one stack (unused if 0 stacks) */
+    uint32_t congestion_free;  /* "congestion_free": 1 = transfers never share bandwidth */
     /* Energy (docs/energy.md): femtojoules per operation, static power per core. */
     uint32_t energy_mac_fj;            /* "energy_mac_fj": one multiply-accumulate */
     uint32_t energy_vector_fj;         /* "energy_vector_fj": one vector ALU operation */

@@ -79,16 +79,15 @@ int chip_engine_noc_check(const struct chip_engines *e, uint32_t core,
     return NPU_OK;
 }
 
-/* Adds the XY route from core a to core b to the plan, skipping links already in it. */
-static void add_route(const struct chip_engines *e, uint32_t a, uint32_t b, uint8_t *seen,
-                      struct chip_engine_plan *plan)
+void chip_engine_route_add(const struct chip_engines *e, uint32_t a, uint32_t b, uint8_t *seen,
+                           struct chip_engine_plan *plan)
 {
     uint32_t r = a / e->cols, c = a % e->cols, rb = b / e->cols, cb = b % e->cols;
     while (c != cb || r != rb) {
         uint32_t dir = c != cb ? (cb > c ? 0 : 1) : (rb > r ? 2 : 3); /* E W S N */
         uint32_t link = chip_engines_link(e, r, c, dir);
-        if (!seen[link - e->ncores] && plan->path_len < CHIP_PATH_MAX) {
-            seen[link - e->ncores] = 1;
+        if (!seen[link - e->nhbm] && plan->path_len < CHIP_PATH_MAX) {
+            seen[link - e->nhbm] = 1;
             plan->path[plan->path_len++] = link;
         }
         if (c != cb)
@@ -112,14 +111,14 @@ void chip_engine_noc_plan(const struct chip_engines *e, uint32_t core, const str
         for (uint32_t row = r.r0; row <= r.r1; row++)
             for (uint32_t col = r.c0; col <= r.c1; col++) {
                 uint32_t dst = row * e->cols + col, h = chip_hops(e->clock, core, dst);
-                add_route(e, core, dst, seen, plan);
+                chip_engine_route_add(e, core, dst, seen, plan);
                 hops = h > hops ? h : hops;
             }
     } else {
         struct chip_mem_range src, dst;
         side(e, d->a, d->m, d->n, d->lda, &src);
         side(e, d->c, d->m, d->n, d->ldc, &dst);
-        add_route(e, src.core, dst.core, seen, plan);
+        chip_engine_route_add(e, src.core, dst.core, seen, plan);
         hops = chip_hops(e->clock, src.core, dst.core);
         if (d->op == NPU_NOC_OP_READ)
             hops *= 2; /* the request travels first */

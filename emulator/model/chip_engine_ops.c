@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "chip_engines_internal.h"
+#include "chip_config.h"
 #include "matrix_engine.h"
 
 #define GEMM_DIM_MAX (1u << 20)
@@ -162,6 +163,23 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     }
 }
 
+/* A DMA through an HBM stack on the mesh edge: the NoC route between the core and the
+ * stack's router (in the direction the data goes), then the stack. */
+static void plan_stack(const struct chip_engines *e, uint32_t core, bool from_hbm,
+                       struct chip_engine_plan *plan)
+{
+    uint8_t seen[CHIP_CORES_MAX * 4];
+    uint32_t router;
+    uint32_t stack = chip_engines_hbm_stack(e, core, &router);
+    memset(seen, 0, (size_t)e->ncores * 4);
+    plan->is_flow = true;
+    plan->path_len = 0;
+    plan->path[plan->path_len++] = stack;
+    chip_engine_route_add(e, from_hbm ? router : core, from_hbm ? core : router, seen, plan);
+    plan->latency_cycles = e->cfg.hbm_latency_cycles +
+                           (uint64_t)chip_hops(e->clock, core, router) * e->clock->p.hop_cycles;
+}
+
 static uint64_t div_ceil(uint64_t a, uint64_t b)
 {
     return a / b + (a % b != 0);
@@ -192,7 +210,9 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
     plan->bytes = (uint64_t)d->m * d->n;
     copy_side(e, d->a, d, d->lda, &src);
     copy_side(e, d->c, d, d->ldc, &dst);
-    if (src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) {
+    if ((src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) && e->cfg.hbm_stacks) {
+        plan_stack(e, core, src.kind == CHIP_MEM_HBM, plan);
+    } else if (src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) {
         plan->is_flow = true;
         plan->path[plan->path_len++] = core; /* the core's HBM channel */
         plan->latency_cycles = e->cfg.hbm_latency_cycles;

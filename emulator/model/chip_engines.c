@@ -25,17 +25,29 @@ static uint32_t queue_core(uint32_t q)
 uint32_t chip_engines_link(const struct chip_engines *e, uint32_t row, uint32_t col,
                            uint32_t dir)
 {
-    return e->ncores + (row * e->cols + col) * NLINK_DIRS + dir;
+    return e->nhbm + (row * e->cols + col) * NLINK_DIRS + dir;
+}
+
+uint32_t chip_engines_hbm_stack(const struct chip_engines *e, uint32_t core,
+                                uint32_t *router_core)
+{
+    uint32_t s = e->cfg.hbm_stacks, row = core / e->cols;
+    uint32_t stack = row * s / e->rows;                   /* the stack of the core's band */
+    *router_core = (2 * stack + 1) * e->rows / (2 * s) * e->cols; /* its middle row, col 0 */
+    return stack;
 }
 
 static int init_net(struct chip_engines *e)
 {
-    uint32_t nres = e->ncores + e->ncores * NLINK_DIRS;
+    e->nhbm = e->cfg.hbm_stacks ? e->cfg.hbm_stacks : e->ncores;
+    uint32_t nres = e->nhbm + e->ncores * NLINK_DIRS;
     uint64_t *cap = malloc(nres * sizeof(*cap));
     if (!cap)
         return NPU_ERR_NOMEM;
     for (uint32_t r = 0; r < nres; r++)
-        cap[r] = r < e->ncores ? e->cfg.hbm_bytes_per_s : e->cfg.noc_link_bytes_per_s;
+        cap[r] = r >= e->nhbm        ? e->cfg.noc_link_bytes_per_s
+                 : e->cfg.hbm_stacks ? e->cfg.hbm_stack_bytes_per_s
+                                     : e->cfg.hbm_bytes_per_s;
     int rc = flow_net_init(&e->net, nres, cap, e->cfg.congestion_free);
     free(cap);
     return rc;

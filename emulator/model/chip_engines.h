@@ -10,8 +10,8 @@
  *
  * Timing: the matrix and vector engines take the cycles of their formulas (matrix_engine.h,
  * vector_engine.h); DMA and NoC transfers are flows in a max-min fair bandwidth model
- * (flow_net.h) over the core's HBM channel or the XY route of NoC links, plus a fixed
- * latency. Effects on memory are applied when a descriptor completes.
+ * (flow_net.h) over the core's HBM channel (or, with HBM stacks on the mesh edge, the NoC
+ * route to its stack and the stack) or the XY route of NoC links, plus a fixed latency. Effects on memory are applied when a descriptor completes.
  *
  * Modes: functional (engines compute on the guest's bytes) or performance (timing, traffic
  * and counters only; guest memory untouched).
@@ -36,7 +36,9 @@ struct chip_engine_cfg {
     uint32_t sa_rows, sa_cols;          /* systolic array of the matrix engine */
     uint32_t sram_bytes_per_cycle;      /* SRAM bandwidth a matrix engine can use */
     uint32_t vec_lanes, vec_alus_per_lane, vec_pipeline_cycles;
-    uint64_t hbm_bytes_per_s;           /* per core (its HBM channel) */
+    uint64_t hbm_bytes_per_s;           /* per core (its HBM channel), if no stacks */
+    uint32_t hbm_stacks;                /* 0: a channel per core; else stacks on the west edge */
+    uint64_t hbm_stack_bytes_per_s;
     uint32_t hbm_latency_cycles;
     uint64_t noc_link_bytes_per_s;      /* per link and direction */
     bool functional;                    /* false: performance mode */
@@ -73,7 +75,8 @@ struct chip_engines {
     struct chip_mem mem;
     uint32_t ncores, rows, cols;
     struct chip_engine_queue *queues;   /* [core * NPU_ENGINE_COUNT + engine] */
-    struct flow_net net;                /* HBM channels, then NoC links */
+    struct flow_net net;                /* HBM channels or stacks, then NoC links */
+    uint32_t nhbm;                      /* HBM resources: cores, or stacks */
     uint32_t *flow_owner;               /* flow id -> queue index */
     uint32_t flow_owner_cap;
     uint64_t flow_gen;                  /* bumps whenever the next completion may move */
@@ -103,6 +106,10 @@ const struct chip_engine_counters *chip_engines_counters(const struct chip_engin
 /* Hooks for struct chip_clock_params (unit = the chip_engines). */
 void chip_engines_on_event(void *unit, const struct evq_event *ev);
 void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem);
+
+/* The HBM stack a core uses and the core whose router the stack is attached to. */
+uint32_t chip_engines_hbm_stack(const struct chip_engines *e, uint32_t core,
+                                uint32_t *router_core);
 
 /* Index of the NoC link leaving router (row, col) in direction dir (0 E, 1 W, 2 S, 3 N). */
 uint32_t chip_engines_link(const struct chip_engines *e, uint32_t row, uint32_t col,

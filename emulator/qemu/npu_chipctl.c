@@ -295,6 +295,9 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .hbm_bytes_per_s = (uint64_t)s->cfg.hbm_gbps * 1000000000ull,
         .hbm_latency_cycles = s->cfg.hbm_latency_cycles,
         .noc_link_bytes_per_s = (uint64_t)s->cfg.noc_link_gbps * 1000000000ull,
+        .hbm_stacks = s->cfg.hbm_stacks,
+        .hbm_stack_bytes_per_s = (uint64_t)s->cfg.hbm_stack_gbps * 1000000000ull,
+        .congestion_free = s->cfg.congestion_free != 0,
         .functional = !s->performance,
     };
 

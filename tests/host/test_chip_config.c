@@ -56,6 +56,9 @@ static const char *const base_lines[] = {
     "energy_hbm_fj_per_byte = 4",
     "energy_noc_fj_per_byte_hop = 5",
     "static_mw_per_core = 6",
+    "hbm_stacks = 2",
+    "hbm_stack_gbps = 400",
+    "congestion_free = 1",
 };
 #define NBASE (sizeof(base_lines) / sizeof(base_lines[0]))
 enum { L_NAME = 2, L_ROWS, L_COLS, L_FREQ, L_SRAM, L_HBM, L_DRAM, L_CMD = 10, L_HOP };
@@ -101,6 +104,9 @@ static void assert_base_config(const struct chip_config *cfg)
     assert_int_equal(cfg->vector_pipeline_cycles, 9);
     assert_int_equal(cfg->energy_mac_fj, 1);
     assert_int_equal(cfg->static_mw_per_core, 6);
+    assert_int_equal(cfg->hbm_stacks, 2);
+    assert_int_equal(cfg->hbm_stack_gbps, 400);
+    assert_int_equal(cfg->congestion_free, 1);
 }
 
 static void test_valid_config(void **state)
@@ -120,7 +126,8 @@ static void test_valid_config(void **state)
                         "sa_rows = 1\nvector_pipeline_cycles = 0\nenergy_mac_fj = 0\n"
                         "energy_vector_fj = 0\nenergy_sram_fj_per_byte = 0\n"
                         "energy_hbm_fj_per_byte = 0\nenergy_noc_fj_per_byte_hop = 0\n"
-                        "static_mw_per_core = 0\n# end";
+                        "static_mw_per_core = 0\nhbm_stacks = 0\nhbm_stack_gbps = 0\n"
+                        "congestion_free = 0\n# end";
     assert_int_equal(chip_config_parse(&cfg, other, "b.toml", err, sizeof(err)), NPU_OK);
     assert_string_equal(cfg.name, "x");
     assert_int_equal(cfg.freq_mhz, 500);
@@ -178,14 +185,14 @@ static void parse_fails(unsigned line, const char *repl, const char *extra, cons
 static void test_unknown_field(void **state)
 {
     (void)state;
-    parse_fails(0, NULL, "mesh_depth = 3", "cfg.toml:27: unknown field 'mesh_depth'");
+    parse_fails(0, NULL, "mesh_depth = 3", "cfg.toml:30: unknown field 'mesh_depth'");
     parse_fails(L_ROWS, "Mesh_rows = 2", NULL, "cfg.toml:3: unknown field 'Mesh_rows'");
 }
 
 static void test_repeated_field(void **state)
 {
     (void)state;
-    parse_fails(0, NULL, "freq_mhz = 1000", "cfg.toml:27: field 'freq_mhz' given twice");
+    parse_fails(0, NULL, "freq_mhz = 1000", "cfg.toml:30: field 'freq_mhz' given twice");
     parse_fails(L_HOP, "name = \"again\"", NULL, "cfg.toml:11: field 'name' given twice");
 }
 

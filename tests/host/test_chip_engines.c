@@ -43,7 +43,7 @@ static uint64_t hbm_addr(uint64_t off)
     return npu_memmap[NPU_MAP_HBM].base + off;
 }
 
-static int setup_mode(void **state, bool functional)
+static int setup_mode(void **state, bool functional, uint32_t stacks)
 {
     struct fix *f = calloc(1, sizeof(*f));
     const struct chip_clock_params p = {
@@ -56,6 +56,7 @@ static int setup_mode(void **state, bool functional)
         .vec_lanes = 16, .vec_alus_per_lane = 4, .vec_pipeline_cycles = 8,
         .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
         .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
+        .hbm_stacks = stacks, .hbm_stack_bytes_per_s = 64000000000ull,
     };
     for (uint32_t i = 0; i < NCORES; i++)
         f->sram[i] = calloc(1, SRAM_BYTES);
@@ -70,12 +71,18 @@ static int setup_mode(void **state, bool functional)
 
 static int setup(void **state)
 {
-    return setup_mode(state, true);
+    return setup_mode(state, true, 0);
 }
 
 static int setup_perf(void **state)
 {
-    return setup_mode(state, false);
+    return setup_mode(state, false, 0);
+}
+
+/* One HBM stack on the west edge: it sits at router (1, 0), core 2's. */
+static int setup_stack(void **state)
+{
+    return setup_mode(state, true, 1);
 }
 
 static int teardown(void **state)
@@ -335,6 +342,22 @@ static void test_noc_multicast(void **state)
     assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
 }
 
+static void test_hbm_stack_shared_over_noc(void **state)
+{
+    struct fix *f = *state;
+    uint32_t router;
+    assert_int_equal(chip_engines_hbm_stack(&f->e, 3, &router), 0);
+    assert_int_equal(router, 2);
+    struct npu_desc a = copy(NPU_ENGINE_DMA, sram_addr(1, 0x10000), hbm_addr(0), 64000, 1, 3);
+    struct npu_desc b = copy(NPU_ENGINE_DMA, sram_addr(3, 0x10000), hbm_addr(0x100000), 64000,
+                             3, 3);
+    assert_int_equal(submit(f, 1, &a, 1), NPU_OK);
+    assert_int_equal(submit(f, 3, &b, 1), NPU_OK);
+    /* Both share the stack: half of 64 GB/s each; then 100 cycles plus the hops to the
+     * stack's router (core 3: 1 hop, core 1: 2 hops). */
+    assert_int_equal(wait_for(f, 3, 3, 1), 2000000 + 100 * CYCLE + 1 * HOP);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +371,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_bad_descriptors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_hbm_stack_shared_over_noc, setup_stack, teardown),
         cmocka_unit_test_setup_teardown(test_performance_mode_leaves_data, setup_perf,
                                         teardown),
     };
