@@ -12,6 +12,7 @@ enum engine_check {
     ECHECK_VECTOR,     /* RMSNorm, softmax, SwiGLU, top-k match the hart's reference */
     ECHECK_OVERLAP,    /* a GEMM and a DMA submitted together end at the later of the two */
     ECHECK_NOC,        /* a NoC write lands in the next core's SRAM and signals it */
+    ECHECK_NOC_RM,     /* NoC read of the next core's SRAM; multicast from core 0 to all */
     ECHECK_WAIT,       /* a descriptor waits for its semaphore before it starts */
     ECHECK_BAD,        /* a descriptor outside SRAM/HBM is refused and nothing is queued */
     ECHECK__COUNT
@@ -27,6 +28,8 @@ static const char *const echeck_names[ECHECK__COUNT] = {
     [ECHECK_OVERLAP] = "a GEMM and a DMA submitted together end when the longer one ends; "
                        "FLOPS and MATRIX_BUSY_PS counters account for a GEMM",
     [ECHECK_NOC] = "a NoC write lands in the next core's SRAM and increments its semaphore",
+    [ECHECK_NOC_RM] = "a NoC read fetches the next core's SRAM; core 0's multicast reaches "
+                      "every core and increments each one's semaphore",
     [ECHECK_WAIT] = "a descriptor waits for its semaphore before starting",
     [ECHECK_BAD] = "a descriptor outside SRAM and HBM is refused; nothing is queued",
 };

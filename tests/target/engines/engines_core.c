@@ -21,6 +21,7 @@ extern char __image_end[];
 #define SEM_NOC 12u
 #define SEM_GATE 13u
 #define SEM_AFTER 14u
+#define SEM_MCAST 17u
 #define XFER_BYTES 61440u    /* divides evenly at 30, 64 and 120 GB/s */
 
 #define expect(ok, check, ...) checks_expect((ok), (check), echeck_names[check], __VA_ARGS__)
@@ -160,6 +161,42 @@ static void check_noc(void)
            rc, bad, prev);
 }
 
+/* After check_noc every core's 0x8000 inbox holds its predecessor's bytes. */
+static void check_noc_read_multicast(void)
+{
+    const struct hal_core_info *self = hal_self();
+    uint32_t n = hal_chip()->ncores, next = (self->core_id + 1) % n;
+    struct hal_core_info other;
+    hal_core_info_get(next, &other);
+    uint64_t next_inbox = other.sram_base + (sram - self->sram_base) + 0x8000;
+    struct noc_read_args r = { .src = next_inbox, .dst = sram + 0x9800, .rows = 1,
+                               .row_bytes = 256, .src_stride = 256, .dst_stride = 256,
+                               .sync = signal_self(SEM_B) };
+    noc_read_desc(&descs[0], &r);
+    uint32_t count = hal_sem_read(SEM_B) + 1;
+    int rc = run_and_wait(1, SEM_B, count);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < 256; i++) /* the next core's inbox holds this core's bytes */
+        bad += at(0x9800)[i] != (uint8_t)(i + 31 * self->core_id);
+    if (self->core_id == 0) {
+        for (uint32_t i = 0; i < 512; i++)
+            at(0x9c00)[i] = (uint8_t)(255 - i);
+        struct noc_multicast_args m = {
+            .src = sram + 0x9c00, .dst_offset = (sram - self->sram_base) + 0xa000, .rows = 1,
+            .row_bytes = 512, .src_stride = 512, .dst_stride = 512, .row0 = 0, .col0 = 0,
+            .row1 = (uint16_t)(hal_chip()->rows - 1), .col1 = (uint16_t)(hal_chip()->cols - 1),
+            .sync = { .signal = true, .signal_sem = SEM_MCAST, .signal_value = 1 },
+        };
+        noc_multicast_desc(&descs[0], &m);
+        rc |= engine_submit(descs, 1);
+    }
+    if (rc == NPU_OK)
+        rc = hal_sem_wait_until(SEM_MCAST, 1, hal_time_ps() + HAL_PS_PER_S);
+    for (uint32_t i = 0; i < 512; i++)
+        bad += at(0xa000)[i] != (uint8_t)(255 - i);
+    expect(rc == NPU_OK && bad == 0, ECHECK_NOC_RM, "rc %d, %u bytes wrong", rc, bad);
+}
+
 static void check_wait(void)
 {
     struct dma_copy_args a = { .src = sram, .dst = hbm, .rows = 1, .row_bytes = 256,
@@ -212,6 +249,7 @@ int main(void)
     check_vector_data();
     check_overlap();
     check_noc();
+    check_noc_read_multicast();
     check_wait();
     check_bad();
     return checks_done();
