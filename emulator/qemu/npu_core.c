@@ -66,6 +66,35 @@ static uint64_t perf_value(NpuCoreState *core)
                                    core->perf_sel);
 }
 
+/* The engine registers (submit, pending, counters); false if addr is not one of them. */
+static bool core_read_engine_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64_t *v)
+{
+    switch (addr) {
+    case A_CORE_SUBMIT_ADDR:
+    case A_CORE_SUBMIT_ADDR + 4:
+        *v = npu_reg64_read(core->submit_addr, addr - A_CORE_SUBMIT_ADDR, size);
+        return true;
+    case A_CORE_SUBMIT_COUNT:
+        *v = core->submit_count;
+        return true;
+    case A_CORE_SUBMIT:
+        *v = 0;
+        return true;
+    case A_CORE_ENGINE_PENDING:
+        *v = engine_pending(core);
+        return true;
+    case A_CORE_PERF_SEL:
+        *v = core->perf_sel;
+        return true;
+    case A_CORE_PERF_VALUE:
+    case A_CORE_PERF_VALUE + 4:
+        *v = npu_reg64_read(perf_value(core), addr - A_CORE_PERF_VALUE, size);
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* One register of the block by its exact address; false if there is none. */
 static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64_t *v)
 {
@@ -120,25 +149,8 @@ static bool core_read_reg(NpuCoreState *core, hwaddr addr, unsigned size, uint64
     case A_CORE_CMD_STATUS:
         *v = (uint32_t)core->cmd_status;
         return true;
-    case A_CORE_SUBMIT_ADDR:
-    case A_CORE_SUBMIT_ADDR + 4:
-        *v = npu_reg64_read(core->submit_addr, addr - A_CORE_SUBMIT_ADDR, size);
-        return true;
-    case A_CORE_SUBMIT_COUNT:
-        *v = core->submit_count;
-        return true;
-    case A_CORE_SUBMIT:
-        *v = 0;
-        return true;
-    case A_CORE_ENGINE_PENDING:
-        *v = engine_pending(core);
-        return true;
-    case A_CORE_PERF_SEL:
-        *v = core->perf_sel;
-        return true;
-    case A_CORE_PERF_VALUE:
-    case A_CORE_PERF_VALUE + 4:
-        *v = npu_reg64_read(perf_value(core), addr - A_CORE_PERF_VALUE, size);
+    }
+    if (core_read_engine_reg(core, addr, size, v)) {
         return true;
     }
     if (addr >= A_CORE_SEM && addr < A_CORE_SEM + CORE_SEM_COUNT * CORE_SEM_STRIDE &&
@@ -228,6 +240,31 @@ static void core_sem_op(NpuCoreState *core, uint32_t op)
     }
 }
 
+/* The engine registers; false if addr is not one of them. */
+static bool core_write_engine_reg(NpuCoreState *core, hwaddr addr, uint64_t value,
+                                  unsigned size)
+{
+    switch (addr) {
+    case A_CORE_SUBMIT_ADDR:
+    case A_CORE_SUBMIT_ADDR + 4:
+        core->submit_addr = reg64_merge(core->submit_addr, value, addr & 4, size);
+        return true;
+    case A_CORE_SUBMIT_COUNT:
+        core->submit_count = value;
+        return true;
+    case A_CORE_PERF_SEL:
+        core->perf_sel = value;
+        return true;
+    case A_CORE_SUBMIT:
+        if (FIELD_EX32(value, CORE_SUBMIT, GO)) {
+            core_submit(core);
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
 /* Only the owning hart, while it runs, may write its block (acknowledging a wake excepted). */
 static bool core_write_allowed(NpuCoreState *core, hwaddr addr)
 {
@@ -297,22 +334,10 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
     case A_CORE_SEM_OP:
         core_sem_op(core, FIELD_EX32(value, CORE_SEM_OP, OP));
         break;
-    case A_CORE_SUBMIT_ADDR:
-    case A_CORE_SUBMIT_ADDR + 4:
-        core->submit_addr = reg64_merge(core->submit_addr, value, addr & 4, size);
-        break;
-    case A_CORE_SUBMIT_COUNT:
-        core->submit_count = value;
-        break;
-    case A_CORE_PERF_SEL:
-        core->perf_sel = value;
-        break;
-    case A_CORE_SUBMIT:
-        if (FIELD_EX32(value, CORE_SUBMIT, GO)) {
-            core_submit(core);
-        }
-        break;
     default:
+        if (core_write_engine_reg(core, addr, value, size)) {
+            break;
+        }
         qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u wrote read-only or unknown "
                       "register 0x%" HWADDR_PRIx "\n", core->hart, addr);
         break;
