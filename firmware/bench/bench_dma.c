@@ -71,14 +71,20 @@ static uint64_t case_bytes(const struct dma_case *c)
     return (uint64_t)c->rows * c->row_bytes;
 }
 
-/* Slots: twice what the configuration predicts, plus 1 us, rounded to whole us. */
+/*
+ * Slots: twice a pessimistic figure (every core of the case on one channel of hbm_gbps, the
+ * latency, a route across the whole mesh), plus 1 us, in whole us. A case that still
+ * overruns makes the next start late, which its lines report (late_ps).
+ */
 static void place_slots(void)
 {
     const struct hal_chip_info *chip = hal_chip();
     uint64_t t = BENCH_SLOT_BASE_PS;
     for (uint32_t i = 0; i < ncases; i++) {
-        uint64_t est = bench_cmd_ps() + (uint64_t)chip->hbm_latency_cycles * hal_cycle_ps() +
-                       (uint64_t)bench_xfer_ps(case_bytes(&cases[i]), chip->hbm_gbps);
+        uint64_t est = bench_cmd_ps() + ((uint64_t)chip->hbm_latency_cycles +
+                       (uint64_t)(chip->rows + chip->cols) * chip->noc_hop_cycles) *
+                       hal_cycle_ps() + (uint64_t)bench_xfer_ps(case_bytes(&cases[i]) *
+                       cases[i].cores, chip->hbm_gbps);
         cases[i].start_ps = t;
         t += (2 * est + HAL_PS_PER_US) / HAL_PS_PER_US * HAL_PS_PER_US;
     }

@@ -25,6 +25,7 @@
 #define MAX_TILES 1024u /* one engine queue */
 #define IN_BYTES 2u     /* bf16 */
 #define OUT_BYTES 4u    /* fp32 */
+#define FUNCTIONAL_MACS_MAX (1ull << 27) /* functional mode: the host computes every MAC */
 
 struct shape {
     uint32_t m, n, k;
@@ -127,6 +128,11 @@ static uint64_t build_tiles(const struct shape *s, const struct tiling *t)
 
 static int run_shape(const struct shape *s, uint32_t *sem_count)
 {
+    if (!hal_chip()->performance && (uint64_t)s->m * s->n * s->k > FUNCTIONAL_MACS_MAX) {
+        printf("BENCH skip gemm m=%u n=%u k=%u: too large for functional mode (the host "
+               "computes it)\n", s->m, s->n, s->k);
+        return NPU_OK;
+    }
     struct tiling t = tile_plan(s);
     if (t.count > MAX_TILES) {
         printf("BENCH skip gemm m=%u n=%u k=%u: more than %u tiles in the free SRAM\n", s->m,

@@ -4,9 +4,10 @@
  * semaphore of its destination, which observes the arrival. Cases:
  *   latency   64 bytes from core 0 to a core 1 .. 14 hops away (XY distance)
  *   bandwidth 64 KiB .. 8 MiB from core 0 to its east neighbour
- *   shared2 / shared4, separate, opposite: 2 or 4 writes started at the same chip time,
- *             whose XY routes share a link (each gets 1/flows of it), use disjoint links,
- *             or the two directions of one link (each gets a whole link)
+ *   shared2 / shared4, separate, opposite, sink2: 2 or 4 writes started at the same chip
+ *             time, whose XY routes share a link (each gets 1/flows of it), use disjoint
+ *             links, the two directions of one link, or enter one core from both sides
+ *             (each gets a whole link: the model has links, not ports, as resources)
  * The destination prints the measured chip time from the slot start (when the source issues
  * its submit) to the arrival, and the analytical figure: the command cost, plus
  * bytes / (noc_link_gbps x share), plus hops x noc_hop_cycles, share being 1 / the most
@@ -15,6 +16,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "bench.h"
 #include "npu/hal.h"
@@ -55,10 +57,14 @@ static uint32_t hops_between(uint32_t a, uint32_t b)
     return (ra > rb ? ra - rb : rb - ra) + (ca > cb ? ca - cb : cb - ca);
 }
 
-/* Adds a case of up to 4 flows along row 0 (cores 0..cols-1) if the mesh has the cores. */
+/*
+ * Adds a case of up to 4 flows (pairs: src, dst, src, dst, ...) if the mesh has the cores:
+ * any core for a latency case, row 0 (cores 0 .. cols-1) for the others, whose link sharing
+ * flow_share() works out along row 0.
+ */
 static void add_case(const char *name, uint32_t bytes, uint32_t nflows, const uint32_t *pairs)
 {
-    uint32_t n = hal_chip()->ncores;
+    uint32_t n = strcmp(name, "latency") == 0 ? hal_chip()->ncores : hal_chip()->cols;
     if (ncases >= MAX_CASES || bytes > bench_data_bytes() / 2)
         return;
     struct noc_case c = { .name = name, .nflows = nflows, .bytes = bytes };
@@ -68,6 +74,15 @@ static void add_case(const char *name, uint32_t bytes, uint32_t nflows, const ui
         c.flows[f] = (struct flow){ pairs[2 * f], pairs[2 * f + 1] };
     }
     cases[ncases++] = c;
+}
+
+/* The largest power of two that fits in half the free SRAM (sources below, sinks above). */
+static uint32_t max_bytes(void)
+{
+    uint32_t b = 1u << 30;
+    while (b > bench_data_bytes() / 2)
+        b /= 2;
+    return b;
 }
 
 static void build_cases(bool quick)
@@ -81,13 +96,20 @@ static void build_cases(bool quick)
             add_case("latency", 64, 1, pair);
     }
     static const uint32_t sizes[] = { 64 * KIB, MIB, 8 * MIB };
-    for (uint32_t i = quick ? 1 : 0; i < (quick ? 2u : 3u); i++)
-        add_case("bandwidth", (uint32_t)sizes[i], 1, (const uint32_t[]){ 0, 1 });
-    const uint32_t b = quick ? (uint32_t)MIB : 4 * (uint32_t)MIB;
+    uint32_t cap = max_bytes(), last = 0;
+    for (uint32_t i = quick ? 1 : 0; i < (quick ? 2u : 3u); i++) {
+        uint32_t b = sizes[i] < cap ? sizes[i] : cap;
+        if (b != last)
+            add_case("bandwidth", b, 1, (const uint32_t[]){ 0, 1 });
+        last = b;
+    }
+    uint32_t b = quick ? (uint32_t)MIB : 4 * (uint32_t)MIB;
+    b = b < cap ? b : cap;
     add_case("shared2", b, 2, (const uint32_t[]){ 0, 2, 1, 3 });
     add_case("separate", b, 2, (const uint32_t[]){ 0, 1, 2, 3 });
     add_case("opposite", b, 2, (const uint32_t[]){ 1, 2, 2, 1 });
     add_case("shared4", b, 4, (const uint32_t[]){ 0, 4, 1, 5, 2, 6, 3, 7 });
+    add_case("sink2", b, 2, (const uint32_t[]){ 1, 2, 3, 2 });
 }
 
 /* Whether a flow along row 0 crosses a link: (0,c) -> (0,c+1) is link c, (0,c) -> (0,c-1)
@@ -167,7 +189,10 @@ static void observe(const struct noc_case *c, const struct flow *f, uint32_t cou
            share, hop_ps, bench_cmd_ps(), bound, bound / (double)ps);
 }
 
-/* This core's part in case c: send its flow (if any), then observe the one it receives. */
+/*
+ * This core's part in case c: send its flow (if any), then observe the ones it receives, in
+ * the order of the case (sink2: two equal flows that arrive together either way).
+ */
 static int run_case(const struct noc_case *c, uint32_t *received)
 {
     static struct npu_desc d;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npuctl argument parsing for run, selftest and debug: a pure function of argv (no file is
- * read, nothing is started), so the host unit tests can cover every form.
+ * npuctl argument parsing for run, selftest, debug and bench: a pure function of argv (no
+ * file is read, nothing is started), so the host unit tests can cover every form.
  *
  * Options are accepted as `--opt VALUE` and `--opt=VALUE`; `--` ends the options and passes
  * everything after it to QEMU. Each error message names the option and the value.
@@ -15,13 +15,15 @@
 
 enum opt_id {
     OPT_CHIP, OPT_MESH, OPT_THREADS, OPT_TIMEOUT, OPT_WATCHDOG, OPT_QUIET,
-    OPT_PRINT_CMD, OPT_PORT, OPT_CORE, OPT_HELP,
+    OPT_PRINT_CMD, OPT_PORT, OPT_CORE, OPT_HELP, OPT_MODE, OPT_QUICK, OPT_RAW, OPT_REPEAT,
 };
 
 #define M_RUN (1u << NPUCTL_MODE_RUN)
 #define M_SELFTEST (1u << NPUCTL_MODE_SELFTEST)
 #define M_DEBUG (1u << NPUCTL_MODE_DEBUG)
-#define M_ALL (M_RUN | M_SELFTEST | M_DEBUG)
+#define M_BENCH (1u << NPUCTL_MODE_BENCH)
+#define M_ALL (M_RUN | M_SELFTEST | M_DEBUG | M_BENCH)
+#define BENCH_REPEAT_MAX 100u
 
 struct opt_desc {
     const char *name;
@@ -34,22 +36,33 @@ static const struct opt_desc opt_table[] = {
     { "--chip", OPT_CHIP, true, M_ALL },
     { "--mesh", OPT_MESH, true, M_ALL },
     { "--threads", OPT_THREADS, true, M_ALL },
-    { "--timeout", OPT_TIMEOUT, true, M_RUN | M_SELFTEST },
+    { "--timeout", OPT_TIMEOUT, true, M_RUN | M_SELFTEST | M_BENCH },
     { "--watchdog-ms", OPT_WATCHDOG, true, M_ALL },
     { "--quiet-guest-errors", OPT_QUIET, false, M_ALL },
     { "--print-cmd", OPT_PRINT_CMD, false, M_ALL },
     { "--port", OPT_PORT, true, M_DEBUG },
     { "--core", OPT_CORE, true, M_DEBUG },
+    { "--mode", OPT_MODE, true, M_ALL },
+    { "--quick", OPT_QUICK, false, M_BENCH },
+    { "--raw", OPT_RAW, false, M_BENCH },
+    { "--repeat", OPT_REPEAT, true, M_BENCH },
     { "--help", OPT_HELP, false, M_ALL },
     { "-h", OPT_HELP, false, M_ALL },
 };
 #define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
 
-static const char *const mode_names[] = { "run", "selftest", "debug" };
+static const char *const mode_names[] = { "run", "selftest", "debug", "bench" };
 
 const char *npuctl_mode_name(enum npuctl_mode mode)
 {
     return mode_names[mode];
+}
+
+const char *npuctl_machine_mode_name(enum npuctl_machine_mode mode)
+{
+    return mode == NPUCTL_MACHINE_FUNCTIONAL    ? "functional"
+           : mode == NPUCTL_MACHINE_PERFORMANCE ? "performance"
+                                                : NULL;
 }
 
 /* Strict decimal: digits only, no sign or spaces; values above max are out of range. */
@@ -137,6 +150,39 @@ static int parse_threads(const char *value, enum npuctl_threads *out, char *err,
     return NPU_OK;
 }
 
+static int parse_machine_mode(const char *value, enum npuctl_machine_mode *out, char *err,
+                              size_t errlen)
+{
+    if (strcmp(value, "functional") == 0)
+        *out = NPUCTL_MACHINE_FUNCTIONAL;
+    else if (strcmp(value, "performance") == 0)
+        *out = NPUCTL_MACHINE_PERFORMANCE;
+    else {
+        snprintf(err, errlen, "--mode '%s': expected functional or performance", value);
+        return NPU_ERR_INVAL;
+    }
+    return NPU_OK;
+}
+
+/* The options of bench alone. */
+static int apply_bench_opt(enum opt_id id, const char *name, const char *value,
+                           struct npuctl_run_opts *o, char *err, size_t errlen)
+{
+    switch (id) {
+    case OPT_QUICK:
+        o->bench_quick = true;
+        return NPU_OK;
+    case OPT_RAW:
+        o->bench_raw = true;
+        return NPU_OK;
+    case OPT_REPEAT:
+        return parse_number_opt(name, value, 1, BENCH_REPEAT_MAX, &o->bench_repeat, err,
+                                errlen);
+    default:
+        return NPU_ERR_INVAL;
+    }
+}
+
 static int apply_opt(enum opt_id id, const char *name, const char *value,
                      struct npuctl_run_opts *o, char *err, size_t errlen)
 {
@@ -174,8 +220,11 @@ static int apply_opt(enum opt_id id, const char *name, const char *value,
     case OPT_HELP:
         o->help = true;
         return NPU_OK;
+    case OPT_MODE:
+        return parse_machine_mode(value, &o->machine_mode, err, errlen);
+    default:
+        return apply_bench_opt(id, name, value, o, err, errlen);
     }
-    return NPU_ERR_INVAL;
 }
 
 static const struct opt_desc *find_opt(const char *name, size_t len)
@@ -235,10 +284,29 @@ static void set_defaults(enum npuctl_mode mode, struct npuctl_run_opts *o)
     o->gdb_core = 0;
 }
 
+/* bench: the one positional argument is the benchmark (checked by cmd_bench.c). */
+static int set_bench_name(struct npuctl_run_opts *o, int npos, char **pos, char *err,
+                          size_t errlen)
+{
+    if (npos > 1) {
+        snprintf(err, errlen, "bench: unexpected argument '%s' (expected one benchmark: "
+                 "gemm, dma, noc or host)", pos[1]);
+        return NPU_ERR_INVAL;
+    }
+    if (npos == 0 || *pos[0] == '\0') {
+        snprintf(err, errlen, "bench: which benchmark? gemm, dma, noc or host");
+        return NPU_ERR_INVAL;
+    }
+    o->image = pos[0];
+    return NPU_OK;
+}
+
 /* Turns the positional arguments into an image NAME or a CTRL/CORE pair. */
 static int set_images(struct npuctl_run_opts *o, int npos, char **pos, char *err,
                       size_t errlen)
 {
+    if (o->mode == NPUCTL_MODE_BENCH)
+        return set_bench_name(o, npos, pos, err, errlen);
     if (o->mode == NPUCTL_MODE_SELFTEST && npos > 0) {
         snprintf(err, errlen, "selftest: takes no image argument, got '%s' (use npuctl run)",
                  pos[0]);

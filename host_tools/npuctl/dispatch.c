@@ -21,6 +21,8 @@ struct npuctl_command {
     NPUCTL_DEFAULT_CHIP ")\n"                                                                \
     "  --mesh RxC            override the config's mesh, e.g. 4x4 (1..32 each)\n"            \
     "  --threads single|multi  TCG threading (default multi)\n"                              \
+    "  --mode functional|performance  engine mode of the machine (default functional):\n"    \
+    "                        performance keeps the timing and never touches the data\n"     \
     "  --watchdog-ms N       machine watchdog: a hart running N ms without waiting fails\n" \
     "  --quiet-guest-errors  do not pass -d guest_errors to QEMU\n"                          \
     "  --print-cmd           print the QEMU command line instead of running it\n"
@@ -46,6 +48,22 @@ static const struct npuctl_command commands[] = {
       "  Takes run's options except --timeout, and:\n"
       "  --port P              gdb stub port (default 1234)\n"
       "  --core K              load the core image's symbols at core K's SRAM (default 0)\n" },
+    { "bench", npuctl_cmd_bench,
+      "npuctl bench gemm|dma|noc|host [OPTIONS] [-- QEMU ARGS...]\n"
+      "  Run a benchmark image and print its measurements as a table next to the analytical\n"
+      "  bound, with one summary line per target (docs/benchmarks.md):\n"
+      "    gemm  matrix-engine utilisation of core 0 over a grid of GEMM shapes\n"
+      "    dma   HBM <-> SRAM transfers, 1 KiB .. 16 MiB and more, one and several cores\n"
+      "    noc   latency per hop, link bandwidth, two and four writes sharing links\n"
+      "    host  host wall-clock time per engine command and per descriptor, 4x4 and 16x16\n"
+      "  gemm, dma and noc run in performance mode unless --mode says otherwise; host\n"
+      "  measures both modes (or the one --mode names) and both meshes (or --mesh).\n"
+      "  Exit status 0 whether targets are met or not; 2 if a run fails or on bad arguments.\n"
+      "  Takes run's options (--mesh and --mode apply to every run), and:\n"
+      "  --quick               a reduced variant (the smoke tests use it)\n"
+      "  --raw                 also print the chip console of every run\n"
+      "  --repeat N            host: runs per point, the median is kept (default 3)\n"
+      "  --timeout SECONDS     wall-clock limit per QEMU run (default 600, 0 = none)\n" },
     { "test", npuctl_cmd_test,
       "npuctl test [CTEST ARGS...]\n"
       "  Run the test suite: ctest --test-dir $NPU_BUILD_DIR --output-on-failure ARGS\n"

@@ -40,6 +40,14 @@ enum npuctl_mode {
     NPUCTL_MODE_RUN,      /* run [NAME | CTRL CORE] */
     NPUCTL_MODE_SELFTEST, /* run selftest; no image argument */
     NPUCTL_MODE_DEBUG,    /* gdb stub, halted at reset, no timeout */
+    NPUCTL_MODE_BENCH,    /* bench KIND: runs benchmark images (cmd_bench.c) */
+};
+
+/* --mode: the machine's engine mode, appended to -machine as mode=... when given. */
+enum npuctl_machine_mode {
+    NPUCTL_MACHINE_DEFAULT,     /* not given: the machine's default (functional) */
+    NPUCTL_MACHINE_FUNCTIONAL,  /* engines compute on the data */
+    NPUCTL_MACHINE_PERFORMANCE, /* engines keep their timing, never touch data */
 };
 
 enum npuctl_threads {
@@ -63,6 +71,10 @@ struct npuctl_run_opts {
     bool quiet_guest_errors; /* drop `-d guest_errors` */
     bool print_cmd;          /* print the QEMU command line instead of running it */
     bool help;               /* -h / --help */
+    enum npuctl_machine_mode machine_mode; /* --mode */
+    bool bench_quick;        /* bench: --quick, the reduced variant */
+    bool bench_raw;          /* bench: --raw, also print the chip console */
+    uint32_t bench_repeat;   /* bench host: --repeat N runs per point (0: its default) */
     uint32_t gdb_port;       /* debug: --port, default 1234 */
     uint32_t gdb_core;       /* debug: --core, whose SRAM the core symbols are placed at */
     int extra_argc;          /* arguments after `--`, passed to QEMU as they are */
@@ -79,13 +91,16 @@ struct npuctl_files {
 
 /* ---- args.c: pure parsing */
 
-/* "run", "selftest" or "debug". */
+/* "run", "selftest", "debug" or "bench". */
 const char *npuctl_mode_name(enum npuctl_mode mode);
+/* "functional" or "performance"; NULL for NPUCTL_MACHINE_DEFAULT. */
+const char *npuctl_machine_mode_name(enum npuctl_machine_mode mode);
 /* Parses "RxC" (decimal, 1..CHIP_MESH_DIM_MAX each). */
 int npuctl_parse_mesh(const char *text, uint32_t *rows, uint32_t *cols, char *err,
                       size_t errlen);
 /* Parses the arguments after the command word (argv[0] is the first argument, not the
- * command). Fills defaults first; strings in out point into argv. */
+ * command). Fills defaults first; strings in out point into argv. For bench, the one
+ * positional argument (the benchmark's name) goes to out->image. */
 int npuctl_parse_run_args(enum npuctl_mode mode, int argc, char **argv,
                           struct npuctl_run_opts *out, char *err, size_t errlen);
 
@@ -171,6 +186,7 @@ int npuctl_cmd_debug(int argc, char **argv);
 int npuctl_cmd_test(int argc, char **argv);
 int npuctl_cmd_chips(int argc, char **argv);
 int npuctl_cmd_help(int argc, char **argv);
+int npuctl_cmd_bench(int argc, char **argv);
 
 /* ---- dispatch.c */
 

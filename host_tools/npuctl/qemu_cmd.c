@@ -5,6 +5,7 @@
  * the resolved files, checked by tests/host/test_npuctl_args.c.
  *
  *   QEMU -machine npu-mesh,config=CFG,rows=R,cols=C,core-image=CORE[,watchdog-ms=N]
+ *                 [,mode=functional|performance]
  *        -smp R*C+1 -kernel CTRL -accel tcg,thread=multi|single -nodefaults -display none
  *        -monitor none -serial stdio -no-reboot [-d guest_errors] [-gdb tcp:localhost:P -S]
  *        [EXTRA...]
@@ -55,12 +56,14 @@ static void push_machine(struct npuctl_argv *a, const struct npuctl_run_opts *op
 {
     char *cfg = qemu_opt_escape(files->chip_path);
     char *core = qemu_opt_escape(files->core_elf);
-    char watchdog[32] = "";
+    char watchdog[32] = "", mode[32] = "";
     if (opts->watchdog_set)
         snprintf(watchdog, sizeof(watchdog), ",watchdog-ms=%" PRIu32, opts->watchdog_ms);
+    if (opts->machine_mode != NPUCTL_MACHINE_DEFAULT)
+        snprintf(mode, sizeof(mode), ",mode=%s", npuctl_machine_mode_name(opts->machine_mode));
     if (cfg && core)
         npuctl_argv_pushf(a, "npu-mesh,config=%s,rows=%" PRIu32 ",cols=%" PRIu32
-                          ",core-image=%s%s", cfg, rows, cols, core, watchdog);
+                          ",core-image=%s%s%s", cfg, rows, cols, core, watchdog, mode);
     else
         a->failed = true;
     free(cfg);

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npuctl command line: --mesh parsing, option validation (--threads, --timeout, --port,
- * --core), `--` passthrough, image and chip resolution, the exact QEMU and gdb argv built for
- * a given chip config, shell quoting, dispatch exit codes, and the child launcher (exit status
- * forwarding, signal status, --timeout killing the process group).
+ * --core, --mode, the bench options), `--` passthrough, image and chip resolution, the exact
+ * QEMU and gdb argv built for a given chip config (with --mode: `,mode=...` in -machine),
+ * shell quoting, dispatch exit codes, and the child launcher (exit status forwarding, signal
+ * status, --timeout killing the process group).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <setjmp.h>
@@ -90,6 +91,7 @@ static void test_defaults(void **state)
     assert_int_equal(o.timeout_s, 600);
     assert_false(o.watchdog_set);
     assert_false(o.quiet_guest_errors);
+    assert_int_equal(o.machine_mode, NPUCTL_MACHINE_DEFAULT);
     assert_int_equal(o.extra_argc, 0);
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_SELFTEST, 0, NULL, &o, err,
                                            sizeof(err)), 0);
@@ -218,6 +220,65 @@ static void test_other_options(void **state)
     char *help[] = { "-h" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, help, &o, err, sizeof(err)), 0);
     assert_true(o.help);
+}
+
+static void test_machine_mode(void **state)
+{
+    (void)state;
+    struct npuctl_run_opts o;
+    char *perf[] = { "--mode", "performance" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, perf, &o, err, sizeof(err)), 0);
+    assert_int_equal(o.machine_mode, NPUCTL_MACHINE_PERFORMANCE);
+    assert_string_equal(npuctl_machine_mode_name(o.machine_mode), "performance");
+    char *func[] = { "--mode=functional" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_SELFTEST, 1, func, &o, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(o.machine_mode, NPUCTL_MACHINE_FUNCTIONAL);
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_DEBUG, 2, perf, &o, err, sizeof(err)),
+                     0);
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 2, perf, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL); /* bench needs its benchmark's name */
+    char *bad[] = { "--mode", "fast" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, bad, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_string_equal(err, "--mode 'fast': expected functional or performance");
+    assert_null(npuctl_machine_mode_name(NPUCTL_MACHINE_DEFAULT));
+}
+
+static void test_bench_args(void **state)
+{
+    (void)state;
+    struct npuctl_run_opts o;
+    char *all[] = { "gemm", "--quick", "--raw", "--mode", "functional", "--mesh", "4x4",
+                    "--repeat=5", "--timeout", "30", "--", "-d", "int" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, ARGC(all), all, &o, err,
+                                           sizeof(err)), 0);
+    assert_string_equal(o.image, "gemm");
+    assert_true(o.bench_quick && o.bench_raw && o.mesh_set);
+    assert_int_equal(o.machine_mode, NPUCTL_MACHINE_FUNCTIONAL);
+    assert_int_equal(o.bench_repeat, 5);
+    assert_int_equal(o.timeout_s, 30);
+    assert_int_equal(o.extra_argc, 2);
+    char *none[] = { "--quick" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 1, none, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_string_equal(err, "bench: which benchmark? gemm, dma, noc or host");
+    char *two[] = { "gemm", "dma" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 2, two, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "unexpected argument 'dma'"));
+    char *zero[] = { "host", "--repeat", "0" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 3, zero, &o, err, sizeof(err)),
+                     NPU_ERR_RANGE);
+    assert_string_equal(err, "--repeat '0': out of range 1..100");
+    char *port[] = { "noc", "--port", "1" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 3, port, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "'--port' is not used"));
+    char *quick[] = { "--quick" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, quick, &o, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_string_equal(err, "run: option '--quick' is not used by this command");
 }
 
 static void test_passthrough(void **state)
@@ -414,6 +475,36 @@ static void test_qemu_argv_options(void **state)
     npuctl_free_argv(argv);
 }
 
+static void test_qemu_argv_mode(void **state)
+{
+    (void)state;
+    struct chip_config cfg;
+    struct npuctl_files f;
+    struct npuctl_run_opts o;
+    char **argv;
+    make_launch(&cfg, &f);
+    char *args[] = { "--watchdog-ms", "500", "--mode", "performance" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, ARGC(args), args, &o, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(npuctl_build_qemu_argv(&o, &cfg, &f, &argv), 0);
+    static const char *const want[] = {
+        "/b/qemu-system-riscv64", "-machine",
+        "npu-mesh,config=/s/models/chips/large-64.toml,rows=8,cols=8,"
+        "core-image=/fw/boot/core.elf,watchdog-ms=500,mode=performance",
+        "-smp", "65", "-kernel", "/fw/boot/ctrl.elf", "-accel", "tcg,thread=multi",
+        "-nodefaults", "-display", "none", "-monitor", "none", "-serial", "stdio",
+        "-no-reboot", "-d", "guest_errors", NULL };
+    assert_argv(argv, want);
+    npuctl_free_argv(argv);
+    char *func[] = { "--mode", "functional" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_SELFTEST, 2, func, &o, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(npuctl_build_qemu_argv(&o, &cfg, &f, &argv), 0);
+    assert_string_equal(argv[2], "npu-mesh,config=/s/models/chips/large-64.toml,rows=8,"
+                                 "cols=8,core-image=/fw/boot/core.elf,mode=functional");
+    npuctl_free_argv(argv);
+}
+
 static void test_qemu_argv_debug(void **state)
 {
     (void)state;
@@ -470,6 +561,12 @@ static void test_dispatch(void **state)
     assert_int_equal(npuctl_main(4, bad), NPUCTL_EXIT_USAGE);
     char *help[] = { "npuctl", "help", "run", NULL };
     assert_int_equal(npuctl_main(3, help), 0);
+    char *help_bench[] = { "npuctl", "help", "bench", NULL };
+    assert_int_equal(npuctl_main(3, help_bench), 0);
+    char *bench_unknown[] = { "npuctl", "bench", "frob", NULL };
+    assert_int_equal(npuctl_main(3, bench_unknown), NPUCTL_EXIT_USAGE);
+    char *bench_repeat[] = { "npuctl", "bench", "gemm", "--repeat", "2", NULL };
+    assert_int_equal(npuctl_main(5, bench_repeat), NPUCTL_EXIT_USAGE);
 }
 
 static int spawn_sh(const char *script, uint32_t timeout_s, int *status)
@@ -573,6 +670,8 @@ int main(void)
         cmocka_unit_test(test_threads),
         cmocka_unit_test(test_timeout),
         cmocka_unit_test(test_other_options),
+        cmocka_unit_test(test_machine_mode),
+        cmocka_unit_test(test_bench_args),
         cmocka_unit_test(test_passthrough),
         cmocka_unit_test_setup_teardown(test_resolve_named_image, setup_images,
                                         teardown_images),
@@ -581,6 +680,7 @@ int main(void)
         cmocka_unit_test(test_resolve_chip),
         cmocka_unit_test(test_qemu_argv_default),
         cmocka_unit_test(test_qemu_argv_options),
+        cmocka_unit_test(test_qemu_argv_mode),
         cmocka_unit_test(test_qemu_argv_debug),
         cmocka_unit_test(test_quote_argv),
         cmocka_unit_test(test_dispatch),

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl bench, internal interface between cmd_bench.c (the command: runs a benchmark image
+ * with its console captured and parses its `BENCH kind key=value ...` lines),
+ * cmd_bench_report.c (the gemm, dma and noc tables and target lines) and cmd_bench_host.c
+ * (host wall-clock time per command). See docs/benchmarks.md.
+ */
+#ifndef NPUCTL_CMD_BENCH_H
+#define NPUCTL_CMD_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npuctl.h"
+
+#define BENCH_KV_MAX 24u
+#define BENCH_TEXT_MAX 256u
+
+/* One BENCH line of the chip console. */
+struct bench_rec {
+    char kind[16];                 /* the word after BENCH: chip, engines, gemm, ... */
+    char text[BENCH_TEXT_MAX];     /* the line from BENCH on, for notes and warnings */
+    uint32_t nkv;
+    struct { char key[24]; char val[64]; } kv[BENCH_KV_MAX];
+};
+
+/* What one run produced. */
+struct bench_output {
+    struct bench_rec *recs;
+    size_t n, cap;
+    double wall_s;                 /* host wall-clock time of the QEMU process */
+    bool printed;                  /* --print-cmd: only the command line was printed */
+};
+
+/* One run of a benchmark image. */
+struct bench_launch {
+    const char *image;             /* bench_gemm, ... */
+    const char *bootargs;          /* QEMU -append; NULL or "" for none */
+    enum npuctl_machine_mode mode;
+    bool mesh_set;                 /* else the chip's (or --mesh's) mesh */
+    uint32_t rows, cols;
+};
+
+/*
+ * Runs the image with the options of `o` (chip, threads, timeout, extra QEMU arguments),
+ * captures its console and parses it into *out. 0, or the exit status npuctl should return
+ * after the message it printed (2, or 124 on --timeout).
+ */
+int bench_run_image(const struct npuctl_run_opts *o, const struct bench_launch *l,
+                    struct bench_output *out);
+void bench_output_free(struct bench_output *out);
+
+/* Field access; missing fields read as NULL (bench_get), "" (bench_str) or 0. */
+const char *bench_get(const struct bench_rec *r, const char *key);
+const char *bench_str(const struct bench_rec *r, const char *key);
+double bench_get_d(const struct bench_rec *r, const char *key);
+uint64_t bench_get_u64(const struct bench_rec *r, const char *key);
+bool bench_is(const struct bench_rec *r, const char *kind, const char *key, const char *val);
+/* The first record of `kind`, or NULL. */
+const struct bench_rec *bench_first(const struct bench_output *out, const char *kind);
+
+/* "met" or "NOT met". */
+const char *bench_verdict(bool met);
+/* The first header line: what ran on which chip, in which mode. */
+void bench_print_chip(const struct bench_output *out, const char *what);
+/* Prints the skip / warn / error lines of a run as notes; returns how many. */
+size_t bench_print_notes(const struct bench_output *out);
+
+/* The reports; each returns 0, or 2 if the run printed no measurement. */
+int bench_report_gemm(const struct bench_output *out);
+int bench_report_dma(const struct bench_output *out);
+int bench_report_noc(const struct bench_output *out);
+
+/* npuctl bench host: runs everything itself; returns the exit status. */
+int bench_host(const struct npuctl_run_opts *o);
+
+#endif

@@ -1,0 +1,55 @@
+# SPDX-License-Identifier: MIT
+# Smoke tests of `npuctl bench` (docs/benchmarks.md), included by tests/target/CMakeLists.txt
+# on the host side (it uses npu_target_test and NPUCTL from there). Each runs the reduced
+# variant (--quick) and checks that the table and the summary lines are printed, not the
+# values of the figures: how fast or efficient the chip is belongs to the benchmarks, not
+# to the tests.
+
+npu_target_test(bench.gemm EXIT 0 TIMEOUT 120
+  EXPECT "^npuctl bench gemm: chip large-64, 8x8 mesh, .* performance mode"
+         "^ +M +N +K +tiles +measured us +bound us +formula us +util$"
+         "^ +4096 +4096 +4096 +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$"
+         "^large GEMMs, M, N, K >= 1024 \\([0-9]+ shapes\\): min utilisation [0-9.]+ at [0-9x]+ \\(target >= 0.90\\): (met|NOT met)$"
+         "^measured = formula: [0-9]+ of [0-9]+ shapes$"
+  CMD ${NPUCTL} bench gemm --quick --timeout 100)
+
+npu_target_test(bench.dma EXIT 0 TIMEOUT 120
+  EXPECT "^npuctl bench dma: chip large-64, .* performance mode"
+         "^case +cores +direction +bytes +rows +measured us +transfer us +latency us +eff"
+         "^single +1 +hbm>sram +1048576 "
+         "^multi +64 +"
+         "^transfers >= 1 MiB: min efficiency [0-9.]+ at [0-9]+ bytes \\(target >= 0.95 of hbm_gbps\\): (met|NOT met)$"
+         "^64 cores at once, [0-9]+ bytes each: .* per-core bandwidth (holds|does NOT hold)$"
+  CMD ${NPUCTL} bench dma --quick --timeout 100)
+
+npu_target_test(bench.noc EXIT 0 TIMEOUT 120
+  EXPECT "^npuctl bench noc: chip large-64, .* performance mode"
+         "^case +flows +src>dst +hops +bytes +measured ns +bound ns +share +ratio"
+         "^latency   per hop \\(slope from 1 to 14 hops\\): [0-9.]+ ns measured, noc_hop_cycles x cycle = [0-9.]+ ns: (matches|DIFFERS)$"
+         "^bandwidth [0-9]+ bytes to a neighbour: [0-9.]+ GB/s end to end"
+         "^shared2 +\\(two writes share a link\\): .*: (matches|DIFFERS)$"
+         "^separate +\\(two writes on disjoint links\\): .*: (matches|DIFFERS)$"
+  CMD ${NPUCTL} bench noc --quick --timeout 100)
+
+# --quick: the 4x4 mesh only, one run per point, a few thousand commands.
+npu_target_test(bench.host EXIT 0 TIMEOUT 180
+  EXPECT "^npuctl bench host: host wall-clock time per engine command"
+         "^mesh +mode +k +commands +descriptors +run s +base s +spread s +us/command +us/desc$"
+         "^4x4 +functional +16 +[0-9]+ +[0-9]+ "
+         "^4x4 +performance +16 +[0-9]+ +[0-9]+ "
+         "^target \\(<= 2.0 us per command, performance mode, 16x16, chains\\): not measured in this run$"
+  CMD ${NPUCTL} bench host --quick --timeout 150)
+
+# The same image on another chip: the benchmarks adapt to its mesh and SRAM.
+npu_target_test(bench.noc.mesh-4x4 EXIT 0 TIMEOUT 120
+  EXPECT "^npuctl bench noc: chip mesh-4x4, 4x4 mesh"
+         "^latency   per hop \\(slope from 1 to 6 hops\\)"
+  CMD ${NPUCTL} bench noc --quick --chip mesh-4x4 --timeout 100)
+
+npu_target_test(bench.unknown EXIT 2
+  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc or host\\)"
+  CMD ${NPUCTL} bench frob)
+
+foreach(t gemm dma noc host noc.mesh-4x4)
+  set_tests_properties(target.bench.${t} PROPERTIES LABELS "target;bench")
+endforeach()
