@@ -86,8 +86,10 @@ void chip_engine_route_add(const struct chip_engines *e, uint32_t a, uint32_t b,
     while (c != cb || r != rb) {
         uint32_t dir = c != cb ? (cb > c ? 0 : 1) : (rb > r ? 2 : 3); /* E W S N */
         uint32_t link = chip_engines_link(e, r, c, dir);
-        if (!seen[link - e->nhbm] && plan->path_len < CHIP_PATH_MAX) {
-            seen[link - e->nhbm] = 1;
+        bool repeat = seen && seen[link - e->nhbm];
+        if (!repeat && plan->path_len < CHIP_PATH_MAX) {
+            if (seen)
+                seen[link - e->nhbm] = 1;
             plan->path[plan->path_len++] = link;
         }
         if (c != cb)
@@ -102,12 +104,12 @@ void chip_engine_noc_plan(const struct chip_engines *e, uint32_t core, const str
 {
     uint8_t seen[CHIP_CORES_MAX * 4];
     uint32_t hops = 0;
-    memset(seen, 0, (size_t)e->ncores * 4);
     plan->is_flow = true;
     plan->bytes = (uint64_t)d->m * d->n;
     plan->path_len = 0;
     if (d->op == NPU_NOC_OP_MULTICAST) {
         struct rect r = rect_of(d->b);
+        memset(seen, 0, (size_t)e->ncores * 4); /* routes to several cores share links */
         for (uint32_t row = r.r0; row <= r.r1; row++)
             for (uint32_t col = r.c0; col <= r.c1; col++) {
                 uint32_t dst = row * e->cols + col, h = chip_hops(e->clock, core, dst);
@@ -118,7 +120,7 @@ void chip_engine_noc_plan(const struct chip_engines *e, uint32_t core, const str
         struct chip_mem_range src, dst;
         side(e, d->a, d->m, d->n, d->lda, &src);
         side(e, d->c, d->m, d->n, d->ldc, &dst);
-        chip_engine_route_add(e, src.core, dst.core, seen, plan);
+        chip_engine_route_add(e, src.core, dst.core, NULL, plan); /* one route: no repeats */
         hops = chip_hops(e->clock, src.core, dst.core);
         if (d->op == NPU_NOC_OP_READ)
             hops *= 2; /* the request travels first */

@@ -168,14 +168,12 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
 static void plan_stack(const struct chip_engines *e, uint32_t core, bool from_hbm,
                        struct chip_engine_plan *plan)
 {
-    uint8_t seen[CHIP_CORES_MAX * 4];
     uint32_t router;
     uint32_t stack = chip_engines_hbm_stack(e, core, &router);
-    memset(seen, 0, (size_t)e->ncores * 4);
     plan->is_flow = true;
     plan->path_len = 0;
     plan->path[plan->path_len++] = stack;
-    chip_engine_route_add(e, from_hbm ? router : core, from_hbm ? core : router, seen, plan);
+    chip_engine_route_add(e, from_hbm ? router : core, from_hbm ? core : router, NULL, plan);
     plan->latency_cycles = e->cfg.hbm_latency_cycles +
                            (uint64_t)chip_hops(e->clock, core, router) * e->clock->p.hop_cycles;
 }
@@ -189,7 +187,10 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, struct chip_engine_plan *plan)
 {
     struct chip_mem_range src, dst;
-    memset(plan, 0, sizeof(*plan));
+    /* Not memset: the path array is large and only path_len entries are ever read. */
+    plan->is_flow = false;
+    plan->cycles = plan->bytes = plan->latency_cycles = 0;
+    plan->path_len = 0;
     if (d->engine == NPU_ENGINE_MATRIX) {
         const struct matrix_engine_cfg cfg = {
             .rows = e->cfg.sa_rows, .cols = e->cfg.sa_cols,

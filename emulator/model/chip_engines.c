@@ -181,6 +181,7 @@ static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
         return;
     }
     queue->flow = id;
+    queue->latency_cycles = plan.latency_cycles;
     flow_reschedule(e);
 }
 
@@ -206,13 +207,10 @@ static void flow_complete_due(struct chip_engines *e, uint64_t now)
     uint32_t id;
     while (flow_net_next_completion(&e->net, &t, &id) && t <= now) {
         uint32_t q = e->flow_owner[id];
-        struct chip_engine_plan plan;
         flow_net_remove(&e->net, now, id);
-        chip_engine_desc_plan(e, queue_core(q), &e->queues[q].ring[e->queues[q].head].d,
-                              &plan);
         chip_clock_schedule(e->clock, queue_core(q),
-                            now + plan.latency_cycles * e->clock->p.cycle_ps, EV_ENG_DONE, q,
-                            0);
+                            now + e->queues[q].latency_cycles * e->clock->p.cycle_ps,
+                            EV_ENG_DONE, q, 0);
     }
     flow_reschedule(e);
 }

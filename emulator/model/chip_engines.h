@@ -65,7 +65,8 @@ struct chip_engine_queue {
     uint32_t cap, head, len;
     bool busy;              /* the head descriptor is running */
     uint64_t started_ps;
-    uint32_t flow;          /* DMA / NoC: flow of the running descriptor */
+    uint32_t flow;          /* DMA / NoC: flow of the running descriptor ... */
+    uint64_t latency_cycles; /* ... and the latency added after it */
     struct chip_engine_counters count;
 };
 

@@ -53,7 +53,8 @@ void chip_engine_noc_plan(const struct chip_engines *e, uint32_t core, const str
 void chip_engine_noc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                             uint64_t now, struct chip_engine_counters *count);
 
-/* Adds the XY route from core a to core b to a plan (links not already in it). */
+/* Adds the XY route from core a to core b to a plan; with `seen` (a byte per link), only the
+ * links not already in it (for multicast trees). */
 void chip_engine_route_add(const struct chip_engines *e, uint32_t a, uint32_t b, uint8_t *seen,
                            struct chip_engine_plan *plan);
 
