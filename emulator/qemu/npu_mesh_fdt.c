@@ -50,6 +50,8 @@ static void add_chip_node(NpuMeshState *s, void *fdt)
     qemu_fdt_setprop_cell(fdt, node, "npu,hbm-gbps", c->hbm_gbps);
     qemu_fdt_setprop_cell(fdt, node, "npu,hbm-latency-cycles", c->hbm_latency_cycles);
     qemu_fdt_setprop_cell(fdt, node, "npu,noc-link-gbps", c->noc_link_gbps);
+    qemu_fdt_setprop_cells(fdt, node, "npu,hbm-stacks", c->hbm_stacks, c->hbm_stack_gbps);
+    qemu_fdt_setprop_cell(fdt, node, "npu,congestion-free", c->congestion_free);
     qemu_fdt_setprop_string(fdt, node, "npu,mode", s->chipctl->performance ? "performance"
                                                                             : "functional");
     qemu_fdt_setprop_cell(fdt, node, "npu,regspec-version", NPU_REGSPEC_VERSION);

@@ -72,7 +72,7 @@ static int read_reg(int node, const char *prop, uint64_t *base, uint64_t *size)
 /* The engines' parameters (the chip node). */
 static int load_engine_props(int node)
 {
-    uint32_t sa[2], vec[2];
+    uint32_t sa[2], vec[2], stacks[2], congestion_free;
     const char *mode;
     int rc = fdt_prop_cells(&blob, node, "npu,systolic-array", sa, 2);
     if (rc == NPU_OK)
@@ -86,9 +86,15 @@ static int load_engine_props(int node)
     if (rc == NPU_OK)
         rc = fdt_prop_u32(&blob, node, "npu,noc-link-gbps", &chip.noc_link_gbps);
     if (rc == NPU_OK)
+        rc = fdt_prop_cells(&blob, node, "npu,hbm-stacks", stacks, 2);
+    if (rc == NPU_OK)
+        rc = fdt_prop_u32(&blob, node, "npu,congestion-free", &congestion_free);
+    if (rc == NPU_OK)
         rc = fdt_prop_string(&blob, node, "npu,mode", &mode);
     if (rc != NPU_OK)
         return rc;
+    chip.hbm_stacks = stacks[0], chip.hbm_stack_gbps = stacks[1];
+    chip.congestion_free = congestion_free != 0;
     chip.sa_rows = sa[0], chip.sa_cols = sa[1];
     chip.vector_lanes = vec[0], chip.vector_alus_per_lane = vec[1];
     chip.performance = strcmp(mode, "performance") == 0;

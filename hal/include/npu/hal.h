@@ -31,6 +31,9 @@ struct hal_chip_info {
     uint32_t hbm_gbps;          /* per core, 10^9 bytes/s */
     uint32_t hbm_latency_cycles;
     uint32_t noc_link_gbps;     /* per link and direction */
+    uint32_t hbm_stacks;        /* 0: an HBM channel per core; else stacks on the west edge */
+    uint32_t hbm_stack_gbps;    /* per stack */
+    bool congestion_free;       /* transfers never share bandwidth */
     bool performance;           /* engines time but do not compute (performance mode) */
     uint64_t chipctl_base, chipctl_size;
     uint64_t dram_base, dram_size;
