@@ -134,7 +134,7 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, char *err, size_t errlen)
 {
     const uint32_t gemm_flags = NPU_DESC_TRANS_A | NPU_DESC_TRANS_B | NPU_DESC_ACCUMULATE;
-    uint32_t allowed = NPU_DESC_WAIT | NPU_DESC_SIGNAL;
+    uint32_t allowed = NPU_DESC_WAIT | NPU_DESC_SIGNAL | NPU_DESC_IRQ;
     if (d->engine == NPU_ENGINE_MATRIX)
         allowed |= gemm_flags;
     if (d->engine >= NPU_ENGINE_COUNT)

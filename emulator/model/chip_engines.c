@@ -197,6 +197,8 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
     queue->head = (queue->head + 1) % queue->cap;
     queue->len--;
     queue->busy = false;
+    if ((d.flags & NPU_DESC_IRQ) && e->cfg.on_irq)
+        e->cfg.on_irq(e->cfg.opaque, core);
     queue_try_start(e, q, now);
 }
 

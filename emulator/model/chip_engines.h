@@ -43,6 +43,10 @@ struct chip_engine_cfg {
     uint64_t noc_link_bytes_per_s;      /* per link and direction */
     bool functional;                    /* false: performance mode */
     bool congestion_free;               /* flows do not share bandwidth */
+    /* Called when a descriptor with NPU_DESC_IRQ completes on `core` (chip time, no hart
+       running); may be NULL. */
+    void (*on_irq)(void *opaque, uint32_t core);
+    void *opaque;
 };
 
 struct chip_engine_counters {

@@ -213,6 +213,12 @@ static void on_wake(void *opaque, uint32_t hart)
     npu_core_woken(s->cores[hart]);
 }
 
+static void on_engine_irq(void *opaque, uint32_t core)
+{
+    NpuChipctlState *s = opaque;
+    npu_core_raise(s->cores[core], R_CORE_IRQ_STATUS_ENGINE_MASK);
+}
+
 static uint64_t chipctl_read(void *opaque, hwaddr addr, unsigned size)
 {
     NpuChipctlState *s = opaque;
@@ -299,6 +305,8 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .hbm_stack_bytes_per_s = (uint64_t)s->cfg.hbm_stack_gbps * 1000000000ull,
         .congestion_free = s->cfg.congestion_free != 0,
         .functional = !s->performance,
+        .on_irq = on_engine_irq,
+        .opaque = s,
     };
 
     if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {

@@ -24,10 +24,15 @@ void npu_core_update_irq(NpuCoreState *core)
     qemu_set_irq(core->irq, (core->irq_status & core->irq_enable) != 0);
 }
 
+void npu_core_raise(NpuCoreState *core, uint32_t sources)
+{
+    core->irq_status |= sources;
+    npu_core_update_irq(core);
+}
+
 void npu_core_woken(NpuCoreState *core)
 {
-    core->irq_status |= R_CORE_IRQ_STATUS_WAKE_MASK;
-    npu_core_update_irq(core);
+    npu_core_raise(core, R_CORE_IRQ_STATUS_WAKE_MASK);
 }
 
 static struct chip_clock *clock_of(NpuCoreState *core)
@@ -314,7 +319,7 @@ static void core_write(void *opaque, hwaddr addr, uint64_t value, unsigned size)
         npu_core_update_irq(core);
         break;
     case A_CORE_IRQ_ENABLE:
-        core->irq_enable = value & R_CORE_IRQ_ENABLE_WAKE_MASK;
+        core->irq_enable = value & (R_CORE_IRQ_ENABLE_WAKE_MASK | R_CORE_IRQ_ENABLE_ENGINE_MASK);
         npu_core_update_irq(core);
         break;
     case A_CORE_CON_TX:

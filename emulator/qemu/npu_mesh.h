@@ -114,6 +114,8 @@ void npu_chip_hart_exit(NpuChipctlState *s, uint32_t hart, int status);
 int npu_chip_current_hart(NpuChipctlState *s);
 /* Raises or lowers a core's interrupt line from its IRQ_STATUS & IRQ_ENABLE. */
 void npu_core_update_irq(NpuCoreState *core);
+/* Sets interrupt sources (IRQ_STATUS bits) of a core and updates its line. */
+void npu_core_raise(NpuCoreState *core, uint32_t sources);
 /* Called by the clock for every hart that wakes. */
 void npu_core_woken(NpuCoreState *core);
 

@@ -22,6 +22,8 @@ void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync)
         d->signal_sem = sync->signal_sem;
         d->signal_value = sync->signal_value;
     }
+    if (sync->irq)
+        d->flags |= NPU_DESC_IRQ;
 }
 
 int engine_submit(const struct npu_desc *descs, uint32_t count)

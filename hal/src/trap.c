@@ -86,9 +86,9 @@ void hal_trap_dispatch(struct hal_trap_frame *frame)
             irq_handler();
             return;
         }
-        /* An interrupt nobody handles: acknowledge the wake source so it does not repeat. */
+        /* An interrupt nobody handles: acknowledge every source so it does not repeat. */
         mmio_write32(hal_self()->regs_base + CORE_IRQ_STATUS_OFFSET,
-                     CORE_IRQ_STATUS_WAKE_MASK);
+                     CORE_IRQ_STATUS_WAKE_MASK | CORE_IRQ_STATUS_ENGINE_MASK);
         return;
     }
     report_fatal(frame);

@@ -24,6 +24,7 @@ struct engine_sync {
     uint16_t signal_core;
     uint8_t signal_sem;
     uint32_t signal_value;
+    bool irq;              /* on completion raise this core's IRQ_STATUS.ENGINE */
 };
 
 /* Applies a sync to a descriptor's flags and fields. */

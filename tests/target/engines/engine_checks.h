@@ -30,7 +30,8 @@ static const char *const echeck_names[ECHECK__COUNT] = {
     [ECHECK_NOC] = "a NoC write lands in the next core's SRAM and increments its semaphore",
     [ECHECK_NOC_RM] = "a NoC read fetches the next core's SRAM; core 0's multicast reaches "
                       "every core and increments each one's semaphore",
-    [ECHECK_WAIT] = "a descriptor waits for its semaphore before starting",
+    [ECHECK_WAIT] = "a descriptor waits for its semaphore before starting and raises "
+                    "IRQ_STATUS.ENGINE when done",
     [ECHECK_BAD] = "a descriptor outside SRAM and HBM is refused; nothing is queued",
 };
 

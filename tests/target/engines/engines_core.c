@@ -12,6 +12,7 @@
 #include "npu/dma.h"
 #include "npu/hal.h"
 #include "npu/matrix.h"
+#include "npu/mmio.h"
 #include "npu/noc_endpoint.h"
 #include "npu/wait.h"
 
@@ -203,19 +204,25 @@ static void check_wait(void)
                                .src_stride = 256, .dst_stride = 256,
                                .sync = signal_self(SEM_AFTER) };
     a.sync.wait = true, a.sync.wait_sem = SEM_GATE, a.sync.wait_value = 1;
+    a.sync.irq = true;
     dma_copy_desc(&descs[0], &a);
+    uintptr_t irq_status = (uintptr_t)hal_self()->regs_base + CORE_IRQ_STATUS_OFFSET;
     int rc = engine_submit(descs, 1);
     hal_sleep_ps(HAL_PS_PER_US);
     uint32_t blocked = engine_pending(NPU_ENGINE_DMA);
+    bool early_irq = mmio_read32(irq_status) & CORE_IRQ_STATUS_ENGINE_MASK;
     struct hal_sem_post_args open = { .core = hal_self()->core_id, .sem = SEM_GATE,
                                       .op = NPU_SEM_OP_INC, .value = 1 };
     uint64_t opened = hal_time_ps();
     hal_sem_post(&open);
     hal_sem_wait(SEM_AFTER, 1);
-    expect(rc == NPU_OK && blocked == 1 && hal_time_ps() > opened &&
+    bool irq = mmio_read32(irq_status) & CORE_IRQ_STATUS_ENGINE_MASK;
+    mmio_write32(irq_status, CORE_IRQ_STATUS_ENGINE_MASK);
+    expect(rc == NPU_OK && blocked == 1 && hal_time_ps() > opened && !early_irq && irq &&
            engine_pending(NPU_ENGINE_DMA) == 0, ECHECK_WAIT,
-           "rc %d, %u pending while closed, done at %" PRIu64 " ps, opened at %" PRIu64, rc,
-           blocked, hal_time_ps(), opened);
+           "rc %d, %u pending while closed, done at %" PRIu64 " ps, opened at %" PRIu64
+           ", IRQ_STATUS.ENGINE before %d after %d", rc, blocked, hal_time_ps(), opened,
+           early_irq, irq);
 }
 
 static void check_bad(void)
