@@ -7,13 +7,6 @@
 
 NUM_FP_CONTRACT_OFF
 
-#if FLT_EVAL_METHOD != 0
-#error "the engines need fp32 arithmetic without excess precision (FLT_EVAL_METHOD 0)"
-#endif
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the engines read guest (little-endian) data in host byte order"
-#endif
-
 /*
  * Blocking (host speed only; every element still sums k = 0..K-1 in order into one fp32
  * accumulator): C is computed in blocks of BLOCK_M rows x BLOCK_N columns held in fp32; for

@@ -31,6 +31,16 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <float.h>
+
+/* What the engines' arithmetic relies on (checked wherever this header is used). */
+#if FLT_EVAL_METHOD != 0
+#error "the engines need fp32 arithmetic without excess precision (FLT_EVAL_METHOD 0)"
+#endif
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the engines read guest (little-endian) data in host byte order"
+#endif
+
 #if defined(__clang__)
 #define NUM_FP_CONTRACT_OFF _Pragma("STDC FP_CONTRACT OFF")
 #elif defined(__GNUC__)

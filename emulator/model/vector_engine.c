@@ -7,13 +7,6 @@
 
 NUM_FP_CONTRACT_OFF
 
-#if FLT_EVAL_METHOD != 0
-#error "the engines need fp32 arithmetic without excess precision (FLT_EVAL_METHOD 0)"
-#endif
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the engines read guest (little-endian) data in host byte order"
-#endif
-
 /* ---- operand checks: every operand is a rows x cols region (a vector is rows x 1) ---- */
 
 struct region {
