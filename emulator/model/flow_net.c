@@ -18,18 +18,19 @@ struct flow_net_res {
     uint64_t busy_ps;    /* accumulated while nflows > 0, up to busy_since */
     uint64_t busy_since; /* when nflows last became non-zero */
     uint32_t nflows;     /* active sharing flows crossing it */
-    uint32_t busy_pos;   /* index in flow_net.busy while nflows > 0 */
-    uint32_t mark;       /* == flow_net.mark_gen: already seen in the path being checked */
+    uint32_t mark;       /* == flow_net.mark_gen: seen by the path check or the search */
+    uint32_t *flows;     /* congested mode: ids of its nflows flows by ascending key */
+    uint32_t flows_cap;
     uint32_t unfrozen;   /* solver: flows not frozen yet */
     uint64_t avail;      /* solver: capacity not yet given to frozen flows */
-    size_t first;        /* solver: its flows are members[first .. first + nflows) */
-    size_t fill;         /* solver: next free member slot while building */
 };
 
 struct flow_net_flow {
     bool active;
     bool shares;       /* bytes > 0 and a non-empty path: takes bandwidth */
     bool frozen;       /* solver */
+    uint32_t mark;     /* == flow_net.mark_gen: already in the component being searched */
+    uint32_t due_pos;  /* index in flow_net.due while active */
     uint64_t key;
     uint64_t bytes;
     uint64_t rate;     /* bytes per second (FLOW_NET_UNLIMITED if instant) */
@@ -43,6 +44,11 @@ struct flow_net_flow {
 struct flow_net_heap_ent {
     uint64_t share;
     uint32_t res;
+};
+
+struct flow_net_due {
+    uint64_t end_ps, key; /* copies of the flow's, compared without touching the flow */
+    uint32_t id;
 };
 
 /* ---- 128-bit helpers ---- */
@@ -78,6 +84,8 @@ static struct u128 u128_sub(struct u128 a, struct u128 b)
 /* ceil(a / d) for d > 0, saturating at UINT64_MAX. */
 static uint64_t u128_div_ceil(struct u128 a, uint64_t d)
 {
+    if (a.hi == 0) /* below 2^64 picobytes (18 MB): one native division, same result */
+        return a.lo / d + (a.lo % d != 0);
     if (a.hi >= d)
         return UINT64_MAX; /* quotient >= 2^64 */
     uint64_t r = a.hi, q = 0; /* restoring division; r < d throughout */
@@ -132,17 +140,146 @@ static uint64_t end_time(const struct flow_net_flow *f)
     return dt > FLOW_NET_NEVER - f->last_ps ? FLOW_NET_NEVER : f->last_ps + dt;
 }
 
-/* Rebases every sharing flow to time t. */
-static void advance(struct flow_net *n, uint64_t t)
+/* ---- completion order: binary min-heap of the active flows by (end_ps, key) ---- */
+
+static bool due_before(const struct flow_net_due *a, const struct flow_net_due *b)
 {
-    for (uint32_t i = 0; i < n->nactive; i++) {
-        struct flow_net_flow *f = &n->flows[n->order[i]];
-        if (f->shares)
-            rebase(f, t);
-    }
+    return a->end_ps != b->end_ps ? a->end_ps < b->end_ps : a->key < b->key;
 }
 
-/* ---- solver: progressive filling with a lazy heap of resources ---- */
+static void due_put(struct flow_net *n, uint32_t pos, struct flow_net_due e)
+{
+    n->due[pos] = e;
+    n->flows[e.id].due_pos = pos;
+}
+
+/* Moves the entry at pos up or down to its place. */
+static void due_fix(struct flow_net *n, uint32_t pos)
+{
+    struct flow_net_due e = n->due[pos];
+    for (; pos > 0 && due_before(&e, &n->due[(pos - 1) / 2]); pos = (pos - 1) / 2)
+        due_put(n, pos, n->due[(pos - 1) / 2]);
+    for (;;) {
+        uint32_t c = 2 * pos + 1;
+        if (c >= n->ndue)
+            break;
+        if (c + 1 < n->ndue && due_before(&n->due[c + 1], &n->due[c]))
+            c++;
+        if (!due_before(&n->due[c], &e))
+            break;
+        due_put(n, pos, n->due[c]);
+        pos = c;
+    }
+    due_put(n, pos, e);
+}
+
+static void due_insert(struct flow_net *n, uint32_t id)
+{
+    struct flow_net_due e = { n->flows[id].end_ps, n->flows[id].key, id };
+    due_put(n, n->ndue++, e);
+    due_fix(n, n->ndue - 1);
+}
+
+static void due_erase(struct flow_net *n, uint32_t id)
+{
+    uint32_t pos = n->flows[id].due_pos;
+    struct flow_net_due last = n->due[--n->ndue];
+    if (pos == n->ndue)
+        return;
+    due_put(n, pos, last);
+    due_fix(n, pos);
+}
+
+/* Sets a flow's completion time and keeps the heap in order. */
+static void set_end(struct flow_net *n, uint32_t id, uint64_t end_ps)
+{
+    struct flow_net_flow *f = &n->flows[id];
+    if (f->end_ps == end_ps)
+        return;
+    f->end_ps = n->due[f->due_pos].end_ps = end_ps;
+    due_fix(n, f->due_pos);
+}
+
+/* ---- free ids: binary min-heap, so that an add takes the lowest one ---- */
+
+static void free_push(struct flow_net *n, uint32_t id)
+{
+    uint32_t i = n->nfree++;
+    for (; i > 0 && n->free_ids[(i - 1) / 2] > id; i = (i - 1) / 2)
+        n->free_ids[i] = n->free_ids[(i - 1) / 2];
+    n->free_ids[i] = id;
+}
+
+/* Drops the lowest free id (free_ids[0]). */
+static void free_pop(struct flow_net *n)
+{
+    uint32_t last = n->free_ids[--n->nfree], i = 0;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n->nfree)
+            break;
+        if (c + 1 < n->nfree && n->free_ids[c + 1] < n->free_ids[c])
+            c++;
+        if (n->free_ids[c] >= last)
+            break;
+        n->free_ids[i] = n->free_ids[c];
+        i = c;
+    }
+    n->free_ids[i] = last;
+}
+
+/* ---- key-ordered id lists (active flows; flows of a resource) ---- */
+
+/* Position of the first id in ids[0 .. len) whose flow's key is >= key. */
+static uint32_t key_pos(const struct flow_net *n, const uint32_t *ids, uint32_t len,
+                        uint64_t key)
+{
+    uint32_t lo = 0, hi = len;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (n->flows[ids[mid]].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Inserts id into ids[0 .. len) (room for one more is there); the caller counts it. */
+static void ids_insert(const struct flow_net *n, uint32_t *ids, uint32_t len, uint32_t id)
+{
+    uint32_t pos = key_pos(n, ids, len, n->flows[id].key);
+    memmove(&ids[pos + 1], &ids[pos], (len - pos) * sizeof(*ids));
+    ids[pos] = id;
+}
+
+/* Erases id from ids[0 .. len); the caller uncounts it. */
+static void ids_erase(const struct flow_net *n, uint32_t *ids, uint32_t len, uint32_t id)
+{
+    uint32_t pos = key_pos(n, ids, len, n->flows[id].key);
+    memmove(&ids[pos], &ids[pos + 1], (len - pos - 1) * sizeof(*ids));
+}
+
+static bool key_is_active(const struct flow_net *n, uint64_t key)
+{
+    uint32_t pos = key_pos(n, n->order, n->nactive, key);
+    return pos < n->nactive && n->flows[n->order[pos]].key == key;
+}
+
+/* A fresh stamp for resource and flow marks (all cleared when the counter wraps). */
+static uint32_t next_mark(struct flow_net *n)
+{
+    if (++n->mark_gen == 0) {
+        for (uint32_t r = 0; r < n->nres; r++)
+            n->res[r].mark = 0;
+        for (uint32_t s = 0; s < n->nslots; s++)
+            n->flows[s].mark = 0;
+        n->mark_gen = 1;
+    }
+    return n->mark_gen;
+}
+
+/* ---- solver: progressive filling over one component, with a lazy heap of resources ---- */
 
 static bool ent_before(const struct flow_net_heap_ent *a, const struct flow_net_heap_ent *b)
 {
@@ -197,40 +334,69 @@ static uint64_t share_of(const struct flow_net_res *r)
     return r->avail / r->unfrozen;
 }
 
-/* Resets the busy resources, lists each one's flows (in key order) and fills the heap. */
-static void solve_setup(struct flow_net *n)
+/* Adds a resource crossed by a flow to the component being searched. */
+static void visit_res(struct flow_net *n, uint32_t res, uint32_t mark)
 {
-    size_t first = 0;
-    n->heap_len = 0;
-    for (uint32_t b = 0; b < n->nbusy; b++) {
-        struct flow_net_res *r = &n->res[n->busy[b]];
-        r->avail = r->capacity;
-        r->unfrozen = r->nflows;
-        r->first = r->fill = first;
-        first += r->nflows;
-        heap_push(n, share_of(r), n->busy[b]);
-    }
-    for (uint32_t i = 0; i < n->nactive; i++) {
-        struct flow_net_flow *f = &n->flows[n->order[i]];
-        if (!f->shares)
-            continue;
-        f->frozen = false;
-        for (uint32_t k = 0; k < f->path_len; k++)
-            n->members[n->res[f->path[k]].fill++] = n->order[i];
+    struct flow_net_res *r = &n->res[res];
+    if (r->mark != mark && r->nflows != 0) {
+        r->mark = mark;
+        n->comp_res[n->ncomp_res++] = res;
     }
 }
 
 /*
- * Freezes every unfrozen flow of bottleneck `res` at `share` and takes it off the other
- * resources of its path. A resource whose share changes gets a fresh heap entry (shares only
- * grow, so the old entry becomes stale and is skipped when popped). Pushes are bounded by
- * busy resources + total path length.
+ * Breadth-first search from the seed resources: the flows linked to them through shared
+ * resources (transitively) go to comp, the resources those flows cross to comp_res. Only
+ * these flows' rates can change when a flow on a seed starts or ends.
+ */
+static void collect(struct flow_net *n, const uint32_t *seeds, uint32_t nseeds)
+{
+    uint32_t mark = next_mark(n);
+    n->ncomp = n->ncomp_res = 0;
+    for (uint32_t k = 0; k < nseeds; k++)
+        visit_res(n, seeds[k], mark);
+    for (uint32_t i = 0; i < n->ncomp_res; i++) { /* comp_res is the queue */
+        const struct flow_net_res *r = &n->res[n->comp_res[i]];
+        for (uint32_t j = 0; j < r->nflows; j++) {
+            struct flow_net_flow *f = &n->flows[r->flows[j]];
+            if (f->mark == mark)
+                continue;
+            f->mark = mark;
+            n->comp[n->ncomp++] = r->flows[j];
+            for (uint32_t k = 0; k < f->path_len; k++)
+                visit_res(n, f->path[k], mark);
+        }
+    }
+}
+
+/* Rebases the component's flows to now and fills the heap with its resources. */
+static void solve_setup(struct flow_net *n)
+{
+    n->heap_len = 0;
+    for (uint32_t i = 0; i < n->ncomp_res; i++) {
+        struct flow_net_res *r = &n->res[n->comp_res[i]];
+        r->avail = r->capacity;
+        r->unfrozen = r->nflows;
+        heap_push(n, share_of(r), n->comp_res[i]);
+    }
+    for (uint32_t i = 0; i < n->ncomp; i++) {
+        struct flow_net_flow *f = &n->flows[n->comp[i]];
+        rebase(f, n->now_ps);
+        f->frozen = false;
+    }
+}
+
+/*
+ * Freezes every unfrozen flow of bottleneck `res` (in key order) at `share` and takes it off
+ * the other resources of its path. A resource whose share changes gets a fresh heap entry
+ * (shares only grow, so the old entry becomes stale and is skipped when popped). Pushes are
+ * bounded by the component's resources + its total path length.
  */
 static void solve_freeze(struct flow_net *n, uint32_t res, uint64_t share)
 {
     const struct flow_net_res *bottleneck = &n->res[res];
-    for (size_t m = bottleneck->first; m < bottleneck->first + bottleneck->nflows; m++) {
-        struct flow_net_flow *f = &n->flows[n->members[m]];
+    for (uint32_t m = 0; m < bottleneck->nflows; m++) {
+        struct flow_net_flow *f = &n->flows[bottleneck->flows[m]];
         if (f->frozen)
             continue;
         f->frozen = true;
@@ -245,86 +411,54 @@ static void solve_freeze(struct flow_net *n, uint32_t res, uint64_t share)
     }
 }
 
-/* Max-min fair rates for every sharing flow, then their completion times. */
-static void solve(struct flow_net *n)
+/*
+ * Max-min fair rates for the component of the seed resources, then its flows' completion
+ * times. Progressive filling never links two components (a freeze only touches resources of
+ * the frozen flow's path), so this gives each flow the rate a solve of every flow would.
+ */
+static void solve(struct flow_net *n, const uint32_t *seeds, uint32_t nseeds)
 {
     struct flow_net_heap_ent e;
+    collect(n, seeds, nseeds);
     solve_setup(n);
     while (heap_pop(n, &e)) {
         const struct flow_net_res *r = &n->res[e.res];
         if (r->unfrozen != 0 && share_of(r) == e.share)
             solve_freeze(n, e.res, e.share);
     }
-    for (uint32_t i = 0; i < n->nactive; i++) {
-        struct flow_net_flow *f = &n->flows[n->order[i]];
-        if (f->shares)
-            f->end_ps = end_time(f);
-    }
+    for (uint32_t i = 0; i < n->ncomp; i++)
+        set_end(n, n->comp[i], end_time(&n->flows[n->comp[i]]));
+    n->solved_ps = n->now_ps;
     n->solves++;
+    n->solved_flows += n->ncomp;
 }
 
 /* ---- bookkeeping ---- */
 
-/* Position of the first active flow whose key is >= key. */
-static uint32_t order_pos(const struct flow_net *n, uint64_t key)
-{
-    uint32_t lo = 0, hi = n->nactive;
-    while (lo < hi) {
-        uint32_t mid = lo + (hi - lo) / 2;
-        if (n->flows[n->order[mid]].key < key)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
-static bool key_is_active(const struct flow_net *n, uint64_t key)
-{
-    uint32_t pos = order_pos(n, key);
-    return pos < n->nactive && n->flows[n->order[pos]].key == key;
-}
-
-static void order_insert(struct flow_net *n, uint32_t id)
-{
-    uint32_t pos = order_pos(n, n->flows[id].key);
-    memmove(&n->order[pos + 1], &n->order[pos], (n->nactive - pos) * sizeof(*n->order));
-    n->order[pos] = id;
-    n->nactive++;
-}
-
-static void order_erase(struct flow_net *n, uint32_t id)
-{
-    uint32_t pos = order_pos(n, n->flows[id].key);
-    n->nactive--;
-    memmove(&n->order[pos], &n->order[pos + 1], (n->nactive - pos) * sizeof(*n->order));
-}
-
 /* Counts a sharing flow on its resources (at n->now_ps). */
-static void attach(struct flow_net *n, const struct flow_net_flow *f)
+static void attach(struct flow_net *n, uint32_t id)
 {
+    const struct flow_net_flow *f = &n->flows[id];
     for (uint32_t k = 0; k < f->path_len; k++) {
         struct flow_net_res *r = &n->res[f->path[k]];
-        if (r->nflows++ == 0) {
+        if (!n->congestion_free)
+            ids_insert(n, r->flows, r->nflows, id);
+        if (r->nflows++ == 0)
             r->busy_since = n->now_ps;
-            r->busy_pos = n->nbusy;
-            n->busy[n->nbusy++] = f->path[k];
-        }
     }
     n->sum_len += f->path_len;
 }
 
 /* Takes a sharing flow off its resources (at n->now_ps). */
-static void detach(struct flow_net *n, const struct flow_net_flow *f)
+static void detach(struct flow_net *n, uint32_t id)
 {
+    const struct flow_net_flow *f = &n->flows[id];
     for (uint32_t k = 0; k < f->path_len; k++) {
         struct flow_net_res *r = &n->res[f->path[k]];
-        if (--r->nflows == 0) {
-            uint32_t moved = n->busy[--n->nbusy];
+        if (!n->congestion_free)
+            ids_erase(n, r->flows, r->nflows, id);
+        if (--r->nflows == 0)
             r->busy_ps += n->now_ps - r->busy_since;
-            n->busy[r->busy_pos] = moved;
-            n->res[moved].busy_pos = r->busy_pos;
-        }
     }
     n->sum_len -= f->path_len;
 }
@@ -355,19 +489,30 @@ static size_t grown(size_t cap, size_t need)
     return c;
 }
 
-/* Makes the solver scratch large enough for `extra` more path entries. */
-static int reserve_scratch(struct flow_net *n, size_t extra)
+/* Room for one more flow in the lists of a path's resources. */
+static int reserve_lists(struct flow_net *n, const uint32_t *path, uint32_t path_len)
 {
-    size_t need = n->sum_len + extra;
-    if (need > n->members_cap) {
-        size_t cap = grown(n->members_cap, need);
-        uint32_t *m = realloc(n->members, cap * sizeof(*m));
-        if (!m)
+    for (uint32_t k = 0; k < path_len; k++) {
+        struct flow_net_res *r = &n->res[path[k]];
+        if (r->nflows < r->flows_cap)
+            continue;
+        size_t cap = grown(r->flows_cap, (size_t)r->nflows + 1);
+        uint32_t *l = realloc(r->flows, cap * sizeof(*l));
+        if (!l)
             return NPU_ERR_NOMEM;
-        n->members = m;
-        n->members_cap = cap;
+        r->flows = l;
+        r->flows_cap = (uint32_t)cap;
     }
-    need += n->nres;
+    return NPU_OK;
+}
+
+/* Makes the solver scratch large enough for one more flow on `path`. */
+static int reserve_scratch(struct flow_net *n, const uint32_t *path, uint32_t path_len)
+{
+    int rc = reserve_lists(n, path, path_len);
+    if (rc)
+        return rc;
+    size_t need = n->nres + n->sum_len + path_len;
     if (need > n->heap_cap) {
         size_t cap = grown(n->heap_cap, need);
         struct flow_net_heap_ent *h = realloc(n->heap, cap * sizeof(*h));
@@ -379,7 +524,17 @@ static int reserve_scratch(struct flow_net *n, size_t extra)
     return NPU_OK;
 }
 
-/* Doubles the id slots (and the key-ordered list with them). */
+/* Reallocates an id array to cap entries. */
+static int grow_ids(uint32_t **ids, uint32_t cap)
+{
+    uint32_t *p = realloc(*ids, cap * sizeof(*p));
+    if (!p)
+        return NPU_ERR_NOMEM;
+    *ids = p;
+    return NPU_OK;
+}
+
+/* Doubles the id slots (and the per-flow id arrays with them); the new ids become free. */
 static int grow_slots(struct flow_net *n)
 {
     if (n->nslots > UINT32_MAX / 2)
@@ -390,25 +545,28 @@ static int grow_slots(struct flow_net *n)
         return NPU_ERR_NOMEM;
     n->flows = flows;
     memset(&flows[n->nslots], 0, (cap - n->nslots) * sizeof(*flows));
-    uint32_t *order = realloc(n->order, cap * sizeof(*order));
-    if (!order)
-        return NPU_ERR_NOMEM; /* the larger flows array stays, unused until a later grow */
-    n->order = order;
+    /* on failure the larger arrays stay, unused until a later grow */
+    if (grow_ids(&n->order, cap) || grow_ids(&n->free_ids, cap) || grow_ids(&n->comp, cap))
+        return NPU_ERR_NOMEM;
+    struct flow_net_due *due = realloc(n->due, cap * sizeof(*due));
+    if (!due)
+        return NPU_ERR_NOMEM;
+    n->due = due;
+    for (uint32_t s = n->nslots; s < cap; s++)
+        free_push(n, s);
     n->nslots = cap;
     return NPU_OK;
 }
 
-/* Lowest free id, with room for the path copied into its slot. */
+/* Lowest free id (left free until the add commits), with the path copied into its slot. */
 static int take_slot(struct flow_net *n, const uint32_t *path, uint32_t path_len, uint32_t *id)
 {
-    if (n->nactive == n->nslots) {
+    if (n->nfree == 0) {
         int rc = grow_slots(n);
         if (rc)
             return rc;
     }
-    uint32_t s = 0;
-    while (n->flows[s].active)
-        s++;
+    uint32_t s = n->free_ids[0];
     struct flow_net_flow *f = &n->flows[s];
     if (path_len > f->path_cap) {
         uint32_t *p = realloc(f->path, path_len * sizeof(*p));
@@ -427,18 +585,14 @@ static int take_slot(struct flow_net *n, const uint32_t *path, uint32_t path_len
 /* Path in range and without repeats; room on every resource when the flow shares. */
 static int check_path(struct flow_net *n, const uint32_t *path, uint32_t path_len, bool shares)
 {
-    if (++n->mark_gen == 0) {
-        for (uint32_t r = 0; r < n->nres; r++)
-            n->res[r].mark = 0;
-        n->mark_gen = 1;
-    }
+    uint32_t mark = next_mark(n);
     for (uint32_t k = 0; k < path_len; k++) {
         if (path[k] >= n->nres)
             return NPU_ERR_RANGE;
         struct flow_net_res *r = &n->res[path[k]];
-        if (r->mark == n->mark_gen)
+        if (r->mark == mark)
             return NPU_ERR_INVAL;
-        r->mark = n->mark_gen;
+        r->mark = mark;
         if (shares && !n->congestion_free && r->nflows >= r->capacity)
             return NPU_ERR_RANGE;
     }
@@ -460,8 +614,8 @@ int flow_net_init(struct flow_net *n, uint32_t nresources, const uint64_t *capac
             return NPU_ERR_INVAL;
     size_t count = nresources ? nresources : 1;
     n->res = calloc(count, sizeof(*n->res));
-    n->busy = calloc(count, sizeof(*n->busy));
-    if (!n->res || !n->busy) {
+    n->comp_res = calloc(count, sizeof(*n->comp_res));
+    if (!n->res || !n->comp_res) {
         flow_net_destroy(n);
         return NPU_ERR_NOMEM;
     }
@@ -478,11 +632,15 @@ void flow_net_destroy(struct flow_net *n)
         return;
     for (uint32_t s = 0; s < n->nslots; s++)
         free(n->flows[s].path);
+    for (uint32_t r = 0; n->res && r < n->nres; r++)
+        free(n->res[r].flows);
     free(n->flows);
     free(n->order);
+    free(n->due);
+    free(n->free_ids);
+    free(n->comp);
     free(n->res);
-    free(n->busy);
-    free(n->members);
+    free(n->comp_res);
     free(n->heap);
     memset(n, 0, sizeof(*n));
 }
@@ -501,6 +659,27 @@ int flow_net_set_capacity(struct flow_net *n, uint32_t resource, uint64_t bytes_
     return NPU_OK;
 }
 
+/* Makes free slot s an active flow started at n->now_ps (path already copied in). */
+static void start_flow(struct flow_net *n, uint32_t s, uint64_t key, uint64_t bytes, bool shares)
+{
+    struct flow_net_flow *f = &n->flows[s];
+    free_pop(n); /* s, the lowest free id */
+    f->active = true;
+    f->shares = shares;
+    f->key = key;
+    f->bytes = bytes;
+    f->last_ps = f->end_ps = n->now_ps;
+    f->rem = mul64(shares ? bytes : 0, FLOW_NET_PS_PER_S);
+    f->rate = shares ? path_min_capacity(n, f) : FLOW_NET_UNLIMITED;
+    ids_insert(n, n->order, n->nactive++, s);
+    if (shares) {
+        attach(n, s);
+        /* congested: the solve below sets it; NEVER keeps the flow low in the heap till then */
+        f->end_ps = n->congestion_free ? end_time(f) : FLOW_NET_NEVER;
+    }
+    due_insert(n, s);
+}
+
 int flow_net_add(struct flow_net *n, uint64_t now_ps, uint64_t key, const uint32_t *path,
                  uint32_t path_len, uint64_t bytes, uint32_t *id)
 {
@@ -509,6 +688,7 @@ int flow_net_add(struct flow_net *n, uint64_t now_ps, uint64_t key, const uint32
     if (now_ps < n->now_ps)
         return NPU_ERR_RANGE;
     bool shares = bytes != 0 && path_len != 0;
+    bool resolve = shares && !n->congestion_free;
     int rc = check_path(n, path, path_len, shares);
     if (rc)
         return rc;
@@ -516,41 +696,23 @@ int flow_net_add(struct flow_net *n, uint64_t now_ps, uint64_t key, const uint32
         return NPU_ERR_INVAL;
     uint32_t s;
     rc = take_slot(n, path, path_len, &s);
-    if (!rc && shares && !n->congestion_free)
-        rc = reserve_scratch(n, path_len);
+    if (!rc && resolve)
+        rc = reserve_scratch(n, path, path_len);
     if (rc)
         return rc;
-    if (shares && !n->congestion_free)
-        advance(n, now_ps);
     n->now_ps = now_ps;
-    struct flow_net_flow *f = &n->flows[s];
-    f->active = true;
-    f->shares = shares;
-    f->key = key;
-    f->bytes = bytes;
-    f->last_ps = f->end_ps = now_ps;
-    f->rem = mul64(shares ? bytes : 0, FLOW_NET_PS_PER_S);
-    f->rate = shares ? path_min_capacity(n, f) : FLOW_NET_UNLIMITED;
-    order_insert(n, s);
-    if (shares) {
-        attach(n, f);
-        if (n->congestion_free)
-            f->end_ps = end_time(f);
-        else
-            solve(n);
-    }
+    start_flow(n, s, key, bytes, shares);
+    if (resolve)
+        solve(n, n->flows[s].path, path_len);
     *id = s;
     return NPU_OK;
 }
 
 bool flow_net_next_completion(const struct flow_net *n, uint64_t *time_ps, uint32_t *id)
 {
-    if (!n || n->nactive == 0)
+    if (!n || n->ndue == 0)
         return false;
-    uint32_t best = n->order[0]; /* key order: the first of equal times wins */
-    for (uint32_t i = 1; i < n->nactive; i++)
-        if (n->flows[n->order[i]].end_ps < n->flows[best].end_ps)
-            best = n->order[i];
+    uint32_t best = n->due[0].id; /* lowest (end_ps, key) */
     if (time_ps)
         *time_ps = n->flows[best].end_ps;
     if (id)
@@ -566,20 +728,19 @@ int flow_net_remove(struct flow_net *n, uint64_t now_ps, uint32_t id)
         return NPU_ERR_RANGE;
     struct flow_net_flow *f = &n->flows[id];
     bool resolve = f->shares && !n->congestion_free;
-    if (resolve)
-        advance(n, now_ps);
-    else
-        rebase(f, now_ps);
+    rebase(f, now_ps);
     n->now_ps = now_ps;
     uint64_t done = bytes_done(f);
     for (uint32_t k = 0; k < f->path_len; k++)
         n->res[f->path[k]].bytes += done;
-    order_erase(n, id);
+    due_erase(n, id);
+    ids_erase(n, n->order, n->nactive--, id);
     if (f->shares)
-        detach(n, f);
+        detach(n, id);
     f->active = false;
+    free_push(n, id);
     if (resolve)
-        solve(n);
+        solve(n, f->path, f->path_len); /* the resources it left; the path stays in its slot */
     return NPU_OK;
 }
 
@@ -599,7 +760,12 @@ uint64_t flow_net_rate(const struct flow_net *n, uint32_t id)
 uint64_t flow_net_remaining(const struct flow_net *n, uint64_t now_ps, uint32_t id)
 {
     const struct flow_net_flow *f = active_flow(n, id);
-    return f ? u128_div_ceil(rem_at(f, now_ps), FLOW_NET_PS_PER_S) : 0;
+    if (!f)
+        return 0;
+    /* A time before the latest re-solve counts as it (see flow_net.h): flows outside its
+     * component were not rebased, but their amount at that time is the same. */
+    uint64_t t = now_ps < n->solved_ps ? n->solved_ps : now_ps;
+    return u128_div_ceil(rem_at(f, t), FLOW_NET_PS_PER_S);
 }
 
 uint64_t flow_net_end_ps(const struct flow_net *n, uint32_t id)

@@ -26,9 +26,9 @@
  * compiler and optimisation level, and depend only on the sequence of calls):
  * - Time is integer picoseconds, rates are integer bytes per second. Progress is counted in
  *   picobytes (1e-12 byte) in 128-bit integers, so rate [B/s] x time [ps] = picobytes exactly.
- *   A re-solve rebases each flow's remaining amount to the current time without any rounding,
+ *   A re-solve rebases each flow of its component to the current time without any rounding,
  *   so a flow whose rate does not change keeps exactly the same completion time however many
- *   re-solves happen, and at whatever times.
+ *   re-solves happen, and at whatever times (and whether or not they rebase it).
  * - Shares are floored to whole bytes per second: a flow frozen at resource r gets
  *   floor(remaining capacity of r / unfrozen flows on r). The error is below 1 B/s per flow
  *   (1e-9 relative at 1 GB/s); the sum of rates on a resource never exceeds its capacity, and
@@ -44,16 +44,31 @@
  *   capacity >= number of active flows on each resource. An add that would break that fails
  *   with NPU_ERR_RANGE (never the case for real bandwidths: 1 GB/s allows 1e9 flows).
  *
- * Complexity, with F active flows, L the new flow's path length, P the total path length of
- * the sharing flows and B the resources they cross (B <= P; idle resources are never
- * scanned; per-resource flow counts are kept incrementally):
- * - add / remove, congested mode: O(F + (B + P) log(B + P)) for the rebase and the solve
- *   (a lazy binary heap of resources keyed by (share, index)), plus one 128-by-64-bit
- *   division (64 shift-subtract steps) per flow for its completion time, plus O(L).
- * - add / remove, congestion-free mode, and of instant flows: O(F + L) (the key-ordered
- *   list of active flows and the lowest free id).
- * - next_completion: O(F). rate, remaining, end time, counters: O(1).
- * Memory: O(resources + id slots + P).
+ * Locality: starting or ending a flow can only change the rates of the flows of its
+ * component, the flows linked to it through shared resources, transitively (progressive
+ * filling never links two components: freezing a flow only touches the resources of its
+ * path, and resource ties are broken by index within each component as in a solve of all
+ * flows). So an add or remove searches that component (breadth-first over per-resource flow
+ * lists), rebases only its flows, re-solves only them and recomputes only their completion
+ * times; every other flow keeps its state untouched, and since rebasing is exact its rate
+ * and completion time are exactly the ones a solve of all flows would give. A query of the
+ * remaining bytes at a time before the latest re-solve counts as that re-solve's time, as if
+ * every flow had been rebased there (flow_net_remaining()).
+ *
+ * Complexity, with F active flows (instant ones included), L the path length of the flow
+ * added or removed, C the sharing flows of its component (after the add, or left on its
+ * resources after the remove), P_C their total path length and B_C the resources they cross
+ * (B_C <= P_C), and M the most flows on one resource of its path:
+ * - add / remove, congested mode: O((B_C + P_C) log(B_C + P_C)) for the search and the solve
+ *   (a lazy binary heap of resources keyed by (share, index)), one 128-by-64-bit division per
+ *   flow of the component for its completion time (one native 64-bit division while less
+ *   than 18 MB are left), O(C log F) to reorder the completion heap, O(L (M + log M)) for the
+ *   key-ordered flow lists of its resources, plus O(log F) for the lowest free id and the
+ *   key lookup and a memmove of at most F 32-bit ids (the key-ordered list of active flows).
+ *   With flows on separate resources (C = 1) this is O(L + log F) and that memmove.
+ * - add / remove, congestion-free mode, and of instant flows: O(L + log F) and the memmove.
+ * - next_completion, rate, remaining, end time, counters: O(1).
+ * Memory: O(resources + id slots + total path length of the sharing flows).
  *
  * Not thread-safe; no global state. Returns 0 (NPU_OK) or a negative enum npu_status.
  */
@@ -73,27 +88,34 @@
 struct flow_net_res;       /* private to flow_net.c */
 struct flow_net_flow;      /* private to flow_net.c */
 struct flow_net_heap_ent;  /* private to flow_net.c */
+struct flow_net_due;       /* private to flow_net.c */
 
 /* The whole model. Callers allocate it; fields are private to flow_net.c (tests and reports
- * may read `solves`). */
+ * may read `solves` and `solved_flows`). */
 struct flow_net {
     uint32_t nres;
     bool congestion_free;
     struct flow_net_res *res;     /* [nres] */
-    uint32_t *busy;               /* resources crossed by a sharing flow, in no order */
-    uint32_t nbusy;
-    struct flow_net_flow *flows;  /* id slots */
+    struct flow_net_flow *flows;  /* [nslots] id slots */
     uint32_t nslots;
-    uint32_t *order;              /* ids of the active flows by ascending key */
+    uint32_t *order;              /* [nslots] ids of the active flows by ascending key */
     uint32_t nactive;
+    struct flow_net_due *due;     /* [nslots] active flows: binary min-heap by (end, key) */
+    uint32_t ndue;
+    uint32_t *free_ids;           /* [nslots] free ids: binary min-heap */
+    uint32_t nfree;
     uint64_t now_ps;              /* latest time given to add or remove */
-    uint32_t mark_gen;            /* path duplicate check */
+    uint64_t solved_ps;           /* time of the latest re-solve */
+    uint32_t mark_gen;            /* path duplicate check, component search */
     size_t sum_len;               /* total path length of the sharing flows */
-    uint32_t *members;            /* solver: flows of each busy resource */
-    size_t members_cap;
+    uint32_t *comp;               /* [nslots] solver: flows of the component */
+    uint32_t ncomp;
+    uint32_t *comp_res;           /* [nres] solver: resources of the component */
+    uint32_t ncomp_res;
     struct flow_net_heap_ent *heap; /* solver: resources by (share, index) */
     size_t heap_len, heap_cap;
     uint64_t solves;              /* re-solves so far */
+    uint64_t solved_flows;        /* flows re-solved so far, summed over the re-solves */
 };
 
 /*
@@ -144,7 +166,8 @@ uint64_t flow_net_rate(const struct flow_net *n, uint32_t id);
 
 /*
  * Bytes an active flow still has to move at now_ps (rounded up; now_ps before the flow's
- * last update counts as that update), 0 if not active.
+ * start, or in congested mode before the latest re-solve, counts as that time), 0 if not
+ * active.
  */
 uint64_t flow_net_remaining(const struct flow_net *n, uint64_t now_ps, uint32_t id);
 

@@ -9,8 +9,11 @@
  * shares (three flows on 1 GB/s); congestion-free mode; determinism (add order, unrelated
  * re-solves, a random scenario run twice and against golden values); cancel; instant flows
  * (zero bytes, empty path); 64-bit extremes; invalid arguments; set_capacity; id reuse and
- * slot growth; busy time; and a randomized stress (fixed-seed LCG, both modes) checking after every call that no
- * resource is over capacity, the max-min property, remaining == 0 exactly from the completion
+ * slot growth; busy time; locality (an add or remove re-solves only the flows of its
+ * component, counted by `solved_flows`; a flow in another component keeps its exact end
+ * time); completion ties by key; remaining() before the latest re-solve; and a randomized
+ * stress (fixed-seed LCG, both modes) checking after every call that no resource is over
+ * capacity, the max-min property, remaining == 0 exactly from the completion
  * time on, that every flow completes and that the bytes per resource add up.
  */
 #include <setjmp.h>
@@ -475,6 +478,130 @@ static void test_determinism_unrelated_resolves(void **state)
     flow_net_destroy(&n);
 }
 
+/* ---- locality: a start or end re-solves only the flows it can affect ---- */
+
+#define L_NRES 201u /* 200 flows on separate resources; the last one stays idle */
+
+static void test_locality_separate_resources(void **state)
+{
+    (void)state;
+    static uint64_t cap[L_NRES];
+    struct flow_net n;
+    for (uint32_t r = 0; r < L_NRES; r++)
+        cap[r] = GBPS + r;
+    assert_int_equal(flow_net_init(&n, L_NRES, cap, false), NPU_OK);
+    for (uint32_t r = 0; r < L_NRES - 1; r++) {
+        uint64_t before = n.solved_flows;
+        add_ok(&n, r, 1000 + r, &r, 1, 1000000 + r);
+        assert_int_equal(n.solved_flows - before, 1); /* each add solves its own flow only */
+    }
+    uint64_t solves = n.solves, solved = n.solved_flows;
+    const uint32_t idle[1] = { L_NRES - 1 }, shared[2] = { L_NRES - 1, 5 };
+    uint32_t x = add_ok(&n, 1000, 1, idle, 1, 5000);   /* alone on the idle resource */
+    assert_int_equal(n.solved_flows - solved, 1);
+    assert_int_equal(flow_net_remove(&n, 2000, x), NPU_OK); /* leaves no flow to re-solve */
+    assert_int_equal(n.solved_flows - solved, 1);
+    x = add_ok(&n, 3000, 2, shared, 2, 5000);  /* shares resource 5 with one flow */
+    assert_int_equal(n.solved_flows - solved, 3);
+    assert_int_equal(flow_net_rate(&n, x), (GBPS + 5) / 2);
+    assert_int_equal(flow_net_rate(&n, 5), (GBPS + 5) / 2);
+    assert_int_equal(flow_net_rate(&n, 6), GBPS + 6);
+    assert_int_equal(flow_net_remove(&n, 4000, x), NPU_OK); /* re-solves flow 5 alone */
+    assert_int_equal(n.solved_flows - solved, 4);
+    assert_int_equal(flow_net_rate(&n, 5), GBPS + 5);
+    assert_int_equal(n.solves - solves, 4); /* still one re-solve per add or remove */
+    flow_net_destroy(&n);
+}
+
+/*
+ * A flow alone on its resource keeps its exact rate and completion time while flows start
+ * and end in other components (chains of shared links that merge and split), and none of
+ * those re-solves includes it.
+ */
+static void test_locality_other_component(void **state)
+{
+    (void)state;
+    const uint64_t cap[6] = { 999999937, 3 * GBPS + 1, 2 * GBPS + 3, 5 * GBPS - 7, GBPS, 11 };
+    struct flow_net n;
+    assert_int_equal(flow_net_init(&n, 6, cap, false), NPU_OK);
+    const uint32_t p0[1] = { 0 };
+    uint32_t x = add_ok(&n, 0, 1, p0, 1, 1234567);
+    uint64_t end = flow_net_end_ps(&n, x), t = 1;
+    uint32_t live[8], nlive = 0;
+    lcg_state = 7;
+    for (uint32_t i = 0; i < 2000 && t < end; i++, t += 1 + lcg_next() % 500) {
+        uint64_t before = n.solved_flows;
+        if (nlive < 8 && (nlive == 0 || lcg_next() % 2)) {
+            uint32_t path[2] = { 1 + lcg_next() % 5, 0 }, len = 1;
+            if (lcg_next() % 2 && (path[1] = 1 + lcg_next() % 5) != path[0])
+                len = 2;
+            live[nlive++] = add_ok(&n, t, 100 + i, path, len, 1 + lcg_next() % 100000);
+            assert_true(n.solved_flows - before >= 1);
+        } else {
+            uint32_t k = lcg_next() % nlive;
+            assert_int_equal(flow_net_remove(&n, t, live[k]), NPU_OK);
+            live[k] = live[--nlive];
+        }
+        assert_true(n.solved_flows - before <= nlive); /* never flow x */
+        assert_int_equal(flow_net_rate(&n, x), cap[0]);
+        assert_int_equal(flow_net_end_ps(&n, x), end);
+    }
+    assert_true(n.solves > 1000);
+    while (nlive > 0)
+        assert_int_equal(flow_net_remove(&n, t, live[--nlive]), NPU_OK);
+    complete(&n, end, x);
+    assert_int_equal(flow_net_resource_bytes(&n, 0), 1234567);
+    flow_net_destroy(&n);
+}
+
+/* Equal completion times come out by key, whatever the ids and the add order. */
+static void test_completion_order_ties(void **state)
+{
+    (void)state;
+    static uint64_t cap[64];
+    struct flow_net n;
+    for (uint32_t r = 0; r < 64; r++)
+        cap[r] = GBPS;
+    assert_int_equal(flow_net_init(&n, 64, cap, false), NPU_OK);
+    uint64_t key_of[64];
+    for (uint32_t r = 0; r < 64; r++) {
+        uint64_t key = ((r * 37u) % 64) * 1000; /* a permutation of the keys */
+        key_of[add_ok(&n, 0, key, &r, 1, r % 2 ? 2000 : 1000)] = key;
+    }
+    uint64_t prev = 0;
+    for (uint32_t i = 0; i < 64; i++) {
+        uint64_t t;
+        uint32_t id;
+        assert_true(flow_net_next_completion(&n, &t, &id));
+        assert_int_equal(t, i < 32 ? 1000000 : 2000000);
+        if (i % 32 != 0) /* keys ascend within each completion time */
+            assert_true(key_of[id] > prev);
+        prev = key_of[id];
+        assert_int_equal(flow_net_remove(&n, t, id), NPU_OK);
+    }
+    flow_net_destroy(&n);
+}
+
+/* remaining() at a time before the latest re-solve counts as that re-solve's time, also for
+ * a flow the re-solve did not touch (as if it had been rebased there). */
+static void test_remaining_before_resolve(void **state)
+{
+    (void)state;
+    const uint64_t cap[2] = { GBPS, GBPS };
+    const uint32_t p0[1] = { 0 }, p1[1] = { 1 };
+    struct flow_net n;
+    assert_int_equal(flow_net_init(&n, 2, cap, false), NPU_OK);
+    uint32_t a = add_ok(&n, 0, 1, p0, 1, 1000);
+    assert_int_equal(flow_net_remaining(&n, 100000, a), 900);
+    uint32_t b = add_ok(&n, 400000, 2, p1, 1, 1000); /* another component */
+    assert_int_equal(flow_net_remaining(&n, 100000, a), 600);
+    assert_int_equal(flow_net_remaining(&n, 500000, a), 500);
+    assert_int_equal(flow_net_remaining(&n, 0, b), 1000);
+    complete(&n, 1000000, a);
+    complete(&n, 1400000, b);
+    flow_net_destroy(&n);
+}
+
 /* ---- randomized stress ---- */
 
 #define S_NRES 24u
@@ -748,6 +875,10 @@ int main(void)
         cmocka_unit_test(test_id_reuse),
         cmocka_unit_test(test_determinism_add_order),
         cmocka_unit_test(test_determinism_unrelated_resolves),
+        cmocka_unit_test(test_locality_separate_resources),
+        cmocka_unit_test(test_locality_other_component),
+        cmocka_unit_test(test_completion_order_ties),
+        cmocka_unit_test(test_remaining_before_resolve),
         cmocka_unit_test(test_stress_random),
         cmocka_unit_test(test_determinism_random),
     };
