@@ -159,10 +159,8 @@ void chip_engine_noc_finish(struct chip_engines *e, uint32_t core, const struct 
             count->sram_bytes += 2 * bytes;
             if (d->op != NPU_NOC_OP_MULTICAST)
                 count->noc_byte_hops += bytes * chip_hops(e->clock, src.core, dst.core);
-            if (d->flags & NPU_DESC_SIGNAL)
-                chip_sem_post_from_unit(e->clock, dst.core, now,
-                                        d->op == NPU_NOC_OP_MULTICAST ? dst.core : d->signal_core,
-                                        d->signal_sem, NPU_SEM_OP_INC, d->signal_value);
+            chip_engine_desc_signal(e, dst.core, d, now,
+                                    d->op == NPU_NOC_OP_MULTICAST ? dst.core : d->signal_core);
         }
     if (d->op == NPU_NOC_OP_MULTICAST) {
         struct chip_engine_plan plan; /* the tree's links each carry the data once */

@@ -134,7 +134,8 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, char *err, size_t errlen)
 {
     const uint32_t gemm_flags = NPU_DESC_TRANS_A | NPU_DESC_TRANS_B | NPU_DESC_ACCUMULATE;
-    uint32_t allowed = NPU_DESC_WAIT | NPU_DESC_SIGNAL | NPU_DESC_IRQ;
+    uint32_t allowed = NPU_DESC_WAIT | NPU_DESC_SIGNAL | NPU_DESC_IRQ | NPU_DESC_WAIT2 |
+                       NPU_DESC_SIGNAL2;
     if (d->engine == NPU_ENGINE_MATRIX)
         allowed |= gemm_flags;
     if (d->engine >= NPU_ENGINE_COUNT)
@@ -148,7 +149,13 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
         (d->signal_sem >= CHIP_SEMS_PER_CORE || d->signal_core >= e->clock->nharts))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "signal_sem or signal_core out of range");
-    if (d->reserved0 || d->reserved1 || d->reserved2 || d->reserved3 || d->reserved4)
+    if ((d->flags & NPU_DESC_WAIT2) && d->wait2_sem >= CHIP_SEMS_PER_CORE)
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core, "wait2_sem out of range");
+    if ((d->flags & NPU_DESC_SIGNAL2) &&
+        (d->signal2_sem >= CHIP_SEMS_PER_CORE || d->signal2_core >= e->clock->nharts))
+        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
+                    "signal2_sem or signal2_core out of range");
+    if (d->reserved1 || d->reserved2 || d->reserved3 || d->reserved4)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
                     "reserved descriptor fields must be 0");
     switch (d->engine) {
@@ -284,6 +291,17 @@ static void desc_finish_data(struct chip_engines *e, const struct npu_desc *d,
         finish_copy(e, d);
 }
 
+void chip_engine_desc_signal(struct chip_engines *e, uint32_t from, const struct npu_desc *d,
+                             uint64_t now, uint32_t signal_core)
+{
+    if (d->flags & NPU_DESC_SIGNAL)
+        chip_sem_post_from_unit(e->clock, from, now, signal_core, d->signal_sem,
+                                NPU_SEM_OP_INC, d->signal_value);
+    if (d->flags & NPU_DESC_SIGNAL2)
+        chip_sem_post_from_unit(e->clock, from, now, d->signal2_core, d->signal2_sem,
+                                NPU_SEM_OP_INC, d->signal2_value);
+}
+
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                              uint64_t now, struct chip_engine_counters *count)
 {
@@ -292,7 +310,5 @@ void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct
         return;
     }
     desc_finish_data(e, d, count);
-    if (d->flags & NPU_DESC_SIGNAL)
-        chip_sem_post_from_unit(e->clock, core, now, d->signal_core, d->signal_sem,
-                                NPU_SEM_OP_INC, d->signal_value);
+    chip_engine_desc_signal(e, core, d, now, d->signal_core);
 }

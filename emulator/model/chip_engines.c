@@ -152,9 +152,10 @@ static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t no
     const struct chip_engine_slot *s = &queue->ring[queue->head];
     if (s->ready_ps > now)
         return false;
-    if (!(s->d.flags & NPU_DESC_WAIT))
-        return true;
-    return e->clock->harts[queue_core(q)].sems[s->d.wait_sem] >= s->d.wait_value;
+    const uint32_t *sems = e->clock->harts[queue_core(q)].sems;
+    if ((s->d.flags & NPU_DESC_WAIT) && sems[s->d.wait_sem] < s->d.wait_value)
+        return false;
+    return !(s->d.flags & NPU_DESC_WAIT2) || sems[s->d.wait2_sem] >= s->d.wait2_value;
 }
 
 /* Starts the head of queue q at chip time `now` if it may start. */
@@ -245,7 +246,8 @@ void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem)
     for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++) {
         uint32_t q = core * NPU_ENGINE_COUNT + eng;
         const struct chip_engine_queue *queue = &e->queues[q];
-        if (queue->len && !queue->busy && queue->ring[queue->head].d.wait_sem == sem)
+        const struct npu_desc *d = &queue->ring[queue->head].d;
+        if (queue->len && !queue->busy && (d->wait_sem == sem || d->wait2_sem == sem))
             queue_try_start(e, q, e->clock->time_ps);
     }
 }

@@ -58,10 +58,14 @@ void chip_engine_noc_finish(struct chip_engines *e, uint32_t core, const struct 
 void chip_engine_route_add(const struct chip_engines *e, uint32_t a, uint32_t b, uint8_t *seen,
                            struct chip_engine_plan *plan);
 
+/* Posts d's SIGNAL (to signal_core) and SIGNAL2 semaphores, leaving from core `from`. */
+void chip_engine_desc_signal(struct chip_engines *e, uint32_t from, const struct npu_desc *d,
+                             uint64_t now, uint32_t signal_core);
+
 /*
  * Applies a descriptor completed at chip time `now`: memory (functional mode), counters,
- * and its SIGNAL (from the core where the data landed: a NoC write's increment travels with
- * the data).
+ * and its SIGNAL and SIGNAL2 (from the core where the data landed: a NoC write's increment
+ * travels with the data).
  */
 void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                              uint64_t now, struct chip_engine_counters *count);

@@ -244,8 +244,10 @@ uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uin
     }
     uint64_t fk = ceil_div(k, cfg->rows), fn = ceil_div(n, cfg->cols);
     r.folds = fk * fn; /* < 2^64: each factor < 2^32 */
-    uint64_t per_fold = (uint64_t)m + cfg->rows + cfg->cols - 2;
-    r.compute_cycles = sat_add(cfg->rows, sat_mul(r.folds, per_fold));
+    /* A fold streams M rows but cannot switch before the next fold's R weight rows are in. */
+    uint64_t per_fold = m > cfg->rows ? m : cfg->rows;
+    uint64_t fill_drain = (uint64_t)cfg->rows + cfg->cols - 2;
+    r.compute_cycles = sat_add(sat_add(cfg->rows, sat_mul(r.folds, per_fold)), fill_drain);
     r.sram_bytes = gemm_sram_bytes(m, n, k, fk, fn, dtype, flags);
     r.sram_cycles = ceil_div(r.sram_bytes, cfg->sram_bytes_per_cycle);
     r.cycles = r.compute_cycles > r.sram_cycles ? r.compute_cycles : r.sram_cycles;

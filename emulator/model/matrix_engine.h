@@ -114,12 +114,16 @@ struct matrix_gemm_timing {
  *   FK = ceil(K / R), FN = ceil(N / C), folds = FK * FN
  *   The weight operand op(B) is cut into folds of R (along K) x C (along N); a partial fold
  *   is padded and costs as much as a full one. Fold order: N-folds outer, K-folds inner.
- *   Per fold, the M rows of op(A)'s K-slice stream through the array: M cycles, plus the
- *   fill/drain of the wavefront, R + C - 2 cycles. Weights are double-buffered: the R cycles
- *   that load a fold's weights overlap the previous fold (which always lasts at least
- *   M + R + C - 2 >= R cycles), so only the first load is exposed:
- *     compute_cycles = R + folds * (M + R + C - 2)
- *   (SCALE-Sim's weight-stationary fold time is 2R + C + M - 2: the same without overlap.)
+ *   Per fold, the M rows of op(A)'s K-slice stream through the array: M cycles. Weights are
+ *   double-buffered: the R cycles that load the next fold's weights overlap the current
+ *   fold, so a fold lasts max(M, R) cycles (with M < R the array waits for weights: GEMV is
+ *   weight-load bound). The switch to the next fold's weights travels down the array with
+ *   the wavefront (as in the TPU's staggered weight switch), so consecutive folds follow
+ *   each other without draining; the first weight load (R cycles) and one fill/drain of
+ *   the wavefront (R + C - 2 cycles) are exposed once per command:
+ *     compute_cycles = R + folds * max(M, R) + (R + C - 2)
+ *   This is the NPU paper's section 3.1 form, T = N_tiles * T_cycles + T_inject. (SCALE-Sim
+ *   charges 2R + C + M - 2 per fold: no overlap of folds at all.)
  *
  *   SRAM traffic, with ei = bytes of an input element (bf16 2, fp32 4), eo = bytes of a C
  *   element (BF16_BF16 2, else 4), and fp32 partial sums (4 bytes) kept in SRAM between the
@@ -135,8 +139,9 @@ struct matrix_gemm_timing {
  *   In steady state the array needs R * ei + C * 8 bytes per cycle (inputs in, partial sums
  *   in and out); below that the GEMM is SRAM-bound.
  *
- * Example: R = C = 128, M = N = K = 4096: folds = 1024, compute = 128 + 1024 * 4350 =
- * 4454528 cycles, utilisation 4194304 / 4454528 = 0.9416 when not SRAM-bound.
+ * Example: R = C = 128, M = N = K = 4096: folds = 1024, compute = 128 + 1024 * 4096 + 254 =
+ * 4194686 cycles, utilisation 4194304 / 4194686 = 0.99991 when not SRAM-bound; M = N = K =
+ * 1024: 128 + 64 * 1024 + 254 = 65918 cycles, utilisation 0.9942.
  */
 uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uint32_t n,
                             uint32_t k, enum matrix_dtype dtype, uint32_t flags,

@@ -5,7 +5,7 @@
  * (from issuing the submit to waking on the completion semaphore), the peak bound
  * 2MNK / (2 R C) cycles, the time the documented formula predicts
  * (emulator/model/matrix_engine.h: one command, plus per descriptor
- * max(R + folds (M + R + C - 2), SRAM bytes / SRAM bytes per cycle)) and the utilisation
+ * max(R + folds max(M, R) + R + C - 2, SRAM bytes / SRAM bytes per cycle)) and the utilisation
  * bound / measured. Other cores only report done.
  *
  * A GEMM whose operands do not fit in the core's free SRAM (4096^3 needs 32 MiB for A alone)
@@ -91,7 +91,7 @@ static uint64_t formula_cycles(uint64_t m, uint64_t n, uint64_t k, bool acc)
 {
     const uint64_t r = hal_chip()->sa_rows, c = hal_chip()->sa_cols;
     uint64_t fk = div_ceil(k, r), fn = div_ceil(n, c);
-    uint64_t compute = r + fk * fn * (m + r + c - 2);
+    uint64_t compute = r + fk * fn * (m > r ? m : r) + (r + c - 2);
     uint64_t bytes = fn * m * k * IN_BYTES + k * n * IN_BYTES +
                      m * n * ((fk - 1) * 8 + OUT_BYTES + (acc ? OUT_BYTES : 0));
     uint64_t sram = div_ceil(bytes, hal_chip()->sram_bytes_per_cycle);

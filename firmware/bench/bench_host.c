@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host-cost benchmark, NPU cores: every core issues n engine commands (bootarg n=, default
+ * Host-cost benchmark, NPU cores: every core issues n submits (bootarg n=, default
  * 0), each a SUBMIT of a chain of k descriptors (k=, default 1, at most NPU_SUBMIT_MAX): DMA
  * copies of bytes= (default 256) bytes from its HBM share into its SRAM, the last one
  * signalling the core, which waits for it before the next command. Nothing here is timed in
@@ -52,7 +52,7 @@ int main(void)
             return bench_done(NPU_EXIT_FAIL);
     if (hal_self()->core_id == 0)
         printf("BENCH host cores=%u n=%" PRIu64 " k=%" PRIu64 " bytes=%" PRIu64
-               " commands=%" PRIu64 " descs=%" PRIu64 " chip_ps=%" PRIu64 "\n",
+               " submits=%" PRIu64 " descs=%" PRIu64 " chip_ps=%" PRIu64 "\n",
                hal_chip()->ncores, n, k, bytes, n * hal_chip()->ncores,
                n * k * hal_chip()->ncores, hal_time_ps() - t0);
     return bench_done(NPU_EXIT_OK);

@@ -24,6 +24,17 @@ void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync)
     }
     if (sync->irq)
         d->flags |= NPU_DESC_IRQ;
+    if (sync->wait2) {
+        d->flags |= NPU_DESC_WAIT2;
+        d->wait2_sem = sync->wait2_sem;
+        d->wait2_value = sync->wait2_value;
+    }
+    if (sync->signal2) {
+        d->flags |= NPU_DESC_SIGNAL2;
+        d->signal2_core = sync->signal2_core;
+        d->signal2_sem = sync->signal2_sem;
+        d->signal2_value = sync->signal2_value;
+    }
 }
 
 int engine_submit(const struct npu_desc *descs, uint32_t count)

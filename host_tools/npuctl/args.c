@@ -198,6 +198,7 @@ static int apply_opt(enum opt_id id, const char *name, const char *value,
         o->mesh_set = true;
         return npuctl_parse_mesh(value, &o->mesh_rows, &o->mesh_cols, err, errlen);
     case OPT_THREADS:
+        o->threads_set = true;
         return parse_threads(value, &o->threads, err, errlen);
     case OPT_TIMEOUT:
         return parse_number_opt(name, value, 0, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s, err,

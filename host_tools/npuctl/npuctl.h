@@ -65,6 +65,7 @@ struct npuctl_run_opts {
     bool mesh_set;         /* --mesh RxC given */
     uint32_t mesh_rows, mesh_cols;
     enum npuctl_threads threads;
+    bool threads_set;      /* --threads given */
     uint32_t timeout_s;    /* --timeout, 0 = no limit; always 0 in debug mode */
     bool watchdog_set;     /* --watchdog-ms given */
     uint32_t watchdog_ms;

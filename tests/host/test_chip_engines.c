@@ -217,6 +217,42 @@ static void test_wait_holds_back_the_queue(void **state)
     assert_int_equal(wait_for(f, 0, 3, 1), 12000 + 1000000 + 100 * CYCLE);
 }
 
+/* WAIT and WAIT2 must both hold: the later of the two gates decides the start. */
+static void test_wait2_needs_both_gates(void **state)
+{
+    struct fix *f = *state;
+    struct npu_desc d = copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0), 64000, 0, 3);
+    d.flags |= NPU_DESC_WAIT | NPU_DESC_WAIT2;
+    d.wait_sem = 7;
+    d.wait_value = 1;
+    d.wait2_sem = 8;
+    d.wait2_value = 2;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    /* sem 7 lands at 8000 + 1 hop; sem 8 gets 1 from core 2 (1 hop) and 1 from core 3
+       (2 hops: 8000 + 8000), so WAIT2 holds only at 16000. */
+    assert_int_equal(chip_sem_post(&f->c, 1, 0, 7, NPU_SEM_OP_INC, 1), NPU_OK);
+    assert_int_equal(chip_sem_post(&f->c, 2, 0, 8, NPU_SEM_OP_INC, 1), NPU_OK);
+    assert_int_equal(chip_sem_post(&f->c, 3, 0, 8, NPU_SEM_OP_INC, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 3, 1), 16000 + 1000000 + 100 * CYCLE);
+}
+
+/* SIGNAL2 of a NoC write leaves from the destination: an acknowledgement to the sender. */
+static void test_signal2_acknowledges_a_write(void **state)
+{
+    struct fix *f = *state;
+    struct npu_desc d = copy(NPU_ENGINE_NOC, sram_addr(0, 0x10000), sram_addr(3, 0x20000),
+                             64000, 3, 1);
+    d.flags |= NPU_DESC_SIGNAL2;
+    d.signal2_core = 0;
+    d.signal2_sem = 5;
+    d.signal2_value = 2;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    /* Data and core 3's increment land after 2 hops; the acknowledgement 2 hops later. */
+    assert_int_equal(wait_for(f, 0, 5, 2), 1000000 + 4 * HOP);
+    assert_int_equal(f->c.harts[3].sems[1], 1);
+    assert_int_equal(f->c.harts[0].sems[5], 2);
+}
+
 static void test_bad_descriptors_refused(void **state)
 {
     struct fix *f = *state;
@@ -236,6 +272,16 @@ static void test_bad_descriptors_refused(void **state)
     d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(HBM_BYTES - 32), 64, UINT32_MAX, 0);
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
     d[1].engine = 9;
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_INVAL);
+    d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(0), 64, UINT32_MAX, 0);
+    d[1].flags |= NPU_DESC_WAIT2;
+    d[1].wait2_sem = 32; /* no such semaphore */
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
+    d[1].flags = NPU_DESC_SIGNAL2;
+    d[1].signal2_core = 5; /* 4 cores and the control core */
+    assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
+    d[1].signal2_core = 4;
+    d[1].reserved1 = 1;
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_INVAL);
     d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(0), 64, 7 /* no such core */, 0);
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
@@ -368,6 +414,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_multicast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_holds_back_the_queue, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait2_needs_both_gates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_signal2_acknowledges_a_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_bad_descriptors, setup, teardown),

@@ -34,9 +34,9 @@ npu_target_test(bench.noc EXIT 0 TIMEOUT 120
 # --quick: the 4x4 mesh only, one run per point, a few thousand commands.
 npu_target_test(bench.host EXIT 0 TIMEOUT 180
   EXPECT "^npuctl bench host: host wall-clock time per engine command"
-         "^mesh +mode +k +commands +descriptors +run s +base s +spread s +us/command +us/desc$"
-         "^4x4 +functional +16 +[0-9]+ +[0-9]+ "
-         "^4x4 +performance +16 +[0-9]+ +[0-9]+ "
+         "^mesh +mode +tcg +k +submits +commands +run s +base s +spread s +us/submit +us/command$"
+         "^4x4 +functional +multi +16 +[0-9]+ +[0-9]+ "
+         "^4x4 +performance +multi +16 +[0-9]+ +[0-9]+ "
          "^target \\(<= 2.0 us per command, performance mode, 16x16, chains\\): not measured in this run$"
   CMD ${NPUCTL} bench host --quick --timeout 150)
 

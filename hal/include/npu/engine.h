@@ -25,6 +25,13 @@ struct engine_sync {
     uint8_t signal_sem;
     uint32_t signal_value;
     bool irq;              /* on completion raise this core's IRQ_STATUS.ENGINE */
+    bool wait2;            /* and start only when local semaphore wait2_sem >= wait2_value */
+    uint8_t wait2_sem;
+    uint32_t wait2_value;
+    bool signal2;          /* on completion also add signal2_value to signal2_sem of */
+    uint16_t signal2_core; /* signal2_core (NoC: posted from where the data lands) */
+    uint8_t signal2_sem;
+    uint32_t signal2_value;
 };
 
 /* Applies a sync to a descriptor's flags and fields. */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectives over a group of cores (docs/noc-driver.md).
+ *
+ * A communicator binds a group (noc/placement.h) to a slot of driver semaphores and
+ * mailboxes, and to a scratch area in each member's SRAM. Every member calls the same
+ * collectives in the same order; each call:
+ *   1. agrees: every rank multicasts a 64-byte header (kind, sequence number, count,
+ *      dtype, root, group, its buffer addresses, the result of its local checks) to the
+ *      group's rectangle and waits for all of them (with a chip-time deadline). Every rank
+ *      then judges the same headers, so a bad group, a buffer outside SRAM or counts that
+ *      differ fail on every rank, with the same error code and a console line naming the
+ *      rank at fault. A rank whose header never comes makes the others time out
+ *      (NPU_ERR_TIMEOUT); the communicator is then broken (NPU_ERR_STATE afterwards).
+ *   2. moves the data as chains of engine descriptors that wait for and signal semaphores,
+ *      so transfers, reductions and forwarding run without the hart, pipelined in segments
+ *      (NoC transfers overlap the vector engine's reductions). See the design doc for why
+ *      this cannot deadlock.
+ *
+ * Buffers are in each rank's own SRAM (global addresses), may sit at different offsets on
+ * different ranks, and hold `count` elements of `dtype` (NPU_DTYPE_BF16 or NPU_DTYPE_FP32).
+ * Rank r's chunk is elements [r * count / size, (r + 1) * count / size).
+ *
+ * Reduction order (part of the contract, so a host loop in the same order matches bit for
+ * bit): ring reductions (not MESH2D) sum chunk c as in[c+1] + in[c+2] + ... + in[c] (ranks
+ * modulo size), each addition rounded to dtype; MESH2D reduces along the grid's columns
+ * first, in the same ring order over the rows of a column, then along its rows.
+ */
+#ifndef NOC_COLLECTIVE_H
+#define NOC_COLLECTIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "noc/placement.h"
+#include "npu_enums.h"
+
+#define NOC_COMM_SLOTS 2u
+/* Scratch each rank gives a communicator: receive slots for reductions and tokens. */
+#define NOC_COMM_SEGMENT_DEFAULT 65536u
+#define NOC_COMM_RECV_SLOTS 4u
+#define NOC_COMM_SCRATCH_BYTES(segment_bytes) (1024u + NOC_COMM_RECV_SLOTS * (segment_bytes))
+#define NOC_COMM_TIMEOUT_DEFAULT_PS 1000000000ull /* 1 ms of chip time for the agreement */
+#define NOC_M2N_PAIRS_MAX 4096u                   /* senders x receivers */
+
+struct noc_comm_config {
+    const struct noc_group *group;
+    uint32_t slot;            /* 0..NOC_COMM_SLOTS-1: communicators that share a core and
+                                 run at the same time need different slots */
+    uint64_t scratch;         /* this core's SRAM, NOC_COMM_SCRATCH_BYTES(segment_bytes) */
+    uint32_t segment_bytes;   /* pipelining unit, a multiple of 4 (0: the default) */
+    uint64_t timeout_ps;      /* agreement deadline after the call (0: the default) */
+};
+
+/* Per-rank state. (What the slot's semaphores should read is kept per core and slot, so
+   communicators can follow each other on a slot.) */
+struct noc_comm {
+    struct noc_comm_config cfg;
+    struct noc_group group;   /* a copy: the caller's may go */
+    uint32_t rank;
+    uint32_t seq;             /* collectives called so far */
+    uint32_t phase;           /* data phases run so far: picks the ARRIVE semaphore */
+    bool broken;              /* an agreement timed out: the semaphores are out of step */
+};
+
+/* NPU_ERR_INVAL for a bad slot, segment size or scratch; NPU_ERR_RANGE if this core is not
+   in the group. No other communicator may be using the slot on any member; members must
+   have created theirs before any member calls a collective on it. */
+int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg);
+
+struct noc_coll_args {
+    uint64_t buf;             /* this rank's buffer (global SRAM address) */
+    uint64_t count;           /* elements, the same on every rank (>= 1) */
+    enum npu_dtype dtype;     /* NPU_DTYPE_BF16 or NPU_DTYPE_FP32 */
+    uint32_t root;            /* broadcast: the rank whose buffer is sent */
+};
+
+/* Every rank waits until all have called it. */
+int noc_barrier(struct noc_comm *c);
+/* buf of root is copied into buf of every rank. */
+int noc_broadcast(struct noc_comm *c, const struct noc_coll_args *a);
+/* In place: rank r's chunk is at its place in buf; afterwards every buf holds all chunks. */
+int noc_allgather(struct noc_comm *c, const struct noc_coll_args *a);
+/* In place: afterwards rank r's chunk of buf holds the sum over ranks of that chunk; the
+   other chunks of buf hold partial sums. */
+int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a);
+/* In place: afterwards every buf holds the element-wise sum over ranks (reduce-scatter,
+   then all-gather). */
+int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a);
+
+/* All-to-all: buf holds size blocks of count elements, block q for rank q; recv gets size
+   blocks, block q from rank q. */
+struct noc_alltoall_args {
+    uint64_t buf, recv;
+    uint64_t count;           /* elements per block, the same on every rank */
+    enum npu_dtype dtype;
+};
+int noc_alltoall(struct noc_comm *c, const struct noc_alltoall_args *a);
+
+/*
+ * M2N dispatch and combine (MoE token dispatch): ranks 0..senders-1 send, the others
+ * receive. Sender i has counts[j] elements for receiver j (j = 0..receivers-1), laid out in
+ * its send buffer one block after another; receiver j gets the blocks of senders 0, 1, ...
+ * one after another in its recv buffer (of recv_capacity elements). The count matrix is
+ * kept in `plan` (storage of senders x receivers entries, the caller's) for the combine,
+ * which sends every block back from where dispatch put it to where it came from (into the
+ * sender's recv buffer, laid out like its send buffer).
+ */
+struct noc_m2n_plan {
+    uint32_t senders, receivers;
+    uint32_t *counts;         /* [senders][receivers], filled by dispatch */
+    uint32_t capacity;        /* entries of counts */
+};
+struct noc_m2n_args {
+    uint32_t senders;         /* M, 1..size-1, the same on every rank */
+    const uint32_t *counts;   /* sender: receivers entries; ignored on receivers */
+    uint64_t send, recv;      /* sender: send (dispatch) / recv (combine); receiver: recv */
+    uint64_t recv_capacity;   /* elements recv can hold */
+    enum npu_dtype dtype;
+};
+int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
+                     struct noc_m2n_plan *plan);
+int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
+                    const struct noc_m2n_plan *plan);
+
+/* Bytes at the top of every core's SRAM that the driver keeps for its mailboxes: the
+   applications' SRAM ends at sram_size - this. */
+uint64_t noc_reserved_bytes(void);
+
+#endif

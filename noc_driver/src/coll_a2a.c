@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * All-to-all and M2N dispatch/combine (noc/collective.h): direct writes from every sender to
+ * every receiver, in segments. Rank r starts with rank r + 1 and goes round, so at any moment
+ * the ranks write to different destinations.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_internal.h"
+#include "npu/hal.h"
+#include "npu/noc_endpoint.h"
+#include "npu/wait.h"
+
+static uint32_t segs_of(const struct noc_comm *c, uint64_t bytes)
+{
+    return (uint32_t)((bytes + c->cfg.segment_bytes - 1) / c->cfg.segment_bytes);
+}
+
+/* Writes [src, src + bytes) to dst on dst_core in segments (none if bytes is 0). */
+static void emit_block(struct coll_stream *st, uint64_t src, uint64_t dst, uint64_t bytes,
+                       uint32_t dst_core)
+{
+    const uint64_t seg = st->c->cfg.segment_bytes;
+    for (uint64_t off = 0; off < bytes; off += seg) {
+        struct coll_write w = { .src = src + off, .dst = dst + off,
+                                .bytes = bytes - off < seg ? bytes - off : seg,
+                                .dst_core = dst_core };
+        coll_emit_write(st, &w);
+    }
+}
+
+static int alltoall_body(struct noc_comm *c, uint64_t block_bytes)
+{
+    struct coll_expect *ex = coll_expect_of(c);
+    const struct coll_header *h = coll_headers(c);
+    const uint32_t size = c->group.size;
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    for (uint32_t s = 0; s < size; s++) {
+        uint32_t q = (c->rank + 1 + s) % size; /* ... and our own block last */
+        emit_block(&st, h[c->rank].buf + q * block_bytes, h[q].buf2 + c->rank * block_bytes,
+                   block_bytes, c->group.core[q]);
+    }
+    ex->arrive[c->phase % 2] += size * segs_of(c, block_bytes);
+    int rc = coll_stream_finish(&st);
+    c->phase++;
+    return rc;
+}
+
+int noc_alltoall(struct noc_comm *c, const struct noc_alltoall_args *a)
+{
+    struct coll_header h;
+    coll_header_init(c, &h, COLL_ALLTOALL);
+    h.count = a->count;
+    h.dtype = (uint8_t)a->dtype;
+    h.buf = a->buf;
+    h.buf2 = a->recv;
+    uint64_t bytes = (a->dtype == NPU_DTYPE_BF16 || a->dtype == NPU_DTYPE_FP32)
+                         ? a->count * coll_elem_bytes(a->dtype) * c->group.size : 0;
+    if (bytes == 0)
+        h.fault = COLL_BAD_ARGS;
+    else if (coll_check_buffer(a->buf, bytes) || coll_check_buffer(a->recv, bytes))
+        h.fault = COLL_BAD_BUFFER;
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = alltoall_body(c, a->count * coll_elem_bytes(a->dtype));
+    c->seq++;
+    return rc;
+}
+
+/* ---- M2N ---- */
+
+/* The header of an M2N call with this rank's local checks. */
+static void m2n_header(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind,
+                       const struct noc_m2n_args *a, uint32_t plan_capacity)
+{
+    coll_header_init(c, h, kind);
+    h->dtype = (uint8_t)a->dtype;
+    h->root = a->senders;
+    h->buf = a->send;
+    h->buf2 = a->recv;
+    h->capacity = a->recv_capacity > UINT32_MAX ? UINT32_MAX : (uint32_t)a->recv_capacity;
+    uint32_t n = c->group.size - a->senders;
+    const uint64_t eb = coll_elem_bytes(a->dtype);
+    if (a->senders == 0 || a->senders >= c->group.size ||
+        (a->dtype != NPU_DTYPE_BF16 && a->dtype != NPU_DTYPE_FP32)) {
+        h->fault = COLL_BAD_ARGS;
+        return;
+    }
+    if ((uint64_t)a->senders * n > NOC_M2N_PAIRS_MAX || plan_capacity < a->senders * n) {
+        h->fault = COLL_BAD_COUNTS;
+        return;
+    }
+    uint64_t total = 0;
+    if (c->rank < a->senders)
+        for (uint32_t j = 0; j < n; j++)
+            total += a->counts[j];
+    if (c->rank < a->senders)
+        h->fault = (uint8_t)(coll_check_buffer(a->send, total * eb) ||
+                             (kind == COLL_M2N_COMBINE &&
+                              coll_check_buffer(a->recv, total * eb)) ? COLL_BAD_BUFFER : 0);
+    else
+        h->fault = (uint8_t)coll_check_buffer(a->recv, a->recv_capacity * eb);
+}
+
+/* Senders multicast their count rows; every rank then has the whole matrix. */
+static int m2n_exchange_counts(struct noc_comm *c, const struct noc_m2n_args *a)
+{
+    struct coll_expect *ex = coll_expect_of(c);
+    const uint32_t m = a->senders, n = c->group.size - m;
+    const struct noc_rect *r = &c->group.rect;
+    if (c->rank < m) {
+        static struct npu_desc d;
+        struct noc_multicast_args mc = {
+            .src = (uint64_t)(uintptr_t)a->counts,
+            .dst_offset = coll_counts_offset(c) + (uint64_t)c->rank * n * sizeof(uint32_t),
+            .rows = 1, .row_bytes = n * (uint32_t)sizeof(uint32_t),
+            .src_stride = n * (uint32_t)sizeof(uint32_t),
+            .dst_stride = n * (uint32_t)sizeof(uint32_t), .row0 = r->row0, .col0 = r->col0,
+            .row1 = (uint16_t)(r->row0 + r->rows - 1),
+            .col1 = (uint16_t)(r->col0 + r->cols - 1),
+            .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_COUNTS),
+                      .signal_value = 1 },
+        };
+        noc_multicast_desc(&d, &mc);
+        int rc = engine_submit(&d, 1);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    ex->counts += m;
+    return hal_sem_wait(coll_sem(c, COLL_SEM_COUNTS), ex->counts);
+}
+
+/* Element offset, in receiver j's buffer, of the block from sender i. */
+static uint64_t recv_offset(const struct noc_m2n_plan *p, uint32_t i, uint32_t j)
+{
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < i; k++)
+        off += p->counts[k * p->receivers + j];
+    return off;
+}
+
+/* Element offset, in sender i's buffer, of its block for receiver j. */
+static uint64_t send_offset(const struct noc_m2n_plan *p, uint32_t i, uint32_t j)
+{
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < j; k++)
+        off += p->counts[i * p->receivers + k];
+    return off;
+}
+
+/* Every receiver's total fits its capacity? (Judged alike on every rank.) */
+static int m2n_check_capacity(const struct noc_comm *c, const struct noc_m2n_plan *p)
+{
+    const struct coll_header *h = coll_headers(c);
+    for (uint32_t j = 0; j < p->receivers; j++) {
+        uint64_t total = recv_offset(p, p->senders, j);
+        if (total > h[p->senders + j].capacity) {
+            printf("noc: rank %u: m2n_dispatch #%u refused: rank %u receives %llu elements, "
+                   "more than its recv_capacity %u\n", (unsigned)c->rank, (unsigned)c->seq,
+                   (unsigned)(p->senders + j), (unsigned long long)total,
+                   (unsigned)h[p->senders + j].capacity);
+            return NPU_ERR_INVAL;
+        }
+    }
+    return NPU_OK;
+}
+
+/* Dispatch: sender i writes its block for each receiver j, starting with j = i mod N. */
+static void m2n_emit_dispatch(struct coll_stream *st, const struct noc_m2n_plan *p,
+                              uint64_t eb)
+{
+    const struct noc_comm *c = st->c;
+    const struct coll_header *h = coll_headers(c);
+    const uint32_t m = p->senders, n = p->receivers, i = c->rank;
+    for (uint32_t s = 0; s < n; s++) {
+        uint32_t j = (i + s) % n;
+        emit_block(st, h[i].buf + send_offset(p, i, j) * eb,
+                   h[m + j].buf2 + recv_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
+                   c->group.core[m + j]);
+    }
+}
+
+/* Combine: receiver j writes each sender's block back, starting with i = j mod M. */
+static void m2n_emit_combine(struct coll_stream *st, const struct noc_m2n_plan *p,
+                             uint64_t eb)
+{
+    const struct noc_comm *c = st->c;
+    const struct coll_header *h = coll_headers(c);
+    const uint32_t m = p->senders, n = p->receivers, j = c->rank - m;
+    for (uint32_t s = 0; s < m; s++) {
+        uint32_t i = (j + s) % m;
+        emit_block(st, h[m + j].buf2 + recv_offset(p, i, j) * eb,
+                   h[i].buf2 + send_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
+                   c->group.core[i]);
+    }
+}
+
+/* Segments that land on this rank: dispatch on receivers, combine on senders. */
+static uint32_t m2n_arrivals(const struct noc_comm *c, const struct noc_m2n_plan *p,
+                             bool combine, uint64_t eb)
+{
+    const uint32_t m = p->senders, n = p->receivers;
+    uint32_t segs = 0;
+    if (!combine && c->rank >= m)
+        for (uint32_t i = 0; i < m; i++)
+            segs += segs_of(c, p->counts[i * n + c->rank - m] * eb);
+    if (combine && c->rank < m)
+        for (uint32_t j = 0; j < n; j++)
+            segs += segs_of(c, p->counts[c->rank * n + j] * eb);
+    return segs;
+}
+
+static int m2n_move(struct noc_comm *c, const struct noc_m2n_plan *p, bool combine,
+                    enum npu_dtype dt)
+{
+    const uint64_t eb = coll_elem_bytes(dt);
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    if (!combine && c->rank < p->senders)
+        m2n_emit_dispatch(&st, p, eb);
+    if (combine && c->rank >= p->senders)
+        m2n_emit_combine(&st, p, eb);
+    coll_expect_of(c)->arrive[c->phase % 2] += m2n_arrivals(c, p, combine, eb);
+    int rc = coll_stream_finish(&st);
+    c->phase++;
+    return rc;
+}
+
+int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
+                     struct noc_m2n_plan *plan)
+{
+    struct coll_header h;
+    m2n_header(c, &h, COLL_M2N_DISPATCH, a, plan->capacity);
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = m2n_exchange_counts(c, a);
+    if (rc == NPU_OK) {
+        plan->senders = a->senders;
+        plan->receivers = c->group.size - a->senders;
+        memcpy(plan->counts, coll_counts_area(c),
+               (size_t)plan->senders * plan->receivers * sizeof(uint32_t));
+        rc = m2n_check_capacity(c, plan);
+    }
+    if (rc == NPU_OK)
+        rc = m2n_move(c, plan, false, a->dtype);
+    c->seq++;
+    return rc;
+}
+
+int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
+                    const struct noc_m2n_plan *plan)
+{
+    struct coll_header h;
+    m2n_header(c, &h, COLL_M2N_COMBINE, a, plan->capacity);
+    if (plan->senders != a->senders || plan->receivers != c->group.size - a->senders)
+        h.fault = COLL_BAD_COUNTS;
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = m2n_move(c, plan, true, a->dtype);
+    c->seq++;
+    return rc;
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by the collectives (noc/collective.h). */
+#ifndef NOC_COLL_INTERNAL_H
+#define NOC_COLL_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "noc/collective.h"
+#include "npu_structs.h"
+
+/* Driver semaphores of a slot: 16 + 7 * slot + one of these. */
+enum coll_sem {
+    COLL_SEM_HDR,      /* +1 per header landed in this core's mailbox */
+    COLL_SEM_ARRIVE0,  /* +1 per data segment landed (even phases) */
+    COLL_SEM_ARRIVE1,  /* (odd phases: the next phase's data may land early) */
+    COLL_SEM_VDONE,    /* +1 per reduction of this core done */
+    COLL_SEM_CREDIT,   /* +1 per receive slot the next rank has freed */
+    COLL_SEM_SENT,     /* +1 per data write of this core landed (acknowledged) */
+    COLL_SEM_COUNTS,   /* +1 per M2N count row landed */
+    COLL_SEM_PER_SLOT,
+};
+#define COLL_SEM_BASE 16u
+
+enum coll_kind {
+    COLL_BARRIER = 1,
+    COLL_BROADCAST,
+    COLL_ALLGATHER,
+    COLL_REDUCE_SCATTER,
+    COLL_ALLREDUCE,
+    COLL_ALLTOALL,
+    COLL_M2N_DISPATCH,
+    COLL_M2N_COMBINE,
+};
+
+/* Local checks a rank reports in its header (0: passed). */
+enum coll_fault {
+    COLL_OK = 0,
+    COLL_BAD_BUFFER,   /* a buffer outside this core's SRAM (or in the driver's part) */
+    COLL_BAD_ARGS,     /* zero count, unknown dtype, root or senders out of range */
+    COLL_BAD_COUNTS,   /* M2N: more pairs than NOC_M2N_PAIRS_MAX, or a plan too small */
+};
+
+/* What every rank multicasts before a collective (64 bytes, in every member's mailbox). */
+struct coll_header {
+    uint32_t magic;
+    uint32_t seq;
+    uint8_t kind, dtype, placement, fault;
+    uint16_t rank, size;
+    struct noc_rect rect;
+    uint32_t root;            /* broadcast root; M2N senders */
+    uint32_t capacity;        /* M2N receiver: recv_capacity (elements) */
+    uint64_t count;
+    uint64_t buf, buf2;       /* this rank's buffers (global addresses) */
+    uint64_t scratch;         /* this rank's scratch (tokens land there) */
+};
+_Static_assert(sizeof(struct coll_header) == 64, "coll_header is one 64-byte slot");
+#define COLL_MAGIC 0x4c4f434eu /* "NCOL" */
+
+/* What the semaphores of a slot of this core should read once everything issued has
+   happened (the driver's bookkeeping; one per core and slot). */
+struct coll_expect {
+    uint32_t hdr, arrive[2], vdone, credit, sent, counts;
+};
+struct coll_expect *coll_expect_of(const struct noc_comm *c);
+
+/* The descriptor stream of one rank's collective: batches submitted with flow control. */
+struct coll_stream {
+    struct noc_comm *c;
+    uint32_t n;               /* descriptors in the batch */
+    uint32_t noc_out, vec_out; /* issued this collective, not yet known to be done */
+};
+
+uint32_t coll_sem(const struct noc_comm *c, enum coll_sem s);
+uint32_t coll_elem_bytes(enum npu_dtype dt);
+/* Element boundary of part k of `count` split in `parts`. */
+uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k);
+/* The headers of the current collective (every rank's), valid after coll_agree. */
+const struct coll_header *coll_headers(const struct noc_comm *c);
+/* This core's mailbox of the current collective's parity: counts area for M2N. */
+uint32_t *coll_counts_area(const struct noc_comm *c);
+uint64_t coll_counts_offset(const struct noc_comm *c);
+
+/* Agreement: exchange headers, judge them; NPU_OK or the error every rank returns. */
+int coll_agree(struct noc_comm *c, struct coll_header *mine);
+/* A header with this rank's fields filled; the caller adds the collective's. */
+void coll_header_init(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind);
+/* COLL_OK if [addr, addr + bytes) is inside this core's SRAM below the driver's part. */
+enum coll_fault coll_check_buffer(uint64_t addr, uint64_t bytes);
+
+/* The descriptor stream. */
+void coll_stream_begin(struct coll_stream *st, struct noc_comm *c);
+struct npu_desc *coll_stream_next(struct coll_stream *st, enum npu_engine engine);
+int coll_stream_flush(struct coll_stream *st);
+/* Flushes, then waits until everything expected of this collective has happened. */
+int coll_stream_finish(struct coll_stream *st);
+
+/* Appends a NoC write of `bytes` (0: a token into the destination's token area) that
+   signals ARRIVE of the current phase on `dst_core` and SENT here. */
+struct coll_write {
+    uint64_t src, dst;
+    uint64_t bytes;
+    uint32_t dst_core;
+    bool wait;                /* gate on local semaphore wait_sem >= wait_value */
+    uint32_t wait_sem, wait_value;
+    bool wait2;
+    uint32_t wait2_sem, wait2_value;
+};
+void coll_emit_write(struct coll_stream *st, const struct coll_write *w);
+
+/* Ring phases over `ring` (ranks in ring order; this rank at position `pos`). Parts k =
+   [bounds[k], bounds[k + 1]) elements of buf (each rank's buf from its header). A phase
+   returns when all of its traffic has landed, so the next phase needs no gate. */
+struct coll_ring {
+    const uint16_t *ranks;
+    uint32_t len, pos;
+    const uint64_t *bounds;   /* len + 1 element offsets */
+    enum npu_dtype dtype;
+};
+int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
+int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r);
+
+/* Scratch layout: tokens at 0, header staging at 512, receive slots from 1024. */
+#define COLL_SCRATCH_TOKENS 0u
+#define COLL_SCRATCH_HEADER 512u
+#define COLL_SCRATCH_SLOTS 1024u
+
+#endif

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Barrier, all-gather, reduce-scatter, all-reduce (1-D rings and MESH2D rows-then-columns)
+ * and broadcast (noc/collective.h).
+ */
+#include "coll_internal.h"
+#include "npu/hal.h"
+
+/* Ranks 0..N-1 in order: the ring of a 1-D group. */
+static uint16_t identity[NOC_GROUP_MAX];
+/* A row or a column of a MESH2D group, and part bounds. */
+static uint16_t line[NOC_GROUP_MAX];
+static uint64_t bounds[NOC_GROUP_MAX + 1];
+
+static bool dtype_ok(enum npu_dtype dt)
+{
+    return dt == NPU_DTYPE_BF16 || dt == NPU_DTYPE_FP32;
+}
+
+/* The header of a collective on buffer a->buf; local checks included. */
+static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind,
+                      const struct noc_coll_args *a)
+{
+    coll_header_init(c, h, kind);
+    h->count = a->count;
+    h->dtype = (uint8_t)a->dtype;
+    h->root = a->root;
+    h->buf = a->buf;
+    if (a->count == 0 || !dtype_ok(a->dtype) || a->root >= c->group.size)
+        h->fault = COLL_BAD_ARGS;
+    else
+        h->fault = (uint8_t)coll_check_buffer(a->buf, a->count * coll_elem_bytes(a->dtype));
+}
+
+static void ring_1d(const struct noc_comm *c, const struct noc_coll_args *a,
+                    struct coll_ring *r)
+{
+    for (uint32_t k = 0; k < c->group.size; k++)
+        identity[k] = (uint16_t)k;
+    for (uint32_t k = 0; k <= c->group.size; k++)
+        bounds[k] = coll_bound(a->count, c->group.size, k);
+    *r = (struct coll_ring){ .ranks = identity, .len = c->group.size, .pos = c->rank,
+                             .bounds = bounds, .dtype = a->dtype };
+}
+
+/* Row i of the grid (parts: the chunks of its ranks), this rank at column j. */
+static void ring_row(const struct noc_comm *c, const struct noc_coll_args *a,
+                     struct coll_ring *r)
+{
+    const uint32_t cols = c->group.grid_cols, i = c->rank / cols;
+    for (uint32_t k = 0; k < cols; k++)
+        line[k] = (uint16_t)(i * cols + k);
+    for (uint32_t k = 0; k <= cols; k++)
+        bounds[k] = coll_bound(a->count, c->group.size, i * cols + k);
+    *r = (struct coll_ring){ .ranks = line, .len = cols, .pos = c->rank % cols,
+                             .bounds = bounds, .dtype = a->dtype };
+}
+
+/* Column j of the grid (parts: the row blocks), this rank at row i. */
+static void ring_col(const struct noc_comm *c, const struct noc_coll_args *a,
+                     struct coll_ring *r)
+{
+    const uint32_t cols = c->group.grid_cols, rows = c->group.grid_rows;
+    for (uint32_t k = 0; k < rows; k++)
+        line[k] = (uint16_t)(k * cols + c->rank % cols);
+    for (uint32_t k = 0; k <= rows; k++)
+        bounds[k] = coll_bound(a->count, c->group.size, k * cols);
+    *r = (struct coll_ring){ .ranks = line, .len = rows, .pos = c->rank / cols,
+                             .bounds = bounds, .dtype = a->dtype };
+}
+
+static bool is_2d(const struct noc_comm *c)
+{
+    return c->group.placement == NOC_PLACE_MESH2D;
+}
+
+static int gather(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    struct coll_ring r;
+    if (!is_2d(c)) {
+        ring_1d(c, a, &r);
+        return coll_ring_allgather(c, &r);
+    }
+    ring_row(c, a, &r); /* my row's chunks, then the row blocks down the columns */
+    int rc = coll_ring_allgather(c, &r);
+    if (rc == NPU_OK) {
+        ring_col(c, a, &r);
+        rc = coll_ring_allgather(c, &r);
+    }
+    return rc;
+}
+
+static int scatter(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    struct coll_ring r;
+    if (!is_2d(c)) {
+        ring_1d(c, a, &r);
+        return coll_ring_reduce_scatter(c, &r);
+    }
+    ring_col(c, a, &r); /* row blocks summed down the columns, then chunks along the row */
+    int rc = coll_ring_reduce_scatter(c, &r);
+    if (rc == NPU_OK) {
+        ring_row(c, a, &r);
+        rc = coll_ring_reduce_scatter(c, &r);
+    }
+    return rc;
+}
+
+/* Agreement, then `body`; the sequence number moves on whatever happens. */
+static int run(struct noc_comm *c, enum coll_kind kind, const struct noc_coll_args *a,
+               int (*body)(struct noc_comm *, const struct noc_coll_args *))
+{
+    struct coll_header h;
+    header_of(c, &h, kind, a);
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = body ? body(c, a) : NPU_OK;
+    c->seq++;
+    return rc;
+}
+
+static int allreduce_body(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    int rc = scatter(c, a);
+    return rc == NPU_OK ? gather(c, a) : rc;
+}
+
+int noc_barrier(struct noc_comm *c)
+{
+    const struct noc_coll_args a = { .buf = c->cfg.scratch, .count = 1,
+                                     .dtype = NPU_DTYPE_FP32 };
+    return run(c, COLL_BARRIER, &a, NULL);
+}
+
+int noc_allgather(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return run(c, COLL_ALLGATHER, a, gather);
+}
+
+int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return run(c, COLL_REDUCE_SCATTER, a, scatter);
+}
+
+int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return run(c, COLL_ALLREDUCE, a, allreduce_body);
+}
+
+/* A chain from the root in rank order, pipelined in segments: each rank forwards a segment
+   as soon as it has landed. */
+static int broadcast_body(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    struct coll_expect *ex = coll_expect_of(c);
+    const uint32_t size = c->group.size, m = (c->rank + size - a->root) % size;
+    const uint64_t eb = coll_elem_bytes(a->dtype), per = c->cfg.segment_bytes / eb;
+    const uint32_t segs = (uint32_t)((a->count + per - 1) / per);
+    const uint32_t next = (c->rank + 1) % size, abase = ex->arrive[c->phase % 2];
+    const struct coll_header *h = coll_headers(c);
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    for (uint32_t t = 0; m + 1 < size && t < segs; t++) {
+        uint64_t lo = a->count * t / segs, hi = a->count * (t + 1) / segs;
+        struct coll_write w = { .src = h[c->rank].buf + lo * eb, .dst = h[next].buf + lo * eb,
+                                .bytes = (hi - lo) * eb, .dst_core = c->group.core[next] };
+        if (m > 0) {
+            w.wait = true;
+            w.wait_sem = coll_sem(c, c->phase % 2 ? COLL_SEM_ARRIVE1 : COLL_SEM_ARRIVE0);
+            w.wait_value = abase + t + 1;
+        }
+        coll_emit_write(&st, &w);
+    }
+    if (m > 0)
+        ex->arrive[c->phase % 2] += segs;
+    int rc = coll_stream_finish(&st);
+    c->phase++;
+    return rc;
+}
+
+int noc_broadcast(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return run(c, COLL_BROADCAST, a, broadcast_body);
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectives image, NPU core: the NoC dataflow API (async write and read with barriers,
+ * remote semaphore increment and set, multicast, a circular buffer that wraps) and the
+ * refusals of bad collectives (counts that differ, a buffer outside SRAM, a rank with another
+ * group), which must fail on every rank and hang none.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_checks.h"
+#include "noc/cb.h"
+#include "noc/noc.h"
+#include "npu/hal.h"
+
+#define expect(ok, check, ...) checks_expect((ok), (check), ccheck_names[check], __VA_ARGS__)
+
+#define SEM_WRITE 1u
+#define SEM_SET 2u
+#define SEM_MCAST 3u
+#define SEM_FILLED 4u
+#define SEM_FREED 5u
+#define API_BYTES 4096u
+#define PAGE 256u
+#define PAGES 4u
+
+static uint8_t *at(uint64_t addr)
+{
+    return (uint8_t *)(uintptr_t)addr;
+}
+
+/* Write to the next core, read back from it, semaphores inc and set. */
+static void check_write_read(uint64_t data)
+{
+    const uint32_t me = hal_self()->core_id, n = hal_chip()->ncores;
+    const uint32_t next = (me + 1) % n, prev = (me + n - 1) % n;
+    const uint64_t off = data - hal_self()->sram_base;
+    for (uint32_t i = 0; i < API_BYTES; i++)
+        at(data)[i] = (uint8_t)(i * 3 + me);
+    struct noc_write_async_args w = {
+        .src = data, .dst = noc_sram_addr(next, off + API_BYTES), .bytes = API_BYTES,
+        .on_arrival = { .enable = true, .core = (uint16_t)next, .sem = SEM_WRITE, .value = 1 },
+    };
+    int rc = noc_write_async(&w);
+    if (rc == NPU_OK)
+        rc = noc_write_barrier();
+    uint32_t acked = noc_writes_acked(), issued = noc_writes_issued();
+    if (rc == NPU_OK)
+        rc = noc_sem_wait(SEM_WRITE, 1); /* prev's write has landed here */
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < API_BYTES; i++)
+        bad += at(data + API_BYTES)[i] != (uint8_t)(i * 3 + prev);
+    /* Read back what our write left in the next core (it has landed: the barrier). */
+    struct noc_read_async_args r = { .src = noc_sram_addr(next, off + API_BYTES),
+                                     .dst = data + 2 * API_BYTES, .bytes = API_BYTES };
+    if (rc == NPU_OK)
+        rc = noc_read_async(&r);
+    if (rc == NPU_OK)
+        rc = noc_read_barrier();
+    for (uint32_t i = 0; i < API_BYTES; i++)
+        bad += at(data + 2 * API_BYTES)[i] != (uint8_t)(i * 3 + me);
+    struct noc_sem_args s = { .core = next, .sem = SEM_SET, .value = 5 };
+    if (rc == NPU_OK)
+        rc = noc_sem_set(&s);
+    s.value = 2;
+    if (rc == NPU_OK)
+        rc = noc_sem_inc(&s); /* lands after the set: same route, same latency */
+    if (rc == NPU_OK)
+        rc = noc_sem_wait(SEM_SET, 7);
+    expect(rc == NPU_OK && bad == 0 && acked == issued, CCHECK_API,
+           "write/read/semaphores: rc %d, %u bad bytes, %u of %u writes acked", rc, bad, acked,
+           issued);
+}
+
+/* Core 0 multicasts to the whole mesh. */
+static void check_multicast(uint64_t data)
+{
+    const uint64_t off = data - hal_self()->sram_base + 4 * API_BYTES;
+    int rc = NPU_OK;
+    if (hal_self()->core_id == 0) {
+        for (uint32_t i = 0; i < API_BYTES; i++)
+            at(data + 3 * API_BYTES)[i] = (uint8_t)(i ^ 0x5a);
+        struct noc_multicast_async_args m = {
+            .src = data + 3 * API_BYTES, .dst_offset = off, .bytes = API_BYTES,
+            .row1 = (uint16_t)(hal_chip()->rows - 1), .col1 = (uint16_t)(hal_chip()->cols - 1),
+            .on_arrival = { .enable = true, .sem = SEM_MCAST, .value = 1 },
+        };
+        uint32_t before = noc_writes_issued();
+        rc = noc_multicast_async(&m);
+        if (rc == NPU_OK)
+            rc = noc_write_barrier();
+        if (noc_writes_issued() - before != hal_chip()->ncores)
+            rc = NPU_ERR_STATE;
+    }
+    if (rc == NPU_OK)
+        rc = noc_sem_wait(SEM_MCAST, 1);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < API_BYTES; i++)
+        bad += at(hal_self()->sram_base + off)[i] != (uint8_t)(i ^ 0x5a);
+    expect(rc == NPU_OK && bad == 0, CCHECK_API, "multicast: rc %d, %u bad bytes", rc, bad);
+}
+
+/* Even cores produce 12 pages in pushes of 3 into a ring of 4 pages on the next core. */
+static void check_circular_buffer(uint64_t data)
+{
+    const uint32_t me = hal_self()->core_id;
+    const uint32_t producer = me & ~1u, consumer = producer + 1;
+    if (consumer >= hal_chip()->ncores)
+        return;
+    const uint64_t ring = data + 8 * API_BYTES, src = data + 12 * API_BYTES;
+    struct noc_cb_config cfg = { .producer_core = producer, .consumer_core = consumer,
+                                 .ring_offset = ring - hal_self()->sram_base,
+                                 .page_bytes = PAGE, .pages = PAGES,
+                                 .filled_sem = SEM_FILLED, .freed_sem = SEM_FREED };
+    struct noc_cb cb;
+    int rc = noc_cb_init(&cb, &cfg);
+    uint32_t bad = 0;
+    for (uint32_t batch = 0; rc == NPU_OK && batch < 4; batch++) {
+        if (me == producer) {
+            for (uint32_t i = 0; i < 3 * PAGE; i++)
+                at(src)[i] = (uint8_t)(batch * 3 + i / PAGE);
+            rc = noc_cb_reserve_back(&cb, 3);
+            if (rc == NPU_OK)
+                rc = noc_cb_push_back(&cb, src, 3);
+            if (rc == NPU_OK)
+                rc = noc_write_barrier(); /* src is reused by the next batch */
+        } else {
+            rc = noc_cb_wait_front(&cb, 3);
+            for (uint32_t p = 0; rc == NPU_OK && p < 3; p++) {
+                uint64_t page = ring + (uint64_t)((cb.popped + p) % PAGES) * PAGE;
+                for (uint32_t i = 0; i < PAGE; i++)
+                    bad += at(page)[i] != (uint8_t)(batch * 3 + p);
+            }
+            if (rc == NPU_OK)
+                rc = noc_cb_pop_front(&cb, 3);
+        }
+    }
+    expect(rc == NPU_OK && bad == 0, CCHECK_API, "circular buffer (%s): rc %d, %u bad bytes",
+           me == producer ? "producer" : "consumer", rc, bad);
+}
+
+void coll_api_check(uint64_t data)
+{
+    check_write_read(data);
+    check_multicast(data);
+    check_circular_buffer(data);
+}
+
+/* ---- refusals ---- */
+
+/* The 2 x 2 group at (0, 0) on slot 0 (the cases are over; slot 0 may end broken). */
+static bool error_comm(struct noc_comm *c, struct noc_group *g, uint64_t scratch,
+                       uint16_t rows, uint16_t cols, uint64_t timeout_ps)
+{
+    struct noc_group_args a = { .placement = NOC_PLACE_RING, .rect = { 0, 0, rows, cols },
+                                .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
+    struct noc_comm_config cfg = { .group = g, .slot = 0, .scratch = scratch,
+                                   .timeout_ps = timeout_ps };
+    return noc_group_init(g, &a) == NPU_OK && noc_comm_init(c, &cfg) == NPU_OK;
+}
+
+void coll_error_checks(uint64_t data, uint64_t scratch)
+{
+    static struct noc_group g;
+    static struct noc_comm c;
+    if (!error_comm(&c, &g, scratch, 2, 2, 20 * 1000000ull))
+        return; /* not a member */
+    const uint32_t rank = c.rank;
+    struct noc_coll_args a = { .buf = data, .count = 100 + (rank == 0),
+                               .dtype = NPU_DTYPE_FP32 };
+    int rc = noc_allreduce(&c, &a);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: rc %d, want NPU_ERR_INVAL", rank,
+           rc);
+    a.count = 100;
+    if (rank == 1)
+        a.buf = hal_self()->sram_base + hal_self()->sram_size - 64;
+    rc = noc_allgather(&c, &a);
+    expect(rc == NPU_ERR_RANGE, CCHECK_BAD_BUFFER, "rank %u: rc %d, want NPU_ERR_RANGE", rank,
+           rc);
+    a.buf = data;
+    rc = noc_allreduce(&c, &a); /* the communicator still works after refusals */
+    expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-reduce after the refusals: "
+           "rc %d", rank, rc);
+    /* The last rank (core (1,1)) calls on a 1 x 2 group of its own row: nobody may hang. */
+    if (rank == 3) {
+        static struct noc_group g2;
+        struct noc_group_args a2 = { .placement = NOC_PLACE_RING, .rect = { 1, 0, 1, 2 },
+                                     .mesh_rows = hal_chip()->rows,
+                                     .mesh_cols = hal_chip()->cols };
+        struct noc_comm_config cfg = { .group = &g2, .slot = 0, .scratch = scratch,
+                                       .timeout_ps = 20 * 1000000ull };
+        noc_group_init(&g2, &a2);
+        rc = noc_comm_init(&c, &cfg);
+        c.seq = 3; /* as if it had taken part so far */
+    }
+    if (rc == NPU_OK)
+        rc = noc_allreduce(&c, &a);
+    expect(rc != NPU_OK, CCHECK_BAD_GROUP, "rank %u: rc %d, want an error", rank, rc);
+}
