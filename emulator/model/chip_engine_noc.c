@@ -153,7 +153,7 @@ void chip_engine_noc_finish(struct chip_engines *e, uint32_t core, const struct 
             if (d->op == NPU_NOC_OP_MULTICAST)
                 to += npu_map_instance_base(NPU_MAP_SRAM, row * e->cols + col);
             side(e, to, d->m, d->n, d->ldc, &dst);
-            if (e->cfg.functional)
+            if (e->cfg.functional || (d->flags & NPU_DESC_KEEP_DATA))
                 copy_rows(dst.host, d->ldc, src.host, d->lda, d);
             count->bytes += bytes;
             count->sram_bytes += 2 * bytes;

@@ -138,6 +138,8 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
                        NPU_DESC_SIGNAL2;
     if (d->engine == NPU_ENGINE_MATRIX)
         allowed |= gemm_flags;
+    if (d->engine == NPU_ENGINE_DMA || d->engine == NPU_ENGINE_NOC)
+        allowed |= NPU_DESC_KEEP_DATA;
     if (d->engine >= NPU_ENGINE_COUNT)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "no such engine");
     if (d->flags & ~allowed)
@@ -155,6 +157,9 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
         (d->signal2_sem >= CHIP_SEMS_PER_CORE || d->signal2_core >= e->clock->nharts))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "signal2_sem or signal2_core out of range");
+    if ((d->flags & NPU_DESC_KEEP_DATA) && (uint64_t)d->m * d->n > NPU_KEEP_DATA_MAX)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "a KEEP_DATA transfer moves more than NPU_KEEP_DATA_MAX bytes");
     if (d->reserved1 || d->reserved2 || d->reserved3 || d->reserved4)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
                     "reserved descriptor fields must be 0");
@@ -287,7 +292,7 @@ static void desc_finish_data(struct chip_engines *e, const struct npu_desc *d,
     count->bytes += bytes;
     count->sram_bytes += bytes * ((src.kind == CHIP_MEM_SRAM) + (dst.kind == CHIP_MEM_SRAM));
     count->hbm_bytes += bytes * ((src.kind == CHIP_MEM_HBM) + (dst.kind == CHIP_MEM_HBM));
-    if (e->cfg.functional)
+    if (e->cfg.functional || (d->flags & NPU_DESC_KEEP_DATA))
         finish_copy(e, d);
 }
 

@@ -24,6 +24,8 @@ void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync)
     }
     if (sync->irq)
         d->flags |= NPU_DESC_IRQ;
+    if (sync->keep_data)
+        d->flags |= NPU_DESC_KEEP_DATA;
     if (sync->wait2) {
         d->flags |= NPU_DESC_WAIT2;
         d->wait2_sem = sync->wait2_sem;

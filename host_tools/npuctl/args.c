@@ -291,11 +291,11 @@ static int set_bench_name(struct npuctl_run_opts *o, int npos, char **pos, char 
 {
     if (npos > 1) {
         snprintf(err, errlen, "bench: unexpected argument '%s' (expected one benchmark: "
-                 "gemm, dma, noc or host)", pos[1]);
+                 "gemm, dma, noc, collectives or host)", pos[1]);
         return NPU_ERR_INVAL;
     }
     if (npos == 0 || *pos[0] == '\0') {
-        snprintf(err, errlen, "bench: which benchmark? gemm, dma, noc or host");
+        snprintf(err, errlen, "bench: which benchmark? gemm, dma, noc, collectives or host");
         return NPU_ERR_INVAL;
     }
     o->image = pos[0];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npuctl bench gemm|dma|noc|host: runs a benchmark image (firmware/bench/) on the emulated
+ * npuctl bench gemm|dma|noc|collectives|host: runs a benchmark image (firmware/bench/) on the emulated
  * chip with its console captured, parses the `BENCH kind key=value ...` lines the firmware
  * prints, and hands them to the report of that benchmark (cmd_bench_report.c,
  * cmd_bench_host.c). The measuring and the analytical bounds are in the firmware; npuctl
@@ -32,6 +32,7 @@ static const struct bench_kind kinds[] = {
     { "gemm", "bench_gemm", bench_report_gemm },
     { "dma", "bench_dma", bench_report_dma },
     { "noc", "bench_noc", bench_report_noc },
+    { "collectives", "bench_collectives", bench_report_coll },
     { "host", "bench_host", NULL },
 };
 
@@ -371,7 +372,8 @@ int npuctl_cmd_bench(int argc, char **argv)
     }
     const struct bench_kind *k = find_kind(o.image);
     if (!k) {
-        npuctl_print_error("bench: unknown benchmark '%s' (gemm, dma, noc or host)", o.image);
+        npuctl_print_error("bench: unknown benchmark '%s' (gemm, dma, noc, collectives "
+                           "or host)", o.image);
         return NPUCTL_EXIT_USAGE;
     }
     if (o.bench_repeat && k->report) {

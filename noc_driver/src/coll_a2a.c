@@ -122,7 +122,7 @@ static int m2n_exchange_counts(struct noc_comm *c, const struct noc_m2n_args *a)
             .row1 = (uint16_t)(r->row0 + r->rows - 1),
             .col1 = (uint16_t)(r->col0 + r->cols - 1),
             .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_COUNTS),
-                      .signal_value = 1 },
+                      .signal_value = 1, .keep_data = true },
         };
         noc_multicast_desc(&d, &mc);
         int rc = engine_submit(&d, 1);

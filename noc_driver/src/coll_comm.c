@@ -205,7 +205,7 @@ int coll_agree(struct noc_comm *c, struct coll_header *mine)
         .dst_stride = sizeof(*staged), .row0 = r->row0, .col0 = r->col0,
         .row1 = (uint16_t)(r->row0 + r->rows - 1), .col1 = (uint16_t)(r->col0 + r->cols - 1),
         .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_HDR),
-                  .signal_value = 1 },
+                  .signal_value = 1, .keep_data = true }, /* performance mode too */
     };
     noc_multicast_desc(&batch[0], &m);
     int rc = engine_submit(&batch[0], 1);

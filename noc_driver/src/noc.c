@@ -43,6 +43,7 @@ int noc_write_async(const struct noc_write_async_args *a)
         .src_stride = a->bytes, .dst_stride = a->bytes,
         .sync = transfer_sync(&a->on_arrival, &a->after, NOC_SEM_WRITE_ACK),
     };
+    w.sync.keep_data = a->control;
     noc_write_desc(&desc, &w);
     int rc = engine_submit(&desc, 1);
     if (rc == NPU_OK)

@@ -73,16 +73,17 @@ static void place(const struct noc_group *g, uint32_t k, uint32_t *r, uint32_t *
         *r = noc_interleave(k / cols, rows), *c = noc_interleave(k % cols, cols);
         return;
     case NOC_PLACE_RING:
-        if (ring_closes(rows, cols)) {
-            if (rows % 2 == 0)
-                closed_snake(k, rows, cols, r, c);
-            else
-                closed_snake(k, cols, rows, c, r); /* transposed: columns play rows */
+        if (ring_closes(rows, cols) && rows % 2 == 0) {
+            closed_snake(k, rows, cols, r, c);
             return;
         }
-        /* fall through: no closed snake, the interleaved order */
-    case NOC_PLACE_INTERLEAVED:
-    default:
+        if (ring_closes(rows, cols)) {
+            closed_snake(k, cols, rows, c, r); /* transposed: columns play rows */
+            return;
+        }
+        snake(noc_interleave(k, g->size), cols, r, c); /* no closed snake: interleaved */
+        return;
+    default: /* NOC_PLACE_INTERLEAVED */
         snake(noc_interleave(k, g->size), cols, r, c);
         return;
     }

@@ -31,6 +31,15 @@ npu_target_test(bench.noc EXIT 0 TIMEOUT 120
          "^separate +\\(two writes on disjoint links\\): .*: (matches|DIFFERS)$"
   CMD ${NPUCTL} bench noc --quick --timeout 100)
 
+# --quick: 4 and 16 cores, 1 KiB, 64 KiB and 4 MiB.
+npu_target_test(bench.collectives EXIT 0 TIMEOUT 180
+  EXPECT "^npuctl bench collectives: chip large-64, 8x8 mesh, .* performance mode"
+         "^op +placement +p +bytes +measured us +bw bound us +lat bound us +eff$"
+         "^allreduce +ring +16 +4194304 "
+         "^allgather +p=16 +4194304 bytes: "
+         "^ring placement, messages >= 4 MiB \\([0-9]+ cases\\): min eff [0-9.]+ .*: (met|NOT met)$"
+  CMD ${NPUCTL} bench collectives --quick --timeout 150)
+
 # --quick: the 4x4 mesh only, one run per point, a few thousand commands.
 npu_target_test(bench.host EXIT 0 TIMEOUT 180
   EXPECT "^npuctl bench host: host wall-clock time per engine command"

@@ -25,6 +25,8 @@ struct engine_sync {
     uint8_t signal_sem;
     uint32_t signal_value;
     bool irq;              /* on completion raise this core's IRQ_STATUS.ENGINE */
+    bool keep_data;        /* DMA/NoC: move the bytes in performance mode too (control
+                              messages, at most NPU_KEEP_DATA_MAX bytes) */
     bool wait2;            /* and start only when local semaphore wait2_sem >= wait2_value */
     uint8_t wait2_sem;
     uint32_t wait2_value;

@@ -45,6 +45,8 @@ struct noc_write_async_args {
     uint32_t bytes;       /* >= 1 */
     struct noc_sem_inc on_arrival;
     struct noc_gate after;
+    bool control;         /* a control message: its bytes move in performance mode too
+                             (at most NPU_KEEP_DATA_MAX) */
 };
 
 struct noc_read_async_args {
