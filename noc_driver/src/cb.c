@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "noc/collective.h"
 #include "noc/noc.h"
 #include "npu/hal.h"
 
@@ -14,9 +15,10 @@ int noc_cb_init(struct noc_cb *cb, const struct noc_cb_config *cfg)
         cfg->freed_sem >= NOC_SEM_USER_END || cfg->producer_core == cfg->consumer_core ||
         cfg->producer_core >= hal_chip()->ncores || cfg->consumer_core >= hal_chip()->ncores)
         return NPU_ERR_INVAL;
+    /* The ring stays below the driver's mailboxes at the top of SRAM. */
     uint64_t bytes = (uint64_t)cfg->pages * cfg->page_bytes;
-    if (cfg->ring_offset > hal_chip()->sram_bytes ||
-        bytes > hal_chip()->sram_bytes - cfg->ring_offset)
+    uint64_t end = hal_chip()->sram_bytes - noc_reserved_bytes();
+    if (cfg->ring_offset > end || bytes > end - cfg->ring_offset)
         return NPU_ERR_RANGE;
     memset(cb, 0, sizeof(*cb));
     cb->cfg = *cfg;

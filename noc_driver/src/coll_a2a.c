@@ -32,7 +32,6 @@ static void emit_block(struct coll_stream *st, uint64_t src, uint64_t dst, uint6
 
 static int alltoall_body(struct noc_comm *c, uint64_t block_bytes)
 {
-    struct coll_expect *ex = coll_expect_of(c);
     const struct coll_header *h = coll_headers(c);
     const uint32_t size = c->group.size;
     struct coll_stream st;
@@ -42,10 +41,8 @@ static int alltoall_body(struct noc_comm *c, uint64_t block_bytes)
         emit_block(&st, h[c->rank].buf + q * block_bytes, h[q].buf2 + c->rank * block_bytes,
                    block_bytes, c->group.core[q]);
     }
-    ex->arrive[c->phase % 2] += size * segs_of(c, block_bytes);
-    int rc = coll_stream_finish(&st);
-    c->phase++;
-    return rc;
+    *coll_arrive_expect(c) += size * segs_of(c, block_bytes);
+    return coll_stream_finish(&st);
 }
 
 int noc_alltoall(struct noc_comm *c, const struct noc_alltoall_args *a)
@@ -56,53 +53,85 @@ int noc_alltoall(struct noc_comm *c, const struct noc_alltoall_args *a)
     h.dtype = (uint8_t)a->dtype;
     h.buf = a->buf;
     h.buf2 = a->recv;
-    uint64_t bytes = (a->dtype == NPU_DTYPE_BF16 || a->dtype == NPU_DTYPE_FP32)
-                         ? a->count * coll_elem_bytes(a->dtype) * c->group.size : 0;
-    if (bytes == 0)
+    const uint64_t eb = coll_elem_bytes(a->dtype);
+    if ((a->dtype != NPU_DTYPE_BF16 && a->dtype != NPU_DTYPE_FP32) || a->count == 0 ||
+        a->count > COLL_COUNT_MAX)
         h.fault = COLL_BAD_ARGS;
-    else if (coll_check_buffer(a->buf, bytes) || coll_check_buffer(a->recv, bytes))
+    else if (coll_check_buffer(c, a->buf, a->count * c->group.size, eb) ||
+             coll_check_buffer(c, a->recv, a->count * c->group.size, eb))
         h.fault = COLL_BAD_BUFFER;
     int rc = coll_agree(c, &h);
     if (rc != NPU_OK)
         return rc;
     rc = alltoall_body(c, a->count * coll_elem_bytes(a->dtype));
-    c->seq++;
+    coll_done(c);
     return rc;
 }
 
 /* ---- M2N ---- */
 
+/* Elements sender i moves (its row of counts), or receiver j (its column). */
+static uint64_t row_total(const uint32_t *row, uint32_t n)
+{
+    uint64_t total = 0;
+    for (uint32_t j = 0; j < n; j++)
+        total += row[j];
+    return total;
+}
+
+static uint64_t column_total(const struct noc_m2n_plan *p, uint32_t j)
+{
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < p->senders; i++)
+        total += p->counts[i * p->receivers + j];
+    return total;
+}
+
+/* A sender's checks: its counts (dispatch: the caller's row, in its SRAM; combine: the
+   plan's row) and the buffer they fill. */
+static enum coll_fault m2n_check_sender(const struct noc_comm *c, bool combine,
+                                        const struct noc_m2n_args *a,
+                                        const struct noc_m2n_plan *plan)
+{
+    const uint32_t n = c->group.size - a->senders;
+    const uint64_t eb = coll_elem_bytes(a->dtype);
+    const uint32_t *row = combine ? plan->counts + (uint64_t)c->rank * n : a->counts;
+    if (!combine && (!row || coll_check_buffer(c, (uint64_t)(uintptr_t)row, n, 4)))
+        return COLL_BAD_ARGS;
+    return coll_check_buffer(c, combine ? a->recv : a->send, row_total(row, n), eb);
+}
+
 /* The header of an M2N call with this rank's local checks. */
 static void m2n_header(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind,
-                       const struct noc_m2n_args *a, uint32_t plan_capacity)
+                       const struct noc_m2n_args *a, const struct noc_m2n_plan *plan)
 {
+    const bool combine = kind == COLL_M2N_COMBINE;
     coll_header_init(c, h, kind);
     h->dtype = (uint8_t)a->dtype;
     h->root = a->senders;
     h->buf = a->send;
     h->buf2 = a->recv;
     h->capacity = a->recv_capacity > UINT32_MAX ? UINT32_MAX : (uint32_t)a->recv_capacity;
-    uint32_t n = c->group.size - a->senders;
-    const uint64_t eb = coll_elem_bytes(a->dtype);
     if (a->senders == 0 || a->senders >= c->group.size ||
         (a->dtype != NPU_DTYPE_BF16 && a->dtype != NPU_DTYPE_FP32)) {
         h->fault = COLL_BAD_ARGS;
         return;
     }
-    if ((uint64_t)a->senders * n > NOC_M2N_PAIRS_MAX || plan_capacity < a->senders * n) {
+    const uint32_t n = c->group.size - a->senders;
+    if ((uint64_t)a->senders * n > NOC_M2N_PAIRS_MAX || plan->capacity < a->senders * n ||
+        (combine && (plan->senders != a->senders || plan->receivers != n))) {
         h->fault = COLL_BAD_COUNTS;
         return;
     }
-    uint64_t total = 0;
     if (c->rank < a->senders)
-        for (uint32_t j = 0; j < n; j++)
-            total += a->counts[j];
-    if (c->rank < a->senders)
-        h->fault = (uint8_t)(coll_check_buffer(a->send, total * eb) ||
-                             (kind == COLL_M2N_COMBINE &&
-                              coll_check_buffer(a->recv, total * eb)) ? COLL_BAD_BUFFER : 0);
+        h->fault = (uint8_t)m2n_check_sender(c, combine, a, plan);
+    else if (combine) /* sends back what dispatch put in recv */
+        h->fault = (uint8_t)coll_check_buffer(c, a->recv,
+                                              column_total(plan, c->rank - a->senders),
+                                              coll_elem_bytes(a->dtype));
     else
-        h->fault = (uint8_t)coll_check_buffer(a->recv, a->recv_capacity * eb);
+        h->fault = (uint8_t)coll_check_buffer(c, a->recv, h->capacity,
+                                              coll_elem_bytes(a->dtype));
 }
 
 /* Senders multicast their count rows; every rank then has the whole matrix. */
@@ -223,17 +252,15 @@ static int m2n_move(struct noc_comm *c, const struct noc_m2n_plan *p, bool combi
         m2n_emit_dispatch(&st, p, eb);
     if (combine && c->rank >= p->senders)
         m2n_emit_combine(&st, p, eb);
-    coll_expect_of(c)->arrive[c->phase % 2] += m2n_arrivals(c, p, combine, eb);
-    int rc = coll_stream_finish(&st);
-    c->phase++;
-    return rc;
+    *coll_arrive_expect(c) += m2n_arrivals(c, p, combine, eb);
+    return coll_stream_finish(&st);
 }
 
 int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
                      struct noc_m2n_plan *plan)
 {
     struct coll_header h;
-    m2n_header(c, &h, COLL_M2N_DISPATCH, a, plan->capacity);
+    m2n_header(c, &h, COLL_M2N_DISPATCH, a, plan);
     int rc = coll_agree(c, &h);
     if (rc != NPU_OK)
         return rc;
@@ -247,7 +274,7 @@ int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
     }
     if (rc == NPU_OK)
         rc = m2n_move(c, plan, false, a->dtype);
-    c->seq++;
+    coll_done(c);
     return rc;
 }
 
@@ -255,13 +282,11 @@ int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
                     const struct noc_m2n_plan *plan)
 {
     struct coll_header h;
-    m2n_header(c, &h, COLL_M2N_COMBINE, a, plan->capacity);
-    if (plan->senders != a->senders || plan->receivers != c->group.size - a->senders)
-        h.fault = COLL_BAD_COUNTS;
+    m2n_header(c, &h, COLL_M2N_COMBINE, a, plan);
     int rc = coll_agree(c, &h);
     if (rc != NPU_OK)
         return rc;
     rc = m2n_move(c, plan, true, a->dtype);
-    c->seq++;
+    coll_done(c);
     return rc;
 }

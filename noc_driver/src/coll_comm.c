@@ -18,11 +18,8 @@
 /* Per core: what each slot's semaphores should read (they only grow). */
 static struct coll_expect expect[NOC_COMM_SLOTS];
 
-/* A batch of descriptors in SRAM for one submit. */
-static struct npu_desc batch[NPU_SUBMIT_MAX];
-
-/* Most descriptors a collective keeps queued per engine (a queue holds 1024). */
-#define STREAM_WINDOW (NPU_ENGINE_QUEUE_MAX - NPU_SUBMIT_MAX)
+/* The header multicast's descriptor (the engine reads it from SRAM at the submit). */
+static struct npu_desc header_desc;
 
 struct coll_expect *coll_expect_of(const struct noc_comm *c)
 {
@@ -31,7 +28,27 @@ struct coll_expect *coll_expect_of(const struct noc_comm *c)
 
 uint32_t coll_sem(const struct noc_comm *c, enum coll_sem s)
 {
-    return COLL_SEM_BASE + c->cfg.slot * COLL_SEM_PER_SLOT + (uint32_t)s;
+    _Static_assert(NOC_SEM_USER_END + NOC_COMM_SLOTS * COLL_SEM_PER_SLOT <= NOC_SEM_WRITE_ACK,
+                   "the slots' semaphores fit below the barriers'");
+    return NOC_SEM_USER_END + c->cfg.slot * COLL_SEM_PER_SLOT + (uint32_t)s;
+}
+
+uint32_t coll_arrive_sem(const struct noc_comm *c)
+{
+    assert(c->phase < COLL_PHASES_MAX);
+    return coll_sem(c, (enum coll_sem)(COLL_SEM_ARRIVE0 + c->phase));
+}
+
+uint32_t *coll_arrive_expect(const struct noc_comm *c)
+{
+    assert(c->phase < COLL_PHASES_MAX);
+    return &expect[c->cfg.slot].arrive[c->phase];
+}
+
+uint64_t coll_slot_addr(const struct noc_comm *c, uint64_t scratch, uint32_t q)
+{
+    uint32_t slot = (c->phase % 2) * NOC_COMM_RECV_SLOTS + q % NOC_COMM_RECV_SLOTS;
+    return scratch + COLL_SCRATCH_SLOTS + (uint64_t)slot * c->cfg.segment_bytes;
 }
 
 uint32_t coll_elem_bytes(enum npu_dtype dt)
@@ -78,21 +95,36 @@ uint32_t *coll_counts_area(const struct noc_comm *c)
     return (uint32_t *)(uintptr_t)(hal_self()->sram_base + coll_counts_offset(c));
 }
 
-enum coll_fault coll_check_buffer(uint64_t addr, uint64_t bytes)
+/* [addr, addr + bytes) inside this core's SRAM below the driver's mailboxes? */
+static bool in_app_sram(uint64_t addr, uint64_t bytes)
 {
     const struct hal_core_info *self = hal_self();
     uint64_t end = self->sram_base + self->sram_size - noc_reserved_bytes();
-    if (addr < self->sram_base || addr > end || bytes > end - addr)
+    return addr >= self->sram_base && addr <= end && bytes <= end - addr;
+}
+
+enum coll_fault coll_check_buffer(const struct noc_comm *c, uint64_t addr, uint64_t count,
+                                  uint64_t elem_bytes)
+{
+    uint64_t end = hal_self()->sram_base + hal_self()->sram_size;
+    if (elem_bytes == 0 || addr > end || count > (end - addr) / elem_bytes ||
+        !in_app_sram(addr, count * elem_bytes))
         return COLL_BAD_BUFFER;
+    uint64_t s0 = c->cfg.scratch, s1 = s0 + NOC_COMM_SCRATCH_BYTES(c->cfg.segment_bytes);
+    if (count > 0 && addr < s1 && addr + count * elem_bytes > s0)
+        return COLL_BAD_BUFFER; /* overlaps the communicator's scratch */
     return COLL_OK;
 }
 
 int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg)
 {
+    assert(c && cfg && cfg->group);
     uint32_t seg = cfg->segment_bytes ? cfg->segment_bytes : NOC_COMM_SEGMENT_DEFAULT;
-    if (cfg->slot >= NOC_COMM_SLOTS || seg % 4 || seg < 64 || !cfg->group ||
-        coll_check_buffer(cfg->scratch, NOC_COMM_SCRATCH_BYTES(seg)) != COLL_OK)
+    if (cfg->slot >= NOC_COMM_SLOTS || seg % 4 || seg < 64 || seg > NOC_COMM_SEGMENT_MAX ||
+        !in_app_sram(cfg->scratch, NOC_COMM_SCRATCH_BYTES(seg)))
         return NPU_ERR_INVAL;
+    if (expect[cfg->slot].broken)
+        return NPU_ERR_STATE;
     int rank = noc_group_rank_of(cfg->group, hal_self()->core_id);
     if (rank < 0)
         return NPU_ERR_RANGE;
@@ -145,9 +177,12 @@ static bool same_call(const struct coll_header *a, const struct coll_header *b)
 /* Judges every rank's header in rank order; the first fault decides (the same everywhere). */
 static int judge(const struct noc_comm *c, const struct coll_header *mine)
 {
-    static const char *const faults[] = { "", "a buffer outside its SRAM",
-                                          "bad arguments (count, dtype, root or senders)",
-                                          "M2N counts beyond the driver's limits" };
+    static const char *const faults[] = {
+        "", "a buffer outside its SRAM (or over the communicator's scratch)",
+        "bad arguments (count, dtype, root, senders or counts)",
+        "M2N counts beyond the driver's limits",
+        "too many of its own descriptors queued on the NoC or vector engine",
+        "it gave up waiting for the others' headers" };
     const struct coll_header *h = coll_headers(c);
     char msg[160];
     for (uint32_t k = 0; k < c->group.size; k++) {
@@ -160,7 +195,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
         }
         if (h[k].fault != COLL_OK) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": %s", k,
-                     h[k].fault < 4 ? faults[h[k].fault] : "?");
+                     h[k].fault <= COLL_ABORT ? faults[h[k].fault] : "?");
             refuse(c, mine, msg);
             return h[k].fault == COLL_BAD_BUFFER ? NPU_ERR_RANGE : NPU_ERR_INVAL;
         }
@@ -188,15 +223,12 @@ static void report_missing(const struct noc_comm *c, const struct coll_header *m
     refuse(c, mine, msg);
 }
 
-int coll_agree(struct noc_comm *c, struct coll_header *mine)
+/* Multicasts the staged header to the group's mailboxes (the same offset everywhere). */
+static int send_header(struct noc_comm *c, const struct coll_header *h)
 {
-    assert(c->cfg.group == &c->group && "communicator not initialised (noc_comm_init)");
-    if (c->broken)
-        return NPU_ERR_STATE;
-    mine->scratch = c->cfg.scratch;
     struct coll_header *staged = (struct coll_header *)(uintptr_t)(c->cfg.scratch +
                                                                    COLL_SCRATCH_HEADER);
-    *staged = *mine;
+    *staged = *h;
     const struct noc_rect *r = &c->group.rect;
     struct noc_multicast_args m = {
         .src = (uint64_t)(uintptr_t)staged,
@@ -207,11 +239,30 @@ int coll_agree(struct noc_comm *c, struct coll_header *mine)
         .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_HDR),
                   .signal_value = 1, .keep_data = true }, /* performance mode too */
     };
-    noc_multicast_desc(&batch[0], &m);
-    int rc = engine_submit(&batch[0], 1);
+    noc_multicast_desc(&header_desc, &m);
+    return engine_submit(&header_desc, 1);
+}
+
+/* The slot is out of step on this core: refuse everything on it until the next boot. */
+void coll_break(struct noc_comm *c)
+{
+    coll_expect_of(c)->broken = true;
+}
+
+int coll_agree(struct noc_comm *c, struct coll_header *mine)
+{
+    assert(c->cfg.group == &c->group && "communicator not initialised (noc_comm_init)");
+    if (coll_expect_of(c)->broken)
+        return NPU_ERR_STATE;
+    c->phase = 0;
+    mine->scratch = c->cfg.scratch;
+    if (mine->fault == COLL_OK && (engine_pending(NPU_ENGINE_NOC) > NOC_COMM_QUEUED_MAX ||
+                                   engine_pending(NPU_ENGINE_VECTOR) > NOC_COMM_QUEUED_MAX))
+        mine->fault = COLL_BUSY;
+    int rc = send_header(c, mine);
     if (rc != NPU_OK) {
         refuse(c, mine, "the NoC engine refused the header");
-        c->broken = true;
+        coll_break(c);
         return rc;
     }
     struct coll_expect *ex = coll_expect_of(c);
@@ -220,100 +271,13 @@ int coll_agree(struct noc_comm *c, struct coll_header *mine)
                             hal_time_ps() + c->cfg.timeout_ps);
     if (rc != NPU_OK) {
         report_missing(c, mine);
-        c->broken = true;
+        mine->fault = COLL_ABORT; /* tell the late ones, so they refuse too */
+        send_header(c, mine);
+        coll_break(c);
         return rc;
     }
     rc = judge(c, mine);
     if (rc != NPU_OK)
         c->seq++; /* every rank refused this call alike: the next one goes on */
     return rc;
-}
-
-void coll_stream_begin(struct coll_stream *st, struct noc_comm *c)
-{
-    memset(st, 0, sizeof(*st));
-    st->c = c;
-}
-
-/* Waits until at most `limit` of the `issued` items counted by semaphore sem are pending. */
-static int window_wait(uint32_t sem, uint32_t issued, uint32_t limit)
-{
-    return issued > limit ? hal_sem_wait(sem, issued - limit) : NPU_OK;
-}
-
-int coll_stream_flush(struct coll_stream *st)
-{
-    if (st->n == 0)
-        return NPU_OK;
-    const struct coll_expect *ex = coll_expect_of(st->c);
-    /* Keep room in each engine queue: what is not yet known done, plus this batch. */
-    int rc = window_wait(coll_sem(st->c, COLL_SEM_SENT), ex->sent, STREAM_WINDOW);
-    if (rc == NPU_OK)
-        rc = window_wait(coll_sem(st->c, COLL_SEM_VDONE), ex->vdone, STREAM_WINDOW);
-    if (rc == NPU_OK)
-        rc = engine_submit(batch, st->n);
-    /* Agreed collectives are valid: a refusal here is a driver bug. */
-    if (rc != NPU_OK)
-        printf("noc: rank %" PRIu32 ": the engines refused a collective's descriptors (%d)\n",
-               st->c->rank, rc);
-    assert(rc == NPU_OK);
-    st->n = 0;
-    return rc;
-}
-
-struct npu_desc *coll_stream_next(struct coll_stream *st, enum npu_engine engine)
-{
-    if (st->n == NPU_SUBMIT_MAX)
-        coll_stream_flush(st);
-    struct npu_desc *d = &batch[st->n++];
-    memset(d, 0, sizeof(*d));
-    d->engine = (uint8_t)engine;
-    return d;
-}
-
-int coll_stream_finish(struct coll_stream *st)
-{
-    int rc = coll_stream_flush(st);
-    const struct coll_expect *ex = coll_expect_of(st->c);
-    const uint32_t sems[] = { COLL_SEM_ARRIVE0, COLL_SEM_ARRIVE1, COLL_SEM_VDONE,
-                              COLL_SEM_CREDIT, COLL_SEM_SENT };
-    const uint32_t want[] = { ex->arrive[0], ex->arrive[1], ex->vdone, ex->credit, ex->sent };
-    for (uint32_t i = 0; rc == NPU_OK && i < sizeof(sems) / sizeof(sems[0]); i++)
-        rc = hal_sem_wait(coll_sem(st->c, (enum coll_sem)sems[i]), want[i]);
-    return rc;
-}
-
-void coll_emit_write(struct coll_stream *st, const struct coll_write *w)
-{
-    struct noc_comm *c = st->c;
-    struct coll_expect *ex = coll_expect_of(c);
-    const struct coll_header *dst_hdr = NULL;
-    uint64_t src = w->src, dst = w->dst, bytes = w->bytes;
-    if (bytes == 0) { /* a token: the semaphores move, no data does */
-        int k = -1;
-        for (uint32_t r = 0; r < c->group.size && k < 0; r++)
-            if (c->group.core[r] == w->dst_core)
-                k = (int)r;
-        assert(k >= 0);
-        dst_hdr = &coll_headers(c)[k];
-        src = c->cfg.scratch + COLL_SCRATCH_TOKENS;
-        dst = dst_hdr->scratch + COLL_SCRATCH_TOKENS + 64;
-        bytes = 4;
-    }
-    struct noc_write_args a = {
-        .src = src, .dst = dst, .rows = 1, .row_bytes = (uint32_t)bytes,
-        .src_stride = (uint32_t)bytes, .dst_stride = (uint32_t)bytes,
-        .sync = {
-            .wait = w->wait, .wait_sem = (uint8_t)w->wait_sem, .wait_value = w->wait_value,
-            .wait2 = w->wait2, .wait2_sem = (uint8_t)w->wait2_sem,
-            .wait2_value = w->wait2_value, .signal = true,
-            .signal_core = (uint16_t)w->dst_core,
-            .signal_sem = (uint8_t)coll_sem(c, c->phase % 2 ? COLL_SEM_ARRIVE1
-                                                            : COLL_SEM_ARRIVE0),
-            .signal_value = 1, .signal2 = true, .signal2_core = (uint16_t)hal_self()->core_id,
-            .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT), .signal2_value = 1,
-        },
-    };
-    noc_write_desc(coll_stream_next(st, NPU_ENGINE_NOC), &a);
-    ex->sent++;
 }

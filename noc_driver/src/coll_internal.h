@@ -9,18 +9,20 @@
 #include "noc/collective.h"
 #include "npu_structs.h"
 
-/* Driver semaphores of a slot: 16 + 7 * slot + one of these. */
+/* Driver semaphores of a slot: NOC_SEM_USER_END + 9 * slot + one of these. */
 enum coll_sem {
     COLL_SEM_HDR,      /* +1 per header landed in this core's mailbox */
-    COLL_SEM_ARRIVE0,  /* +1 per data segment landed (even phases) */
-    COLL_SEM_ARRIVE1,  /* (odd phases: the next phase's data may land early) */
+    COLL_SEM_ARRIVE0,  /* +1 per data segment landed in phase 0 of a collective, ... */
+    COLL_SEM_ARRIVE1,  /* one per phase: a neighbour may send a later phase's data */
+    COLL_SEM_ARRIVE2,  /* before this core is done with an earlier phase (2-D */
+    COLL_SEM_ARRIVE3,  /* all-reduce: the column predecessor runs its own rows) */
     COLL_SEM_VDONE,    /* +1 per reduction of this core done */
     COLL_SEM_CREDIT,   /* +1 per receive slot the next rank has freed */
     COLL_SEM_SENT,     /* +1 per data write of this core landed (acknowledged) */
     COLL_SEM_COUNTS,   /* +1 per M2N count row landed */
     COLL_SEM_PER_SLOT,
 };
-#define COLL_SEM_BASE 16u
+#define COLL_PHASES_MAX 4u /* the 2-D all-reduce: columns, rows, rows, columns */
 
 enum coll_kind {
     COLL_BARRIER = 1,
@@ -39,6 +41,8 @@ enum coll_fault {
     COLL_BAD_BUFFER,   /* a buffer outside this core's SRAM (or in the driver's part) */
     COLL_BAD_ARGS,     /* zero count, unknown dtype, root or senders out of range */
     COLL_BAD_COUNTS,   /* M2N: more pairs than NOC_M2N_PAIRS_MAX, or a plan too small */
+    COLL_BUSY,         /* the caller keeps too many descriptors queued on NoC or vector */
+    COLL_ABORT,        /* this rank gave up waiting for the others' headers */
 };
 
 /* What every rank multicasts before a collective (64 bytes, in every member's mailbox). */
@@ -56,11 +60,13 @@ struct coll_header {
 };
 _Static_assert(sizeof(struct coll_header) == 64, "coll_header is one 64-byte slot");
 #define COLL_MAGIC 0x4c4f434eu /* "NCOL" */
+#define COLL_COUNT_MAX (1ull << 40) /* elements: more than any SRAM holds */
 
 /* What the semaphores of a slot of this core should read once everything issued has
    happened (the driver's bookkeeping; one per core and slot). */
 struct coll_expect {
-    uint32_t hdr, arrive[2], vdone, credit, sent, counts;
+    uint32_t hdr, arrive[COLL_PHASES_MAX], vdone, credit, sent, counts;
+    bool broken;              /* a timeout left the slot's semaphores out of step */
 };
 struct coll_expect *coll_expect_of(const struct noc_comm *c);
 
@@ -68,10 +74,15 @@ struct coll_expect *coll_expect_of(const struct noc_comm *c);
 struct coll_stream {
     struct noc_comm *c;
     uint32_t n;               /* descriptors in the batch */
-    uint32_t noc_out, vec_out; /* issued this collective, not yet known to be done */
+    uint64_t deadline_ps;     /* no wait of this phase goes past it */
+    bool failed;              /* a wait hit the deadline: nothing more is submitted */
 };
 
 uint32_t coll_sem(const struct noc_comm *c, enum coll_sem s);
+/* ARRIVE of the current phase, and the bank of receive slots it uses. */
+uint32_t coll_arrive_sem(const struct noc_comm *c);
+uint32_t *coll_arrive_expect(const struct noc_comm *c);
+uint64_t coll_slot_addr(const struct noc_comm *c, uint64_t scratch, uint32_t q);
 uint32_t coll_elem_bytes(enum npu_dtype dt);
 /* Element boundary of part k of `count` split in `parts`. */
 uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k);
@@ -81,19 +92,26 @@ const struct coll_header *coll_headers(const struct noc_comm *c);
 uint32_t *coll_counts_area(const struct noc_comm *c);
 uint64_t coll_counts_offset(const struct noc_comm *c);
 
+/* Marks the communicator's slot broken on this core (a timeout: counts out of step). */
+void coll_break(struct noc_comm *c);
 /* Agreement: exchange headers, judge them; NPU_OK or the error every rank returns. */
 int coll_agree(struct noc_comm *c, struct coll_header *mine);
 /* A header with this rank's fields filled; the caller adds the collective's. */
 void coll_header_init(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind);
-/* COLL_OK if [addr, addr + bytes) is inside this core's SRAM below the driver's part. */
-enum coll_fault coll_check_buffer(uint64_t addr, uint64_t bytes);
+/* COLL_OK if `count` elements of `elem_bytes` from addr lie inside this core's SRAM, below
+   the driver's mailboxes and clear of the communicator's scratch (no overflow). */
+enum coll_fault coll_check_buffer(const struct noc_comm *c, uint64_t addr, uint64_t count,
+                                  uint64_t elem_bytes);
 
 /* The descriptor stream. */
 void coll_stream_begin(struct coll_stream *st, struct noc_comm *c);
 struct npu_desc *coll_stream_next(struct coll_stream *st, enum npu_engine engine);
 int coll_stream_flush(struct coll_stream *st);
-/* Flushes, then waits until everything expected of this collective has happened. */
+/* Flushes, then waits until everything expected of this phase has happened, and moves on to
+   the next phase. NPU_ERR_TIMEOUT (the communicator is then broken) past the deadline. */
 int coll_stream_finish(struct coll_stream *st);
+/* The end of a collective: the sequence number moves on; counters near wrapping restart. */
+void coll_done(struct noc_comm *c);
 
 /* Appends a NoC write of `bytes` (0: a token into the destination's token area) that
    signals ARRIVE of the current phase on `dst_core` and SENT here. */
@@ -120,7 +138,8 @@ struct coll_ring {
 int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
 int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r);
 
-/* Scratch layout: tokens at 0, header staging at 512, receive slots from 1024. */
+/* Scratch layout: tokens at 0, header staging at 512, two banks of receive slots from 1024
+   (consecutive phases use different banks: the next phase's data may land early). */
 #define COLL_SCRATCH_TOKENS 0u
 #define COLL_SCRATCH_HEADER 512u
 #define COLL_SCRATCH_SLOTS 1024u

@@ -26,10 +26,11 @@ static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll
     h->dtype = (uint8_t)a->dtype;
     h->root = a->root;
     h->buf = a->buf;
-    if (a->count == 0 || !dtype_ok(a->dtype) || a->root >= c->group.size)
+    if (a->count == 0 || a->count > COLL_COUNT_MAX || !dtype_ok(a->dtype) ||
+        a->root >= c->group.size)
         h->fault = COLL_BAD_ARGS;
     else
-        h->fault = (uint8_t)coll_check_buffer(a->buf, a->count * coll_elem_bytes(a->dtype));
+        h->fault = (uint8_t)coll_check_buffer(c, a->buf, a->count, coll_elem_bytes(a->dtype));
 }
 
 static void ring_1d(const struct noc_comm *c, const struct noc_coll_args *a,
@@ -116,7 +117,7 @@ static int run(struct noc_comm *c, enum coll_kind kind, const struct noc_coll_ar
     if (rc != NPU_OK)
         return rc;
     rc = body ? body(c, a) : NPU_OK;
-    c->seq++;
+    coll_done(c);
     return rc;
 }
 
@@ -128,9 +129,12 @@ static int allreduce_body(struct noc_comm *c, const struct noc_coll_args *a)
 
 int noc_barrier(struct noc_comm *c)
 {
-    const struct noc_coll_args a = { .buf = c->cfg.scratch, .count = 1,
-                                     .dtype = NPU_DTYPE_FP32 };
-    return run(c, COLL_BARRIER, &a, NULL);
+    struct coll_header h;
+    coll_header_init(c, &h, COLL_BARRIER);
+    int rc = coll_agree(c, &h);
+    if (rc == NPU_OK)
+        coll_done(c);
+    return rc;
 }
 
 int noc_allgather(struct noc_comm *c, const struct noc_coll_args *a)
@@ -152,11 +156,10 @@ int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a)
    as soon as it has landed. */
 static int broadcast_body(struct noc_comm *c, const struct noc_coll_args *a)
 {
-    struct coll_expect *ex = coll_expect_of(c);
     const uint32_t size = c->group.size, m = (c->rank + size - a->root) % size;
     const uint64_t eb = coll_elem_bytes(a->dtype), per = c->cfg.segment_bytes / eb;
     const uint32_t segs = (uint32_t)((a->count + per - 1) / per);
-    const uint32_t next = (c->rank + 1) % size, abase = ex->arrive[c->phase % 2];
+    const uint32_t next = (c->rank + 1) % size, abase = *coll_arrive_expect(c);
     const struct coll_header *h = coll_headers(c);
     struct coll_stream st;
     coll_stream_begin(&st, c);
@@ -166,16 +169,14 @@ static int broadcast_body(struct noc_comm *c, const struct noc_coll_args *a)
                                 .bytes = (hi - lo) * eb, .dst_core = c->group.core[next] };
         if (m > 0) {
             w.wait = true;
-            w.wait_sem = coll_sem(c, c->phase % 2 ? COLL_SEM_ARRIVE1 : COLL_SEM_ARRIVE0);
+            w.wait_sem = coll_arrive_sem(c);
             w.wait_value = abase + t + 1;
         }
         coll_emit_write(&st, &w);
     }
     if (m > 0)
-        ex->arrive[c->phase % 2] += segs;
-    int rc = coll_stream_finish(&st);
-    c->phase++;
-    return rc;
+        *coll_arrive_expect(c) += segs;
+    return coll_stream_finish(&st);
 }
 
 int noc_broadcast(struct noc_comm *c, const struct noc_coll_args *a)

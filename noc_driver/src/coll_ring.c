@@ -5,13 +5,18 @@
  * part, from the largest); step s, segment t is sequence number q = s * S + t.
  *
  * All-gather, rank at position m, step s = 0..len-2: send part (m - s) to the next rank's
- * buffer. Step 0 sends our own part; step s >= 1 forwards what arrived at step s - 1: its write waits for ARRIVE >= q - S + 1.
+ * buffer. Step 0 sends our own part; step s >= 1 forwards what arrived at step s - 1: its
+ * write waits for ARRIVE >= q - S + 1.
  *
  * Reduce-scatter, step s: send part (m - s - 1) into receive slot q % K of the next rank;
  * the next rank's vector engine adds it into its own copy of that part (in place) and frees
  * the slot (CREDIT to us). Our write of (s, t) waits for our add of (s - 1, t) (VDONE) and,
  * from q >= K on, for the slot it overwrites to be free (WAIT2 on CREDIT). After len - 1
  * steps part m holds the sum over the ring, in the order of collective.h.
+ *
+ * Consecutive phases of a collective use different banks of receive slots and each phase its
+ * own ARRIVE semaphore: a neighbour may start a later phase (in a 2-D all-reduce, even two
+ * phases later) before this rank has ended the current one.
  *
  * Why no deadlock: every descriptor waits only on events of smaller sequence numbers (its own
  * rank's earlier adds, the previous rank's earlier writes, the next rank's earlier adds),
@@ -45,11 +50,6 @@ static uint32_t segments_of(const struct noc_comm *c, const struct coll_ring *r)
     return segs ? (uint32_t)segs : 1u;
 }
 
-static uint32_t arrive_sem(const struct noc_comm *c)
-{
-    return coll_sem(c, c->phase % 2 ? COLL_SEM_ARRIVE1 : COLL_SEM_ARRIVE0);
-}
-
 static const struct coll_header *hdr_of(const struct noc_comm *c, uint32_t rank)
 {
     return &coll_headers(c)[rank];
@@ -57,12 +57,11 @@ static const struct coll_header *hdr_of(const struct noc_comm *c, uint32_t rank)
 
 int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r)
 {
-    struct coll_expect *ex = coll_expect_of(c);
     struct coll_stream st;
     const uint32_t len = r->len, m = r->pos, segs = segments_of(c, r);
     const uint32_t next = r->ranks[(m + 1) % len];
     const uint64_t eb = coll_elem_bytes(r->dtype);
-    const uint32_t abase = ex->arrive[c->phase % 2];
+    const uint32_t abase = *coll_arrive_expect(c);
     coll_stream_begin(&st, c);
     for (uint32_t s = 0; s + 1 < len; s++) {
         uint32_t k = (m + len - s) % len;
@@ -75,16 +74,14 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r)
                 .dst_core = c->group.core[next],
             };
             if (s > 0) {
-                w.wait = true, w.wait_sem = arrive_sem(c);
+                w.wait = true, w.wait_sem = coll_arrive_sem(c);
                 w.wait_value = abase + (s - 1) * segs + t + 1;
             }
             coll_emit_write(&st, &w);
         }
     }
-    ex->arrive[c->phase % 2] += (len - 1) * segs;
-    int rc = coll_stream_finish(&st);
-    c->phase++;
-    return rc;
+    *coll_arrive_expect(c) += (len - 1) * segs;
+    return coll_stream_finish(&st);
 }
 
 /* The add of step s, segment t: slot + our copy of the part received, into that copy. */
@@ -96,8 +93,7 @@ static void emit_add(struct coll_stream *st, const struct coll_ring *r, uint32_t
     const uint32_t prev = r->ranks[(r->pos + r->len - 1) % r->len];
     const uint64_t eb = coll_elem_bytes(r->dtype);
     uint64_t mine = hdr_of(c, r->ranks[r->pos])->buf + lo * eb;
-    uint64_t slot = c->cfg.scratch + COLL_SCRATCH_SLOTS +
-                    (uint64_t)(q % NOC_COMM_RECV_SLOTS) * c->cfg.segment_bytes;
+    uint64_t slot = coll_slot_addr(c, c->cfg.scratch, q);
     if (n == 0) { /* token: add within the token area, nothing real changes */
         mine = c->cfg.scratch + COLL_SCRATCH_TOKENS + 128;
         slot = c->cfg.scratch + COLL_SCRATCH_TOKENS + 192;
@@ -108,7 +104,8 @@ static void emit_add(struct coll_stream *st, const struct coll_ring *r, uint32_t
         .cols = (uint32_t)n, .ldx = (uint32_t)n, .ldy = (uint32_t)n, .ldout = (uint32_t)n,
         .x_type = r->dtype, .y_type = r->dtype, .out_type = r->dtype,
         .sync = {
-            .wait = true, .wait_sem = (uint8_t)arrive_sem(c), .wait_value = abase + q + 1,
+            .wait = true, .wait_sem = (uint8_t)coll_arrive_sem(c),
+            .wait_value = abase + q + 1,
             .signal = true, .signal_core = (uint16_t)c->group.core[r->ranks[r->pos]],
             .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_VDONE), .signal_value = 1,
             .signal2 = true, .signal2_core = (uint16_t)c->group.core[prev],
@@ -126,7 +123,7 @@ int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r)
     const uint32_t len = r->len, m = r->pos, segs = segments_of(c, r);
     const uint32_t next = r->ranks[(m + 1) % len];
     const uint64_t eb = coll_elem_bytes(r->dtype);
-    const uint32_t abase = ex->arrive[c->phase % 2], vbase = ex->vdone, cbase = ex->credit;
+    const uint32_t abase = *coll_arrive_expect(c), vbase = ex->vdone, cbase = ex->credit;
     assert((uint64_t)c->cfg.segment_bytes >= eb);
     coll_stream_begin(&st, c);
     for (uint32_t s = 0; s + 1 < len; s++) {
@@ -137,8 +134,7 @@ int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r)
             segment(r, ks, segs, t, &lo, &n);
             struct coll_write w = {
                 .src = hdr_of(c, r->ranks[m])->buf + lo * eb,
-                .dst = hdr_of(c, next)->scratch + COLL_SCRATCH_SLOTS +
-                       (uint64_t)(q % NOC_COMM_RECV_SLOTS) * c->cfg.segment_bytes,
+                .dst = coll_slot_addr(c, hdr_of(c, next)->scratch, q),
                 .bytes = n * eb, .dst_core = c->group.core[next],
             };
             if (s > 0) { /* our add of (s - 1, t) made what we send */
@@ -154,9 +150,7 @@ int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r)
             emit_add(&st, r, q, lo, n, abase);
         }
     }
-    ex->arrive[c->phase % 2] += (len - 1) * segs;
+    *coll_arrive_expect(c) += (len - 1) * segs;
     ex->credit += (len - 1) * segs;
-    int rc = coll_stream_finish(&st);
-    c->phase++;
-    return rc;
+    return coll_stream_finish(&st);
 }

@@ -19,7 +19,7 @@ int noc_placement_parse(const char *name)
     for (uint32_t i = 0; i < NOC_PLACE_COUNT; i++)
         if (strcmp(name, names[i]) == 0)
             return (int)i;
-    return -1;
+    return NPU_ERR_INVAL;
 }
 
 uint32_t noc_interleave(uint32_t i, uint32_t n)
@@ -118,7 +118,7 @@ int noc_group_rank_of(const struct noc_group *g, uint32_t core)
     for (uint32_t k = 0; k < g->size; k++)
         if (g->core[k] == core)
             return (int)k;
-    return -1;
+    return NPU_ERR_RANGE;
 }
 
 uint32_t noc_group_hops(const struct noc_group *g, uint32_t a, uint32_t b)

@@ -114,9 +114,9 @@ static void test_bad_groups(void **state)
     a.placement = (enum noc_placement)7;
     assert_int_equal(noc_group_init(&g, &a), NPU_ERR_INVAL);
     init(NOC_PLACE_RING, 0, 0, 2, 2);
-    assert_int_equal(noc_group_rank_of(&g, 2), -1);
+    assert_int_equal(noc_group_rank_of(&g, 2), NPU_ERR_RANGE);
     assert_int_equal(noc_placement_parse("mesh2d"), NOC_PLACE_MESH2D);
-    assert_int_equal(noc_placement_parse("torus"), -1);
+    assert_int_equal(noc_placement_parse("torus"), NPU_ERR_INVAL);
     assert_string_equal(noc_placement_name(NOC_PLACE_INTERLEAVED), "interleaved");
 }
 

@@ -56,9 +56,9 @@ npu_target_test(bench.noc.mesh-4x4 EXIT 0 TIMEOUT 120
   CMD ${NPUCTL} bench noc --quick --chip mesh-4x4 --timeout 100)
 
 npu_target_test(bench.unknown EXIT 2
-  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc or host\\)"
+  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives or host\\)"
   CMD ${NPUCTL} bench frob)
 
-foreach(t gemm dma noc host noc.mesh-4x4)
+foreach(t gemm dma noc collectives host noc.mesh-4x4)
   set_tests_properties(target.bench.${t} PROPERTIES LABELS "target;bench")
 endforeach()

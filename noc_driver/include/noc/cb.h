@@ -37,7 +37,8 @@ struct noc_cb {
 };
 
 /* NPU_ERR_INVAL for zero pages or page bytes, a semaphore outside the application's, or
-   the same core at both ends; NPU_ERR_RANGE if the ring runs past the consumer's SRAM. */
+   the same core at both ends; NPU_ERR_RANGE if the ring runs into the driver's mailboxes at
+   the top of SRAM (noc_reserved_bytes()) or past it. */
 int noc_cb_init(struct noc_cb *cb, const struct noc_cb_config *cfg);
 
 /* Producer: wait until n more pages are free (n <= pages). */

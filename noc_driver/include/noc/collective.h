@@ -11,7 +11,10 @@
  *      then judges the same headers, so a bad group, a buffer outside SRAM or counts that
  *      differ fail on every rank, with the same error code and a console line naming the
  *      rank at fault. A rank whose header never comes makes the others time out
- *      (NPU_ERR_TIMEOUT); the communicator is then broken (NPU_ERR_STATE afterwards).
+ *      (NPU_ERR_TIMEOUT) and tell the group (an abort header); a phase whose traffic does
+ *      not come within the timeout fails the same way. The slot is then broken on that core
+ *      (NPU_ERR_STATE afterwards). The caller may keep at most NOC_COMM_QUEUED_MAX
+ *      descriptors queued on its NoC and vector engines during a collective.
  *   2. moves the data as chains of engine descriptors that wait for and signal semaphores,
  *      so transfers, reductions and forwarding run without the hart, pipelined in segments
  *      (NoC transfers overlap the vector engine's reductions). See the design doc for why
@@ -38,9 +41,12 @@
 #define NOC_COMM_SLOTS 2u
 /* Scratch each rank gives a communicator: receive slots for reductions and tokens. */
 #define NOC_COMM_SEGMENT_DEFAULT 65536u
-#define NOC_COMM_RECV_SLOTS 4u
-#define NOC_COMM_SCRATCH_BYTES(segment_bytes) (1024u + NOC_COMM_RECV_SLOTS * (segment_bytes))
-#define NOC_COMM_TIMEOUT_DEFAULT_PS 1000000000ull /* 1 ms of chip time for the agreement */
+#define NOC_COMM_SEGMENT_MAX (1u << 20)
+#define NOC_COMM_RECV_SLOTS 4u /* per bank; two banks */
+#define NOC_COMM_SCRATCH_BYTES(segment_bytes) \
+    (1024ull + 2ull * NOC_COMM_RECV_SLOTS * (uint64_t)(segment_bytes))
+#define NOC_COMM_TIMEOUT_DEFAULT_PS 100000000000ull /* 100 ms of chip time */
+#define NOC_COMM_QUEUED_MAX 64u /* descriptors the caller may leave queued on NoC, vector */
 #define NOC_M2N_PAIRS_MAX 4096u                   /* senders x receivers */
 
 struct noc_comm_config {
@@ -48,8 +54,10 @@ struct noc_comm_config {
     uint32_t slot;            /* 0..NOC_COMM_SLOTS-1: communicators that share a core and
                                  run at the same time need different slots */
     uint64_t scratch;         /* this core's SRAM, NOC_COMM_SCRATCH_BYTES(segment_bytes) */
-    uint32_t segment_bytes;   /* pipelining unit, a multiple of 4 (0: the default) */
-    uint64_t timeout_ps;      /* agreement deadline after the call (0: the default) */
+    uint32_t segment_bytes;   /* pipelining unit, a multiple of 4, 64..NOC_COMM_SEGMENT_MAX
+                                 (0: the default) */
+    uint64_t timeout_ps;      /* how long a rank waits for the others, in the agreement and
+                                 for each phase's traffic (0: the default) */
 };
 
 /* Per-rank state. (What the slot's semaphores should read is kept per core and slot, so
@@ -59,13 +67,13 @@ struct noc_comm {
     struct noc_group group;   /* a copy: the caller's may go */
     uint32_t rank;
     uint32_t seq;             /* collectives called so far */
-    uint32_t phase;           /* data phases run so far: picks the ARRIVE semaphore */
-    bool broken;              /* an agreement timed out: the semaphores are out of step */
+    uint32_t phase;           /* data phase of the current collective (0..3) */
 };
 
 /* NPU_ERR_INVAL for a bad slot, segment size or scratch; NPU_ERR_RANGE if this core is not
-   in the group. No other communicator may be using the slot on any member; members must
-   have created theirs before any member calls a collective on it. */
+   in the group; NPU_ERR_STATE if a timeout broke the slot earlier (until the next boot). No
+   other communicator may be using the slot on any member; members must have created theirs
+   before any member calls a collective on it. */
 int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg);
 
 struct noc_coll_args {
@@ -113,7 +121,8 @@ struct noc_m2n_plan {
 };
 struct noc_m2n_args {
     uint32_t senders;         /* M, 1..size-1, the same on every rank */
-    const uint32_t *counts;   /* sender: receivers entries; ignored on receivers */
+    const uint32_t *counts;   /* dispatch, sender: receivers entries (in its SRAM); ignored
+                                 on receivers and by combine (which uses the plan) */
     uint64_t send, recv;      /* sender: send (dispatch) / recv (combine); receiver: recv */
     uint64_t recv_capacity;   /* elements recv can hold */
     enum npu_dtype dtype;

@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NOC_SEM_USER_END 16u /* semaphores 0..15 are free for applications */
+#define NOC_SEM_USER_END 12u /* semaphores 0..11 are free for applications */
 #define NOC_SEM_WRITE_ACK 30u /* +1 per write (per destination of a multicast) landed */
 #define NOC_SEM_READ_DONE 31u /* +1 per read landed here */
 
@@ -72,7 +72,7 @@ struct noc_sem_args {
 };
 
 /* Commands: queue a transfer. 0, or the engine's refusal (NPU_ERR_RANGE for an address
-   outside SRAM, NPU_ERR_INVAL for zero bytes, NPU_ERR_NOMEM when the queue is full). */
+   outside SRAM or zero bytes, NPU_ERR_NOMEM when the queue is full). */
 int noc_write_async(const struct noc_write_async_args *args);
 int noc_read_async(const struct noc_read_async_args *args);
 int noc_multicast_async(const struct noc_multicast_async_args *args);

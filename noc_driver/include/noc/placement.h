@@ -59,7 +59,7 @@ struct noc_group {
    empty, outside the mesh or larger than NOC_GROUP_MAX. */
 int noc_group_init(struct noc_group *g, const struct noc_group_args *args);
 
-/* The rank of `core` in g, or -1 if it is not a member. */
+/* The rank of `core` in g, or NPU_ERR_RANGE if it is not a member. */
 int noc_group_rank_of(const struct noc_group *g, uint32_t core);
 
 /* Mesh hops between the cores of two ranks (XY routing: Manhattan distance). */
@@ -73,7 +73,8 @@ uint32_t noc_group_hops(const struct noc_group *g, uint32_t rank_a, uint32_t ran
 uint32_t noc_interleave(uint32_t i, uint32_t n);
 
 const char *noc_placement_name(enum noc_placement p);
-/* The placement called `name` ("linear", "interleaved", "ring", "mesh2d"); -1 if none. */
+/* The placement called `name` ("linear", "interleaved", "ring", "mesh2d"), or
+   NPU_ERR_INVAL. */
 int noc_placement_parse(const char *name);
 
 #endif
