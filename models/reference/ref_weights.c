@@ -1,85 +1,53 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The reference model's memory: weights generated from the config's seed (rounded to bf16),
+ * The reference model's memory: weights generated from the config's seed (model_weights.h),
  * activations and the KV cache (ref_model.h).
  */
 #include <assert.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "npu_enums.h"
+#include "model_weights.h"
 #include "ref_model.h"
 
-/* splitmix64: a small, well-mixed generator; one stream per tensor. */
-static uint64_t mix(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-/* Rounds to the nearest bf16 (even on ties): the chip holds weights in bf16. */
-static float round_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
-/* n values uniform in [-scale, scale] (centre 0), or around 1 for norms (centre 1). */
-static void fill(float *w, uint64_t n, uint64_t seed, uint64_t tensor, float centre,
-                 float scale)
-{
-    uint64_t state = seed * 0x100000001b3ull + tensor;
-    for (uint64_t i = 0; i < n; i++) {
-        double u = (double)(mix(&state) >> 11) / (double)(1ull << 53); /* [0, 1) */
-        w[i] = round_bf16(centre + scale * (float)(2.0 * u - 1.0));
-    }
-}
-
-/* Hands out consecutive pieces of the arena, filling each from its own stream. */
-struct carver {
+/* Places each tensor in the arena, in order, and fills it from its stream. */
+struct placer {
+    struct ref_model *m;
     float *next;
-    uint64_t seed, tensor;
 };
 
-static float *carve(struct carver *c, uint64_t n, float centre, float scale)
+static float **slot_of(struct ref_model *m, const struct model_tensor *t)
 {
-    float *p = c->next;
-    fill(p, n, c->seed, c->tensor++, centre, scale);
-    c->next += n;
-    return p;
+    struct ref_layer *l = &m->layers[t->layer];
+    switch (t->kind) {
+    case MT_EMBED: return &m->embed;
+    case MT_ATTN_NORM: return &l->attn_norm;
+    case MT_WQ: return &l->wq;
+    case MT_WK: return &l->wk;
+    case MT_WV: return &l->wv;
+    case MT_WO: return &l->wo;
+    case MT_Q_NORM: return &l->q_norm;
+    case MT_K_NORM: return &l->k_norm;
+    case MT_FFN_NORM: return &l->ffn_norm;
+    case MT_W_GATE: return &l->w_gate;
+    case MT_W_UP: return &l->w_up;
+    case MT_W_DOWN: return &l->w_down;
+    case MT_ROUTER: return &l->router;
+    case MT_E_GATE: return &l->e_gate;
+    case MT_E_UP: return &l->e_up;
+    case MT_E_DOWN: return &l->e_down;
+    case MT_FINAL_NORM: return &m->final_norm;
+    default: return &m->lm_head;
+    }
 }
 
-static void carve_layer(struct carver *c, const struct model_config *m, struct ref_layer *l)
+static void place(const struct model_tensor *t, void *ctx)
 {
-    const uint64_t d = m->hidden_size, hd = m->head_dim, qd = m->num_heads * hd;
-    const uint64_t kvd = m->num_kv_heads * hd;
-    const float in_d = 1.0f / sqrtf((float)d), in_q = 1.0f / sqrtf((float)qd);
-    l->attn_norm = carve(c, d, 1.0f, 0.1f);
-    l->wq = carve(c, qd * d, 0.0f, in_d);
-    l->wk = carve(c, kvd * d, 0.0f, in_d);
-    l->wv = carve(c, kvd * d, 0.0f, in_d);
-    l->wo = carve(c, d * qd, 0.0f, in_q);
-    l->q_norm = m->qk_norm ? carve(c, hd, 1.0f, 0.1f) : NULL;
-    l->k_norm = m->qk_norm ? carve(c, hd, 1.0f, 0.1f) : NULL;
-    l->ffn_norm = carve(c, d, 1.0f, 0.1f);
-    if (m->arch == MODEL_DENSE) {
-        const uint64_t ff = m->intermediate_size;
-        l->w_gate = carve(c, ff * d, 0.0f, in_d);
-        l->w_up = carve(c, ff * d, 0.0f, in_d);
-        l->w_down = carve(c, d * ff, 0.0f, 1.0f / sqrtf((float)ff));
-        return;
-    }
-    const uint64_t e = m->num_experts, mff = m->moe_intermediate_size;
-    l->router = carve(c, e * d, 0.0f, in_d);
-    l->e_gate = carve(c, e * mff * d, 0.0f, in_d);
-    l->e_up = carve(c, e * mff * d, 0.0f, in_d);
-    l->e_down = carve(c, e * d * mff, 0.0f, 1.0f / sqrtf((float)mff));
+    struct placer *p = ctx;
+    *slot_of(p->m, t) = p->next;
+    model_tensor_fill(p->next, t, p->m->cfg.seed, 0, t->elems);
+    p->next += t->elems;
 }
 
 /* Activations and caches, zeroed. */
@@ -126,15 +94,11 @@ int ref_model_init(struct ref_model *m, const struct model_config *cfg, uint32_t
         ref_model_free(m);
         return NPU_ERR_NOMEM;
     }
-    const uint64_t d = cfg->hidden_size, v = cfg->vocab_size;
-    struct carver c = { .next = m->arena, .seed = cfg->seed, .tensor = 1 };
-    m->embed = carve(&c, v * d, 0.0f, 1.0f);
-    for (uint32_t l = 0; l < cfg->num_layers; l++)
-        carve_layer(&c, cfg, &m->layers[l]);
-    m->final_norm = carve(&c, d, 1.0f, 0.1f);
-    m->lm_head = cfg->tie_embeddings ? m->embed
-                                     : carve(&c, v * d, 0.0f, 1.0f / sqrtf((float)d));
-    assert((uint64_t)(c.next - m->arena) == params && "model_param_count disagrees");
+    struct placer p = { .m = m, .next = m->arena };
+    model_tensors_each(cfg, place, &p);
+    if (cfg->tie_embeddings)
+        m->lm_head = m->embed;
+    assert((uint64_t)(p.next - m->arena) == params && "model_param_count disagrees");
     return NPU_OK;
 }
 

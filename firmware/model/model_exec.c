@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* One token's forward pass as a descriptor chain (model_exec.h). */
+#include "model_exec.h"
+
+#include <assert.h>
+#include <math.h>
+
+#include "npu/dma.h"
+#include "npu/hal.h"
+#include "npu/matrix.h"
+#include "npu/vector.h"
+#include "npu/wait.h"
+
+#define SEM_STEP 1u
+#define CHAIN_MAX 256u
+
+static struct npu_desc chain[CHAIN_MAX];
+static uint32_t nchain;
+
+/* The sync of the next descriptor: start after the previous one, count itself when done. */
+static struct engine_sync next_sync(struct exec_model *m)
+{
+    uint32_t index = m->steps + nchain;
+    return (struct engine_sync){
+        .wait = index > 0, .wait_sem = SEM_STEP, .wait_value = index,
+        .signal = true, .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_STEP,
+        .signal_value = 1,
+    };
+}
+
+static struct npu_desc *push(void)
+{
+    assert(nchain < CHAIN_MAX);
+    return &chain[nchain++];
+}
+
+/* C[m x n] = A[m x k] B, B stored [n][k] (a weight [out][in]) when trans_b, else [k][n]. */
+static void gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
+                 uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc,
+                 bool trans_b)
+{
+    struct matrix_gemm_desc_args g = {
+        .op = NPU_MATRIX_OP_GEMM_F32, .a = a, .b = b, .c = c, .m = rows, .n = n, .k = k,
+        .lda = lda, .ldb = ldb, .ldc = ldc, .trans_b = trans_b, .sync = next_sync(m),
+    };
+    matrix_gemm_desc(push(), &g);
+}
+
+/* A vector op on fp32 rows x cols (row stride = cols unless ld given). */
+static void vec(struct exec_model *m, struct vector_op_args v)
+{
+    v.x_type = v.y_type = v.out_type = NPU_DTYPE_FP32;
+    if (!v.ldx)
+        v.ldx = v.cols;
+    if (v.y && !v.ldy)
+        v.ldy = v.cols;
+    if (v.out && !v.ldout)
+        v.ldout = v.cols;
+    v.sync = next_sync(m);
+    vector_op_desc(push(), &v);
+}
+
+/* Copies bytes within this core's SRAM (the DMA engine). */
+static void copy(struct exec_model *m, uint64_t dst, uint64_t src, uint32_t bytes)
+{
+    struct dma_copy_args a = { .src = src, .dst = dst, .rows = 1, .row_bytes = bytes,
+                               .src_stride = bytes, .dst_stride = bytes,
+                               .sync = next_sync(m) };
+    dma_copy_desc(push(), &a);
+}
+
+/* Attention of one layer at position pos: xb (normed [d]) -> xb2 ([d]). */
+static void attention(struct exec_model *m, uint32_t l, uint32_t pos)
+{
+    const struct model_config *c = m->cfg;
+    const struct exec_layer *w = &m->layers[l];
+    const uint32_t d = c->hidden_size, hd = c->head_dim, nh = c->num_heads;
+    const uint32_t kvd = c->num_kv_heads * hd, group = nh / c->num_kv_heads;
+    const uint64_t kc = m->kcache + ((uint64_t)l * m->max_seq) * kvd * 4;
+    const uint64_t vc = m->vcache + ((uint64_t)l * m->max_seq) * kvd * 4;
+    const uint64_t k = kc + (uint64_t)pos * kvd * 4, v = vc + (uint64_t)pos * kvd * 4;
+    gemm(m, m->q, m->xb, w->wq, 1, nh * hd, d, d, d, nh * hd, true); /* q[1][nh * hd] */
+    gemm(m, k, m->xb, w->wk, 1, kvd, d, d, d, kvd, true);            /* k[1][kvd] */
+    gemm(m, v, m->xb, w->wv, 1, kvd, d, d, d, kvd, true);            /* v[1][kvd] */
+    if (c->qk_norm) { /* per head: rows of hd */
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->q, .y = w->q_norm,
+                                        .out = m->q, .rows = nh, .cols = hd, .ldy = hd,
+                                        .scalar = (float)c->rms_norm_eps });
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = k, .y = w->k_norm,
+                                        .out = k, .rows = c->num_kv_heads, .cols = hd,
+                                        .ldy = hd, .scalar = (float)c->rms_norm_eps });
+    }
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROPE, .x = m->q, .out = m->q, .rows = nh,
+                                    .cols = hd, .k = nh, .pos = pos, .rope_half = true,
+                                    .scalar = (float)c->rope_theta });
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROPE, .x = k, .out = k,
+                                    .rows = c->num_kv_heads, .cols = hd, .k = c->num_kv_heads,
+                                    .pos = pos, .rope_half = true,
+                                    .scalar = (float)c->rope_theta });
+    for (uint32_t g = 0; g < c->num_kv_heads; g++) {
+        uint64_t qg = m->q + (uint64_t)g * group * hd * 4, og = m->attn + (uint64_t)g * group * hd * 4;
+        /* scores[group][pos+1] = Q_g[group][hd] K_g^T (K rows of this head, kvd apart) */
+        gemm(m, m->scores, qg, kc + (uint64_t)g * hd * 4, group, pos + 1, hd, hd, kvd,
+             pos + 1, true);
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->scores,
+                                        .out = m->scores, .rows = group, .cols = pos + 1,
+                                        .scalar = 1.0f / sqrtf((float)hd) });
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = m->scores,
+                                        .out = m->scores, .rows = group, .cols = pos + 1 });
+        /* out_g[group][hd] = P[group][pos+1] V_g[pos+1][hd] */
+        gemm(m, og, m->scores, vc + (uint64_t)g * hd * 4, group, hd, pos + 1, pos + 1, kvd, hd,
+             false);
+    }
+    gemm(m, m->xb2, m->attn, w->wo, 1, d, nh * hd, nh * hd, nh * hd, d, true); /* [1][d] */
+}
+
+/* Dense SwiGLU: xb (normed [d]) -> xb2 ([d]). */
+static void ffn(struct exec_model *m, uint32_t l)
+{
+    const struct exec_layer *w = &m->layers[l];
+    const uint32_t d = m->cfg->hidden_size, ff = m->cfg->intermediate_size;
+    gemm(m, m->hb, m->xb, w->w_gate, 1, ff, d, d, d, ff, true);   /* gate[1][ff] */
+    gemm(m, m->hb2, m->xb, w->w_up, 1, ff, d, d, d, ff, true);    /* up[1][ff] */
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->hb, .y = m->hb2,
+                                    .out = m->hb, .rows = 1, .cols = ff });
+    gemm(m, m->xb2, m->hb, w->w_down, 1, d, ff, ff, ff, d, true); /* [1][d] */
+}
+
+int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t d = c->hidden_size;
+    const float eps = (float)c->rms_norm_eps;
+    assert(c->arch == MODEL_DENSE && c->sliding_window == 0 && pos < m->max_seq);
+    nchain = 0;
+    copy(m, m->x, m->embed + (uint64_t)token * d * 4, d * 4); /* x = embed[token] */
+    for (uint32_t l = 0; l < c->num_layers; l++) {
+        const struct exec_layer *w = &m->layers[l];
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x,
+                                        .y = w->attn_norm, .out = m->xb, .rows = 1, .cols = d,
+                                        .scalar = eps });
+        attention(m, l, pos);
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->x, .y = m->xb2,
+                                        .out = m->x, .rows = 1, .cols = d });
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x,
+                                        .y = w->ffn_norm, .out = m->xb, .rows = 1, .cols = d,
+                                        .scalar = eps });
+        ffn(m, l);
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->x, .y = m->xb2,
+                                        .out = m->x, .rows = 1, .cols = d });
+    }
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x, .y = m->final_norm,
+                                    .out = m->xb, .rows = 1, .cols = d, .scalar = eps });
+    gemm(m, m->logits, m->xb, m->lm_head, 1, c->vocab_size, d, d, d, c->vocab_size, true);
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->logits,
+                                    .aux = m->argmax, .rows = 1, .cols = c->vocab_size });
+    int rc = engine_submit(chain, nchain);
+    if (rc != NPU_OK)
+        return rc;
+    m->steps += nchain;
+    rc = hal_sem_wait(SEM_STEP, m->steps);
+    return rc != NPU_OK ? rc : (int)*(volatile uint32_t *)(uintptr_t)m->argmax;
+}

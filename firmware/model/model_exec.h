@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Single-core execution of a dense model (docs/models.md, "first on-chip slice"): the
+ * forward pass of one token as one chain of engine descriptors on this core, in fp32
+ * (GEMMs on the matrix engine, norms, RoPE, softmax, SwiGLU, residual adds and argmax on the
+ * vector engine), each descriptor waiting for the one before. Weights, activations and the
+ * KV cache live in this core's SRAM. Not yet: MoE layers, sliding windows, tensor
+ * parallelism over several cores, weights in HBM, batching.
+ */
+#ifndef MODEL_EXEC_H
+#define MODEL_EXEC_H
+
+#include <stdint.h>
+
+#include "model_config.h"
+
+/* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]. */
+struct exec_layer {
+    uint64_t attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
+};
+
+/* Everything one sequence needs on this core. */
+struct exec_model {
+    const struct model_config *cfg;
+    uint32_t max_seq;
+    uint64_t embed, final_norm, lm_head;  /* [V][d], [d], [V][d] */
+    struct exec_layer *layers;            /* [num_layers] */
+    uint64_t x, xb, xb2;                  /* [d] */
+    uint64_t q, attn;                     /* [n_heads * hd] */
+    uint64_t scores;                      /* [group][max_seq] */
+    uint64_t hb, hb2;                     /* [ff] */
+    uint64_t logits;                      /* [V] */
+    uint64_t argmax;                      /* uint32 */
+    uint64_t kcache, vcache;              /* [layers][max_seq][n_kv * hd] */
+    uint32_t steps;                       /* descriptors completed so far */
+};
+
+/* Runs the token at position pos; returns the argmax of its logits (logits at m->logits).
+   NPU_ERR_* (negative) if the engines refused the chain. */
+int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos);
+
+#endif

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npu-ref: the host reference model on the command line (docs/models.md). Prints, for a
+ * prompt, the greedy tokens and their logits in the same form as the chip's model image:
+ *   npu-ref MODEL.toml PROMPT NEW      PROMPT = comma-separated token ids
+ *   REF step=0 token=184 logit=1.875303
+ * Exit status 0, or 2 with a message for bad arguments or a model the reference refuses.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_enums.h"
+#include "ref_model.h"
+
+#define PROMPT_MAX 4096u
+
+static int usage(const char *msg)
+{
+    fprintf(stderr, "npu-ref: %s\nusage: npu-ref MODEL.toml PROMPT NEW\n", msg);
+    return 2;
+}
+
+/* Parses "t1,t2,..." into out; returns the count, or 0 for a malformed list. */
+static uint32_t parse_prompt(const char *s, uint32_t *out, uint32_t vocab)
+{
+    uint32_t n = 0;
+    while (*s && n < PROMPT_MAX) {
+        char *end;
+        unsigned long v = strtoul(s, &end, 10);
+        if (end == s || v >= vocab || (*end != ',' && *end != '\0'))
+            return 0;
+        out[n++] = (uint32_t)v;
+        s = *end ? end + 1 : end;
+    }
+    return *s ? 0 : n;
+}
+
+int main(int argc, char **argv)
+{
+    static uint32_t prompt[PROMPT_MAX];
+    struct model_config cfg;
+    char err[512];
+    if (argc != 4)
+        return usage("expected three arguments");
+    if (model_config_load(&cfg, argv[1], err, sizeof(err)) != NPU_OK)
+        return usage(err);
+    uint32_t n = parse_prompt(argv[2], prompt, cfg.vocab_size);
+    long n_new = strtol(argv[3], NULL, 10);
+    if (n == 0 || n_new < 1 || n + (uint64_t)n_new > cfg.max_position)
+        return usage("PROMPT must be token ids below vocab_size, NEW >= 1, both within "
+                     "max_position");
+    struct ref_model m;
+    if (ref_model_init(&m, &cfg, n + (uint32_t)n_new) != NPU_OK)
+        return usage("the reference cannot hold this model (too large?)");
+    const float *logits = NULL;
+    for (uint32_t p = 0; p < n; p++)
+        logits = ref_model_forward(&m, prompt[p], p);
+    for (long i = 0; i < n_new; i++) {
+        uint32_t tok = ref_argmax(logits, cfg.vocab_size);
+        printf("REF step=%ld token=%u logit=%.7g\n", i, tok, (double)logits[tok]);
+        if (i + 1 < n_new)
+            logits = ref_model_forward(&m, tok, n + (uint32_t)i);
+    }
+    ref_model_free(&m);
+    return 0;
+}
