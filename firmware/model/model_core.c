@@ -108,8 +108,9 @@ static void place_tensor(const struct model_tensor *t, void *ctx)
         [MT_EMBED] = &m->embed, [MT_ATTN_NORM] = &l->attn_norm, [MT_WQ] = &l->wq,
         [MT_WK] = &l->wk, [MT_WV] = &l->wv, [MT_WO] = &l->wo, [MT_Q_NORM] = &l->q_norm,
         [MT_K_NORM] = &l->k_norm, [MT_FFN_NORM] = &l->ffn_norm, [MT_W_GATE] = &l->w_gate,
-        [MT_W_UP] = &l->w_up, [MT_W_DOWN] = &l->w_down, [MT_FINAL_NORM] = &m->final_norm,
-        [MT_LM_HEAD] = &m->lm_head,
+        [MT_W_UP] = &l->w_up, [MT_W_DOWN] = &l->w_down, [MT_ROUTER] = &l->router,
+        [MT_E_GATE] = &l->e_gate, [MT_E_UP] = &l->e_up, [MT_E_DOWN] = &l->e_down,
+        [MT_FINAL_NORM] = &m->final_norm, [MT_LM_HEAD] = &m->lm_head,
     };
     if (t->kind < sizeof(slots) / sizeof(slots[0]) && slots[t->kind])
         *slots[t->kind] = at;
@@ -133,12 +134,20 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
     m->x = take(d * 4), m->xb = take(d * 4), m->xb2 = take(d * 4);
     m->q = take(qd * 4), m->attn = take(qd * 4);
     m->scores = take(group * max_seq * 4);
-    m->hb = take((uint64_t)c->intermediate_size * 4);
-    m->hb2 = take((uint64_t)c->intermediate_size * 4);
+    const uint64_t hidden = c->intermediate_size > c->moe_intermediate_size
+                                ? c->intermediate_size : c->moe_intermediate_size;
+    const uint64_t experts = c->num_experts ? c->num_experts : 1;
+    m->hb = take(hidden * 4), m->hb2 = take(hidden * 4);
+    m->moe_out = take(d * 4);
+    m->probs = take(experts * 4);
+    m->topk_val = take(64 * 4), m->topk_idx = take(64 * 4);
+    m->expert_tokens = (uint64_t *)(uintptr_t)take((uint64_t)c->num_layers * experts * 8);
     m->logits = take((uint64_t)c->vocab_size * 4);
     m->argmax = take(4);
     m->kcache = take((uint64_t)c->num_layers * max_seq * kvd * 4);
     m->vcache = take((uint64_t)c->num_layers * max_seq * kvd * 4);
+    if (sram_next <= sram_end) /* the counts start at 0 */
+        memset(m->expert_tokens, 0, (size_t)c->num_layers * experts * 8);
     if (sram_next > sram_end) {
         printf("MODEL error: %s needs %" PRIu64 " KiB of SRAM for %u positions, the core has "
                "%" PRIu64 " KiB free\n", c->name,
@@ -176,9 +185,9 @@ int main(void)
     const char *new_arg = bootarg("new");
     uint32_t n_prompt = parse_prompt(), n_new = new_arg ? (uint32_t)atoi(new_arg) : 16;
     int rc = read_config(&cfg);
-    if (rc == NPU_OK && (cfg.arch != MODEL_DENSE || cfg.sliding_window)) {
-        printf("MODEL error: %s: only dense models without sliding windows run on the chip "
-               "so far\n", cfg.name);
+    if (rc == NPU_OK && cfg.experts_per_token > 64) {
+        printf("MODEL error: %s: top-%u routing; the vector engine's top-k takes at most 64\n",
+               cfg.name, cfg.experts_per_token);
         rc = NPU_ERR_INVAL;
     }
     if (rc == NPU_OK && (n_prompt == 0 || n_prompt + n_new > cfg.max_position)) {
@@ -191,6 +200,12 @@ int main(void)
     uint64_t t0 = hal_time_ps();
     if (rc == NPU_OK)
         rc = run(&m, n_prompt, n_new);
+    for (uint32_t l = 0; rc == NPU_OK && cfg.arch == MODEL_MOE && l < cfg.num_layers; l++) {
+        printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over all steps */
+        for (uint32_t e = 0; e < cfg.num_experts; e++)
+            printf("%s%" PRIu64, e ? "," : "", m.expert_tokens[l * cfg.num_experts + e]);
+        printf("\n");
+    }
     if (rc == NPU_OK)
         printf("MODEL done model=%s prompt=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
                cfg.name, n_prompt, n_new, (double)(hal_time_ps() - t0) / 1e6);

@@ -97,33 +97,90 @@ static void attention(struct exec_model *m, uint32_t l, uint32_t pos)
                                     .rows = c->num_kv_heads, .cols = hd, .k = c->num_kv_heads,
                                     .pos = pos, .rope_half = true,
                                     .scalar = (float)c->rope_theta });
+    /* Causal; a sliding layer sees the last sliding_window positions (this one included). */
+    const uint32_t first = model_layer_slides(c, l) && pos + 1 > c->sliding_window
+                               ? pos + 1 - c->sliding_window : 0;
+    const uint32_t n = pos + 1 - first;
+    const uint64_t k0 = kc + (uint64_t)first * kvd * 4, v0 = vc + (uint64_t)first * kvd * 4;
     for (uint32_t g = 0; g < c->num_kv_heads; g++) {
-        uint64_t qg = m->q + (uint64_t)g * group * hd * 4, og = m->attn + (uint64_t)g * group * hd * 4;
-        /* scores[group][pos+1] = Q_g[group][hd] K_g^T (K rows of this head, kvd apart) */
-        gemm(m, m->scores, qg, kc + (uint64_t)g * hd * 4, group, pos + 1, hd, hd, kvd,
-             pos + 1, true);
+        uint64_t qg = m->q + (uint64_t)g * group * hd * 4;
+        uint64_t og = m->attn + (uint64_t)g * group * hd * 4;
+        /* scores[group][n] = Q_g[group][hd] K_g^T (K rows of this head, kvd apart) */
+        gemm(m, m->scores, qg, k0 + (uint64_t)g * hd * 4, group, n, hd, hd, kvd, n, true);
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->scores,
-                                        .out = m->scores, .rows = group, .cols = pos + 1,
+                                        .out = m->scores, .rows = group, .cols = n,
                                         .scalar = 1.0f / sqrtf((float)hd) });
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = m->scores,
-                                        .out = m->scores, .rows = group, .cols = pos + 1 });
-        /* out_g[group][hd] = P[group][pos+1] V_g[pos+1][hd] */
-        gemm(m, og, m->scores, vc + (uint64_t)g * hd * 4, group, hd, pos + 1, pos + 1, kvd, hd,
-             false);
+                                        .out = m->scores, .rows = group, .cols = n });
+        /* out_g[group][hd] = P[group][n] V_g[n][hd] */
+        gemm(m, og, m->scores, v0 + (uint64_t)g * hd * 4, group, hd, n, n, kvd, hd, false);
     }
     gemm(m, m->xb2, m->attn, w->wo, 1, d, nh * hd, nh * hd, nh * hd, d, true); /* [1][d] */
 }
 
-/* Dense SwiGLU: xb (normed [d]) -> xb2 ([d]). */
-static void ffn(struct exec_model *m, uint32_t l)
+/* SwiGLU: out[d] = W_down (silu(W_gate xb) * (W_up xb)), hidden width ff. */
+static void swiglu(struct exec_model *m, uint64_t out, uint64_t gate, uint64_t up,
+                   uint64_t down, uint32_t ff)
 {
-    const struct exec_layer *w = &m->layers[l];
-    const uint32_t d = m->cfg->hidden_size, ff = m->cfg->intermediate_size;
-    gemm(m, m->hb, m->xb, w->w_gate, 1, ff, d, d, d, ff, true);   /* gate[1][ff] */
-    gemm(m, m->hb2, m->xb, w->w_up, 1, ff, d, d, d, ff, true);    /* up[1][ff] */
+    const uint32_t d = m->cfg->hidden_size;
+    gemm(m, m->hb, m->xb, gate, 1, ff, d, d, d, ff, true);   /* gate[1][ff] */
+    gemm(m, m->hb2, m->xb, up, 1, ff, d, d, d, ff, true);    /* up[1][ff] */
     vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->hb, .y = m->hb2,
                                     .out = m->hb, .rows = 1, .cols = ff });
-    gemm(m, m->xb2, m->hb, w->w_down, 1, d, ff, ff, ff, d, true); /* [1][d] */
+    gemm(m, out, m->hb, down, 1, d, ff, ff, ff, d, true);    /* [1][d] */
+}
+
+/* Submits the chain built so far and waits for it. */
+static int chain_run(struct exec_model *m)
+{
+    int rc = engine_submit(chain, nchain);
+    if (rc != NPU_OK)
+        return rc;
+    m->steps += nchain;
+    nchain = 0;
+    return hal_sem_wait(SEM_STEP, m->steps);
+}
+
+/*
+ * MoE layer l: xb (normed [d]) -> xb2 ([d]). The router's top-k decides which experts run,
+ * so the chain is cut there: the hart reads the k experts and weights (renormalised as the
+ * reference does), then chains each expert and its weighted sum into xb2, in top-k order.
+ */
+static int moe(struct exec_model *m, uint32_t l)
+{
+    const struct model_config *c = m->cfg;
+    const struct exec_layer *w = &m->layers[l];
+    const uint32_t d = c->hidden_size, mff = c->moe_intermediate_size, k = c->experts_per_token;
+    gemm(m, m->probs, m->xb, w->router, 1, c->num_experts, d, d, d, c->num_experts, true);
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = m->probs, .out = m->probs,
+                                    .rows = 1, .cols = c->num_experts });
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_TOPK, .x = m->probs,
+                                    .out = m->topk_val, .aux = m->topk_idx, .rows = 1,
+                                    .cols = c->num_experts, .k = k, .ldout = k, .ldaux = k });
+    int rc = chain_run(m);
+    if (rc != NPU_OK)
+        return rc;
+    const float *val = (const float *)(uintptr_t)m->topk_val;
+    const uint32_t *idx = (const uint32_t *)(uintptr_t)m->topk_idx;
+    double norm = 0.0;
+    for (uint32_t j = 0; j < k; j++)
+        norm += val[j];
+    for (uint32_t j = 0; j < k; j++) {
+        const uint64_t e = idx[j];
+        float weight = c->norm_topk_prob ? (float)(val[j] / norm) : val[j];
+        swiglu(m, m->moe_out, w->e_gate + e * mff * d * 4, w->e_up + e * mff * d * 4,
+               w->e_down + e * d * mff * 4, mff);
+        /* xb2 = w0 * out0, then xb2 += w_j * out_j, as the reference sums */
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->moe_out,
+                                        .out = j ? m->moe_out : m->xb2, .rows = 1, .cols = d,
+                                        .scalar = weight });
+        if (j)
+            vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->xb2,
+                                            .y = m->moe_out, .out = m->xb2, .rows = 1,
+                                            .cols = d });
+        m->expert_tokens[(uint64_t)l * c->num_experts + e]++;
+    }
+    return NPU_OK;
 }
 
 int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
@@ -131,7 +188,7 @@ int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size;
     const float eps = (float)c->rms_norm_eps;
-    assert(c->arch == MODEL_DENSE && c->sliding_window == 0 && pos < m->max_seq);
+    assert(pos < m->max_seq);
     nchain = 0;
     copy(m, m->x, m->embed + (uint64_t)token * d * 4, d * 4); /* x = embed[token] */
     for (uint32_t l = 0; l < c->num_layers; l++) {
@@ -145,7 +202,13 @@ int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x,
                                         .y = w->ffn_norm, .out = m->xb, .rows = 1, .cols = d,
                                         .scalar = eps });
-        ffn(m, l);
+        if (c->arch == MODEL_MOE) {
+            int rc = moe(m, l);
+            if (rc != NPU_OK)
+                return rc;
+        } else {
+            swiglu(m, m->xb2, w->w_gate, w->w_up, w->w_down, c->intermediate_size);
+        }
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->x, .y = m->xb2,
                                         .out = m->x, .rows = 1, .cols = d });
     }
@@ -154,10 +217,6 @@ int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
     gemm(m, m->logits, m->xb, m->lm_head, 1, c->vocab_size, d, d, d, c->vocab_size, true);
     vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->logits,
                                     .aux = m->argmax, .rows = 1, .cols = c->vocab_size });
-    int rc = engine_submit(chain, nchain);
-    if (rc != NPU_OK)
-        return rc;
-    m->steps += nchain;
-    rc = hal_sem_wait(SEM_STEP, m->steps);
+    int rc = chain_run(m);
     return rc != NPU_OK ? rc : (int)*(volatile uint32_t *)(uintptr_t)m->argmax;
 }

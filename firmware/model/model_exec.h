@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Single-core execution of a dense model (docs/models.md, "first on-chip slice"): the
- * forward pass of one token as one chain of engine descriptors on this core, in fp32
- * (GEMMs on the matrix engine, norms, RoPE, softmax, SwiGLU, residual adds and argmax on the
- * vector engine), each descriptor waiting for the one before. Weights, activations and the
- * KV cache live in this core's SRAM. Not yet: MoE layers, sliding windows, tensor
- * parallelism over several cores, weights in HBM, batching.
+ * Single-core execution of a model (docs/models.md, "first on-chip slice"): the forward
+ * pass of one token as chains of engine descriptors on this core, in fp32 (GEMMs on the
+ * matrix engine, norms, RoPE, softmax, SwiGLU, top-k, residual adds and argmax on the vector
+ * engine), each descriptor waiting for the one before. A MoE layer splits the chain at its
+ * router: the hart reads the top-k experts and their weights, then chains those experts.
+ * Weights, activations and the KV cache live in this core's SRAM. Not yet: tensor
+ * parallelism over several cores, weights in HBM, batching, bf16.
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H
@@ -17,6 +18,7 @@
 /* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]. */
 struct exec_layer {
     uint64_t attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
+    uint64_t router, e_gate, e_up, e_down; /* MoE: [E][d], [E][mff][d] x 2, [E][d][mff] */
 };
 
 /* Everything one sequence needs on this core. */
@@ -28,7 +30,10 @@ struct exec_model {
     uint64_t x, xb, xb2;                  /* [d] */
     uint64_t q, attn;                     /* [n_heads * hd] */
     uint64_t scores;                      /* [group][max_seq] */
-    uint64_t hb, hb2;                     /* [ff] */
+    uint64_t hb, hb2;                     /* [max(ff, mff)] */
+    uint64_t moe_out;                     /* [d]: one expert's output */
+    uint64_t probs, topk_val, topk_idx;   /* [E] router probabilities; [k] top-k, uint32 [k] */
+    uint64_t *expert_tokens;              /* [layers][E]: tokens routed to each expert */
     uint64_t logits;                      /* [V] */
     uint64_t argmax;                      /* uint32 */
     uint64_t kcache, vcache;              /* [layers][max_seq][n_kv * hd] */

@@ -4,6 +4,8 @@
  * prompt, the greedy tokens and their logits in the same form as the chip's model image:
  *   npu-ref MODEL.toml PROMPT NEW      PROMPT = comma-separated token ids
  *   REF step=0 token=184 logit=1.875303
+ * and, for a MoE model, how many tokens each expert of each layer received:
+ *   REF routed layer=0 tokens=3,0,5,...
  * Exit status 0, or 2 with a message for bad arguments or a model the reference refuses.
  */
 #include <stdio.h>
@@ -61,6 +63,13 @@ int main(int argc, char **argv)
         printf("REF step=%ld token=%u logit=%.7g\n", i, tok, (double)logits[tok]);
         if (i + 1 < n_new)
             logits = ref_model_forward(&m, tok, n + (uint32_t)i);
+    }
+    for (uint32_t l = 0; cfg.arch == MODEL_MOE && l < cfg.num_layers; l++) {
+        printf("REF routed layer=%u tokens=", l); /* per expert, over all forward passes */
+        for (uint32_t e = 0; e < cfg.num_experts; e++)
+            printf("%s%llu", e ? "," : "",
+                   (unsigned long long)m.expert_tokens[(size_t)l * cfg.num_experts + e]);
+        printf("\n");
     }
     ref_model_free(&m);
     return 0;

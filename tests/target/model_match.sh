@@ -22,6 +22,13 @@ if [ "$(wc -l < "$tmp/chip.rows")" -ne "$new" ]; then
     echo "model_match: the chip printed $(wc -l < "$tmp/chip.rows") of $new tokens" >&2
     cat "$tmp/chip.txt" >&2; exit 1
 fi
+# MoE: every expert of every layer received the same number of tokens on both sides.
+sed -n 's/^REF routed \(.*\)/\1/p' "$tmp/ref.txt" > "$tmp/ref.routed"
+sed -n 's/.*MODEL routed \(.*\)/\1/p' "$tmp/chip.txt" > "$tmp/chip.routed"
+if ! cmp -s "$tmp/ref.routed" "$tmp/chip.routed"; then
+    echo "model_match: expert routing differs (reference, then chip):" >&2
+    cat "$tmp/ref.routed" "$tmp/chip.routed" >&2; exit 1
+fi
 paste -d' ' "$tmp/ref.rows" "$tmp/chip.rows" | awk -v model="$model" -v len="$len" '
   { d = $3 - $6; if (d < 0) d = -d; s = ($3 < 0 ? -$3 : $3); if (s < 1) s = 1
     if ($2 != $5) { printf "step %d: reference token %d, chip %d\n", $1, $2, $5; bad = 1 }
