@@ -16,6 +16,8 @@
 #include "model_config.h"
 #include "model_exec.h"
 #include "model_weights.h"
+#include "noc/collective.h"
+#include "noc/placement.h"
 #include "npu/dma.h"
 #include "npu/hal.h"
 #include "npu/wait.h"
@@ -24,6 +26,7 @@
 #define SEM_DMA 2u
 #define CONFIG_MAX 16384u
 #define PROMPT_MAX 1024u
+#define TP_SEGMENT 4096u     /* the collectives' pipelining unit: activations are small */
 
 extern char __image_end[];
 
@@ -96,14 +99,65 @@ static uint64_t take(uint64_t bytes)
     return at;
 }
 
+/* Whether a tensor is split over the ranks (weight GEMMs), and in how many blocks (experts). */
+static uint32_t split_blocks(const struct model_tensor *t, const struct model_config *c)
+{
+    switch (t->kind) {
+    case MT_WQ: case MT_WK: case MT_WV: case MT_WO: case MT_W_GATE: case MT_W_UP:
+    case MT_W_DOWN: case MT_LM_HEAD:
+        return 1;
+    case MT_E_GATE: case MT_E_UP: case MT_E_DOWN:
+        return c->num_experts;
+    default:
+        return 0;
+    }
+}
+
+/* Places this rank's share of tensor t (all of it if not split); returns its address, or 0
+   when SRAM is short. *stride: bytes from one block's share to the next. */
+static uint64_t place_share(struct exec_model *m, const struct model_tensor *t,
+                            uint64_t *stride)
+{
+    uint32_t blocks = split_blocks(t, m->cfg);
+    if (blocks == 0 || m->tp.partition == EXEC_SINGLE) { /* the whole tensor */
+        uint64_t at = take(t->elems * 4);
+        if (sram_next <= sram_end)
+            model_tensor_fill((float *)(uintptr_t)at, t, m->cfg->seed, 0, t->elems);
+        *stride = blocks ? t->elems / blocks * 4 : 0;
+        return sram_next <= sram_end ? at : 0;
+    }
+    const uint32_t out = t->rows / blocks, in = t->cols;
+    const bool by_rows = m->tp.partition == EXEC_MN;
+    uint32_t lo, hi;
+    exec_tp_share(&m->tp, by_rows ? out : in, &lo, &hi);
+    const uint64_t rows = by_rows ? hi - lo : out, cols = by_rows ? in : hi - lo;
+    uint64_t at = take((uint64_t)blocks * rows * cols * 4);
+    *stride = rows * cols * 4;
+    if (sram_next > sram_end)
+        return 0;
+    float *dst = (float *)(uintptr_t)at;
+    for (uint64_t b = 0; b < blocks; b++)
+        for (uint64_t r = 0; r < (by_rows ? 1 : rows); r++, dst += by_rows ? 0 : cols) {
+            uint64_t first = by_rows ? (b * out + lo) * in : (b * out + r) * in + lo;
+            model_tensor_fill(dst, t, m->cfg->seed, first, by_rows ? rows * cols : cols);
+            if (by_rows)
+                dst += rows * cols;
+        }
+    return at;
+}
+
 static void place_tensor(const struct model_tensor *t, void *ctx)
 {
     struct exec_model *m = ctx;
-    uint64_t at = take(t->elems * 4);
-    if (sram_next > sram_end)
-        return; /* reported by the caller */
-    model_tensor_fill((float *)(uintptr_t)at, t, m->cfg->seed, 0, t->elems);
+    uint64_t stride;
+    uint64_t at = place_share(m, t, &stride);
+    if (at == 0)
+        return; /* SRAM is short: reported by the caller */
     struct exec_layer *l = &m->layers[t->layer];
+    if (t->kind == MT_E_UP)
+        l->e_up_stride = stride;
+    if (t->kind == MT_E_DOWN)
+        l->e_down_stride = stride;
     uint64_t *slots[] = {
         [MT_EMBED] = &m->embed, [MT_ATTN_NORM] = &l->attn_norm, [MT_WQ] = &l->wq,
         [MT_WK] = &l->wk, [MT_WV] = &l->wv, [MT_WO] = &l->wo, [MT_Q_NORM] = &l->q_norm,
@@ -117,6 +171,42 @@ static void place_tensor(const struct model_tensor *t, void *ctx)
 }
 
 /* Lays out weights, activations and caches in this core's SRAM; NPU_ERR_NOMEM if short. */
+/* Tensor parallelism over the whole mesh (bootargs partition=mn|k, placement=...). */
+static struct noc_group tp_group;
+static struct noc_comm tp_comm;
+
+static int setup_tp(struct exec_tp *tp)
+{
+    const char *part = bootarg("partition"), *place = bootarg("placement");
+    *tp = (struct exec_tp){ .partition = EXEC_SINGLE, .size = 1 };
+    if (!part)
+        return NPU_OK;
+    char name[16] = "ring";
+    if (place)
+        snprintf(name, sizeof(name), "%.*s", (int)strcspn(place, " "), place);
+    int pl = noc_placement_parse(name);
+    tp->partition = strncmp(part, "mn", 2) == 0 ? EXEC_MN
+                    : strncmp(part, "k", 1) == 0 ? EXEC_K : EXEC_SINGLE;
+    if (pl < 0 || tp->partition == EXEC_SINGLE) {
+        printf("MODEL error: partition=mn|k and placement=linear|interleaved|ring|mesh2d\n");
+        return NPU_ERR_INVAL;
+    }
+    struct noc_group_args ga = { .placement = (enum noc_placement)pl,
+                                 .rect = { 0, 0, (uint16_t)hal_chip()->rows,
+                                           (uint16_t)hal_chip()->cols },
+                                 .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
+    struct noc_comm_config cc = { .group = &tp_group, .slot = 0,
+                                  .scratch = take(NOC_COMM_SCRATCH_BYTES(TP_SEGMENT)),
+                                  .segment_bytes = TP_SEGMENT };
+    int rc = noc_group_init(&tp_group, &ga);
+    if (rc == NPU_OK)
+        rc = noc_comm_init(&tp_comm, &cc);
+    tp->comm = &tp_comm;
+    tp->rank = tp_comm.rank;
+    tp->size = tp_group.size;
+    return rc;
+}
+
 static int layout(struct exec_model *m, const struct model_config *c, uint32_t max_seq)
 {
     const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
@@ -124,13 +214,25 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
     const uint64_t group = c->num_heads / c->num_kv_heads;
     const struct hal_core_info *self = hal_self();
     sram_next = ((uint64_t)(uintptr_t)__image_end + 0xffff) & ~0xffffull;
-    sram_end = self->sram_base + self->sram_size;
+    sram_end = self->sram_base + self->sram_size - noc_reserved_bytes();
     if (c->num_layers > sizeof(layers) / sizeof(layers[0]))
         return NPU_ERR_RANGE;
     *m = (struct exec_model){ .cfg = c, .max_seq = max_seq, .layers = layers };
+    int rc = setup_tp(&m->tp);
+    if (rc != NPU_OK)
+        return rc;
     model_tensors_each(c, place_tensor, m);
-    if (c->tie_embeddings)
+    if (c->tie_embeddings && m->tp.partition == EXEC_SINGLE)
         m->lm_head = m->embed;
+    if (c->tie_embeddings && m->tp.partition != EXEC_SINGLE) {
+        /* The LM head GEMM is split: a share of the embedding's values. */
+        struct model_tensor head = { .kind = MT_LM_HEAD, .rows = c->vocab_size,
+                                     .cols = c->hidden_size,
+                                     .elems = (uint64_t)c->vocab_size * c->hidden_size,
+                                     .stream = 1, .centre = 0.0f, .scale = 1.0f };
+        uint64_t stride;
+        m->lm_head = place_share(m, &head, &stride);
+    }
     m->x = take(d * 4), m->xb = take(d * 4), m->xb2 = take(d * 4);
     m->q = take(qd * 4), m->attn = take(qd * 4);
     m->scores = take(group * max_seq * 4);
@@ -168,7 +270,9 @@ static int run(struct exec_model *m, uint32_t n_prompt, uint32_t n_new)
     }
     const float *logits = (const float *)(uintptr_t)m->logits;
     for (uint32_t i = 0; i < n_new; i++) {
-        printf("MODEL step=%" PRIu32 " token=%d logit=%.7g\n", i, tok, (double)logits[tok]);
+        if (hal_self()->core_id == 0) /* every rank has the same logits */
+            printf("MODEL step=%" PRIu32 " token=%d logit=%.7g\n", i, tok,
+                   (double)logits[tok]);
         if (i + 1 < n_new && (tok = exec_forward(m, (uint32_t)tok, n_prompt + i)) < 0)
             return tok;
     }
@@ -178,8 +282,8 @@ static int run(struct exec_model *m, uint32_t n_prompt, uint32_t n_new)
 int main(void)
 {
     hal_wait_release();
-    if (hal_self()->core_id != 0)
-        return report_done(NPU_EXIT_OK);
+    if (hal_self()->core_id != 0 && !bootarg("partition"))
+        return report_done(NPU_EXIT_OK); /* one core runs the model unless it is split */
     static struct model_config cfg;
     static struct exec_model m;
     const char *new_arg = bootarg("new");
@@ -200,16 +304,18 @@ int main(void)
     uint64_t t0 = hal_time_ps();
     if (rc == NPU_OK)
         rc = run(&m, n_prompt, n_new);
-    for (uint32_t l = 0; rc == NPU_OK && cfg.arch == MODEL_MOE && l < cfg.num_layers; l++) {
+    const bool speaker = hal_self()->core_id == 0;
+    for (uint32_t l = 0; speaker && rc == NPU_OK && cfg.arch == MODEL_MOE &&
+                         l < cfg.num_layers; l++) {
         printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over all steps */
         for (uint32_t e = 0; e < cfg.num_experts; e++)
             printf("%s%" PRIu64, e ? "," : "", m.expert_tokens[l * cfg.num_experts + e]);
         printf("\n");
     }
-    if (rc == NPU_OK)
+    if (rc == NPU_OK && speaker)
         printf("MODEL done model=%s prompt=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
                cfg.name, n_prompt, n_new, (double)(hal_time_ps() - t0) / 1e6);
-    else
+    else if (rc != NPU_OK)
         printf("MODEL failed rc=%d\n", rc);
     return report_done(rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL);
 }

@@ -46,6 +46,50 @@ static void gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint3
     matrix_gemm_desc(push(), &g);
 }
 
+void exec_tp_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t p = tp->partition == EXEC_SINGLE ? 1 : tp->size, r = p == 1 ? 0 : tp->rank;
+    *lo = (uint32_t)((uint64_t)n * r / p);
+    *hi = (uint32_t)((uint64_t)n * (r + 1) / p);
+}
+
+/* Submits the chain built so far and waits for it. */
+static int chain_run(struct exec_model *m)
+{
+    int rc = engine_submit(chain, nchain);
+    if (rc != NPU_OK)
+        return rc;
+    m->steps += nchain;
+    nchain = 0;
+    return hal_sem_wait(SEM_STEP, m->steps);
+}
+
+/*
+ * A weight GEMM y[N] = W[N][K] x[K] with W (this rank's share) at w: the whole GEMM on one
+ * core; else the share, then the chain runs and the collective completes y on every rank.
+ */
+static int wgemm(struct exec_model *m, uint64_t y, uint64_t x, uint64_t w, uint32_t n,
+                 uint32_t k)
+{
+    const struct exec_tp *tp = &m->tp;
+    uint32_t lo, hi;
+    if (tp->partition == EXEC_SINGLE) {
+        gemm(m, y, x, w, 1, n, k, k, k, n, true);
+        return NPU_OK;
+    }
+    struct noc_coll_args a = { .buf = y, .count = n, .dtype = NPU_DTYPE_FP32 };
+    if (tp->partition == EXEC_MN) {
+        exec_tp_share(tp, n, &lo, &hi); /* rows lo..hi of W: y[lo..hi) */
+        gemm(m, y + (uint64_t)lo * 4, x, w, 1, hi - lo, k, k, k, hi - lo, true);
+        int rc = chain_run(m);
+        return rc != NPU_OK ? rc : noc_allgather(tp->comm, &a);
+    }
+    exec_tp_share(tp, k, &lo, &hi); /* columns lo..hi of W: a partial y */
+    gemm(m, y, x + (uint64_t)lo * 4, w, 1, n, hi - lo, hi - lo, hi - lo, n, true);
+    int rc = chain_run(m);
+    return rc != NPU_OK ? rc : noc_allreduce(tp->comm, &a);
+}
+
 /* A vector op on fp32 rows x cols (row stride = cols unless ld given). */
 static void vec(struct exec_model *m, struct vector_op_args v)
 {
@@ -70,7 +114,7 @@ static void copy(struct exec_model *m, uint64_t dst, uint64_t src, uint32_t byte
 }
 
 /* Attention of one layer at position pos: xb (normed [d]) -> xb2 ([d]). */
-static void attention(struct exec_model *m, uint32_t l, uint32_t pos)
+static int attention(struct exec_model *m, uint32_t l, uint32_t pos)
 {
     const struct model_config *c = m->cfg;
     const struct exec_layer *w = &m->layers[l];
@@ -79,9 +123,13 @@ static void attention(struct exec_model *m, uint32_t l, uint32_t pos)
     const uint64_t kc = m->kcache + ((uint64_t)l * m->max_seq) * kvd * 4;
     const uint64_t vc = m->vcache + ((uint64_t)l * m->max_seq) * kvd * 4;
     const uint64_t k = kc + (uint64_t)pos * kvd * 4, v = vc + (uint64_t)pos * kvd * 4;
-    gemm(m, m->q, m->xb, w->wq, 1, nh * hd, d, d, d, nh * hd, true); /* q[1][nh * hd] */
-    gemm(m, k, m->xb, w->wk, 1, kvd, d, d, d, kvd, true);            /* k[1][kvd] */
-    gemm(m, v, m->xb, w->wv, 1, kvd, d, d, d, kvd, true);            /* v[1][kvd] */
+    int rc = wgemm(m, m->q, m->xb, w->wq, nh * hd, d); /* q[nh * hd] */
+    if (rc == NPU_OK)
+        rc = wgemm(m, k, m->xb, w->wk, kvd, d);         /* k[kvd], into the cache */
+    if (rc == NPU_OK)
+        rc = wgemm(m, v, m->xb, w->wv, kvd, d);         /* v[kvd], into the cache */
+    if (rc != NPU_OK)
+        return rc;
     if (c->qk_norm) { /* per head: rows of hd */
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->q, .y = w->q_norm,
                                         .out = m->q, .rows = nh, .cols = hd, .ldy = hd,
@@ -115,30 +163,22 @@ static void attention(struct exec_model *m, uint32_t l, uint32_t pos)
         /* out_g[group][hd] = P[group][n] V_g[n][hd] */
         gemm(m, og, m->scores, v0 + (uint64_t)g * hd * 4, group, hd, n, n, kvd, hd, false);
     }
-    gemm(m, m->xb2, m->attn, w->wo, 1, d, nh * hd, nh * hd, nh * hd, d, true); /* [1][d] */
+    return wgemm(m, m->xb2, m->attn, w->wo, d, nh * hd); /* [d] */
 }
 
 /* SwiGLU: out[d] = W_down (silu(W_gate xb) * (W_up xb)), hidden width ff. */
-static void swiglu(struct exec_model *m, uint64_t out, uint64_t gate, uint64_t up,
-                   uint64_t down, uint32_t ff)
+static int swiglu(struct exec_model *m, uint64_t out, uint64_t gate, uint64_t up,
+                  uint64_t down, uint32_t ff)
 {
     const uint32_t d = m->cfg->hidden_size;
-    gemm(m, m->hb, m->xb, gate, 1, ff, d, d, d, ff, true);   /* gate[1][ff] */
-    gemm(m, m->hb2, m->xb, up, 1, ff, d, d, d, ff, true);    /* up[1][ff] */
-    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->hb, .y = m->hb2,
-                                    .out = m->hb, .rows = 1, .cols = ff });
-    gemm(m, out, m->hb, down, 1, d, ff, ff, ff, d, true);    /* [1][d] */
-}
-
-/* Submits the chain built so far and waits for it. */
-static int chain_run(struct exec_model *m)
-{
-    int rc = engine_submit(chain, nchain);
+    int rc = wgemm(m, m->hb, m->xb, gate, ff, d);   /* gate[ff] */
+    if (rc == NPU_OK)
+        rc = wgemm(m, m->hb2, m->xb, up, ff, d);    /* up[ff] */
     if (rc != NPU_OK)
         return rc;
-    m->steps += nchain;
-    nchain = 0;
-    return hal_sem_wait(SEM_STEP, m->steps);
+    vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->hb, .y = m->hb2,
+                                    .out = m->hb, .rows = 1, .cols = ff });
+    return wgemm(m, out, m->hb, down, d, ff);       /* [d] */
 }
 
 /*
@@ -168,8 +208,10 @@ static int moe(struct exec_model *m, uint32_t l)
     for (uint32_t j = 0; j < k; j++) {
         const uint64_t e = idx[j];
         float weight = c->norm_topk_prob ? (float)(val[j] / norm) : val[j];
-        swiglu(m, m->moe_out, w->e_gate + e * mff * d * 4, w->e_up + e * mff * d * 4,
-               w->e_down + e * d * mff * 4, mff);
+        rc = swiglu(m, m->moe_out, w->e_gate + e * w->e_up_stride,
+                    w->e_up + e * w->e_up_stride, w->e_down + e * w->e_down_stride, mff);
+        if (rc != NPU_OK)
+            return rc;
         /* xb2 = w0 * out0, then xb2 += w_j * out_j, as the reference sums */
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->moe_out,
                                         .out = j ? m->moe_out : m->xb2, .rows = 1, .cols = d,
@@ -196,27 +238,29 @@ int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x,
                                         .y = w->attn_norm, .out = m->xb, .rows = 1, .cols = d,
                                         .scalar = eps });
-        attention(m, l, pos);
+        int rc = attention(m, l, pos);
+        if (rc != NPU_OK)
+            return rc;
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->x, .y = m->xb2,
                                         .out = m->x, .rows = 1, .cols = d });
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x,
                                         .y = w->ffn_norm, .out = m->xb, .rows = 1, .cols = d,
                                         .scalar = eps });
-        if (c->arch == MODEL_MOE) {
-            int rc = moe(m, l);
-            if (rc != NPU_OK)
-                return rc;
-        } else {
-            swiglu(m, m->xb2, w->w_gate, w->w_up, w->w_down, c->intermediate_size);
-        }
+        rc = c->arch == MODEL_MOE
+                 ? moe(m, l)
+                 : swiglu(m, m->xb2, w->w_gate, w->w_up, w->w_down, c->intermediate_size);
+        if (rc != NPU_OK)
+            return rc;
         vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = m->x, .y = m->xb2,
                                         .out = m->x, .rows = 1, .cols = d });
     }
     vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = m->x, .y = m->final_norm,
                                     .out = m->xb, .rows = 1, .cols = d, .scalar = eps });
-    gemm(m, m->logits, m->xb, m->lm_head, 1, c->vocab_size, d, d, d, c->vocab_size, true);
+    int rc = wgemm(m, m->logits, m->xb, m->lm_head, c->vocab_size, d); /* logits[V] */
+    if (rc != NPU_OK)
+        return rc;
     vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->logits,
                                     .aux = m->argmax, .rows = 1, .cols = c->vocab_size });
-    int rc = chain_run(m);
+    rc = chain_run(m);
     return rc != NPU_OK ? rc : (int)*(volatile uint32_t *)(uintptr_t)m->argmax;
 }

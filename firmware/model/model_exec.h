@@ -14,11 +14,33 @@
 #include <stdint.h>
 
 #include "model_config.h"
+#include "noc/collective.h"
 
-/* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]. */
+/*
+ * Tensor parallelism over a group of cores (the NPU paper's Table 2, per weight GEMM
+ * y[N] = W[N][K] x[K]): with MN-partition rank r holds rows [r N / p, (r + 1) N / p) of W,
+ * computes that part of y in place and an all-gather completes y; with K-partition it holds
+ * columns [r K / p, (r + 1) K / p), computes a partial y and an all-reduce sums it. Every
+ * other op (norms, RoPE, attention, the router) runs on every rank on full, replicated
+ * activations. Expert weights are split the same way, expert by expert.
+ */
+enum exec_partition { EXEC_SINGLE = 0, EXEC_MN, EXEC_K };
+
+struct exec_tp {
+    enum exec_partition partition;
+    uint32_t rank, size;
+    struct noc_comm *comm;
+};
+
+/* This rank's share [*lo, *hi) of a dimension of n. */
+void exec_tp_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi);
+
+/* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]; split weights
+   hold this rank's share only (experts: one share per expert, one after another). */
 struct exec_layer {
     uint64_t attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
     uint64_t router, e_gate, e_up, e_down; /* MoE: [E][d], [E][mff][d] x 2, [E][d][mff] */
+    uint64_t e_up_stride, e_down_stride;   /* bytes from one expert's share to the next */
 };
 
 /* Everything one sequence needs on this core. */
@@ -38,6 +60,7 @@ struct exec_model {
     uint64_t argmax;                      /* uint32 */
     uint64_t kcache, vcache;              /* [layers][max_seq][n_kv * hd] */
     uint32_t steps;                       /* descriptors completed so far */
+    struct exec_tp tp;
 };
 
 /* Runs the token at position pos; returns the argmax of its logits (logits at m->logits).
