@@ -24,7 +24,8 @@ struct kv_field {
     double fmin, fmax;    /* reals: the range */
 };
 
-/* Parses text into obj (zeroed first). NPU_OK or NPU_ERR_FORMAT with err set. */
+/* Parses text into obj (the caller zeroes it first). NPU_OK or NPU_ERR_FORMAT with err
+   set. */
 int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
                     const char *text, const char *filename, char *err, size_t errlen);
 

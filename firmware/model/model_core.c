@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Model image, NPU core 0 (docs/models.md, "first on-chip slice"): reads the model config
+ * Model image, NPU cores (docs/models.md, "first on-chip slice"): reads the model config
  * that `npuctl run model -- -device loader,...` placed at the base of HBM, generates the
  * model's weights from its seed into its SRAM (model_weights.h: the same values as the host
- * reference), then feeds the prompt token by token and decodes greedily, each token one
- * descriptor chain on its engines (model_exec.h). Prints one `MODEL step=...` line per
+ * reference), then feeds the prompt token by token and decodes greedily, each token chains
+ * of descriptors on its engines (model_exec.h). Core 0 prints one `MODEL step=...` line per
  * generated token: the token and its logit, which tests compare with the host reference.
- * The other cores only report in. Bootargs: prompt=T1,T2,... new=N (default 16).
+ * Alone, core 0 runs the model and the others only report in; with partition=mn|k every core
+ * is a rank of a tensor-parallel group over the whole mesh (placement=...).
+ * Bootargs: prompt=T1,T2,... new=N (default 16) [partition=mn|k placement=NAME].
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -54,16 +56,48 @@ static const char *bootarg(const char *key)
     return NULL;
 }
 
+/* prompt=T1,T2,... into prompt[]; the count, or 0 (with a message) if malformed. */
 static uint32_t parse_prompt(void)
 {
     const char *p = bootarg("prompt");
     uint32_t n = 0;
-    while (p && *p && *p != ' ' && n < PROMPT_MAX) {
-        prompt[n++] = (uint32_t)strtoul(p, (char **)&p, 10);
-        if (*p == ',')
-            p++;
+    while (p && *p && *p != ' ') {
+        char *end;
+        unsigned long v = strtoul(p, &end, 10);
+        if (end == p || n == PROMPT_MAX || (*end != ',' && *end != ' ' && *end)) {
+            printf("MODEL error: bootarg prompt: token %" PRIu32 " is not a number, or more "
+                   "than %u tokens\n", n, PROMPT_MAX);
+            return 0;
+        }
+        prompt[n++] = (uint32_t)v;
+        p = *end == ',' ? end + 1 : end;
     }
     return n;
+}
+
+/* The prompt's tokens and the requested length against the model. */
+static int check_request(const struct model_config *c, uint32_t n_prompt, const char *new_arg,
+                         uint32_t *n_new)
+{
+    char *end = NULL;
+    unsigned long v = new_arg ? strtoul(new_arg, &end, 10) : 16;
+    if (new_arg && (end == new_arg || (*end && *end != ' ') || v == 0 || v > PROMPT_MAX)) {
+        printf("MODEL error: bootarg new: 1..%u tokens\n", PROMPT_MAX);
+        return NPU_ERR_RANGE;
+    }
+    *n_new = (uint32_t)v;
+    for (uint32_t i = 0; i < n_prompt; i++)
+        if (prompt[i] >= c->vocab_size) {
+            printf("MODEL error: prompt token %" PRIu32 " = %" PRIu32 " is not below "
+                   "vocab_size %" PRIu32 "\n", i, prompt[i], c->vocab_size);
+            return NPU_ERR_RANGE;
+        }
+    if (n_prompt == 0 || (uint64_t)n_prompt + *n_new > c->max_position) {
+        printf("MODEL error: prompt of %" PRIu32 " tokens plus %" PRIu32 " new: need 1.."
+               "max_position (%" PRIu32 ") in all\n", n_prompt, *n_new, c->max_position);
+        return NPU_ERR_RANGE;
+    }
+    return NPU_OK;
 }
 
 /* The config text from the base of HBM, through the DMA engine. */
@@ -129,7 +163,7 @@ static uint64_t place_share(struct exec_model *m, const struct model_tensor *t,
     const uint32_t out = t->rows / blocks, in = t->cols;
     const bool by_rows = m->tp.partition == EXEC_MN;
     uint32_t lo, hi;
-    exec_tp_share(&m->tp, by_rows ? out : in, &lo, &hi);
+    exec_compute_share(&m->tp, by_rows ? out : in, &lo, &hi);
     const uint64_t rows = by_rows ? hi - lo : out, cols = by_rows ? in : hi - lo;
     uint64_t at = take((uint64_t)blocks * rows * cols * 4);
     *stride = rows * cols * 4;
@@ -170,7 +204,6 @@ static void place_tensor(const struct model_tensor *t, void *ctx)
         *slots[t->kind] = at;
 }
 
-/* Lays out weights, activations and caches in this core's SRAM; NPU_ERR_NOMEM if short. */
 /* Tensor parallelism over the whole mesh (bootargs partition=mn|k, placement=...). */
 static struct noc_group tp_group;
 static struct noc_comm tp_comm;
@@ -185,8 +218,9 @@ static int setup_tp(struct exec_tp *tp)
     if (place)
         snprintf(name, sizeof(name), "%.*s", (int)strcspn(place, " "), place);
     int pl = noc_placement_parse(name);
-    tp->partition = strncmp(part, "mn", 2) == 0 ? EXEC_MN
-                    : strncmp(part, "k", 1) == 0 ? EXEC_K : EXEC_SINGLE;
+    size_t plen = strcspn(part, " ");
+    tp->partition = plen == 2 && strncmp(part, "mn", 2) == 0 ? EXEC_MN
+                    : plen == 1 && part[0] == 'k'          ? EXEC_K : EXEC_SINGLE;
     if (pl < 0 || tp->partition == EXEC_SINGLE) {
         printf("MODEL error: partition=mn|k and placement=linear|interleaved|ring|mesh2d\n");
         return NPU_ERR_INVAL;
@@ -207,38 +241,19 @@ static int setup_tp(struct exec_tp *tp)
     return rc;
 }
 
-static int layout(struct exec_model *m, const struct model_config *c, uint32_t max_seq)
+/* Activations, routing state and the KV cache, after the weights. */
+static void take_activations(struct exec_model *m, const struct model_config *c,
+                             uint32_t max_seq)
 {
     const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
     const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim;
     const uint64_t group = c->num_heads / c->num_kv_heads;
-    const struct hal_core_info *self = hal_self();
-    sram_next = ((uint64_t)(uintptr_t)__image_end + 0xffff) & ~0xffffull;
-    sram_end = self->sram_base + self->sram_size - noc_reserved_bytes();
-    if (c->num_layers > sizeof(layers) / sizeof(layers[0]))
-        return NPU_ERR_RANGE;
-    *m = (struct exec_model){ .cfg = c, .max_seq = max_seq, .layers = layers };
-    int rc = setup_tp(&m->tp);
-    if (rc != NPU_OK)
-        return rc;
-    model_tensors_each(c, place_tensor, m);
-    if (c->tie_embeddings && m->tp.partition == EXEC_SINGLE)
-        m->lm_head = m->embed;
-    if (c->tie_embeddings && m->tp.partition != EXEC_SINGLE) {
-        /* The LM head GEMM is split: a share of the embedding's values. */
-        struct model_tensor head = { .kind = MT_LM_HEAD, .rows = c->vocab_size,
-                                     .cols = c->hidden_size,
-                                     .elems = (uint64_t)c->vocab_size * c->hidden_size,
-                                     .stream = 1, .centre = 0.0f, .scale = 1.0f };
-        uint64_t stride;
-        m->lm_head = place_share(m, &head, &stride);
-    }
-    m->x = take(d * 4), m->xb = take(d * 4), m->xb2 = take(d * 4);
-    m->q = take(qd * 4), m->attn = take(qd * 4);
-    m->scores = take(group * max_seq * 4);
     const uint64_t hidden = c->intermediate_size > c->moe_intermediate_size
                                 ? c->intermediate_size : c->moe_intermediate_size;
     const uint64_t experts = c->num_experts ? c->num_experts : 1;
+    m->x = take(d * 4), m->xb = take(d * 4), m->xb2 = take(d * 4);
+    m->q = take(qd * 4), m->attn = take(qd * 4);
+    m->scores = take(group * max_seq * 4);
     m->hb = take(hidden * 4), m->hb2 = take(hidden * 4);
     m->moe_out = take(d * 4);
     m->probs = take(experts * 4);
@@ -250,6 +265,52 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
     m->vcache = take((uint64_t)c->num_layers * max_seq * kvd * 4);
     if (sram_next <= sram_end) /* the counts start at 0 */
         memset(m->expert_tokens, 0, (size_t)c->num_layers * experts * 8);
+}
+
+/* Every split dimension must give each rank at least one row or column. */
+static int check_shares(const struct exec_tp *tp, const struct model_config *c)
+{
+    const uint32_t ff = c->arch == MODEL_MOE ? c->moe_intermediate_size : c->intermediate_size;
+    const uint32_t dims[] = { c->hidden_size, c->num_heads * c->head_dim,
+                              c->num_kv_heads * c->head_dim, ff, c->vocab_size };
+    for (uint32_t i = 0; tp->partition != EXEC_SINGLE && i < 5; i++)
+        if (dims[i] < tp->size) {
+            printf("MODEL error: %s: a dimension of %u cannot be split %u ways\n", c->name,
+                   dims[i], tp->size);
+            return NPU_ERR_RANGE;
+        }
+    return NPU_OK;
+}
+
+/* Lays out weights, activations and caches in this core's SRAM; NPU_ERR_NOMEM if short. */
+static int layout(struct exec_model *m, const struct model_config *c, uint32_t max_seq)
+{
+    const struct hal_core_info *self = hal_self();
+    sram_next = ((uint64_t)(uintptr_t)__image_end + 0xffff) & ~0xffffull;
+    sram_end = self->sram_base + self->sram_size - noc_reserved_bytes();
+    if (c->num_layers > sizeof(layers) / sizeof(layers[0])) {
+        printf("MODEL error: %s has %u layers; this image holds %u\n", c->name,
+               c->num_layers, (unsigned)(sizeof(layers) / sizeof(layers[0])));
+        return NPU_ERR_RANGE;
+    }
+    *m = (struct exec_model){ .cfg = c, .max_seq = max_seq, .layers = layers };
+    int rc = setup_tp(&m->tp);
+    if (rc == NPU_OK)
+        rc = check_shares(&m->tp, c);
+    if (rc != NPU_OK)
+        return rc;
+    model_tensors_each(c, place_tensor, m);
+    m->lm_head = c->tie_embeddings ? m->embed : m->lm_head;
+    if (c->tie_embeddings && m->tp.partition != EXEC_SINGLE) {
+        /* The LM head GEMM is split: a share of the embedding's values (stream 1). */
+        struct model_tensor head = { .kind = MT_LM_HEAD, .rows = c->vocab_size,
+                                     .cols = c->hidden_size,
+                                     .elems = (uint64_t)c->vocab_size * c->hidden_size,
+                                     .stream = 1, .centre = 0.0f, .scale = 1.0f };
+        uint64_t stride;
+        m->lm_head = place_share(m, &head, &stride);
+    }
+    take_activations(m, c, max_seq);
     if (sram_next > sram_end) {
         printf("MODEL error: %s needs %" PRIu64 " KiB of SRAM for %u positions, the core has "
                "%" PRIu64 " KiB free\n", c->name,
@@ -260,11 +321,26 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
     return NPU_OK;
 }
 
+/* Core 0: the routing counts (MoE) and the summary line. */
+static void report_result(const struct exec_model *m, uint32_t n_prompt, uint32_t n_new,
+                          uint64_t chip_ps)
+{
+    const struct model_config *c = m->cfg;
+    for (uint32_t l = 0; c->arch == MODEL_MOE && l < c->num_layers; l++) {
+        printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over all steps */
+        for (uint32_t e = 0; e < c->num_experts; e++)
+            printf("%s%" PRIu64, e ? "," : "", m->expert_tokens[l * c->num_experts + e]);
+        printf("\n");
+    }
+    printf("MODEL done model=%s prompt=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n", c->name,
+           n_prompt, n_new, (double)chip_ps / 1e6);
+}
+
 static int run(struct exec_model *m, uint32_t n_prompt, uint32_t n_new)
 {
     int tok = 0;
     for (uint32_t p = 0; p < n_prompt; p++) {
-        tok = exec_forward(m, prompt[p], p);
+        tok = exec_run_token(m, prompt[p], p);
         if (tok < 0)
             return tok;
     }
@@ -273,7 +349,7 @@ static int run(struct exec_model *m, uint32_t n_prompt, uint32_t n_new)
         if (hal_self()->core_id == 0) /* every rank has the same logits */
             printf("MODEL step=%" PRIu32 " token=%d logit=%.7g\n", i, tok,
                    (double)logits[tok]);
-        if (i + 1 < n_new && (tok = exec_forward(m, (uint32_t)tok, n_prompt + i)) < 0)
+        if (i + 1 < n_new && (tok = exec_run_token(m, (uint32_t)tok, n_prompt + i)) < 0)
             return tok;
     }
     return NPU_OK;
@@ -286,35 +362,22 @@ int main(void)
         return report_done(NPU_EXIT_OK); /* one core runs the model unless it is split */
     static struct model_config cfg;
     static struct exec_model m;
-    const char *new_arg = bootarg("new");
-    uint32_t n_prompt = parse_prompt(), n_new = new_arg ? (uint32_t)atoi(new_arg) : 16;
+    uint32_t n_prompt = parse_prompt(), n_new = 0;
     int rc = read_config(&cfg);
     if (rc == NPU_OK && cfg.experts_per_token > 64) {
         printf("MODEL error: %s: top-%u routing; the vector engine's top-k takes at most 64\n",
                cfg.name, cfg.experts_per_token);
         rc = NPU_ERR_INVAL;
     }
-    if (rc == NPU_OK && (n_prompt == 0 || n_prompt + n_new > cfg.max_position)) {
-        printf("MODEL error: prompt of %" PRIu32 " tokens plus %" PRIu32 " new: need 1.."
-               "max_position (%" PRIu32 ") in all\n", n_prompt, n_new, cfg.max_position);
-        rc = NPU_ERR_RANGE;
-    }
+    if (rc == NPU_OK)
+        rc = check_request(&cfg, n_prompt, bootarg("new"), &n_new);
     if (rc == NPU_OK)
         rc = layout(&m, &cfg, n_prompt + n_new);
     uint64_t t0 = hal_time_ps();
     if (rc == NPU_OK)
         rc = run(&m, n_prompt, n_new);
-    const bool speaker = hal_self()->core_id == 0;
-    for (uint32_t l = 0; speaker && rc == NPU_OK && cfg.arch == MODEL_MOE &&
-                         l < cfg.num_layers; l++) {
-        printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over all steps */
-        for (uint32_t e = 0; e < cfg.num_experts; e++)
-            printf("%s%" PRIu64, e ? "," : "", m.expert_tokens[l * cfg.num_experts + e]);
-        printf("\n");
-    }
-    if (rc == NPU_OK && speaker)
-        printf("MODEL done model=%s prompt=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
-               cfg.name, n_prompt, n_new, (double)(hal_time_ps() - t0) / 1e6);
+    if (rc == NPU_OK && hal_self()->core_id == 0)
+        report_result(&m, n_prompt, n_new, hal_time_ps() - t0);
     else if (rc != NPU_OK)
         printf("MODEL failed rc=%d\n", rc);
     return report_done(rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL);

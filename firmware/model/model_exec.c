@@ -28,9 +28,16 @@ static struct engine_sync next_sync(struct exec_model *m)
     };
 }
 
-static struct npu_desc *push(void)
+static int chain_run(struct exec_model *m);
+
+/* The next descriptor of the chain; a full chain is run first (its order is kept). */
+static struct npu_desc *push(struct exec_model *m)
 {
-    assert(nchain < CHAIN_MAX);
+    if (nchain == CHAIN_MAX) {
+        int rc = chain_run(m);
+        assert(rc == NPU_OK && "the engines refused a model chain");
+        (void)rc;
+    }
     return &chain[nchain++];
 }
 
@@ -43,10 +50,10 @@ static void gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint3
         .op = NPU_MATRIX_OP_GEMM_F32, .a = a, .b = b, .c = c, .m = rows, .n = n, .k = k,
         .lda = lda, .ldb = ldb, .ldc = ldc, .trans_b = trans_b, .sync = next_sync(m),
     };
-    matrix_gemm_desc(push(), &g);
+    matrix_gemm_desc(push(m), &g);
 }
 
-void exec_tp_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi)
+void exec_compute_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi)
 {
     uint32_t p = tp->partition == EXEC_SINGLE ? 1 : tp->size, r = p == 1 ? 0 : tp->rank;
     *lo = (uint32_t)((uint64_t)n * r / p);
@@ -79,12 +86,12 @@ static int wgemm(struct exec_model *m, uint64_t y, uint64_t x, uint64_t w, uint3
     }
     struct noc_coll_args a = { .buf = y, .count = n, .dtype = NPU_DTYPE_FP32 };
     if (tp->partition == EXEC_MN) {
-        exec_tp_share(tp, n, &lo, &hi); /* rows lo..hi of W: y[lo..hi) */
+        exec_compute_share(tp, n, &lo, &hi); /* rows lo..hi of W: y[lo..hi) */
         gemm(m, y + (uint64_t)lo * 4, x, w, 1, hi - lo, k, k, k, hi - lo, true);
         int rc = chain_run(m);
         return rc != NPU_OK ? rc : noc_allgather(tp->comm, &a);
     }
-    exec_tp_share(tp, k, &lo, &hi); /* columns lo..hi of W: a partial y */
+    exec_compute_share(tp, k, &lo, &hi); /* columns lo..hi of W: a partial y */
     gemm(m, y, x + (uint64_t)lo * 4, w, 1, n, hi - lo, hi - lo, hi - lo, n, true);
     int rc = chain_run(m);
     return rc != NPU_OK ? rc : noc_allreduce(tp->comm, &a);
@@ -101,7 +108,7 @@ static void vec(struct exec_model *m, struct vector_op_args v)
     if (v.out && !v.ldout)
         v.ldout = v.cols;
     v.sync = next_sync(m);
-    vector_op_desc(push(), &v);
+    vector_op_desc(push(m), &v);
 }
 
 /* Copies bytes within this core's SRAM (the DMA engine). */
@@ -110,7 +117,35 @@ static void copy(struct exec_model *m, uint64_t dst, uint64_t src, uint32_t byte
     struct dma_copy_args a = { .src = src, .dst = dst, .rows = 1, .row_bytes = bytes,
                                .src_stride = bytes, .dst_stride = bytes,
                                .sync = next_sync(m) };
-    dma_copy_desc(push(), &a);
+    dma_copy_desc(push(m), &a);
+}
+
+/* Scores, softmax and weighted values of every head at position pos: q -> attn. */
+static void heads(struct exec_model *m, uint32_t l, uint32_t pos)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd;
+    const uint32_t group = c->num_heads / c->num_kv_heads;
+    const uint64_t kc = m->kcache + ((uint64_t)l * m->max_seq) * kvd * 4;
+    const uint64_t vc = m->vcache + ((uint64_t)l * m->max_seq) * kvd * 4;
+    /* Causal; a sliding layer sees the last sliding_window positions (this one included). */
+    const uint32_t first = model_is_sliding_layer(c, l) && pos + 1 > c->sliding_window
+                               ? pos + 1 - c->sliding_window : 0;
+    const uint32_t n = pos + 1 - first;
+    const uint64_t k0 = kc + (uint64_t)first * kvd * 4, v0 = vc + (uint64_t)first * kvd * 4;
+    for (uint32_t g = 0; g < c->num_kv_heads; g++) {
+        uint64_t qg = m->q + (uint64_t)g * group * hd * 4;
+        uint64_t og = m->attn + (uint64_t)g * group * hd * 4;
+        /* scores[group][n] = Q_g[group][hd] K_g^T (K rows of this head, kvd apart) */
+        gemm(m, m->scores, qg, k0 + (uint64_t)g * hd * 4, group, n, hd, hd, kvd, n, true);
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->scores,
+                                        .out = m->scores, .rows = group, .cols = n,
+                                        .scalar = 1.0f / sqrtf((float)hd) });
+        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = m->scores,
+                                        .out = m->scores, .rows = group, .cols = n });
+        /* out_g[group][hd] = P[group][n] V_g[n][hd] */
+        gemm(m, og, m->scores, v0 + (uint64_t)g * hd * 4, group, hd, n, n, kvd, hd, false);
+    }
 }
 
 /* Attention of one layer at position pos: xb (normed [d]) -> xb2 ([d]). */
@@ -119,10 +154,9 @@ static int attention(struct exec_model *m, uint32_t l, uint32_t pos)
     const struct model_config *c = m->cfg;
     const struct exec_layer *w = &m->layers[l];
     const uint32_t d = c->hidden_size, hd = c->head_dim, nh = c->num_heads;
-    const uint32_t kvd = c->num_kv_heads * hd, group = nh / c->num_kv_heads;
-    const uint64_t kc = m->kcache + ((uint64_t)l * m->max_seq) * kvd * 4;
-    const uint64_t vc = m->vcache + ((uint64_t)l * m->max_seq) * kvd * 4;
-    const uint64_t k = kc + (uint64_t)pos * kvd * 4, v = vc + (uint64_t)pos * kvd * 4;
+    const uint32_t kvd = c->num_kv_heads * hd;
+    const uint64_t row = ((uint64_t)l * m->max_seq + pos) * kvd * 4; /* this position */
+    const uint64_t k = m->kcache + row, v = m->vcache + row;
     int rc = wgemm(m, m->q, m->xb, w->wq, nh * hd, d); /* q[nh * hd] */
     if (rc == NPU_OK)
         rc = wgemm(m, k, m->xb, w->wk, kvd, d);         /* k[kvd], into the cache */
@@ -145,24 +179,7 @@ static int attention(struct exec_model *m, uint32_t l, uint32_t pos)
                                     .rows = c->num_kv_heads, .cols = hd, .k = c->num_kv_heads,
                                     .pos = pos, .rope_half = true,
                                     .scalar = (float)c->rope_theta });
-    /* Causal; a sliding layer sees the last sliding_window positions (this one included). */
-    const uint32_t first = model_layer_slides(c, l) && pos + 1 > c->sliding_window
-                               ? pos + 1 - c->sliding_window : 0;
-    const uint32_t n = pos + 1 - first;
-    const uint64_t k0 = kc + (uint64_t)first * kvd * 4, v0 = vc + (uint64_t)first * kvd * 4;
-    for (uint32_t g = 0; g < c->num_kv_heads; g++) {
-        uint64_t qg = m->q + (uint64_t)g * group * hd * 4;
-        uint64_t og = m->attn + (uint64_t)g * group * hd * 4;
-        /* scores[group][n] = Q_g[group][hd] K_g^T (K rows of this head, kvd apart) */
-        gemm(m, m->scores, qg, k0 + (uint64_t)g * hd * 4, group, n, hd, hd, kvd, n, true);
-        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = m->scores,
-                                        .out = m->scores, .rows = group, .cols = n,
-                                        .scalar = 1.0f / sqrtf((float)hd) });
-        vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = m->scores,
-                                        .out = m->scores, .rows = group, .cols = n });
-        /* out_g[group][hd] = P[group][n] V_g[n][hd] */
-        gemm(m, og, m->scores, v0 + (uint64_t)g * hd * 4, group, hd, n, n, kvd, hd, false);
-    }
+    heads(m, l, pos);
     return wgemm(m, m->xb2, m->attn, w->wo, d, nh * hd); /* [d] */
 }
 
@@ -225,7 +242,7 @@ static int moe(struct exec_model *m, uint32_t l)
     return NPU_OK;
 }
 
-int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos)
+int exec_run_token(struct exec_model *m, uint32_t token, uint32_t pos)
 {
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size;

@@ -5,8 +5,9 @@
  * matrix engine, norms, RoPE, softmax, SwiGLU, top-k, residual adds and argmax on the vector
  * engine), each descriptor waiting for the one before. A MoE layer splits the chain at its
  * router: the hart reads the top-k experts and their weights, then chains those experts.
- * Weights, activations and the KV cache live in this core's SRAM. Not yet: tensor
- * parallelism over several cores, weights in HBM, batching, bf16.
+ * Weights, activations and the KV cache live in this core's SRAM. With tensor parallelism
+ * (below) every weight GEMM is split over a group of cores. Not yet: attention and the KV
+ * cache split over the ranks, experts on other cores, weights in HBM, batching, bf16.
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H
@@ -33,7 +34,7 @@ struct exec_tp {
 };
 
 /* This rank's share [*lo, *hi) of a dimension of n. */
-void exec_tp_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi);
+void exec_compute_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi);
 
 /* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]; split weights
    hold this rank's share only (experts: one share per expert, one after another). */
@@ -65,6 +66,6 @@ struct exec_model {
 
 /* Runs the token at position pos; returns the argmax of its logits (logits at m->logits).
    NPU_ERR_* (negative) if the engines refused the chain. */
-int exec_forward(struct exec_model *m, uint32_t token, uint32_t pos);
+int exec_run_token(struct exec_model *m, uint32_t token, uint32_t pos);
 
 #endif

@@ -53,9 +53,9 @@ int model_config_parse(struct model_config *m, const char *text, const char *fil
 int model_config_load(struct model_config *m, const char *path, char *err, size_t errlen);
 
 /* Whether layer l uses the sliding window. */
-bool model_layer_slides(const struct model_config *m, uint32_t layer);
+bool model_is_sliding_layer(const struct model_config *m, uint32_t layer);
 
 /* Parameters (elements) of the whole model: embeddings, every layer, final norm, LM head. */
-uint64_t model_param_count(const struct model_config *m);
+uint64_t model_count_params(const struct model_config *m);
 
 #endif

@@ -106,9 +106,9 @@ static void attention(struct ref_model *m, uint32_t l, uint32_t pos)
         ref_rope(k + h * hd, hd, pos, c->rope_theta);
     }
     /* Causal; a sliding layer sees the last sliding_window positions (this one included). */
-    uint32_t first = model_layer_slides(c, l) && pos + 1 > c->sliding_window
+    uint32_t first = model_is_sliding_layer(c, l) && pos + 1 > c->sliding_window
                          ? pos + 1 - c->sliding_window : 0;
-    float *out = s->hb; /* [nh * hd]: the heads' outputs, before wo */
+    float *out = s->att_out; /* [nh * hd]: the heads' outputs, before wo */
     const float scale = 1.0f / sqrtf((float)hd);
     for (uint32_t h = 0; h < c->num_heads; h++) {
         const float *q = s->q + h * hd;
@@ -202,7 +202,7 @@ const float *ref_model_forward(struct ref_model *m, uint32_t token, uint32_t pos
 int ref_generate(struct ref_model *m, const uint32_t *prompt, uint32_t n_prompt,
                  uint32_t n_new, uint32_t *out)
 {
-    if (n_prompt == 0 || (uint64_t)n_prompt + n_new > m->max_seq)
+    if (n_prompt == 0 || n_new == 0 || (uint64_t)n_prompt + n_new - 1 > m->max_seq)
         return NPU_ERR_RANGE;
     const float *logits = NULL;
     for (uint32_t p = 0; p < n_prompt; p++)

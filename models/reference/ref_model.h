@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The host reference implementation of the model architectures (docs/models.md): a plain,
- * readable forward pass in fp32, one token at a time with a KV cache, in the manner of
- * llama2.c. It is the oracle the chip's functional runs are compared with.
+ * readable forward pass with fp32 activations and weights (dot products and norms summed in
+ * double), one token at a time with a KV cache, in the manner of llama2.c. It is the oracle
+ * the chip's functional runs are compared with.
  *
  * Modelled: RMSNorm, RoPE (rotate-half pairing: element i with i + head_dim/2, as the
  * Hugging Face Qwen3, Mixtral and GPT-OSS code does), grouped-query attention with a causal
- * mask and, on the layers model_layer_slides() names, a sliding window of the last
+ * mask and, on the layers model_is_sliding_layer() names, a sliding window of the last
  * sliding_window positions, optional per-head RMSNorm of queries and keys (Qwen3), SwiGLU
  * feed-forward, MoE layers (softmax router over all experts, top-k with ties to the lower
  * index, optional renormalisation of the k weights, weighted sum of SwiGLU experts), final
@@ -43,6 +44,7 @@ struct ref_layer {
 struct ref_state {
     float *x, *xb, *xb2;       /* [d] residual stream and scratch */
     float *q;                  /* [n_heads * hd] */
+    float *att_out;            /* [n_heads * hd]: the heads' outputs, before wo */
     float *att;                /* [max_seq] scores of one head */
     float *hb, *hb2;           /* [max(ff, mff)] */
     float *moe_out;            /* [d] */
@@ -75,7 +77,8 @@ void ref_model_free(struct ref_model *m);
 const float *ref_model_forward(struct ref_model *m, uint32_t token, uint32_t pos);
 
 /* Greedy decoding: feeds prompt[0..n_prompt), then appends n_new tokens (each the argmax of
-   the logits) to out[0..n_new). NPU_ERR_RANGE if it would pass max_seq. */
+   the logits) to out[0..n_new); the last one is not fed back, so n_prompt + n_new - 1
+   positions are used. NPU_ERR_RANGE if they pass max_seq. */
 int ref_generate(struct ref_model *m, const uint32_t *prompt, uint32_t n_prompt,
                  uint32_t n_new, uint32_t *out);
 

@@ -63,6 +63,7 @@ static int alloc_state(struct ref_model *m)
     s->xb = calloc(d, sizeof(float));
     s->xb2 = calloc(d, sizeof(float));
     s->q = calloc((size_t)c->num_heads * c->head_dim, sizeof(float));
+    s->att_out = calloc((size_t)c->num_heads * c->head_dim, sizeof(float));
     s->att = calloc(m->max_seq, sizeof(float));
     s->hb = calloc(hidden, sizeof(float));
     s->hb2 = calloc(hidden, sizeof(float));
@@ -73,7 +74,7 @@ static int alloc_state(struct ref_model *m)
     s->value_cache = calloc(cache, sizeof(float));
     m->expert_tokens = calloc((size_t)c->num_layers * (c->num_experts ? c->num_experts : 1),
                               sizeof(uint64_t));
-    bool ok = s->x && s->xb && s->xb2 && s->q && s->att && s->hb && s->hb2 && s->moe_out &&
+    bool ok = s->x && s->xb && s->xb2 && s->q && s->att_out && s->att && s->hb && s->hb2 && s->moe_out &&
               s->router_probs && s->logits && s->key_cache && s->value_cache &&
               m->expert_tokens;
     return ok ? NPU_OK : NPU_ERR_NOMEM;
@@ -82,7 +83,7 @@ static int alloc_state(struct ref_model *m)
 int ref_model_init(struct ref_model *m, const struct model_config *cfg, uint32_t max_seq)
 {
     memset(m, 0, sizeof(*m));
-    uint64_t params = model_param_count(cfg);
+    uint64_t params = model_count_params(cfg);
     if (params > REF_PARAMS_MAX || max_seq == 0 || max_seq > cfg->max_position ||
         cfg->experts_per_token > REF_TOPK_MAX)
         return NPU_ERR_RANGE;
@@ -98,14 +99,14 @@ int ref_model_init(struct ref_model *m, const struct model_config *cfg, uint32_t
     model_tensors_each(cfg, place, &p);
     if (cfg->tie_embeddings)
         m->lm_head = m->embed;
-    assert((uint64_t)(p.next - m->arena) == params && "model_param_count disagrees");
+    assert((uint64_t)(p.next - m->arena) == params && "model_count_params disagrees");
     return NPU_OK;
 }
 
 void ref_model_free(struct ref_model *m)
 {
     struct ref_state *s = &m->s;
-    float *bufs[] = { s->x, s->xb, s->xb2, s->q, s->att, s->hb, s->hb2, s->moe_out,
+    float *bufs[] = { s->x, s->xb, s->xb2, s->q, s->att_out, s->att, s->hb, s->hb2, s->moe_out,
                       s->router_probs, s->logits, s->key_cache, s->value_cache, m->arena };
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         free(bufs[i]);

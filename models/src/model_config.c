@@ -29,9 +29,9 @@ static const struct kv_field fields[] = {
     REAL("rms_norm_eps", rms_norm_eps, 1e-12, 1.0),
     U32("qk_norm", qk_norm, 0, 1),
     U32("tie_embeddings", tie_embeddings, 0, 1),
-    U32("num_experts", num_experts, 0, 4096),
-    U32("experts_per_token", experts_per_token, 0, 4096),
-    U32("moe_intermediate_size", moe_intermediate_size, 0, 1u << 20),
+    U32("num_experts", num_experts, 0, 1024),
+    U32("experts_per_token", experts_per_token, 0, 1024),
+    U32("moe_intermediate_size", moe_intermediate_size, 0, 65536),
     U32("norm_topk_prob", norm_topk_prob, 0, 1),
     U32("sliding_window", sliding_window, 0, 1u << 24),
     U32("sliding_window_period", sliding_window_period, 0, 1024),
@@ -63,6 +63,9 @@ static int check_consistent(const struct model_config *m, const char *f, char *e
                                    m->experts_per_token || m->moe_intermediate_size))
         return report(err, errlen, "%s: arch 'dense' needs intermediate_size > 0 and "
                       "num_experts, experts_per_token, moe_intermediate_size = 0", f);
+    if (m->arch == MODEL_MOE && m->intermediate_size)
+        return report(err, errlen, "%s: arch 'moe' needs intermediate_size = 0 (every layer "
+                      "is MoE; dense layers in a MoE model are not modelled)", f);
     if (m->arch == MODEL_MOE && (m->num_experts < 2 || m->experts_per_token < 1 ||
                                  m->experts_per_token > m->num_experts ||
                                  m->moe_intermediate_size == 0))
@@ -103,13 +106,13 @@ int model_config_load(struct model_config *m, const char *path, char *err, size_
     return rc ? rc : model_config_parse(m, text, path, err, errlen);
 }
 
-bool model_layer_slides(const struct model_config *m, uint32_t layer)
+bool model_is_sliding_layer(const struct model_config *m, uint32_t layer)
 {
     return m->sliding_window_period &&
            layer % m->sliding_window_period == m->sliding_window_offset;
 }
 
-uint64_t model_param_count(const struct model_config *m)
+uint64_t model_count_params(const struct model_config *m)
 {
     const uint64_t d = m->hidden_size, hd = m->head_dim;
     uint64_t attn = d * hd * (m->num_heads + 2ull * m->num_kv_heads) + hd * m->num_heads * d;

@@ -35,12 +35,12 @@ static void test_tiny_models(void **state)
     assert_int_equal(m.arch, MODEL_DENSE);
     assert_int_equal(m.hidden_size, 128);
     assert_true(m.rms_norm_eps == 1e-5);
-    assert_false(model_layer_slides(&m, 0));
+    assert_false(model_is_sliding_layer(&m, 0));
     load(&m, "tiny/tiny-moe.toml");
     assert_int_equal(m.arch, MODEL_MOE);
     assert_int_equal(m.experts_per_token, 2);
-    assert_true(model_layer_slides(&m, 0) && !model_layer_slides(&m, 1) &&
-                model_layer_slides(&m, 2));
+    assert_true(model_is_sliding_layer(&m, 0) && !model_is_sliding_layer(&m, 1) &&
+                model_is_sliding_layer(&m, 2));
 }
 
 /* Total parameters against the publisher's figure (within 3 %: biases, sinks and the like
@@ -49,7 +49,7 @@ static void expect_params(const char *file, double published)
 {
     struct model_config m;
     load(&m, file);
-    double got = (double)model_param_count(&m);
+    double got = (double)model_count_params(&m);
     if (got < published * 0.97 || got > published * 1.03)
         fail_msg("%s: %.3g parameters, the publisher says %.3g", file, got, published);
 }
@@ -115,6 +115,8 @@ static void test_refusals(void **state)
     expect_refusal("rope_theta", "rope_theta = 1e", "field 'rope_theta' must be a number");
     expect_refusal("rope_theta", "rope_theta = nan", "field 'rope_theta' must be a number");
     expect_refusal("head_dim", "head_dim = 15", "head_dim 15 must be even");
+    expect_refusal("intermediate_size", "intermediate_size = 64", "arch 'moe' needs "
+                   "intermediate_size = 0");
     expect_refusal("hidden_size", "hidden_size = -3", "field 'hidden_size' must be an "
                    "unsigned integer");
     assert_int_equal(model_config_load(&m, "/nonexistent/x.toml", err, sizeof(err)),
