@@ -5,12 +5,17 @@
  * model's weights from its seed into its SRAM (model_weights.h: the same values as the host
  * reference), then feeds the prompt token by token and decodes greedily, each token chains
  * of descriptors on its engines (model_exec.h). Core 0 prints one `MODEL step=...` line per
- * generated token: the token and its logit, which tests compare with the host reference.
+ * generated token of each request: the token and its logit, which tests compare with the host reference.
  * Alone, core 0 runs the model and the others only report in; with partition=mn|k every core
  * is a rank of a tensor-parallel group over the whole mesh (placement=...).
- * Bootargs: prompt=T1,T2,... new=N (default 16) [partition=mn|k placement=NAME].
+ * Several requests (prompt1=, prompt2=, ...) run as one batch: every step carries one row per
+ * request running, at its own position; a request joins at step startR= (default 0) and
+ * drops out when done.
+ * Bootargs: prompt=T1,T2,... [prompt1=...] new=N (default 16) [partition=mn|k
+ * placement=NAME].
  */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,11 @@
 extern char __image_end[];
 
 static char config_text[CONFIG_MAX];
-static uint32_t prompt[PROMPT_MAX];
+/* The requests: prompt (request 0, also prompt0=), prompt1=, ... prompt7=. */
+static uint32_t prompts[EXEC_BATCH_MAX][PROMPT_MAX];
+static uint32_t lens[EXEC_BATCH_MAX];
+static uint32_t starts[EXEC_BATCH_MAX]; /* the step each request joins at (startR=) */
+static uint32_t generated[EXEC_BATCH_MAX][PROMPT_MAX];
 static struct exec_layer layers[256];
 
 static int report_done(int status)
@@ -56,28 +65,50 @@ static const char *bootarg(const char *key)
     return NULL;
 }
 
-/* prompt=T1,T2,... into prompt[]; the count, or 0 (with a message) if malformed. */
-static uint32_t parse_prompt(void)
+/* key=T1,T2,... into dst[]; the count (0 if absent), or -1 (with a message) if malformed. */
+static int parse_tokens(const char *key, uint32_t *dst)
 {
-    const char *p = bootarg("prompt");
-    uint32_t n = 0;
+    const char *p = bootarg(key);
+    int n = 0;
     while (p && *p && *p != ' ') {
         char *end;
         unsigned long v = strtoul(p, &end, 10);
-        if (end == p || n == PROMPT_MAX || (*end != ',' && *end != ' ' && *end)) {
-            printf("MODEL error: bootarg prompt: token %" PRIu32 " is not a number, or more "
-                   "than %u tokens\n", n, PROMPT_MAX);
-            return 0;
+        if (end == p || n == (int)PROMPT_MAX || (*end != ',' && *end != ' ' && *end)) {
+            printf("MODEL error: bootarg %s: token %d is not a number, or more than %u "
+                   "tokens\n", key, n, PROMPT_MAX);
+            return -1;
         }
-        prompt[n++] = (uint32_t)v;
+        dst[n++] = (uint32_t)v;
         p = *end == ',' ? end + 1 : end;
     }
     return n;
 }
 
-/* The prompt's tokens and the requested length against the model. */
-static int check_request(const struct model_config *c, uint32_t n_prompt, const char *new_arg,
-                         uint32_t *n_new)
+/* The requests' prompts; their count (0 with a message if none or one is malformed). */
+static uint32_t parse_prompts(void)
+{
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < EXEC_BATCH_MAX; r++) {
+        char key[16];
+        snprintf(key, sizeof(key), "prompt%u", r);
+        int len = parse_tokens(r == 0 && bootarg("prompt") ? "prompt" : key, prompts[r]);
+        if (len < 0)
+            return 0;
+        if (len == 0)
+            break;
+        snprintf(key, sizeof(key), "start%u", r);
+        const char *start = bootarg(key);
+        starts[n] = start ? (uint32_t)strtoul(start, NULL, 10) : 0;
+        lens[n++] = (uint32_t)len;
+    }
+    if (n == 0)
+        printf("MODEL error: no prompt (bootargs prompt=T1,T2,... [prompt1=...])\n");
+    return n;
+}
+
+/* The prompts' tokens and the requested length against the model; *max_seq: positions. */
+static int check_requests(const struct model_config *c, uint32_t nreq, const char *new_arg,
+                          uint32_t *n_new, uint32_t *max_seq)
 {
     char *end = NULL;
     unsigned long v = new_arg ? strtoul(new_arg, &end, 10) : 16;
@@ -86,16 +117,23 @@ static int check_request(const struct model_config *c, uint32_t n_prompt, const 
         return NPU_ERR_RANGE;
     }
     *n_new = (uint32_t)v;
-    for (uint32_t i = 0; i < n_prompt; i++)
-        if (prompt[i] >= c->vocab_size) {
-            printf("MODEL error: prompt token %" PRIu32 " = %" PRIu32 " is not below "
-                   "vocab_size %" PRIu32 "\n", i, prompt[i], c->vocab_size);
+    *max_seq = 0;
+    for (uint32_t r = 0; r < nreq; r++) {
+        for (uint32_t i = 0; i < lens[r]; i++)
+            if (prompts[r][i] >= c->vocab_size) {
+                printf("MODEL error: request %" PRIu32 ": prompt token %" PRIu32 " = %" PRIu32
+                       " is not below vocab_size %" PRIu32 "\n", r, i, prompts[r][i],
+                       c->vocab_size);
+                return NPU_ERR_RANGE;
+            }
+        if ((uint64_t)lens[r] + *n_new > c->max_position) {
+            printf("MODEL error: request %" PRIu32 ": prompt of %" PRIu32 " tokens plus %"
+                   PRIu32 " new passes max_position (%" PRIu32 ")\n", r, lens[r], *n_new,
+                   c->max_position);
             return NPU_ERR_RANGE;
         }
-    if (n_prompt == 0 || (uint64_t)n_prompt + *n_new > c->max_position) {
-        printf("MODEL error: prompt of %" PRIu32 " tokens plus %" PRIu32 " new: need 1.."
-               "max_position (%" PRIu32 ") in all\n", n_prompt, *n_new, c->max_position);
-        return NPU_ERR_RANGE;
+        if (lens[r] + *n_new - 1 > *max_seq)
+            *max_seq = lens[r] + *n_new - 1;
     }
     return NPU_OK;
 }
@@ -243,26 +281,29 @@ static int setup_tp(struct exec_tp *tp)
 
 /* Activations, routing state and the KV cache, after the weights. */
 static void take_activations(struct exec_model *m, const struct model_config *c,
-                             uint32_t max_seq)
+                             uint32_t max_seq, uint32_t nreq)
 {
+    const uint64_t b = m->batch_max;
     const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
     const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim;
     const uint64_t group = c->num_heads / c->num_kv_heads;
     const uint64_t hidden = c->intermediate_size > c->moe_intermediate_size
                                 ? c->intermediate_size : c->moe_intermediate_size;
     const uint64_t experts = c->num_experts ? c->num_experts : 1;
-    m->x = take(d * 4), m->xb = take(d * 4), m->xb2 = take(d * 4);
-    m->q = take(qd * 4), m->attn = take(qd * 4);
+    m->x = take(b * d * 4), m->xb = take(b * d * 4), m->xb2 = take(b * d * 4);
+    m->q = take(b * qd * 4), m->attn = take(b * qd * 4);
+    m->knew = take(b * kvd * 4), m->vnew = take(b * kvd * 4);
+    m->positions = take(b * 4);
     m->scores = take(group * max_seq * 4);
-    m->hb = take(hidden * 4), m->hb2 = take(hidden * 4);
+    m->hb = take(b * hidden * 4), m->hb2 = take(b * hidden * 4);
     m->moe_out = take(d * 4);
-    m->probs = take(experts * 4);
-    m->topk_val = take(64 * 4), m->topk_idx = take(64 * 4);
+    m->probs = take(b * experts * 4);
+    m->topk_val = take(b * 64 * 4), m->topk_idx = take(b * 64 * 4);
     m->expert_tokens = (uint64_t *)(uintptr_t)take((uint64_t)c->num_layers * experts * 8);
-    m->logits = take((uint64_t)c->vocab_size * 4);
-    m->argmax = take(4);
-    m->kcache = take((uint64_t)c->num_layers * max_seq * kvd * 4);
-    m->vcache = take((uint64_t)c->num_layers * max_seq * kvd * 4);
+    m->logits = take(b * c->vocab_size * 4);
+    m->argmax = take(b * 4);
+    m->kcache = take((uint64_t)nreq * c->num_layers * max_seq * kvd * 4);
+    m->vcache = take((uint64_t)nreq * c->num_layers * max_seq * kvd * 4);
     if (sram_next <= sram_end) /* the counts start at 0 */
         memset(m->expert_tokens, 0, (size_t)c->num_layers * experts * 8);
 }
@@ -283,7 +324,8 @@ static int check_shares(const struct exec_tp *tp, const struct model_config *c)
 }
 
 /* Lays out weights, activations and caches in this core's SRAM; NPU_ERR_NOMEM if short. */
-static int layout(struct exec_model *m, const struct model_config *c, uint32_t max_seq)
+static int layout(struct exec_model *m, const struct model_config *c, uint32_t max_seq,
+                  uint32_t nreq)
 {
     const struct hal_core_info *self = hal_self();
     sram_next = ((uint64_t)(uintptr_t)__image_end + 0xffff) & ~0xffffull;
@@ -293,7 +335,8 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
                c->num_layers, (unsigned)(sizeof(layers) / sizeof(layers[0])));
         return NPU_ERR_RANGE;
     }
-    *m = (struct exec_model){ .cfg = c, .max_seq = max_seq, .layers = layers };
+    *m = (struct exec_model){ .cfg = c, .max_seq = max_seq, .batch_max = nreq,
+                              .layers = layers };
     int rc = setup_tp(&m->tp);
     if (rc == NPU_OK)
         rc = check_shares(&m->tp, c);
@@ -310,7 +353,7 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
         uint64_t stride;
         m->lm_head = place_share(m, &head, &stride);
     }
-    take_activations(m, c, max_seq);
+    take_activations(m, c, max_seq, nreq);
     if (sram_next > sram_end) {
         printf("MODEL error: %s needs %" PRIu64 " KiB of SRAM for %u positions, the core has "
                "%" PRIu64 " KiB free\n", c->name,
@@ -322,7 +365,7 @@ static int layout(struct exec_model *m, const struct model_config *c, uint32_t m
 }
 
 /* Core 0: the routing counts (MoE) and the summary line. */
-static void report_result(const struct exec_model *m, uint32_t n_prompt, uint32_t n_new,
+static void report_result(const struct exec_model *m, uint32_t nreq, uint32_t n_new,
                           uint64_t chip_ps)
 {
     const struct model_config *c = m->cfg;
@@ -332,27 +375,60 @@ static void report_result(const struct exec_model *m, uint32_t n_prompt, uint32_
             printf("%s%" PRIu64, e ? "," : "", m->expert_tokens[l * c->num_experts + e]);
         printf("\n");
     }
-    printf("MODEL done model=%s prompt=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n", c->name,
-           n_prompt, n_new, (double)chip_ps / 1e6);
+    printf("MODEL done model=%s requests=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
+           c->name, nreq, n_new, (double)chip_ps / 1e6);
 }
 
-static int run(struct exec_model *m, uint32_t n_prompt, uint32_t n_new)
+/* Step t's rows: every request that has joined and not ended feeds its next token. */
+static uint32_t step_rows(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec_row *rows)
 {
-    int tok = 0;
-    for (uint32_t p = 0; p < n_prompt; p++) {
-        tok = exec_run_token(m, prompt[p], p);
-        if (tok < 0)
-            return tok;
+    uint32_t n = 0;
+    for (uint32_t r = 0; r < nreq; r++) {
+        if (t < starts[r] || t - starts[r] + 1 >= lens[r] + n_new)
+            continue; /* not yet, or done (the last new token is not fed back) */
+        uint32_t pos = t - starts[r];
+        rows[n++] = (struct exec_row){
+            .req = r, .pos = pos,
+            .token = pos < lens[r] ? prompts[r][pos] : generated[r][pos - lens[r]] };
     }
-    const float *logits = (const float *)(uintptr_t)m->logits;
-    for (uint32_t i = 0; i < n_new; i++) {
-        if (hal_self()->core_id == 0) /* every rank has the same logits */
-            printf("MODEL step=%" PRIu32 " token=%d logit=%.7g\n", i, tok,
-                   (double)logits[tok]);
-        if (i + 1 < n_new && (tok = exec_run_token(m, (uint32_t)tok, n_prompt + i)) < 0)
-            return tok;
+    return n;
+}
+
+/* Whether any request has steps left after step t. */
+static bool pending_after(uint32_t t, uint32_t nreq, uint32_t n_new)
+{
+    for (uint32_t r = 0; r < nreq; r++)
+        if (t < starts[r] + lens[r] + n_new - 2)
+            return true;
+    return false;
+}
+
+/* All requests as one batch, one step at a time: each joins at its start step and drops out
+   when done (greedy decoding). */
+static int run(struct exec_model *m, uint32_t nreq, uint32_t n_new)
+{
+    struct exec_row rows[EXEC_BATCH_MAX];
+    uint32_t out[EXEC_BATCH_MAX];
+    const uint32_t vocab = m->cfg->vocab_size;
+    for (uint32_t t = 0;; t++) {
+        uint32_t n = step_rows(t, nreq, n_new, rows);
+        int rc = n ? exec_run_step(m, rows, n, out) : NPU_OK;
+        if (rc != NPU_OK)
+            return rc;
+        const float *logits = (const float *)(uintptr_t)m->logits;
+        for (uint32_t i = 0; i < n; i++) {
+            uint32_t r = rows[i].req, pos = rows[i].pos;
+            if (pos + 1 < lens[r])
+                continue; /* still in the prompt */
+            generated[r][pos + 1 - lens[r]] = out[i];
+            if (hal_self()->core_id == 0) /* every rank has the same logits */
+                printf("MODEL req=%" PRIu32 " step=%" PRIu32 " token=%" PRIu32 " logit=%.7g\n",
+                       r, pos + 1 - lens[r], out[i],
+                       (double)logits[(uint64_t)i * vocab + out[i]]);
+        }
+        if (!pending_after(t, nreq, n_new))
+            return NPU_OK;
     }
-    return NPU_OK;
 }
 
 int main(void)
@@ -362,22 +438,24 @@ int main(void)
         return report_done(NPU_EXIT_OK); /* one core runs the model unless it is split */
     static struct model_config cfg;
     static struct exec_model m;
-    uint32_t n_prompt = parse_prompt(), n_new = 0;
+    uint32_t nreq = parse_prompts(), n_new = 0, max_seq = 0;
     int rc = read_config(&cfg);
     if (rc == NPU_OK && cfg.experts_per_token > 64) {
         printf("MODEL error: %s: top-%u routing; the vector engine's top-k takes at most 64\n",
                cfg.name, cfg.experts_per_token);
         rc = NPU_ERR_INVAL;
     }
+    if (rc == NPU_OK && nreq == 0)
+        rc = NPU_ERR_INVAL;
     if (rc == NPU_OK)
-        rc = check_request(&cfg, n_prompt, bootarg("new"), &n_new);
+        rc = check_requests(&cfg, nreq, bootarg("new"), &n_new, &max_seq);
     if (rc == NPU_OK)
-        rc = layout(&m, &cfg, n_prompt + n_new);
+        rc = layout(&m, &cfg, max_seq, nreq);
     uint64_t t0 = hal_time_ps();
     if (rc == NPU_OK)
-        rc = run(&m, n_prompt, n_new);
+        rc = run(&m, nreq, n_new);
     if (rc == NPU_OK && hal_self()->core_id == 0)
-        report_result(&m, n_prompt, n_new, hal_time_ps() - t0);
+        report_result(&m, nreq, n_new, hal_time_ps() - t0);
     else if (rc != NPU_OK)
         printf("MODEL failed rc=%d\n", rc);
     return report_done(rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL);

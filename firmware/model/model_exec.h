@@ -47,25 +47,37 @@ struct exec_layer {
 /* Everything one sequence needs on this core. */
 struct exec_model {
     const struct model_config *cfg;
-    uint32_t max_seq;
+    uint32_t max_seq;                     /* positions per request */
+    uint32_t batch_max;                   /* requests (rows) a step may carry, <= EXEC_BATCH_MAX */
     uint64_t embed, final_norm, lm_head;  /* [V][d], [d], [V][d] */
     struct exec_layer *layers;            /* [num_layers] */
-    uint64_t x, xb, xb2;                  /* [d] */
-    uint64_t q, attn;                     /* [n_heads * hd] */
+    uint64_t x, xb, xb2;                  /* [B][d] */
+    uint64_t q, attn;                     /* [B][n_heads * hd] */
+    uint64_t knew, vnew;                  /* [B][n_kv * hd]: this step's keys and values */
+    uint64_t positions;                   /* uint32 [B] */
     uint64_t scores;                      /* [group][max_seq] */
     uint64_t hb, hb2;                     /* [max(ff, mff)] */
     uint64_t moe_out;                     /* [d]: one expert's output */
-    uint64_t probs, topk_val, topk_idx;   /* [E] router probabilities; [k] top-k, uint32 [k] */
+    uint64_t probs, topk_val, topk_idx;   /* [B][E]; [B][k], uint32 [B][k] */
     uint64_t *expert_tokens;              /* [layers][E]: tokens routed to each expert */
-    uint64_t logits;                      /* [V] */
-    uint64_t argmax;                      /* uint32 */
-    uint64_t kcache, vcache;              /* [layers][max_seq][n_kv * hd] */
+    uint64_t logits;                      /* [B][V] */
+    uint64_t argmax;                      /* uint32 [B] */
+    uint64_t kcache, vcache;              /* [requests][layers][max_seq][n_kv * hd] */
     uint32_t steps;                       /* descriptors completed so far */
     struct exec_tp tp;
 };
 
-/* Runs the token at position pos; returns the argmax of its logits (logits at m->logits).
-   NPU_ERR_* (negative) if the engines refused the chain. */
-int exec_run_token(struct exec_model *m, uint32_t token, uint32_t pos);
+#define EXEC_BATCH_MAX 8u
+
+/* One row of a step: request `req` feeds `token` at position `pos`. */
+struct exec_row {
+    uint32_t req, token, pos;
+};
+
+/* Runs one step of n rows (1..batch_max; each request at most once) and writes the argmax of
+   each row's logits to out[n] (logits at m->logits, row by row). 0 or a negative npu_status
+   if the engines refused a chain or a collective failed. */
+int exec_run_step(struct exec_model *m, const struct exec_row *rows, uint32_t n,
+                  uint32_t *out);
 
 #endif

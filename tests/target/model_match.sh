@@ -1,39 +1,64 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Runs the model image on the chip and the host reference (npu-ref) on the same model and
-# prompt, and compares: the greedy tokens must be identical, and each chosen token's logit
-# within 1e-4 x max(1, |logit|) (the chip computes in fp32 like the reference, in another
-# summation order). docs/models.md.
-#   model_match.sh NPUCTL NPU_REF MODEL.toml PROMPT_LEN NEW [npuctl run options...]
-# MODEL_ARGS adds bootargs for the image (e.g. "partition=mn placement=ring").
+# prompts, and compares, request by request: the greedy tokens must be identical, and each
+# chosen token's logit within 1e-4 x max(1, |logit|) (fp32 activations on both sides, in
+# other summation orders); for a MoE model the tokens each expert of each layer received
+# (summed over the requests) must be the same. docs/models.md.
+#   model_match.sh NPUCTL NPU_REF MODEL.toml LENS NEW [npuctl run options...]
+# LENS: prompt lengths, one per request, comma-separated, each optionally @ the step it
+# joins at (e.g. 7 or 7,1@3,64,23@10): the requests run together as one batch. MODEL_ARGS adds bootargs (e.g. "partition=mn
+# placement=ring").
 set -eu
-npuctl=$1 ref=$2 model=$3 len=$4 new=$5
+npuctl=$1 ref=$2 model=$3 lens=$4 new=$5
 shift 5
-# A deterministic prompt of `len` token ids below 512 (the tiny models' vocabulary).
-prompt=$(awk -v n="$len" 'BEGIN { for (i = 0; i < n; i++) printf "%s%d", (i ? "," : ""), (i * 7919 + 17) % 509 }')
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-"$ref" "$model" "$prompt" "$new" > "$tmp/ref.txt"
+# Request r's prompt: `len` deterministic token ids below 509 (the tiny vocabularies: 512).
+prompt_of() {
+    awk -v n="$1" -v r="$2" 'BEGIN { for (i = 0; i < n; i++)
+        printf "%s%d", (i ? "," : ""), (i * 7919 + 17 + r * 101) % 509 }'
+}
+args="" r=0
+for spec in $(echo "$lens" | tr ',' ' '); do
+    len=${spec%@*}
+    p=$(prompt_of "$len" "$r")
+    args="$args prompt$r=$p"
+    case $spec in *@*) args="$args start$r=${spec#*@}" ;; esac
+    "$ref" "$model" "$p" "$new" > "$tmp/ref$r.txt"
+    sed -n "s/^REF step=\([0-9]*\) token=\([0-9]*\) logit=\([^ ]*\).*/$r \1 \2 \3/p" \
+        "$tmp/ref$r.txt" >> "$tmp/ref.rows"
+    sed -n 's/^REF routed \(.*\)/\1/p' "$tmp/ref$r.txt" >> "$tmp/ref.routed.all"
+    r=$((r + 1))
+done
+nreq=$r
 "$npuctl" run model "$@" -- -device "loader,file=$model,addr=0x100000000000,force-raw=on" \
-    -append "prompt=$prompt new=$new ${MODEL_ARGS:-}" > "$tmp/chip.txt" 2>&1 || {
+    -append "$args new=$new ${MODEL_ARGS:-}" > "$tmp/chip.txt" 2>&1 || {
     echo "model_match: the chip run failed:" >&2; cat "$tmp/chip.txt" >&2; exit 1; }
-sed -n 's/.*MODEL step=\([0-9]*\) token=\([0-9]*\) logit=\([^ ]*\).*/\1 \2 \3/p' "$tmp/chip.txt" > "$tmp/chip.rows"
-sed -n 's/^REF step=\([0-9]*\) token=\([0-9]*\) logit=\([^ ]*\).*/\1 \2 \3/p' "$tmp/ref.txt" > "$tmp/ref.rows"
-if [ "$(wc -l < "$tmp/chip.rows")" -ne "$new" ]; then
-    echo "model_match: the chip printed $(wc -l < "$tmp/chip.rows") of $new tokens" >&2
+sed -n 's/.*MODEL req=\([0-9]*\) step=\([0-9]*\) token=\([0-9]*\) logit=\([^ ]*\).*/\1 \2 \3 \4/p' \
+    "$tmp/chip.txt" | sort -n -k1,1 -k2,2 > "$tmp/chip.rows"
+if [ "$(wc -l < "$tmp/chip.rows")" -ne $((nreq * new)) ]; then
+    echo "model_match: the chip printed $(wc -l < "$tmp/chip.rows") of $((nreq * new)) tokens" >&2
     cat "$tmp/chip.txt" >&2; exit 1
 fi
-# MoE: every expert of every layer received the same number of tokens on both sides.
-sed -n 's/^REF routed \(.*\)/\1/p' "$tmp/ref.txt" > "$tmp/ref.routed"
-sed -n 's/.*MODEL routed \(.*\)/\1/p' "$tmp/chip.txt" > "$tmp/chip.routed"
-if ! cmp -s "$tmp/ref.routed" "$tmp/chip.routed"; then
-    echo "model_match: expert routing differs (reference, then chip):" >&2
-    cat "$tmp/ref.routed" "$tmp/chip.routed" >&2; exit 1
+# MoE: the reference's routing counts summed over the requests, against the chip's.
+if [ -s "$tmp/ref.routed.all" ]; then
+    awk '{ split($2, a, "="); n = split(a[2], c, ","); for (e = 1; e <= n; e++) s[$1, e] += c[e]
+           layers[$1] = n }
+         END { for (l in layers) { printf "%s tokens=", l
+               for (e = 1; e <= layers[l]; e++) printf "%s%d", (e > 1 ? "," : ""), s[l, e]
+               printf "\n" } }' "$tmp/ref.routed.all" | sort > "$tmp/ref.routed"
+    sed -n 's/.*MODEL routed \(.*\)/\1/p' "$tmp/chip.txt" | sort > "$tmp/chip.routed"
+    if ! cmp -s "$tmp/ref.routed" "$tmp/chip.routed"; then
+        echo "model_match: expert routing differs (reference, then chip):" >&2
+        cat "$tmp/ref.routed" "$tmp/chip.routed" >&2; exit 1
+    fi
 fi
-paste -d' ' "$tmp/ref.rows" "$tmp/chip.rows" | awk -v model="$model" -v len="$len" -v extra="${MODEL_ARGS:-}" '
-  { d = $3 - $6; if (d < 0) d = -d; s = ($3 < 0 ? -$3 : $3); if (s < 1) s = 1
-    if ($2 != $5) { printf "step %d: reference token %d, chip %d\n", $1, $2, $5; bad = 1 }
-    else if (d > 1e-4 * s) { printf "step %d: logit %s vs %s\n", $1, $3, $6; bad = 1 }
+paste -d' ' "$tmp/ref.rows" "$tmp/chip.rows" | awk -v model="$model" -v lens="$lens" -v extra="${MODEL_ARGS:-}" '
+  { d = $4 - $8; if (d < 0) d = -d; s = ($4 < 0 ? -$4 : $4); if (s < 1) s = 1
+    if ($1 != $5 || $2 != $6) { printf "row %d: reference req %d step %d, chip req %d step %d\n", NR, $1, $2, $5, $6; bad = 1 }
+    else if ($3 != $7) { printf "request %d step %d: reference token %d, chip %d\n", $1, $2, $3, $7; bad = 1 }
+    else if (d > 1e-4 * s) { printf "request %d step %d: logit %s vs %s\n", $1, $2, $4, $8; bad = 1 }
     if (d / s > worst) worst = d / s }
-  END { printf "%s %s, prompt %d, %d tokens: %s (worst logit difference %.2g)\n", model,
-               extra, len, NR, bad ? "MISMATCH" : "match", worst; exit bad }'
+  END { printf "%s %s, prompts %s, %d tokens: %s (worst logit difference %.2g)\n", model,
+               extra, lens, NR, bad ? "MISMATCH" : "match", worst; exit bad }'
