@@ -3,7 +3,6 @@
 #include "chip_config.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,15 +53,6 @@ static const struct kv_field fields[] = {
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static int report(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return NPU_ERR_FORMAT;
-}
-
 int chip_config_parse(struct chip_config *cfg, const char *text, const char *filename,
                       char *err, size_t errlen)
 {
@@ -71,11 +61,13 @@ int chip_config_parse(struct chip_config *cfg, const char *text, const char *fil
     if (rc)
         return rc;
     if (cfg->hbm_stacks > cfg->mesh_rows)
-        return report(err, errlen, "%s: field 'hbm_stacks' = %u: at most one stack per mesh "
-                      "row (%u)", filename, cfg->hbm_stacks, cfg->mesh_rows);
+        return kv_config_error(err, errlen,
+                               "%s: field 'hbm_stacks' = %u: at most one stack per mesh "
+                               "row (%u)", filename, cfg->hbm_stacks, cfg->mesh_rows);
     if (cfg->hbm_stacks && !cfg->hbm_stack_gbps)
-        return report(err, errlen, "%s: field 'hbm_stack_gbps' must be set when hbm_stacks "
-                      "is not 0", filename);
+        return kv_config_error(err, errlen,
+                               "%s: field 'hbm_stack_gbps' must be set when hbm_stacks "
+                               "is not 0", filename);
     return chip_config_check_mesh(cfg->mesh_rows, cfg->mesh_cols, err, errlen);
 }
 

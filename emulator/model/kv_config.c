@@ -11,7 +11,7 @@
 
 #include "npu_enums.h"
 
-static int report(char *err, size_t errlen, const char *fmt, ...)
+int kv_config_error(char *err, size_t errlen, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -113,11 +113,13 @@ static int set_real(char *base, const struct kv_field *f, const char *value,
 {
     double v;
     if (!parse_real(value, &v))
-        return report(err, errlen, "%s: field '%s' must be a number, got '%s'", where,
-                      f->key, value);
+        return kv_config_error(err, errlen,
+                               "%s: field '%s' must be a number, got '%s'", where,
+                               f->key, value);
     if (!(v >= f->fmin && v <= f->fmax))
-        return report(err, errlen, "%s: field '%s' = %g is out of range [%g, %g]", where,
-                      f->key, v, f->fmin, f->fmax);
+        return kv_config_error(err, errlen,
+                               "%s: field '%s' = %g is out of range [%g, %g]", where,
+                               f->key, v, f->fmin, f->fmax);
     memcpy(base, &v, sizeof(v));
     return NPU_OK;
 }
@@ -131,22 +133,26 @@ static int set_field(void *obj, const struct kv_field *f, const char *value,
     if (f->type == KV_STRING) {
         size_t len = strlen(value);
         if (len < 2 || value[0] != '"' || value[len - 1] != '"')
-            return report(err, errlen, "%s: field '%s' must be a quoted string", where, f->key);
+            return kv_config_error(err, errlen,
+                                   "%s: field '%s' must be a quoted string", where, f->key);
         if (len - 2 < f->min || len - 2 > f->max)
-            return report(err, errlen, "%s: field '%s' must be 1..%llu characters", where,
-                          f->key, (unsigned long long)f->max);
+            return kv_config_error(err, errlen,
+                                   "%s: field '%s' must be 1..%llu characters", where,
+                                   f->key, (unsigned long long)f->max);
         memcpy(base, value + 1, len - 2);
         base[len - 2] = '\0';
         return NPU_OK;
     }
     uint64_t v;
     if (!parse_uint(value, &v))
-        return report(err, errlen, "%s: field '%s' must be an unsigned integer, got '%s'",
-                      where, f->key, value);
+        return kv_config_error(err, errlen,
+                               "%s: field '%s' must be an unsigned integer, got '%s'",
+                               where, f->key, value);
     if (v < f->min || v > f->max)
-        return report(err, errlen, "%s: field '%s' = %llu is out of range [%llu, %llu]", where,
-                      f->key, (unsigned long long)v, (unsigned long long)f->min,
-                      (unsigned long long)f->max);
+        return kv_config_error(err, errlen,
+                               "%s: field '%s' = %llu is out of range [%llu, %llu]", where,
+                               f->key, (unsigned long long)v, (unsigned long long)f->min,
+                               (unsigned long long)f->max);
     if (f->type == KV_U32)
         *(uint32_t *)base = (uint32_t)v;
     else
@@ -163,18 +169,18 @@ static int parse_line(void *obj, const struct kv_field *fields, size_t nfields, 
         return NPU_OK;
     char *eq = strchr(s, '=');
     if (!eq)
-        return report(err, errlen, "%s: expected 'key = value', got '%s'", where, s);
+        return kv_config_error(err, errlen, "%s: expected 'key = value', got '%s'", where, s);
     *eq = '\0';
     char *key = trim(s), *value = trim(eq + 1);
     for (size_t i = 0; i < nfields; i++) {
         if (strcmp(fields[i].key, key) != 0)
             continue;
         if (seen[i])
-            return report(err, errlen, "%s: field '%s' given twice", where, key);
+            return kv_config_error(err, errlen, "%s: field '%s' given twice", where, key);
         seen[i] = true;
         return set_field(obj, &fields[i], value, where, err, errlen);
     }
-    return report(err, errlen, "%s: unknown field '%s'", where, key);
+    return kv_config_error(err, errlen, "%s: unknown field '%s'", where, key);
 }
 
 int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
@@ -182,7 +188,7 @@ int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
 {
     bool seen[64] = { false };
     if (nfields > sizeof(seen) / sizeof(seen[0]))
-        return report(err, errlen, "%s: too many fields in the table", filename);
+        return kv_config_error(err, errlen, "%s: too many fields in the table", filename);
     unsigned lineno = 0;
     const char *p = text;
     while (*p) {
@@ -192,8 +198,9 @@ int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
         lineno++;
         snprintf(where, sizeof(where), "%s:%u", filename, lineno);
         if (len >= sizeof(line))
-            return report(err, errlen, "%s: line longer than %zu characters", where,
-                          sizeof(line) - 1);
+            return kv_config_error(err, errlen,
+                                   "%s: line longer than %zu characters", where,
+                                   sizeof(line) - 1);
         memcpy(line, p, len);
         line[len] = '\0';
         int rc = parse_line(obj, fields, nfields, line, where, seen, err, errlen);
@@ -203,7 +210,7 @@ int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
     }
     for (size_t i = 0; i < nfields; i++)
         if (!seen[i])
-            return report(err, errlen, "%s: missing field '%s'", filename, fields[i].key);
+            return kv_config_error(err, errlen, "%s: missing field '%s'", filename, fields[i].key);
     return NPU_OK;
 }
 

@@ -29,6 +29,11 @@ struct kv_field {
 int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
                     const char *text, const char *filename, char *err, size_t errlen);
 
+/* Formats a config error into err; returns NPU_ERR_FORMAT (for the callers' own checks of
+   fields that contradict each other). */
+int kv_config_error(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Reads a whole text file of at most 16 KiB into buf (NUL-terminated). NPU_OK, NPU_ERR_IO
    or NPU_ERR_FORMAT (too large, not text), with err set. */
 int kv_config_read(const char *path, char *buf, size_t size, char *err, size_t errlen);

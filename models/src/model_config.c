@@ -2,7 +2,6 @@
 /* Model config parser and checks (model_config.h). */
 #include "model_config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,45 +39,43 @@ static const struct kv_field fields[] = {
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
-static int report(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return NPU_ERR_FORMAT;
-}
-
 /* The fields that must agree with each other. */
 static int check_consistent(const struct model_config *m, const char *f, char *err,
                             size_t errlen)
 {
     if (m->num_heads % m->num_kv_heads)
-        return report(err, errlen, "%s: num_heads %u is not a multiple of num_kv_heads %u", f,
-                      m->num_heads, m->num_kv_heads);
+        return kv_config_error(err, errlen,
+                               "%s: num_heads %u is not a multiple of num_kv_heads %u", f,
+                               m->num_heads, m->num_kv_heads);
     if (m->head_dim % 2)
-        return report(err, errlen, "%s: head_dim %u must be even (RoPE rotates pairs)", f,
-                      m->head_dim);
+        return kv_config_error(err, errlen,
+                               "%s: head_dim %u must be even (RoPE rotates pairs)", f,
+                               m->head_dim);
     if (m->arch == MODEL_DENSE && (m->intermediate_size == 0 || m->num_experts ||
                                    m->experts_per_token || m->moe_intermediate_size))
-        return report(err, errlen, "%s: arch 'dense' needs intermediate_size > 0 and "
-                      "num_experts, experts_per_token, moe_intermediate_size = 0", f);
+        return kv_config_error(err, errlen,
+                               "%s: arch 'dense' needs intermediate_size > 0 and "
+                               "num_experts, experts_per_token, moe_intermediate_size = 0", f);
     if (m->arch == MODEL_MOE && m->intermediate_size)
-        return report(err, errlen, "%s: arch 'moe' needs intermediate_size = 0 (every layer "
-                      "is MoE; dense layers in a MoE model are not modelled)", f);
+        return kv_config_error(err, errlen,
+                               "%s: arch 'moe' needs intermediate_size = 0 (every layer "
+                               "is MoE; dense layers in a MoE model are not modelled)", f);
     if (m->arch == MODEL_MOE && (m->num_experts < 2 || m->experts_per_token < 1 ||
                                  m->experts_per_token > m->num_experts ||
                                  m->moe_intermediate_size == 0))
-        return report(err, errlen, "%s: arch 'moe' needs num_experts >= 2, experts_per_token "
-                      "1..num_experts (got %u of %u) and moe_intermediate_size > 0", f,
-                      m->experts_per_token, m->num_experts);
+        return kv_config_error(err, errlen,
+                               "%s: arch 'moe' needs num_experts >= 2, experts_per_token "
+                               "1..num_experts (got %u of %u) and moe_intermediate_size > 0", f,
+                               m->experts_per_token, m->num_experts);
     if ((m->sliding_window == 0) != (m->sliding_window_period == 0))
-        return report(err, errlen, "%s: sliding_window and sliding_window_period must both "
-                      "be 0 or both be set", f);
+        return kv_config_error(err, errlen,
+                               "%s: sliding_window and sliding_window_period must both "
+                               "be 0 or both be set", f);
     if (m->sliding_window_period && m->sliding_window_offset >= m->sliding_window_period)
-        return report(err, errlen, "%s: sliding_window_offset %u must be below "
-                      "sliding_window_period %u", f, m->sliding_window_offset,
-                      m->sliding_window_period);
+        return kv_config_error(err, errlen,
+                               "%s: sliding_window_offset %u must be below "
+                               "sliding_window_period %u", f, m->sliding_window_offset,
+                               m->sliding_window_period);
     return NPU_OK;
 }
 
@@ -94,8 +91,9 @@ int model_config_parse(struct model_config *m, const char *text, const char *fil
     else if (strcmp(m->arch_name, "moe") == 0)
         m->arch = MODEL_MOE;
     else
-        return report(err, errlen, "%s: field 'arch' must be \"dense\" or \"moe\", got \"%s\"",
-                      filename, m->arch_name);
+        return kv_config_error(err, errlen,
+                               "%s: field 'arch' must be \"dense\" or \"moe\", got \"%s\"",
+                               filename, m->arch_name);
     return check_consistent(m, filename, err, errlen);
 }
 
