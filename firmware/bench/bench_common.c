@@ -30,33 +30,14 @@ uint64_t bench_hbm_base(void)
     return c->hbm_base + hal_self()->core_id * (c->hbm_size / c->ncores);
 }
 
-/* Finds word `name` in bootargs, followed by '=' if want_value; returns what follows it. */
-static const char *find_word(const char *name, bool want_value)
-{
-    size_t len = strlen(name);
-    for (const char *p = hal_bootargs(); *p;) {
-        while (*p == ' ')
-            p++;
-        size_t wlen = strcspn(p, " ");
-        if (wlen >= len && strncmp(p, name, len) == 0) {
-            if (!want_value && wlen == len)
-                return p + len;
-            if (want_value && p[len] == '=')
-                return p + len + 1;
-        }
-        p += wlen;
-    }
-    return NULL;
-}
-
 bool bench_has_flag(const char *word)
 {
-    return find_word(word, false) != NULL;
+    return hal_bootarg_has(word);
 }
 
 uint64_t bench_arg_u64(const char *key, uint64_t def)
 {
-    const char *v = find_word(key, true);
+    const char *v = hal_bootarg_value(key);
     return v ? strtoull(v, NULL, 10) : def;
 }
 

@@ -3,9 +3,10 @@
  * Model image, NPU cores (docs/models.md, "first on-chip slice"): reads the model config
  * that `npuctl run model -- -device loader,...` placed at the base of HBM, generates the
  * model's weights from its seed into its SRAM (model_weights.h: the same values as the host
- * reference), then feeds the prompt token by token and decodes greedily, each token chains
- * of descriptors on its engines (model_exec.h). Core 0 prints one `MODEL step=...` line per
- * generated token of each request: the token and its logit, which tests compare with the host reference.
+ * reference), then feeds the prompts token by token and decodes greedily, each step chains
+ * of descriptors on its engines (model_exec.h). Core 0 prints one `MODEL req=... step=...`
+ * line per generated token of each request: the token and its logit, which tests compare
+ * with the host reference.
  * Alone, core 0 runs the model and the others only report in; with partition=mn|k every core
  * is a rank of a tensor-parallel group over the whole mesh (placement=...).
  * Several requests (prompt1=, prompt2=, ...) run as one batch: every step carries one row per
@@ -53,22 +54,10 @@ static int report_done(int status)
     return status;
 }
 
-/* The value of `key=` in bootargs, or NULL. */
-static const char *bootarg(const char *key)
-{
-    size_t len = strlen(key);
-    for (const char *p = hal_bootargs(); *p; p += strcspn(p, " ")) {
-        p += strspn(p, " ");
-        if (strncmp(p, key, len) == 0 && p[len] == '=')
-            return p + len + 1;
-    }
-    return NULL;
-}
-
 /* key=T1,T2,... into dst[]; the count (0 if absent), or -1 (with a message) if malformed. */
 static int parse_tokens(const char *key, uint32_t *dst)
 {
-    const char *p = bootarg(key);
+    const char *p = hal_bootarg_value(key);
     int n = 0;
     while (p && *p && *p != ' ') {
         char *end;
@@ -91,13 +80,14 @@ static uint32_t parse_prompts(void)
     for (uint32_t r = 0; r < EXEC_BATCH_MAX; r++) {
         char key[16];
         snprintf(key, sizeof(key), "prompt%u", r);
-        int len = parse_tokens(r == 0 && bootarg("prompt") ? "prompt" : key, prompts[r]);
+        bool alias = r == 0 && hal_bootarg_value("prompt"); /* prompt= is prompt0= */
+        int len = parse_tokens(alias ? "prompt" : key, prompts[r]);
         if (len < 0)
             return 0;
         if (len == 0)
             break;
         snprintf(key, sizeof(key), "start%u", r);
-        const char *start = bootarg(key);
+        const char *start = hal_bootarg_value(key);
         starts[n] = start ? (uint32_t)strtoul(start, NULL, 10) : 0;
         lens[n++] = (uint32_t)len;
     }
@@ -248,7 +238,7 @@ static struct noc_comm tp_comm;
 
 static int setup_tp(struct exec_tp *tp)
 {
-    const char *part = bootarg("partition"), *place = bootarg("placement");
+    const char *part = hal_bootarg_value("partition"), *place = hal_bootarg_value("placement");
     *tp = (struct exec_tp){ .partition = EXEC_SINGLE, .size = 1 };
     if (!part)
         return NPU_OK;
@@ -434,7 +424,7 @@ static int run(struct exec_model *m, uint32_t nreq, uint32_t n_new)
 int main(void)
 {
     hal_wait_release();
-    if (hal_self()->core_id != 0 && !bootarg("partition"))
+    if (hal_self()->core_id != 0 && !hal_bootarg_value("partition"))
         return report_done(NPU_EXIT_OK); /* one core runs the model unless it is split */
     static struct model_config cfg;
     static struct exec_model m;
@@ -448,7 +438,7 @@ int main(void)
     if (rc == NPU_OK && nreq == 0)
         rc = NPU_ERR_INVAL;
     if (rc == NPU_OK)
-        rc = check_requests(&cfg, nreq, bootarg("new"), &n_new, &max_seq);
+        rc = check_requests(&cfg, nreq, hal_bootarg_value("new"), &n_new, &max_seq);
     if (rc == NPU_OK)
         rc = layout(&m, &cfg, max_seq, nreq);
     uint64_t t0 = hal_time_ps();

@@ -34,6 +34,35 @@ const char *hal_bootargs(void)
     return bootargs;
 }
 
+/* Finds word `name` in bootargs, followed by '=' if want_value; returns what follows it. */
+static const char *find_word(const char *name, bool want_value)
+{
+    size_t len = strlen(name);
+    for (const char *p = bootargs; *p;) {
+        while (*p == ' ')
+            p++;
+        size_t wlen = strcspn(p, " ");
+        if (wlen >= len && strncmp(p, name, len) == 0) {
+            if (!want_value && wlen == len)
+                return p + len;
+            if (want_value && p[len] == '=')
+                return p + len + 1;
+        }
+        p += wlen;
+    }
+    return NULL;
+}
+
+const char *hal_bootarg_value(const char *key)
+{
+    return find_word(key, true);
+}
+
+bool hal_bootarg_has(const char *word)
+{
+    return find_word(word, false) != NULL;
+}
+
 uint64_t hal_cycle_ps(void)
 {
     return chip.cycle_ps;

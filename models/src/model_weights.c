@@ -3,7 +3,8 @@
 #include "model_weights.h"
 
 #include <math.h>
-#include <string.h>
+
+#include "npu_numeric.h"
 
 /* splitmix64 from state; advances state. */
 static uint64_t mix(uint64_t *state)
@@ -14,16 +15,6 @@ static uint64_t mix(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-/* Rounds to the nearest bf16 (even on ties): the chip holds weights in bf16. */
-static float round_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 void model_tensor_fill(float *dst, const struct model_tensor *t, uint64_t seed,
                        uint64_t first, uint64_t n)
 {
@@ -31,7 +22,7 @@ void model_tensor_fill(float *dst, const struct model_tensor *t, uint64_t seed,
     uint64_t state = seed * 0x100000001b3ull + t->stream + first * 0x9e3779b97f4a7c15ull;
     for (uint64_t i = 0; i < n; i++) {
         double u = (double)(mix(&state) >> 11) / (double)(1ull << 53); /* [0, 1) */
-        dst[i] = round_bf16(t->centre + t->scale * (float)(2.0 * u - 1.0));
+        dst[i] = num_round_bf16(t->centre + t->scale * (float)(2.0 * u - 1.0));
     }
 }
 

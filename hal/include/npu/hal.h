@@ -60,6 +60,10 @@ int hal_core_info_get(uint32_t core_id, struct hal_core_info *out);
 
 /* The devicetree's chosen/bootargs string, "" if none (set with QEMU's -append). */
 const char *hal_bootargs(void);
+/* Bootargs are space-separated words: the text after `key=` (up to the next space or the
+   end), or NULL if no word starts with it; whether the bare word `word` is there. */
+const char *hal_bootarg_value(const char *key);
+bool hal_bootarg_has(const char *word);
 
 /* Picoseconds per core cycle, as the chip model counts them (from the devicetree). */
 uint64_t hal_cycle_ps(void);

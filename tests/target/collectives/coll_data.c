@@ -2,7 +2,7 @@
 /* Test data and the reference sums of the collectives test (coll_data.h). */
 #include "coll_data.h"
 
-#include <string.h>
+#include "npu_numeric.h"
 
 float coll_val(uint32_t label, uint64_t e)
 {
@@ -10,26 +10,10 @@ float coll_val(uint32_t label, uint64_t e)
     return (float)k / 32.0f;
 }
 
-static uint16_t to_bf16(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof(u));
-    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even (no NaN here) */
-    return (uint16_t)(u >> 16);
-}
-
-static float from_bf16(uint16_t h)
-{
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, sizeof(f));
-    return f;
-}
-
 void coll_store(uint64_t addr, uint64_t e, float v, enum npu_dtype dt)
 {
     if (dt == NPU_DTYPE_BF16)
-        ((uint16_t *)(uintptr_t)addr)[e] = to_bf16(v);
+        ((uint16_t *)(uintptr_t)addr)[e] = num_fp32_to_bf16(v);
     else
         ((float *)(uintptr_t)addr)[e] = v;
 }
@@ -37,14 +21,14 @@ void coll_store(uint64_t addr, uint64_t e, float v, enum npu_dtype dt)
 float coll_load(uint64_t addr, uint64_t e, enum npu_dtype dt)
 {
     if (dt == NPU_DTYPE_BF16)
-        return from_bf16(((const uint16_t *)(uintptr_t)addr)[e]);
+        return num_bf16_to_fp32(((const uint16_t *)(uintptr_t)addr)[e]);
     return ((const float *)(uintptr_t)addr)[e];
 }
 
 float coll_add(float a, float b, enum npu_dtype dt)
 {
     volatile float s = a + b; /* one fp32 rounding, no fused or wider arithmetic */
-    return dt == NPU_DTYPE_BF16 ? from_bf16(to_bf16(s)) : s;
+    return dt == NPU_DTYPE_BF16 ? num_round_bf16(s) : s;
 }
 
 /* Ring order over `len` members starting after position `pos`: member(pos + 1), ... */
