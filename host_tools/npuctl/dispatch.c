@@ -67,6 +67,35 @@ static const struct npuctl_command commands[] = {
       "  --raw                 also print the chip console of every run\n"
       "  --repeat N            host: runs per point, the median is kept (default 3)\n"
       "  --timeout SECONDS     wall-clock limit per QEMU run (default 600, 0 = none)\n" },
+    { "plan", npuctl_cmd_plan,
+      "npuctl plan --model NAME|PATH [--chip NAME|PATH] [PLAN OPTIONS]\n"
+      "  Plan a model on a chip and print the plan: ranks, partition per GEMM, SRAM per core\n"
+      "  (tile buffers, residual, KV cache, weights resident or staged), HBM. A plan that\n"
+      "  does not divide the model or fit the chip is refused with the numbers (exit 2).\n"
+      "  --tp N                ranks of the tensor-parallel group (default: every core)\n"
+      "  --stages S            pipeline stages (only 1 is built)\n"
+      "  --placement linear|interleaved|ring|mesh2d  (default ring)\n"
+      "  --partition P         mn|k|auto for every GEMM, or GEMM=P,... with GEMM one of\n"
+      "                        qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head\n"
+      "                        (auto: k below the hidden size per iteration, else mn)\n"
+      "  --mode functional|performance   (default functional)\n"
+      "  --dtype fp32|bf16     (default fp32 functional, bf16 performance)\n"
+      "  --max-batch B --max-tokens T --max-seq S --tile-rows R --kv-block K\n"
+      "                        iteration shape (defaults 8, 512, min(4096, max_position),\n"
+      "                        64, 256)\n"
+      "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n" },
+    { "build-image", npuctl_cmd_build_image,
+      "npuctl build-image --model NAME|PATH [--chip NAME|PATH] [PLAN OPTIONS] -o FILE\n"
+      "  Plan (as npuctl plan) and write the image: header with format version and\n"
+      "  checksum, model config, tensor table, per-core SRAM map and layer program, and in\n"
+      "  functional mode the weights (docs/images.md).\n" },
+    { "flash", npuctl_cmd_flash,
+      "npuctl flash IMAGE [RUN OPTIONS] [-- QEMU ARGS...]\n"
+      "  Run the model firmware with IMAGE at the base of HBM: the control core checks the\n"
+      "  image (version, checksum, tables, built for this chip and mode) before any core\n"
+      "  loads from it, and refuses a bad one (exit 1). --chip and --mode default to the\n"
+      "  image's. Requests come as bootargs: -- -append \"prompt=1,2,3 new=8\"\n"
+      "  (docs/images.md). Takes run's options.\n" },
     { "test", npuctl_cmd_test,
       "npuctl test [CTEST ARGS...]\n"
       "  Run the test suite: ctest --test-dir $NPU_BUILD_DIR --output-on-failure ARGS\n"

@@ -188,6 +188,9 @@ int npuctl_cmd_test(int argc, char **argv);
 int npuctl_cmd_chips(int argc, char **argv);
 int npuctl_cmd_help(int argc, char **argv);
 int npuctl_cmd_bench(int argc, char **argv);
+int npuctl_cmd_plan(int argc, char **argv);
+int npuctl_cmd_build_image(int argc, char **argv);
+int npuctl_cmd_flash(int argc, char **argv);
 
 /* ---- dispatch.c */
 

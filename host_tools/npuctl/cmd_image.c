@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl plan / build-image / flash (docs/images.md): the planner's front door. `plan`
+ * prints what an image would be, `build-image` writes it, `flash` runs the `model` firmware
+ * with the image placed at the base of HBM, where the control core checks it before any core
+ * loads anything. Exit status 2 for a plan that is refused, a bad argument or file; flash
+ * exits with the run's status (1 when the chip refuses the image).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npuctl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_config.h"
+#include "npu_plan.h"
+#include "npu_enums.h"
+#include "npu_memmap.h"
+
+struct image_opts {
+    const char *model, *chip, *out;
+    struct npu_plan_request req;
+};
+
+static int bad(const char *fmt, const char *a, const char *b)
+{
+    fprintf(stderr, "npuctl: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n");
+    return NPUCTL_EXIT_USAGE;
+}
+
+static int parse_u32(const char *opt, const char *v, uint32_t *out)
+{
+    char *end;
+    unsigned long long n = v ? strtoull(v, &end, 0) : 0;
+    if (!v || *v == '-' || end == v || *end || n > UINT32_MAX)
+        return bad("%s: '%s' is not a whole number", opt, v ? v : "(missing)");
+    *out = (uint32_t)n;
+    return 0;
+}
+
+/* "mn", "k", "auto" for every GEMM, or a list "qkv=mn,o=k,...". */
+static int parse_partition(const char *v, uint32_t *part)
+{
+    static const char *const words[] = { "auto", "mn", "k" };
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%s", v);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        const char *val = eq ? eq + 1 : tok;
+        int which = -1, g = -1;
+        for (int i = 0; i < 3; i++)
+            which = strcmp(val, words[i]) == 0 ? i : which;
+        if (eq) {
+            *eq = '\0';
+            for (int i = 0; i < NPU_GEMM_COUNT; i++)
+                g = strcmp(tok, npu_gemm_name((enum npu_gemm)i)) == 0 ? i : g;
+        }
+        if (which < 0 || (eq && g < 0))
+            return bad("--partition: '%s' (%s)", v, "mn|k|auto, or GEMM=mn|k|auto,... with "
+                       "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
+        for (int i = 0; i < NPU_GEMM_COUNT; i++)
+            if (g < 0 || g == i)
+                part[i] = (uint32_t)which;
+    }
+    return 0;
+}
+
+static int parse_enum(const char *opt, const char *v, const char *const *names, int n,
+                      int *out)
+{
+    for (int i = 0; v && i < n; i++)
+        if (strcmp(v, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return bad("%s: unknown value '%s'", opt, v ? v : "(missing)");
+}
+
+static int parse_routing(const char *v, struct npu_plan_request *req)
+{
+    if (v && strcmp(v, "uniform") == 0) {
+        req->routing = NPU_ROUTING_UNIFORM;
+        return 0;
+    }
+    char *end;
+    double a = v && strncmp(v, "skewed:", 7) == 0 ? strtod(v + 7, &end) : -1.0;
+    if (a < 0.0 || a > 4.0 || *end)
+        return bad("--routing: '%s' (%s)", v ? v : "(missing)",
+                   "uniform, or skewed:ALPHA with a Zipf exponent 0..4");
+    req->routing = NPU_ROUTING_SKEWED;
+    req->routing_skew_milli = (uint32_t)(a * 1000.0 + 0.5);
+    return 0;
+}
+
+static int parse_option(struct image_opts *o, const char *opt, const char *v)
+{
+    static const char *const places[] = { "linear", "interleaved", "ring", "mesh2d" };
+    static const char *const modes[] = { "functional", "performance" };
+    static const char *const dtypes[] = { "fp32", "bf16" };
+    struct npu_plan_request *r = &o->req;
+    int e = 0;
+    if (!strcmp(opt, "--model")) o->model = v;
+    else if (!strcmp(opt, "--chip")) o->chip = v;
+    else if (!strcmp(opt, "-o") || !strcmp(opt, "--out")) o->out = v;
+    else if (!strcmp(opt, "--tp")) return parse_u32(opt, v, &r->tp);
+    else if (!strcmp(opt, "--stages")) return parse_u32(opt, v, &r->stages);
+    else if (!strcmp(opt, "--max-batch")) return parse_u32(opt, v, &r->max_batch);
+    else if (!strcmp(opt, "--max-tokens")) return parse_u32(opt, v, &r->max_tokens);
+    else if (!strcmp(opt, "--max-seq")) return parse_u32(opt, v, &r->max_seq);
+    else if (!strcmp(opt, "--tile-rows")) return parse_u32(opt, v, &r->tile_rows);
+    else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
+    else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
+                                                   : bad("%s needs a value%s", opt, "");
+    else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
+    else if (!strcmp(opt, "--routing-seed")) {
+        uint32_t s;
+        int rc = parse_u32(opt, v, &s);
+        r->routing_seed = s;
+        return rc;
+    } else if (!strcmp(opt, "--placement")) {
+        int rc = parse_enum(opt, v, places, 4, &e);
+        r->placement = e;
+        return rc;
+    } else if (!strcmp(opt, "--mode")) {
+        int rc = parse_enum(opt, v, modes, 2, &e);
+        r->mode = (uint32_t)e;
+        return rc;
+    } else if (!strcmp(opt, "--dtype")) {
+        int rc = parse_enum(opt, v, dtypes, 2, &e);
+        r->dtype = e;
+        return rc;
+    } else
+        return bad("unknown option '%s'%s (npuctl help plan)", opt, "");
+    return v ? 0 : bad("%s needs a value%s", opt, "");
+}
+
+static int parse_image_args(int argc, char **argv, struct image_opts *o, bool need_out)
+{
+    *o = (struct image_opts){ .chip = NPUCTL_DEFAULT_CHIP };
+    npu_plan_request_init(&o->req);
+    for (int i = 0; i < argc; i += 2) {
+        int rc = parse_option(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+        if (rc)
+            return rc;
+    }
+    if (!o->model)
+        return bad("--model NAME|PATH is required%s%s", "", "");
+    if (need_out && !o->out)
+        return bad("-o FILE is required%s%s", "", "");
+    return 0;
+}
+
+/* NAME -> models/configs/NAME.toml or models/tiny/NAME.toml; a path is used as it is. */
+static void resolve_model(const char *model, char *path, size_t len)
+{
+    const char *src = npuctl_get_dir(NPUCTL_DIR_SOURCE);
+    if (strchr(model, '/') || strstr(model, ".toml")) {
+        snprintf(path, len, "%s", model);
+        return;
+    }
+    snprintf(path, len, "%s/models/configs/%s.toml", src, model);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        fclose(f);
+        return;
+    }
+    snprintf(path, len, "%s/models/tiny/%s.toml", src, model);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0, got;
+    char chunk[4096];
+    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+        if (n + got + 1 > cap) {
+            cap = (n + got + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb) {
+                free(buf), fclose(f);
+                return NULL;
+            }
+            buf = nb;
+        }
+        memcpy(buf + n, chunk, got), n += got;
+    }
+    fclose(f);
+    if (buf)
+        buf[n] = '\0';
+    return buf;
+}
+
+static int plan_and_build(const struct image_opts *o, struct npu_built_image *img)
+{
+    char err[NPUCTL_ERR_MAX], mpath[NPUCTL_PATH_MAX], cpath[NPUCTL_PATH_MAX];
+    struct model_config cfg;
+    struct chip_config chip;
+    resolve_model(o->model, mpath, sizeof(mpath));
+    char *text = read_text(mpath);
+    if (!text)
+        return bad("--model %s: cannot read %s", o->model, mpath);
+    if (model_config_parse(&cfg, text, mpath, err, sizeof(err)) ||
+        npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), cpath,
+                                 sizeof(cpath), err, sizeof(err)) ||
+        chip_config_load(&chip, cpath, err, sizeof(err))) {
+        free(text);
+        return bad("%s%s", err, "");
+    }
+    struct npu_plan_chip pc = { .mesh_rows = chip.mesh_rows, .mesh_cols = chip.mesh_cols,
+                                .sram_bytes = chip.sram_bytes, .hbm_bytes = chip.hbm_bytes,
+                                .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols };
+    snprintf(pc.name, sizeof(pc.name), "%s", chip.name);
+    int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, stdout, err, sizeof(err));
+    free(text);
+    if (rc != NPU_OK) {
+        fprintf(stderr, "npuctl: plan refused: %s\n", err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+int npuctl_cmd_plan(int argc, char **argv)
+{
+    struct image_opts o;
+    struct npu_built_image img;
+    int rc = parse_image_args(argc, argv, &o, false);
+    if (rc == 0)
+        rc = plan_and_build(&o, &img);
+    if (rc == 0)
+        npu_built_image_free(&img);
+    return rc;
+}
+
+int npuctl_cmd_build_image(int argc, char **argv)
+{
+    struct image_opts o;
+    struct npu_built_image img;
+    int rc = parse_image_args(argc, argv, &o, true);
+    if (rc == 0)
+        rc = plan_and_build(&o, &img);
+    if (rc)
+        return rc;
+    FILE *f = fopen(o.out, "wb");
+    bool ok = f && fwrite(img.data, 1, img.bytes, f) == img.bytes;
+    ok = f && fclose(f) == 0 && ok;
+    if (ok)
+        printf("image: %s, %" PRIu64 " bytes, checksum %#018" PRIx64 "\n", o.out, img.bytes,
+               ((const struct npu_image_header *)img.data)->checksum);
+    npu_built_image_free(&img);
+    return ok ? 0 : bad("-o %s: cannot write the image%s", o.out, "");
+}
+
+/*
+ * flash IMAGE [run options] [-- QEMU args]: `npuctl run model` with the image loaded at
+ * the base of HBM and, unless given, --chip and --mode taken from the image's header (only
+ * to pick defaults; the control core does the checking).
+ */
+int npuctl_cmd_flash(int argc, char **argv)
+{
+    if (argc < 1 || argv[0][0] == '-')
+        return bad("flash: IMAGE is required%s%s", "", "");
+    const char *image = argv[0];
+    struct npu_image_header h = { 0 };
+    FILE *f = fopen(image, "rb");
+    if (!f)
+        return bad("flash: cannot open %s%s", image, "");
+    size_t got = fread(&h, 1, sizeof(h), f);
+    fclose(f);
+    bool header_ok = got == sizeof(h) && h.magic == NPU_IMAGE_MAGIC;
+    bool chip_given = false, mode_given = false;
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        chip_given |= !strcmp(argv[i], "--chip"), mode_given |= !strcmp(argv[i], "--mode");
+    char loader[NPUCTL_PATH_MAX + 96], chip[72];
+    snprintf(loader, sizeof(loader), "loader,file=%s,addr=%#" PRIx64 ",force-raw=on", image,
+             (uint64_t)NPU_MAP_HBM_BASE);
+    snprintf(chip, sizeof(chip), "%.64s", h.chip_name);
+    char **args = calloc((size_t)argc + 12, sizeof(char *));
+    int n = 0;
+    args[n++] = "model";
+    if (header_ok && !chip_given)
+        args[n++] = "--chip", args[n++] = chip;
+    if (header_ok && !mode_given)
+        args[n++] = "--mode", args[n++] = h.plan.mode ? "performance" : "functional";
+    int i = 1;
+    for (; i < argc && strcmp(argv[i], "--") != 0; i++)
+        args[n++] = argv[i];
+    args[n++] = "--";
+    args[n++] = "-device", args[n++] = loader;
+    for (i++; i < argc; i++)
+        args[n++] = argv[i];
+    int rc = npuctl_cmd_run(n, args);
+    free(args);
+    return rc;
+}

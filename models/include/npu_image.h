@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Model images (docs/images.md): what `npuctl build-image` writes and the `model` firmware
+ * reads after `npuctl flash` placed it at the base of HBM. Plain C without allocation, shared
+ * by the host planner and the firmware, so both check an image the same way.
+ *
+ * An image is one little-endian file:
+ *   header (struct npu_image_header, fixed size)
+ *   the model config text (TOML, as models/configs/ has it)
+ *   the tensor table: one struct npu_image_tensor per (tensor, rank share)
+ *   the core table: one struct npu_image_core per NPU core of the chip
+ *   the layer programs: struct npu_prog_op, each core's run from its core entry
+ *   functional images only: the weights, every share at its hbm_off (bf16-rounded fp32)
+ * Every offset is from the image's first byte; so is every hbm_off (the image sits at the
+ * base of HBM, and HBM beyond the file holds what the image reserves: in performance
+ * images the weights, whose bytes are never written, and in both the KV cache segments and
+ * spilled activations).
+ */
+#ifndef NPU_IMAGE_H
+#define NPU_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
+#define NPU_IMAGE_VERSION 1u
+#define NPU_IMAGE_ALIGN 4096u
+/* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
+   SRAM; the plan's SRAM offsets start there. */
+#define NPU_IMAGE_APP_BASE 0x100000u
+#define NPU_IMAGE_NOWHERE UINT64_MAX /* sram_off of a tensor that stays in HBM */
+#define NPU_IMAGE_IDLE UINT32_MAX    /* rank of a core outside the plan */
+/* The collectives of a model run: pipelining segment and the scratch the plan reserves for
+   it (the firmware checks NOC_COMM_SCRATCH_BYTES(segment) fits), and the mailboxes the NoC
+   driver keeps at the top of SRAM (it checks noc_reserved_bytes() fits). */
+#define NPU_IMAGE_COMM_SEGMENT 16384u
+#define NPU_IMAGE_COMM_SCRATCH 0x40000u
+#define NPU_IMAGE_NOC_RESERVE(ncores) (4ull * (64ull * (ncores) + 16384ull) + 0x10000ull)
+
+/* The weight GEMMs whose partition a plan chooses (the NPU paper's Table 2). */
+enum npu_gemm {
+    NPU_GEMM_QKV,      /* q, k, v projections */
+    NPU_GEMM_O,        /* attention output projection */
+    NPU_GEMM_FFN_UP,   /* dense gate and up */
+    NPU_GEMM_FFN_DOWN, /* dense down */
+    NPU_GEMM_EXP_UP,   /* expert gate and up */
+    NPU_GEMM_EXP_DOWN, /* expert down */
+    NPU_GEMM_LM_HEAD,
+    NPU_GEMM_COUNT,
+};
+
+/* MN: a rank holds rows [r N / p, (r + 1) N / p) of W[N][K] and an all-gather completes
+   Y; K: columns [r K / p, ...) of W, and an all-reduce sums the partial Y. */
+enum npu_partition { NPU_PART_MN = 1, NPU_PART_K = 2 };
+
+enum npu_image_mode { NPU_IMAGE_FUNCTIONAL = 0, NPU_IMAGE_PERFORMANCE = 1 };
+
+/* Element types of weights and activations. */
+enum npu_image_dtype { NPU_IMAGE_FP32 = 0, NPU_IMAGE_BF16 = 1 };
+
+/* Performance mode: where the router's choices come from (there are no activations). */
+enum npu_routing { NPU_ROUTING_UNIFORM = 0, NPU_ROUTING_SKEWED = 1 };
+
+struct npu_plan {
+    uint32_t tp;                 /* ranks of the tensor-parallel group */
+    uint32_t stages;             /* pipeline stages (1: every layer on every rank) */
+    uint32_t placement;          /* enum noc_placement of the group */
+    uint32_t rect_row0, rect_col0, rect_rows, rect_cols; /* the group's cores */
+    uint32_t partition[NPU_GEMM_COUNT]; /* enum npu_partition per GEMM */
+    uint32_t mode;               /* enum npu_image_mode */
+    uint32_t dtype;              /* enum npu_image_dtype of weights and activations */
+    uint32_t max_batch;          /* requests in one iteration */
+    uint32_t max_tokens;         /* rows (new tokens, all requests) in one iteration */
+    uint32_t tile_rows;          /* rows computed at a time inside a layer */
+    uint32_t max_seq;            /* positions per request (prompt + generated) */
+    uint32_t kv_block;           /* positions per attention block (online softmax) */
+    uint32_t routing;            /* enum npu_routing (performance mode) */
+    uint32_t routing_skew_milli; /* skewed: Zipf exponent x 1000 of expert popularity */
+    uint64_t routing_seed;
+    uint32_t weights_resident;   /* 1: every share in SRAM; 0: staged per layer from HBM */
+    uint32_t kv_in_sram;         /* 1: KV segments in SRAM; 0: in HBM */
+    uint32_t x_in_sram;          /* 1: the iteration's residual rows in SRAM; 0: in HBM */
+    uint32_t reserved;
+};
+
+/* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
+struct npu_image_tensor {
+    uint32_t kind;          /* enum model_tensor_kind */
+    uint32_t layer;
+    uint32_t rank;          /* NPU_IMAGE_IDLE: not split (every rank reads the same copy) */
+    uint32_t blocks;        /* experts: E; else 1 */
+    uint32_t rows, cols;    /* one block's share: [rows][cols] */
+    uint32_t row0, col0;    /* where the share starts in the whole tensor's block */
+    uint64_t hbm_off;       /* image offset of the share (all blocks) */
+    uint64_t sram_off;      /* offset from the core's SRAM base, or NPU_IMAGE_NOWHERE */
+    uint64_t block_bytes;
+};
+
+/* One NPU core's part of the plan; SRAM offsets from the core's SRAM base. */
+struct npu_image_core {
+    uint32_t rank;          /* NPU_IMAGE_IDLE: outside the plan */
+    uint32_t stage;
+    uint32_t prog_first, prog_count; /* its ops in the program table */
+    uint64_t sram_act, sram_act_bytes;     /* tile buffers and scratch */
+    uint64_t sram_stage, sram_stage_bytes; /* staged layer weights (0 bytes if resident) */
+    uint64_t sram_weights, sram_weights_bytes; /* resident weights */
+    uint64_t kv_off, kv_bytes;  /* KV segments: SRAM offset or image (HBM) offset */
+    uint64_t x_off, x_bytes;    /* the iteration's residual rows: SRAM or HBM offset */
+    uint64_t comm_scratch;      /* SRAM offset of the collectives' scratch */
+    uint64_t sram_end;          /* the first SRAM offset the plan does not use */
+};
+
+/* Layer-program operations: a core runs its ops in order for every iteration. */
+enum npu_prog_kind {
+    NPU_OP_EMBED = 1,     /* rows' token embeddings into the residual */
+    NPU_OP_STAGE = 2,     /* stage layer l's weight shares (non-resident plans) */
+    NPU_OP_ATTENTION = 3, /* norm, QKV, q/k norm, RoPE, KV store, attention, O, residual */
+    NPU_OP_FFN = 4,       /* norm, dense SwiGLU, residual */
+    NPU_OP_MOE = 5,       /* norm, router, top-k, grouped experts, combine, residual */
+    NPU_OP_HEAD = 6,      /* final norm, LM head and argmax of each request's last row */
+};
+
+struct npu_prog_op {
+    uint16_t kind;        /* enum npu_prog_kind */
+    uint16_t flags;       /* NPU_OP_SLIDING: the layer attends over a window */
+    uint32_t layer;
+};
+#define NPU_OP_SLIDING 1u
+
+struct npu_image_header {
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_bytes;       /* sizeof(struct npu_image_header) */
+    uint64_t file_bytes;
+    uint64_t checksum;           /* FNV-1a 64 of the file with this field zero */
+    char chip_name[64];
+    uint32_t mesh_rows, mesh_cols;
+    uint64_t sram_bytes, hbm_bytes;
+    uint32_t sa_rows, sa_cols;
+    char model_name[64];
+    struct npu_plan plan;
+    uint64_t config_off, config_bytes;
+    uint64_t tensors_off, tensors_count;
+    uint64_t cores_off, cores_count;
+    uint64_t prog_off, prog_count;
+    uint64_t weights_off, weights_bytes; /* the weights' span (in the file if functional) */
+    uint64_t hbm_end;            /* image offset: the end of everything the image claims */
+};
+
+/* The chip an image is checked against. */
+struct npu_image_chip {
+    const char *name;
+    uint32_t mesh_rows, mesh_cols;
+    uint64_t sram_bytes, hbm_bytes;
+    uint32_t sa_rows, sa_cols;
+    bool performance;            /* the machine runs in performance mode */
+};
+
+uint64_t npu_image_fnv1a(uint64_t hash, const void *data, size_t bytes);
+#define NPU_IMAGE_FNV_INIT 0xcbf29ce484222325ull
+
+/* The checksum of an image of `bytes` bytes (the header's checksum field counted as 0). */
+uint64_t npu_image_checksum(const void *image, uint64_t bytes);
+
+/*
+ * Checks an image of `bytes` bytes (all of the file, or at least the header when
+ * bytes < header): magic, version, sizes, tables inside the file, checksum, every tensor and
+ * core entry within bounds. NPU_OK, or NPU_ERR_FORMAT with a message in err naming what is
+ * wrong ("truncated: 1000 of 5000 bytes", "checksum ...", "tensor 12: ...").
+ */
+int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen);
+
+/* Whether the image was built for this chip: NPU_OK or NPU_ERR_INVAL naming the field. */
+int npu_image_check_chip(const struct npu_image_header *h, const struct npu_image_chip *chip,
+                         char *err, size_t errlen);
+
+const char *npu_gemm_name(enum npu_gemm g);
+const char *npu_partition_name(enum npu_partition p);
+
+#endif

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The per-core buffers of a model run (docs/images.md, "SRAM of a core"): one function that
+ * the planner and the firmware both call, so the SRAM the planner reserves for a core's tile
+ * buffers is exactly what the firmware uses. Offsets are from the start of the buffer arena;
+ * every buffer is 64-byte aligned. T = tile rows, B = requests per iteration, eb = bytes of
+ * an activation element (fp32 4, bf16 2); statistics and scores are fp32.
+ */
+#ifndef NPU_LAYOUT_H
+#define NPU_LAYOUT_H
+
+#include <stdint.h>
+
+#include "model_config.h"
+#include "npu_image.h"
+
+struct npu_act_layout {
+    uint64_t xt, xb, xb2;          /* [T][d] eb: residual tile, normed, block output */
+    uint64_t q, attn;              /* [T][qd] eb */
+    uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
+    uint64_t positions;            /* uint32 [T] */
+    uint64_t kblk, vblk;           /* [kv_block][kvd] eb: one block of a request's cache */
+    uint64_t scores;               /* [T][kv_block] fp32 */
+    uint64_t probs_blk;            /* [T][kv_block] eb: exp(scores - max) */
+    uint64_t m_old, m_new, rsum, l; /* [T] fp32: online-softmax statistics */
+    uint64_t acc;                  /* [T][hd] fp32: one head's weighted values */
+    uint64_t hb, hb2;              /* [T][max(ff, mff)] eb */
+    uint64_t probs;                /* [T][E] fp32: router */
+    uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */
+    uint64_t rweight;              /* [T] fp32: 1 / (a row's weight of one expert) */
+    uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
+    uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs */
+    uint64_t hx;                   /* [B][d] eb: each request's last row */
+    uint64_t logits;               /* [B][V] eb */
+    uint64_t argmax;               /* uint32 [B] */
+    uint64_t bytes;                /* the arena */
+};
+
+/* Bytes of an activation / weight element of the plan. */
+uint32_t npu_dtype_bytes(uint32_t dtype);
+
+void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
+                    struct npu_act_layout *out);
+
+/* Bytes of the KV segments of one core: B request slots x layers x max_seq x kvd x 2. */
+uint64_t npu_kv_bytes(const struct model_config *c, const struct npu_plan *p);
+/* Offset of (slot, layer, pos) in the K half (the V half follows: + npu_kv_bytes / 2). */
+uint64_t npu_kv_offset(const struct model_config *c, const struct npu_plan *p, uint32_t slot,
+                       uint32_t layer, uint32_t pos);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The planner (docs/images.md): from a model config, a chip config and a plan request, the
+ * image `npuctl build-image` writes: which core is which rank, every tensor's share and
+ * where it lives (HBM, and SRAM when it fits), each core's SRAM map, KV-cache segments and
+ * layer program. Host only (it allocates). A plan that does not fit is refused with the
+ * numbers that do not fit.
+ */
+#ifndef NPU_PLAN_H
+#define NPU_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model_config.h"
+#include "npu_image.h"
+
+#define NPU_PLAN_AUTO 0u /* partition: pick by iteration length against hidden size */
+
+struct npu_plan_request {
+    uint32_t tp;                        /* ranks (0: every core of the chip) */
+    uint32_t stages;                    /* pipeline stages (only 1 is built) */
+    int placement;                      /* enum noc_placement; -1: ring */
+    uint32_t partition[NPU_GEMM_COUNT]; /* enum npu_partition or NPU_PLAN_AUTO */
+    uint32_t mode;                      /* enum npu_image_mode */
+    int dtype;                          /* enum npu_image_dtype; -1: fp32 functional,
+                                           bf16 performance */
+    uint32_t max_batch, max_tokens, max_seq; /* 0: defaults (8, 512, 4096 capped by the
+                                                model's max_position) */
+    uint32_t tile_rows, kv_block;       /* 0: defaults (64, 256) */
+    uint32_t routing, routing_skew_milli;
+    uint64_t routing_seed;
+};
+
+/* The chip the plan is for (a subset of chip_config, so this library needs no emulator). */
+struct npu_plan_chip {
+    char name[64];
+    uint32_t mesh_rows, mesh_cols;
+    uint64_t sram_bytes, hbm_bytes;
+    uint32_t sa_rows, sa_cols;
+};
+
+/* A built image in memory. */
+struct npu_built_image {
+    uint8_t *data;
+    uint64_t bytes;
+};
+
+/* Fills *req with the defaults. */
+void npu_plan_request_init(struct npu_plan_request *req);
+
+/*
+ * Plans and builds the image of model `cfg` (its TOML text `config_text`) for `chip`.
+ * NPU_OK, or a negative npu_status with err saying what does not divide or fit (with the
+ * numbers). `summary` (may be NULL) receives a human-readable plan report.
+ */
+int npu_plan_build(const struct model_config *cfg, const char *config_text,
+                   const struct npu_plan_chip *chip, const struct npu_plan_request *req,
+                   struct npu_built_image *out, FILE *summary, char *err, size_t errlen);
+
+void npu_built_image_free(struct npu_built_image *img);
+
+#endif

@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/* Image checks shared by the host and the firmware (npu_image.h). */
+#include "npu_image.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "npu_regs.h"
+
+_Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
+_Static_assert(sizeof(struct npu_image_tensor) == 56, "tensor entry layout");
+_Static_assert(sizeof(struct npu_image_core) == 112, "core entry layout");
+_Static_assert(sizeof(struct npu_prog_op) == 8, "program op layout");
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen)
+        vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+uint64_t npu_image_fnv1a(uint64_t hash, const void *data, size_t bytes)
+{
+    const uint8_t *p = data;
+    for (size_t i = 0; i < bytes; i++) {
+        hash ^= p[i];
+        hash *= 0x100000001b3ull;
+    }
+    return hash;
+}
+
+uint64_t npu_image_checksum(const void *image, uint64_t bytes)
+{
+    const size_t at = offsetof(struct npu_image_header, checksum);
+    static const uint64_t zero = 0;
+    uint64_t h = npu_image_fnv1a(NPU_IMAGE_FNV_INIT, image, at);
+    h = npu_image_fnv1a(h, &zero, sizeof(zero));
+    return npu_image_fnv1a(h, (const uint8_t *)image + at + 8, (size_t)(bytes - at - 8));
+}
+
+/* Whether [off, off + count * size) lies inside [0, limit), without overflow. */
+static bool inside(uint64_t off, uint64_t count, uint64_t size, uint64_t limit)
+{
+    if (size && count > (UINT64_MAX - off) / size)
+        return false;
+    return off <= limit && count * size <= limit - off;
+}
+
+static int check_plan(const struct npu_image_header *h, char *err, size_t errlen)
+{
+    const struct npu_plan *p = &h->plan;
+    if (p->tp == 0 || p->stages != 1 || p->tp != p->rect_rows * p->rect_cols ||
+        p->rect_row0 + p->rect_rows > h->mesh_rows || p->rect_col0 + p->rect_cols > h->mesh_cols)
+        return fail(err, errlen, NPU_ERR_FORMAT,
+                    "plan: tp %u, stages %u, rectangle %ux%u at (%u,%u) on a %ux%u mesh",
+                    p->tp, p->stages, p->rect_rows, p->rect_cols, p->rect_row0,
+                    p->rect_col0, h->mesh_rows, h->mesh_cols);
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K)
+            return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u",
+                        npu_gemm_name((enum npu_gemm)g), p->partition[g]);
+    if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
+        p->max_tokens < p->max_batch || p->tile_rows == 0 || p->max_seq == 0 ||
+        p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED)
+        return fail(err, errlen, NPU_ERR_FORMAT,
+                    "plan: mode %u, dtype %u, max_batch %u, max_tokens %u, tile_rows %u, "
+                    "max_seq %u, kv_block %u, routing %u out of range", p->mode, p->dtype,
+                    p->max_batch, p->max_tokens, p->tile_rows, p->max_seq, p->kv_block,
+                    p->routing);
+    return NPU_OK;
+}
+
+static int check_core(const struct npu_image_header *h, const struct npu_image_core *c,
+                      uint64_t i, char *err, size_t errlen)
+{
+    if (c->rank != NPU_IMAGE_IDLE && c->rank >= h->plan.tp)
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": rank %u of %u", i,
+                    c->rank, h->plan.tp);
+    if (!inside(c->prog_first, c->prog_count, 1, h->prog_count))
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": program ops %u+%u of %"
+                    PRIu64, i, c->prog_first, c->prog_count, h->prog_count);
+    if (c->rank != NPU_IMAGE_IDLE && (c->sram_end > h->sram_bytes ||
+                                      c->sram_act < NPU_IMAGE_APP_BASE))
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": SRAM plan [%#" PRIx64
+                    ", %#" PRIx64 ") outside [%#x, %#" PRIx64 ")", i, c->sram_act,
+                    c->sram_end, NPU_IMAGE_APP_BASE, h->sram_bytes);
+    return NPU_OK;
+}
+
+static int check_tensor(const struct npu_image_header *h, const struct npu_image_tensor *t,
+                        uint64_t i, char *err, size_t errlen)
+{
+    uint64_t bytes = t->block_bytes * t->blocks;
+    if (t->blocks == 0 || t->block_bytes > UINT64_MAX / t->blocks ||
+        !inside(t->hbm_off, bytes, 1, h->weights_off + h->weights_bytes) ||
+        t->hbm_off < h->weights_off)
+        return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u): %"
+                    PRIu64 " bytes at %#" PRIx64 " outside the weights [%#" PRIx64 ", +%#"
+                    PRIx64 ")", i, t->kind, t->layer, bytes, t->hbm_off, h->weights_off,
+                    h->weights_bytes);
+    if (t->sram_off != NPU_IMAGE_NOWHERE &&
+        (t->sram_off < NPU_IMAGE_APP_BASE || !inside(t->sram_off, bytes, 1, h->sram_bytes)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 ": SRAM offset %#" PRIx64
+                    " outside the core's SRAM", i, t->sram_off);
+    return NPU_OK;
+}
+
+static int check_tables(const uint8_t *image, const struct npu_image_header *h, char *err,
+                        size_t errlen)
+{
+    const uint64_t n = h->file_bytes;
+    if (!inside(h->config_off, h->config_bytes, 1, n) ||
+        !inside(h->tensors_off, h->tensors_count, sizeof(struct npu_image_tensor), n) ||
+        !inside(h->cores_off, h->cores_count, sizeof(struct npu_image_core), n) ||
+        !inside(h->prog_off, h->prog_count, sizeof(struct npu_prog_op), n) ||
+        h->tensors_off % 8 || h->cores_off % 8 || h->prog_off % 8)
+        return fail(err, errlen, NPU_ERR_FORMAT, "a table lies outside the %" PRIu64
+                    "-byte file or is misaligned", n);
+    if (h->plan.mode == NPU_IMAGE_FUNCTIONAL ? !inside(h->weights_off, h->weights_bytes, 1, n)
+                                             : !inside(h->weights_off, h->weights_bytes, 1,
+                                                       h->hbm_end))
+        return fail(err, errlen, NPU_ERR_FORMAT, "weights [%#" PRIx64 ", +%#" PRIx64
+                    ") outside the image", h->weights_off, h->weights_bytes);
+    if (h->cores_count != (uint64_t)h->mesh_rows * h->mesh_cols)
+        return fail(err, errlen, NPU_ERR_FORMAT, "%" PRIu64 " core entries for a %ux%u mesh",
+                    h->cores_count, h->mesh_rows, h->mesh_cols);
+    const struct npu_image_core *cores = (const void *)(image + h->cores_off);
+    for (uint64_t i = 0; i < h->cores_count; i++) {
+        int rc = check_core(h, &cores[i], i, err, errlen);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    const struct npu_image_tensor *ts = (const void *)(image + h->tensors_off);
+    for (uint64_t i = 0; i < h->tensors_count; i++) {
+        int rc = check_tensor(h, &ts[i], i, err, errlen);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    return NPU_OK;
+}
+
+int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen)
+{
+    const struct npu_image_header *h = image;
+    if (bytes < sizeof(*h))
+        return fail(err, errlen, NPU_ERR_FORMAT, "truncated: %" PRIu64
+                    " bytes, the header alone has %zu", bytes, sizeof(*h));
+    if (h->magic != NPU_IMAGE_MAGIC)
+        return fail(err, errlen, NPU_ERR_FORMAT, "not a model image (bad magic)");
+    if (h->version != NPU_IMAGE_VERSION || h->header_bytes != sizeof(*h))
+        return fail(err, errlen, NPU_ERR_FORMAT, "format version %u (header %u bytes); this "
+                    "build reads version %u (%zu bytes)", h->version, h->header_bytes,
+                    NPU_IMAGE_VERSION, sizeof(*h));
+    if (h->file_bytes != bytes)
+        return fail(err, errlen, NPU_ERR_FORMAT, "%s: %" PRIu64 " bytes, the header says %"
+                    PRIu64, bytes < h->file_bytes ? "truncated" : "trailing bytes", bytes,
+                    h->file_bytes);
+    uint64_t sum = npu_image_checksum(image, bytes);
+    if (sum != h->checksum)
+        return fail(err, errlen, NPU_ERR_FORMAT, "checksum %#018" PRIx64 ", the header says %#018"
+                    PRIx64 " (the image is corrupt)", sum, h->checksum);
+    if (h->hbm_end < h->file_bytes)
+        return fail(err, errlen, NPU_ERR_FORMAT, "hbm_end %#" PRIx64 " before the file's end",
+                    h->hbm_end);
+    int rc = check_plan(h, err, errlen);
+    return rc != NPU_OK ? rc : check_tables(image, h, err, errlen);
+}
+
+int npu_image_check_chip(const struct npu_image_header *h, const struct npu_image_chip *chip,
+                         char *err, size_t errlen)
+{
+    const char *field = NULL;
+    uint64_t built = 0, have = 0;
+    if (h->mesh_rows != chip->mesh_rows)
+        field = "mesh_rows", built = h->mesh_rows, have = chip->mesh_rows;
+    else if (h->mesh_cols != chip->mesh_cols)
+        field = "mesh_cols", built = h->mesh_cols, have = chip->mesh_cols;
+    else if (h->sram_bytes != chip->sram_bytes)
+        field = "sram_bytes", built = h->sram_bytes, have = chip->sram_bytes;
+    else if (h->sa_rows != chip->sa_rows || h->sa_cols != chip->sa_cols)
+        field = "sa_rows x sa_cols", built = (uint64_t)h->sa_rows * 10000 + h->sa_cols,
+        have = (uint64_t)chip->sa_rows * 10000 + chip->sa_cols;
+    else if (h->hbm_end > chip->hbm_bytes)
+        field = "hbm_bytes (the image claims more)", built = h->hbm_end,
+        have = chip->hbm_bytes;
+    if (field)
+        return fail(err, errlen, NPU_ERR_INVAL, "image built for chip %.64s, this chip is "
+                    "%s: %s %" PRIu64 " != %" PRIu64, h->chip_name, chip->name, field, built,
+                    have);
+    if ((h->plan.mode == NPU_IMAGE_PERFORMANCE) != chip->performance)
+        return fail(err, errlen, NPU_ERR_INVAL, "a %s image on a machine in %s mode (npuctl "
+                    "flash --mode ...)", h->plan.mode ? "performance" : "functional",
+                    chip->performance ? "performance" : "functional");
+    return NPU_OK;
+}
+
+const char *npu_gemm_name(enum npu_gemm g)
+{
+    static const char *const names[NPU_GEMM_COUNT] = {
+        "qkv", "o", "ffn_up", "ffn_down", "expert_up", "expert_down", "lm_head",
+    };
+    return (unsigned)g < NPU_GEMM_COUNT ? names[g] : "?";
+}
+
+const char *npu_partition_name(enum npu_partition p)
+{
+    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : "?";
+}

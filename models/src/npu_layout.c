@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-core buffer layout shared by the planner and the firmware (npu_layout.h). */
+#include "npu_layout.h"
+
+uint32_t npu_dtype_bytes(uint32_t dtype)
+{
+    return dtype == NPU_IMAGE_BF16 ? 2u : 4u;
+}
+
+static uint64_t take(uint64_t *at, uint64_t bytes)
+{
+    uint64_t here = *at;
+    *at += (bytes + 63) & ~63ull;
+    return here;
+}
+
+void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
+                    struct npu_act_layout *o)
+{
+    const uint64_t t = p->tile_rows, b = p->max_batch, eb = npu_dtype_bytes(p->dtype);
+    const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
+    const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim, blk = p->kv_block;
+    const uint64_t ff = c->intermediate_size > c->moe_intermediate_size
+                            ? c->intermediate_size : c->moe_intermediate_size;
+    const uint64_t e = c->num_experts ? c->num_experts : 1;
+    const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
+    uint64_t at = 0;
+    o->xt = take(&at, t * d * eb), o->xb = take(&at, t * d * eb), o->xb2 = take(&at, t * d * eb);
+    o->q = take(&at, t * qd * eb), o->attn = take(&at, t * qd * eb);
+    o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
+    o->positions = take(&at, t * 4);
+    o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
+    o->scores = take(&at, t * blk * 4), o->probs_blk = take(&at, t * blk * eb);
+    o->m_old = take(&at, t * 4), o->m_new = take(&at, t * 4);
+    o->rsum = take(&at, t * 4), o->l = take(&at, t * 4);
+    o->acc = take(&at, t * c->head_dim * 4);
+    o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
+    o->probs = take(&at, t * e * 4);
+    o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);
+    o->rweight = take(&at, t * 4);
+    o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
+    o->combine = take(&at, t * k * d * eb);
+    o->hx = take(&at, b * d * eb);
+    o->logits = take(&at, b * c->vocab_size * eb);
+    o->argmax = take(&at, b * 4);
+    o->bytes = at;
+}
+
+uint64_t npu_kv_bytes(const struct model_config *c, const struct npu_plan *p)
+{
+    return 2ull * p->max_batch * c->num_layers * p->max_seq * c->num_kv_heads * c->head_dim *
+           npu_dtype_bytes(p->dtype);
+}
+
+uint64_t npu_kv_offset(const struct model_config *c, const struct npu_plan *p, uint32_t slot,
+                       uint32_t layer, uint32_t pos)
+{
+    const uint64_t row = (uint64_t)c->num_kv_heads * c->head_dim * npu_dtype_bytes(p->dtype);
+    return (((uint64_t)slot * c->num_layers + layer) * p->max_seq + pos) * row;
+}

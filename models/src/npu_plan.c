@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: MIT */
+/* The planner: model + chip + plan request -> image (npu_plan.h, docs/images.md). */
+#include "npu_plan.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_weights.h"
+#include "npu_layout.h"
+#include "npu_numeric.h"
+#include "npu_regs.h"
+
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+void npu_plan_request_init(struct npu_plan_request *req)
+{
+    *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
+                                      .routing_seed = 1 };
+}
+
+/* The GEMM a tensor belongs to, or -1 if it is not split over the ranks. */
+static int tensor_gemm(enum model_tensor_kind k)
+{
+    switch (k) {
+    case MT_WQ: case MT_WK: case MT_WV: return NPU_GEMM_QKV;
+    case MT_WO: return NPU_GEMM_O;
+    case MT_W_GATE: case MT_W_UP: return NPU_GEMM_FFN_UP;
+    case MT_W_DOWN: return NPU_GEMM_FFN_DOWN;
+    case MT_E_GATE: case MT_E_UP: return NPU_GEMM_EXP_UP;
+    case MT_E_DOWN: return NPU_GEMM_EXP_DOWN;
+    case MT_LM_HEAD: return NPU_GEMM_LM_HEAD;
+    default: return -1;
+    }
+}
+
+/* Planner state while building. */
+struct planner {
+    const struct model_config *cfg;
+    const struct npu_plan_chip *chip;
+    struct npu_plan plan;
+    struct npu_image_tensor *tensors;
+    struct model_tensor *sources;   /* the generator's tensor of each entry */
+    uint64_t ntensors, cap;
+    uint64_t weights_off, weights_end;
+    uint32_t eb;
+    char *err;
+    size_t errlen;
+};
+
+static void add_entry(struct planner *pl, const struct model_tensor *t, uint32_t rank,
+                      uint32_t blocks, uint32_t rows, uint32_t cols, uint32_t row0,
+                      uint32_t col0)
+{
+    if (pl->ntensors == pl->cap) {
+        pl->cap = pl->cap ? pl->cap * 2 : 256;
+        pl->tensors = realloc(pl->tensors, pl->cap * sizeof(*pl->tensors));
+        pl->sources = realloc(pl->sources, pl->cap * sizeof(*pl->sources));
+        if (!pl->tensors || !pl->sources)
+            abort(); /* host out of memory */
+    }
+    uint64_t block = (uint64_t)rows * cols * pl->eb;
+    pl->tensors[pl->ntensors] = (struct npu_image_tensor){
+        .kind = t->kind, .layer = t->layer, .rank = rank, .blocks = blocks, .rows = rows,
+        .cols = cols, .row0 = row0, .col0 = col0, .hbm_off = pl->weights_end,
+        .sram_off = NPU_IMAGE_NOWHERE, .block_bytes = block,
+    };
+    pl->sources[pl->ntensors++] = *t;
+    pl->weights_end = align_up(pl->weights_end + block * blocks, 64);
+}
+
+/* One entry for a replicated tensor, or one share per rank for a split one. */
+static void plan_tensor(const struct model_tensor *t, void *ctx)
+{
+    struct planner *pl = ctx;
+    int g = tensor_gemm(t->kind);
+    if (g < 0) {
+        add_entry(pl, t, NPU_IMAGE_IDLE, 1, t->rows, t->cols, 0, 0);
+        return;
+    }
+    const uint32_t blocks = (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
+                                ? pl->cfg->num_experts : 1;
+    const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
+    const bool mn = pl->plan.partition[g] == NPU_PART_MN;
+    for (uint32_t r = 0; r < p; r++) {
+        uint32_t n = mn ? out : in;
+        uint32_t lo = (uint32_t)((uint64_t)n * r / p), hi = (uint32_t)((uint64_t)n * (r + 1) / p);
+        add_entry(pl, t, r, blocks, mn ? hi - lo : out, mn ? in : hi - lo, mn ? lo : 0,
+                  mn ? 0 : lo);
+    }
+}
+
+/* The GEMM dimensions each partition splits: N (MN) and K (K) of every GEMM. */
+static void gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n, uint32_t *k)
+{
+    const uint32_t d = c->hidden_size, qd = c->num_heads * c->head_dim;
+    const uint32_t kvd = c->num_kv_heads * c->head_dim;
+    switch (g) {
+    case NPU_GEMM_QKV: *n = kvd, *k = d; break; /* kvd <= qd: the narrowest of q, k, v */
+    case NPU_GEMM_O: *n = d, *k = qd; break;
+    case NPU_GEMM_FFN_UP: *n = c->intermediate_size, *k = d; break;
+    case NPU_GEMM_FFN_DOWN: *n = d, *k = c->intermediate_size; break;
+    case NPU_GEMM_EXP_UP: *n = c->moe_intermediate_size, *k = d; break;
+    case NPU_GEMM_EXP_DOWN: *n = d, *k = c->moe_intermediate_size; break;
+    default: *n = c->vocab_size, *k = d; break;
+    }
+}
+
+static bool gemm_used(const struct model_config *c, enum npu_gemm g)
+{
+    if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_FFN_DOWN)
+        return c->arch == MODEL_DENSE;
+    if (g == NPU_GEMM_EXP_UP || g == NPU_GEMM_EXP_DOWN)
+        return c->arch == MODEL_MOE;
+    return true;
+}
+
+/* Partitions (auto: K below the hidden size, MN from it on, the NPU paper's section 5.6)
+   and the check that every split dimension gives each rank at least one row or column. */
+static int plan_partitions(struct planner *pl, const struct npu_plan_request *req)
+{
+    const struct model_config *c = pl->cfg;
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++) {
+        uint32_t part = req->partition[g];
+        if (part == NPU_PLAN_AUTO)
+            part = pl->plan.max_tokens < c->hidden_size ? NPU_PART_K : NPU_PART_MN;
+        if (part != NPU_PART_MN && part != NPU_PART_K)
+            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn "
+                        "or k", npu_gemm_name((enum npu_gemm)g), part);
+        pl->plan.partition[g] = part;
+        uint32_t n, k;
+        gemm_dims(c, (enum npu_gemm)g, &n, &k);
+        uint32_t dim = part == NPU_PART_MN ? n : k;
+        if (gemm_used(c, (enum npu_gemm)g) && dim < pl->plan.tp)
+            return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's %s dimension "
+                        "(%u) cannot be split %u ways (tp)", c->name,
+                        npu_gemm_name((enum npu_gemm)g), part == NPU_PART_MN ? "N" : "K", dim,
+                        pl->plan.tp);
+    }
+    return NPU_OK;
+}
+
+/* The TP group's rectangle: the whole mesh, whole rows, or a rows x cols block at (0, 0). */
+static int plan_group(struct planner *pl, const struct npu_plan_request *req)
+{
+    const struct npu_plan_chip *ch = pl->chip;
+    const uint32_t ncores = ch->mesh_rows * ch->mesh_cols;
+    struct npu_plan *p = &pl->plan;
+    p->tp = req->tp ? req->tp : ncores;
+    p->stages = req->stages ? req->stages : 1;
+    if (p->stages > pl->cfg->num_layers || pl->cfg->num_layers % p->stages)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: %u layers do not split into %u "
+                    "pipeline stages of equal size", pl->cfg->name, pl->cfg->num_layers,
+                    p->stages);
+    if (p->stages != 1)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "pipeline stages (%u) are not built "
+                    "yet: plans have one stage (docs/images.md)", p->stages);
+    if (p->tp > ncores)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u needs more cores than %s has "
+                    "(%u)", p->tp, ch->name, ncores);
+    for (uint32_t cols = ch->mesh_cols; cols >= 1; cols--)
+        if (p->tp % cols == 0 && p->tp / cols <= ch->mesh_rows) {
+            p->rect_rows = p->tp / cols, p->rect_cols = cols;
+            break;
+        }
+    if (p->rect_rows == 0)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u is not a rectangle of the "
+                    "%ux%u mesh", p->tp, ch->mesh_rows, ch->mesh_cols);
+    p->placement = req->placement < 0 ? 2 /* ring */ : (uint32_t)req->placement;
+    if (p->placement > 3)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "placement %u", p->placement);
+    return NPU_OK;
+}
+
+/* Iteration shape and element type. */
+static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
+{
+    const struct model_config *c = pl->cfg;
+    struct npu_plan *p = &pl->plan;
+    p->mode = req->mode;
+    p->dtype = req->dtype >= 0 ? (uint32_t)req->dtype
+               : req->mode == NPU_IMAGE_PERFORMANCE ? NPU_IMAGE_BF16 : NPU_IMAGE_FP32;
+    p->max_batch = req->max_batch ? req->max_batch : 8;
+    p->max_tokens = req->max_tokens ? req->max_tokens : 512;
+    p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
+    p->tile_rows = req->tile_rows ? req->tile_rows : 64;
+    p->kv_block = req->kv_block ? req->kv_block : 256;
+    p->routing = req->routing;
+    p->routing_skew_milli = req->routing_skew_milli;
+    p->routing_seed = req->routing_seed;
+    if (p->tile_rows > p->max_tokens)
+        p->tile_rows = p->max_tokens;
+    if (p->max_seq > c->max_position)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_seq %u passes %s's max_position "
+                    "%u", p->max_seq, c->name, c->max_position);
+    if (p->max_tokens < p->max_batch)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_tokens %u below max_batch %u "
+                    "(every request of an iteration needs a row)", p->max_tokens,
+                    p->max_batch);
+    if (p->max_batch > 64 || c->experts_per_token > 64)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most 64",
+                    p->max_batch, c->experts_per_token);
+    pl->eb = npu_dtype_bytes(p->dtype);
+    return NPU_OK;
+}
+
+
+/* Bytes of rank r's shares of layer l (every rank has the replicated tensors too). */
+static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t layer)
+{
+    uint64_t sum = 0;
+    for (uint64_t i = 0; i < pl->ntensors; i++) {
+        const struct npu_image_tensor *t = &pl->tensors[i];
+        bool global = t->kind == MT_EMBED || t->kind == MT_FINAL_NORM || t->kind == MT_LM_HEAD;
+        if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank))
+            continue; /* embeddings stay in HBM: rows are read as tokens need them */
+        if (layer < 0 ? true : (!global && t->layer == (uint32_t)layer))
+            sum += t->block_bytes * t->blocks;
+    }
+    return sum;
+}
+
+/* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
+   shares when they fit, else a staging buffer for the largest layer), the NPU paper's
+   section 4.2 order. */
+static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *core,
+                     const struct npu_act_layout *act, uint64_t *stage_need)
+{
+    const struct model_config *c = pl->cfg;
+    const struct npu_plan *p = &pl->plan;
+    const uint64_t avail = pl->chip->sram_bytes -
+                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
+                                                 pl->chip->mesh_cols);
+    uint64_t at = NPU_IMAGE_APP_BASE;
+    core->comm_scratch = at, at += NPU_IMAGE_COMM_SCRATCH;
+    core->sram_act = at, core->sram_act_bytes = act->bytes, at += align_up(act->bytes, 64);
+    if (at > avail)
+        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: the tile buffers (tile_rows "
+                    "%u) need %.2f MiB of SRAM per core, %.2f MiB are free", c->name,
+                    pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
+    const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
+    const uint64_t kvb = align_up(npu_kv_bytes(c, p), 64);
+    uint64_t stage = 0, all = layer_bytes(pl, rank, -1);
+    for (uint32_t l = 0; l < c->num_layers; l++) {
+        uint64_t b = layer_bytes(pl, rank, (int64_t)l);
+        stage = b > stage ? b : stage;
+    }
+    stage = align_up(stage, 64);
+    core->x_bytes = xb, core->kv_bytes = kvb;
+    pl->plan.x_in_sram = at + xb + stage <= avail;
+    core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
+    at += pl->plan.x_in_sram ? xb : 0;
+    pl->plan.kv_in_sram = at + kvb + stage <= avail;
+    core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
+    at += pl->plan.kv_in_sram ? kvb : 0;
+    pl->plan.weights_resident = at + all <= avail;
+    core->sram_weights = core->sram_stage = at;
+    if (pl->plan.weights_resident)
+        core->sram_weights_bytes = all, at += align_up(all, 64);
+    else
+        core->sram_stage_bytes = stage, at += stage;
+    *stage_need = stage;
+    core->sram_end = at;
+    if (at > avail)
+        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u needs %.2f "
+                    "MiB of SRAM: tile buffers %.2f, staging of one layer's weights %.2f (the "
+                    "residual and the KV cache already moved to HBM); the core has %.2f MiB "
+                    "free. Use a larger tp or smaller tile_rows", c->name, pl->chip->name,
+                    p->tp, rank, MIB(at - NPU_IMAGE_APP_BASE), MIB(act->bytes), MIB(stage),
+                    MIB(avail - NPU_IMAGE_APP_BASE));
+    return NPU_OK;
+}
+
+/* Resident plans: each rank's shares (and replicated tensors) get SRAM offsets in order.
+   The same offsets serve every rank, since a rank only reads its own entries. */
+static void place_resident(struct planner *pl, const struct npu_image_core *core0)
+{
+    uint64_t *next = calloc(pl->plan.tp, sizeof(*next));
+    if (!next)
+        abort();
+    for (uint32_t r = 0; r < pl->plan.tp; r++)
+        next[r] = core0->sram_weights;
+    uint64_t shared = 0;
+    for (uint64_t i = 0; i < pl->ntensors; i++) {
+        struct npu_image_tensor *t = &pl->tensors[i];
+        uint64_t bytes = align_up(t->block_bytes * t->blocks, 64);
+        if (t->kind == MT_EMBED)
+            continue;
+        if (t->rank == NPU_IMAGE_IDLE) { /* replicated: the same offset on every rank */
+            uint64_t at = 0;
+            for (uint32_t r = 0; r < pl->plan.tp; r++)
+                at = next[r] > at ? next[r] : at;
+            t->sram_off = at;
+            for (uint32_t r = 0; r < pl->plan.tp; r++)
+                next[r] = at + bytes;
+            shared += bytes;
+        } else {
+            t->sram_off = next[t->rank];
+            next[t->rank] += bytes;
+        }
+    }
+    (void)shared;
+    free(next);
+}
+
+/* The layer program: the same for every rank of the one stage. */
+static uint32_t plan_program(const struct planner *pl, struct npu_prog_op *ops)
+{
+    const struct model_config *c = pl->cfg;
+    uint32_t n = 0;
+    ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_EMBED };
+    for (uint32_t l = 0; l < c->num_layers; l++) {
+        if (!pl->plan.weights_resident)
+            ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_STAGE, .layer = l };
+        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_ATTENTION, .layer = l,
+                                         .flags = model_is_sliding_layer(c, l)
+                                                      ? NPU_OP_SLIDING : 0 };
+        ops[n++] = (struct npu_prog_op){ .kind = c->arch == MODEL_MOE ? NPU_OP_MOE
+                                                                      : NPU_OP_FFN,
+                                         .layer = l };
+    }
+    ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_HEAD };
+    return n;
+}
+
+/* Functional images carry the weights: each share generated from the model's seed. */
+static void fill_weights(const struct planner *pl, uint8_t *image)
+{
+    uint64_t maxcols = 1;
+    for (uint64_t i = 0; i < pl->ntensors; i++)
+        maxcols = pl->tensors[i].cols > maxcols ? pl->tensors[i].cols : maxcols;
+    float *row = malloc(sizeof(float) * maxcols);
+    if (!row)
+        abort();
+    for (uint64_t i = 0; i < pl->ntensors; i++) {
+        const struct npu_image_tensor *t = &pl->tensors[i];
+        const struct model_tensor *src = &pl->sources[i];
+        const uint64_t out = src->rows / t->blocks, in = src->cols;
+        uint8_t *dst = image + t->hbm_off;
+        for (uint64_t b = 0; b < t->blocks; b++)
+            for (uint64_t r = 0; r < t->rows; r++) {
+                model_tensor_fill(row, src, pl->cfg->seed, (b * out + t->row0 + r) * in + t->col0,
+                                  t->cols);
+                for (uint64_t j = 0; j < t->cols; j++, dst += pl->eb) {
+                    uint16_t h = num_fp32_to_bf16(row[j]); /* exact: values are bf16 */
+                    memcpy(dst, pl->eb == 4 ? (const void *)&row[j] : (const void *)&h, pl->eb);
+                }
+            }
+    }
+    free(row);
+}
+
+static void print_summary(const struct planner *pl, const struct npu_image_core *core0,
+                          const struct npu_image_header *h, FILE *f)
+{
+    const struct npu_plan *p = &pl->plan;
+    static const char *const places[] = { "linear", "interleaved", "ring", "mesh2d" };
+    fprintf(f, "plan: %s on %s (%ux%u), %s, %s\n", pl->cfg->name, pl->chip->name,
+            pl->chip->mesh_rows, pl->chip->mesh_cols,
+            p->mode ? "performance" : "functional", p->dtype ? "bf16" : "fp32");
+    fprintf(f, "  tp %u (%ux%u cores at (0,0), %s placement), %u stage(s)\n", p->tp,
+            p->rect_rows, p->rect_cols, places[p->placement], p->stages);
+    fprintf(f, "  partition:");
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        if (gemm_used(pl->cfg, (enum npu_gemm)g))
+            fprintf(f, " %s=%s", npu_gemm_name((enum npu_gemm)g),
+                    npu_partition_name((enum npu_partition)p->partition[g]));
+    fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows; %u positions "
+            "per request, attention blocks of %u\n", p->max_batch, p->max_tokens,
+            p->tile_rows, p->max_seq, p->kv_block);
+    fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
+            "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
+            MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
+            MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
+            MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
+            p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
+    fprintf(f, "  HBM: weights %.2f MiB, image claims %.2f MiB of %.2f; file %.2f MiB\n",
+            MIB(h->weights_bytes), MIB(h->hbm_end), MIB(pl->chip->hbm_bytes),
+            MIB(h->file_bytes));
+}
+
+/* Tied embeddings: the LM head's shares are the embedding's values. */
+static void plan_tied_head(struct planner *pl)
+{
+    if (!pl->cfg->tie_embeddings)
+        return;
+    struct model_tensor head = pl->sources[0]; /* the embedding, first in the order */
+    head.kind = MT_LM_HEAD;
+    head.layer = 0;
+    plan_tensor(&head, pl);
+}
+
+/* HBM after the weights: each rank's KV segments and residual rows unless in SRAM. */
+static uint64_t plan_hbm(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
+{
+    uint64_t at = align_up(pl->weights_end, NPU_IMAGE_ALIGN);
+    for (uint32_t i = 0; i < ncores; i++) {
+        if (cores[i].rank == NPU_IMAGE_IDLE)
+            continue;
+        if (!pl->plan.kv_in_sram)
+            cores[i].kv_off = at, at = align_up(at + cores[i].kv_bytes, NPU_IMAGE_ALIGN);
+        if (!pl->plan.x_in_sram)
+            cores[i].x_off = at, at = align_up(at + cores[i].x_bytes, NPU_IMAGE_ALIGN);
+    }
+    return at;
+}
+
+/* Header, tables and (functional) weights into one buffer. */
+static int write_image(struct planner *pl, const char *config_text, struct npu_image_core *cores,
+                       const struct npu_prog_op *ops, uint32_t nops, struct npu_built_image *out)
+{
+    const uint32_t ncores = pl->chip->mesh_rows * pl->chip->mesh_cols;
+    struct npu_image_header h = { .magic = NPU_IMAGE_MAGIC, .version = NPU_IMAGE_VERSION,
+                                  .header_bytes = sizeof(h), .mesh_rows = pl->chip->mesh_rows,
+                                  .mesh_cols = pl->chip->mesh_cols,
+                                  .sram_bytes = pl->chip->sram_bytes,
+                                  .hbm_bytes = pl->chip->hbm_bytes, .sa_rows = pl->chip->sa_rows,
+                                  .sa_cols = pl->chip->sa_cols, .plan = pl->plan };
+    snprintf(h.chip_name, sizeof(h.chip_name), "%s", pl->chip->name);
+    snprintf(h.model_name, sizeof(h.model_name), "%s", pl->cfg->name);
+    h.config_off = sizeof(h), h.config_bytes = strlen(config_text) + 1;
+    h.tensors_off = align_up(h.config_off + h.config_bytes, 8), h.tensors_count = pl->ntensors;
+    h.cores_off = align_up(h.tensors_off + pl->ntensors * sizeof(struct npu_image_tensor), 8);
+    h.cores_count = ncores;
+    h.prog_off = h.cores_off + ncores * sizeof(struct npu_image_core), h.prog_count = nops;
+    h.weights_off = align_up(h.prog_off + nops * sizeof(struct npu_prog_op), NPU_IMAGE_ALIGN);
+    for (uint64_t i = 0; i < pl->ntensors; i++)
+        pl->tensors[i].hbm_off += h.weights_off;
+    pl->weights_end += h.weights_off;
+    h.weights_bytes = pl->weights_end - h.weights_off;
+    h.hbm_end = plan_hbm(pl, cores, ncores);
+    h.file_bytes = pl->plan.mode == NPU_IMAGE_FUNCTIONAL ? pl->weights_end : h.weights_off;
+    if (h.hbm_end > pl->chip->hbm_bytes)
+        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: weights (%.1f MiB), KV "
+                    "cache and spilled residuals need %.1f MiB of HBM, the chip has %.1f",
+                    pl->cfg->name, pl->chip->name, MIB(h.weights_bytes), MIB(h.hbm_end),
+                    MIB(pl->chip->hbm_bytes));
+    uint8_t *img = calloc(1, h.file_bytes);
+    if (!img)
+        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "host: %" PRIu64 " bytes for the image",
+                    h.file_bytes);
+    memcpy(img + h.config_off, config_text, h.config_bytes);
+    memcpy(img + h.tensors_off, pl->tensors, pl->ntensors * sizeof(struct npu_image_tensor));
+    memcpy(img + h.cores_off, cores, ncores * sizeof(struct npu_image_core));
+    memcpy(img + h.prog_off, ops, nops * sizeof(struct npu_prog_op));
+    if (pl->plan.mode == NPU_IMAGE_FUNCTIONAL)
+        fill_weights(pl, img);
+    memcpy(img, &h, sizeof(h));
+    h.checksum = npu_image_checksum(img, h.file_bytes);
+    memcpy(img, &h, sizeof(h));
+    out->data = img, out->bytes = h.file_bytes;
+    return NPU_OK;
+}
+
+static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct npu_prog_op *ops,
+                      uint32_t *nops)
+{
+    const struct npu_plan *p = &pl->plan;
+    const uint32_t cols = pl->chip->mesh_cols, ncores = pl->chip->mesh_rows * cols;
+    struct npu_act_layout act;
+    npu_act_layout(pl->cfg, p, &act);
+    uint64_t stage_need;
+    for (uint32_t i = 0; i < ncores; i++)
+        cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
+    int rc = NPU_OK;
+    /* Ranks in row-major order of the rectangle; the NoC driver's placement maps them to
+       its own ring or mesh order, the plan only names which cores take part. */
+    for (uint32_t r = 0; rc == NPU_OK && r < p->tp; r++) {
+        uint32_t core = (p->rect_row0 + r / p->rect_cols) * cols + p->rect_col0 + r % p->rect_cols;
+        cores[core].rank = r;
+        rc = plan_sram(pl, r, &cores[core], &act, &stage_need);
+    }
+    if (rc != NPU_OK)
+        return rc;
+    if (p->weights_resident)
+        place_resident(pl, &cores[0]);
+    *nops = plan_program(pl, ops);
+    for (uint32_t i = 0; i < ncores; i++)
+        if (cores[i].rank != NPU_IMAGE_IDLE)
+            cores[i].prog_first = 0, cores[i].prog_count = *nops;
+    return NPU_OK;
+}
+
+int npu_plan_build(const struct model_config *cfg, const char *config_text,
+                   const struct npu_plan_chip *chip, const struct npu_plan_request *req,
+                   struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
+{
+    struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen };
+    *out = (struct npu_built_image){ 0 };
+    int rc = plan_group(&pl, req);
+    if (rc == NPU_OK)
+        rc = plan_shape(&pl, req);
+    if (rc == NPU_OK)
+        rc = plan_partitions(&pl, req);
+    if (rc != NPU_OK)
+        return rc;
+    model_tensors_each(cfg, plan_tensor, &pl);
+    plan_tied_head(&pl);
+    const uint32_t ncores = chip->mesh_rows * chip->mesh_cols;
+    struct npu_image_core *cores = calloc(ncores, sizeof(*cores));
+    struct npu_prog_op *ops = calloc(3u * cfg->num_layers + 2, sizeof(*ops));
+    uint32_t nops = 0;
+    if (!cores || !ops)
+        abort();
+    rc = plan_cores(&pl, cores, ops, &nops);
+    if (rc == NPU_OK)
+        rc = write_image(&pl, config_text, cores, ops, nops, out);
+    if (rc == NPU_OK && summary) {
+        uint32_t c0 = pl.plan.rect_row0 * chip->mesh_cols + pl.plan.rect_col0;
+        print_summary(&pl, &cores[c0], (const struct npu_image_header *)out->data, summary);
+    }
+    free(cores), free(ops), free(pl.tensors), free(pl.sources);
+    return rc;
+}
+
+void npu_built_image_free(struct npu_built_image *img)
+{
+    free(img->data);
+    *img = (struct npu_built_image){ 0 };
+}
