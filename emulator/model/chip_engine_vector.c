@@ -10,6 +10,7 @@
  * cols or rows x k, ldc, byte 2); d = fp32[rows] statistics, uint32[rows] indices or uint32
  * rows x k indices (ldd).
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -41,6 +42,7 @@ static const struct vop vops[] = {
     [NPU_VECTOR_OP_ROPE] = { VECTOR_OP_ROPE, POSITIONS, MAT, NONE },
     [NPU_VECTOR_OP_TOPK] = { VECTOR_OP_TOPK, NONE, TOPK_VAL, TOPK_IDX },
     [NPU_VECTOR_OP_ARGMAX] = { VECTOR_OP_ARGMAX, NONE, NONE, ROWS_U32 },
+    [NPU_VECTOR_OP_MASK] = { VECTOR_OP_MASK, NONE, MAT, NONE },
 };
 #define NVOPS (sizeof(vops) / sizeof(vops[0]))
 
@@ -77,6 +79,14 @@ static uint64_t role_bytes(const struct npu_desc *d, enum role role, uint32_t ld
     default:
         return 0;
     }
+}
+
+/* MASK: s0 must hold a finite whole number >= 0 (the window). */
+static bool mask_window_ok(const struct npu_desc *d)
+{
+    float w;
+    memcpy(&w, &d->s0, 4);
+    return w >= 0.0f && isfinite(w) && floorf(w) == w;
 }
 
 static int fail(char *err, size_t errlen, int rc, uint32_t core, const char *what)
@@ -138,6 +148,9 @@ int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
         ((v->op == VECTOR_OP_ROPE) && (d->k < 1 || d->n % 2)))
         return fail(err, errlen, NPU_ERR_INVAL, core,
                     "vector shape, k or element types not valid for this op");
+    if (v->op == VECTOR_OP_MASK && !mask_window_ok(d))
+        return fail(err, errlen, NPU_ERR_INVAL, core,
+                    "MASK window s0 is not a finite whole number >= 0");
     if (!collect(e, core, d, v, s, &n))
         return fail(err, errlen, NPU_ERR_RANGE, core,
                     "a vector operand is outside this core's SRAM or its leading dimension "
@@ -224,6 +237,9 @@ static int run_rowwise(const struct chip_engines *e, const struct npu_desc *d,
         return vector_topk(&(struct vector_topk_args){ x, d->m, d->n, d->k, out, dd, d->ldd });
     case VECTOR_OP_ARGMAX:
         return vector_argmax(&(struct vector_argmax_args){ x, d->m, d->n, dd });
+    case VECTOR_OP_MASK:
+        return vector_mask(&(struct vector_mask_args){ x, out, d->m, d->n, s0,
+                                                       (int32_t)d->s1, d->k });
     default:
         return NPU_ERR_INVAL;
     }

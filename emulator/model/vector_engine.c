@@ -343,6 +343,31 @@ int vector_argmax(const struct vector_argmax_args *a)
     return vector_topk(&t);
 }
 
+/* ---- attention mask ---- */
+
+int vector_mask(const struct vector_mask_args *a)
+{
+    float w = a->window;
+    if (!(w >= 0.0f) || !isfinite(w) || floorf(w) != w)
+        return NPU_ERR_INVAL;
+    struct region in = reg_in(&a->x, a->rows, a->cols);
+    struct region out = reg_out(&a->out, a->rows, a->cols);
+    int rc = regions_check(&in, 1, &out, 1, true);
+    if (rc)
+        return rc;
+    uint32_t k = a->rows_per_pos ? a->rows_per_pos : 1;
+    /* hi - c + 1 < 2^31 + 2^32 + 1 < 2^33: a longer window never binds (and fits int64) */
+    int64_t win = w >= 0x1p33f ? INT64_C(1) << 33 : (int64_t)w;
+    for (uint32_t r = 0; r < a->rows; r++) {
+        int64_t hi = (int64_t)a->pos + r / k, lo = win > 0 ? hi - win + 1 : INT64_MIN;
+        for (uint32_t c = 0; c < a->cols; c++) {
+            bool visible = (int64_t)c >= lo && (int64_t)c <= hi;
+            out_at(&a->out, r, c, visible ? in_at(&a->x, r, c) : NPU_VECTOR_MASKED);
+        }
+    }
+    return NPU_OK;
+}
+
 /* ---- timing ---- */
 
 static const struct {
@@ -353,7 +378,7 @@ static const struct {
     [VECTOR_OP_SWIGLU] = { 8, 0 },  [VECTOR_OP_CAST] = { 1, 0 },    [VECTOR_OP_RMSNORM] = { 4, 1 },
     [VECTOR_OP_ROW_MAX] = { 1, 1 }, [VECTOR_OP_EXP_SUM] = { 6, 1 }, [VECTOR_OP_RESCALE] = { 1, 1 },
     [VECTOR_OP_ROW_DIV] = { 2, 0 }, [VECTOR_OP_SOFTMAX] = { 9, 2 }, [VECTOR_OP_ROPE] = { 7, 0 },
-    [VECTOR_OP_TOPK] = { 8, 1 },    [VECTOR_OP_ARGMAX] = { 2, 1 },
+    [VECTOR_OP_TOPK] = { 8, 1 },    [VECTOR_OP_ARGMAX] = { 2, 1 },  [VECTOR_OP_MASK] = { 1, 0 },
 };
 
 int vector_engine_cfg_check(const struct vector_engine_cfg *cfg)

@@ -50,6 +50,7 @@ enum vector_op {
     VECTOR_OP_ROPE,    /* vector_rope() */
     VECTOR_OP_TOPK,    /* vector_topk() */
     VECTOR_OP_ARGMAX,  /* vector_argmax() */
+    VECTOR_OP_MASK,    /* vector_mask() */
     VECTOR_OP_COUNT
 };
 
@@ -193,6 +194,36 @@ struct vector_argmax_args {
 };
 int vector_argmax(const struct vector_argmax_args *a);
 
+/*
+ * Attention mask over a block of key columns (causal, optionally a sliding window). Row r
+ * sees columns lo(r) <= c <= hi(r), with (in 64-bit arithmetic)
+ *   hi(r) = pos + r / rows_per_pos       (pos signed: negative masks whole rows;
+ *                                          rows_per_pos 0 means 1)
+ *   lo(r) = hi(r) - window + 1 if window > 0, else no lower limit.
+ * out[r][c] = x[r][c] for a visible column, else NPU_VECTOR_MASKED, rounded to out's type.
+ * window must be a finite whole number >= 0 (0: no window), else NPU_ERR_INVAL. In place
+ * allowed (out == x).
+ */
+/*
+ * Hazard: the masked value is a large finite negative, not -inf, on purpose. In an online
+ * softmax, a block whose columns are all masked for a row then has a finite row max, and
+ * EXP_SUM's exp(x - max) stays finite, where -inf would give exp(-inf - -inf) = NaN and
+ * poison the running sum and accumulator. Once the row sees a real score, RESCALE's factor
+ * exp(-1e30 - new max) is 0 and wipes the masked block's contribution. (A row that sees no
+ * column at all ends up with a uniform average instead of NaN: not something to rely on.)
+ * Must match NPU_VECTOR_MASKED in hal/include/npu/vector.h (the firmware's copy).
+ */
+#define NPU_VECTOR_MASKED (-1.0e30f)
+struct vector_mask_args {
+    struct vector_in x;
+    struct vector_out out;
+    uint32_t rows, cols;
+    float window;          /* in positions; 0: no window */
+    int32_t pos;           /* last visible column of row 0 */
+    uint32_t rows_per_pos; /* 0 means 1 */
+};
+int vector_mask(const struct vector_mask_args *a);
+
 /* ---- timing ---- */
 
 struct vector_engine_cfg {
@@ -225,6 +256,7 @@ int vector_engine_cfg_check(const struct vector_engine_cfg *cfg);
  *   ROPE       7   0          2 mul + 1 add per element, sin + cos per pair (8 / 2)
  *   TOPK       8   1          compare-and-insert into a k <= 64 list (log2 64 + 2)
  *   ARGMAX     2   1          compare 1, index select 1
+ *   MASK       1   0          select 1 (the column bounds are per-row scalar work)
  *
  * Returns 0 for elements == 0, an invalid cfg or op. Saturates at UINT64_MAX.
  */

@@ -139,7 +139,7 @@ void vector_op_desc(struct npu_desc *d, const struct vector_op_args *a)
     d->d = a->aux;
     d->m = a->rows;
     d->n = a->cols;
-    d->k = a->k;
+    d->k = a->k; /* k, s0 and s1 are packed for every op: ROPE and MASK use all three */
     d->lda = a->ldx;
     d->ldb = a->ldy;
     d->ldc = a->ldout;

@@ -9,8 +9,10 @@
  * padded strides, in place; casts; RMSNorm; row max, exp-sum, rescale, row divide, full
  * softmax (= their composition bit for bit) and online softmax over two halves = full
  * softmax; RoPE in both pairings against the llama (complex) and HF (rotate_half) forms,
- * positions and rows_per_pos; top-k and argmax with ties, NaN and signed zero; argument and
- * overlap errors; the timing formula on hand-computed cases, monotonicity and saturation.
+ * positions and rows_per_pos; top-k and argmax with ties, NaN and signed zero; the attention
+ * mask (causal, rows per position, negative start, window, bf16, in place, refused windows,
+ * an online softmax over a fully masked block); argument and overlap errors; the timing
+ * formula on hand-computed cases, monotonicity and saturation.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -569,6 +571,208 @@ static void test_invalid_arguments(void **state)
     assert_int_equal(vector_exp_sum(&es), NPU_ERR_INVAL); /* sum inside out */
 }
 
+/* ---- attention mask ---- */
+
+/* Reference: is column c of row r visible (64-bit, as the spec reads)? */
+static bool ref_visible(int32_t pos, uint32_t k, float window, uint32_t r, uint32_t c)
+{
+    int64_t hi = (int64_t)pos + r / (k ? k : 1);
+    if ((int64_t)c > hi)
+        return false;
+    return !(window > 0.0f) || (double)c >= (double)hi - (double)window + 1.0;
+}
+
+/* Runs MASK on a random padded x into a random padded out; checks every element against
+ * the reference and that the padding is untouched. Returns the number of visible elements. */
+static uint32_t check_mask(uint32_t rows, uint32_t cols, int32_t pos, uint32_t k, float window,
+                           enum num_type tx, enum num_type to)
+{
+    struct mat x = mat_new(rows, cols, 3, tx, 4.0f), out = mat_new(rows, cols, 2, to, 1.0f);
+    struct mat ref = mat_clone(&out);
+    uint32_t visible = 0;
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            bool v = ref_visible(pos, k, window, r, c);
+            visible += v;
+            set(&ref, r, c, v ? at(&x, r, c) : NPU_VECTOR_MASKED);
+        }
+    struct vector_mask_args a = { vin(&x), vout(&out), rows, cols, window, pos, k };
+    assert_int_equal(vector_mask(&a), NPU_OK);
+    assert_same(&out, &ref);
+    if (tx == to) { /* in place gives the same */
+        struct mat xi = mat_clone(&x);
+        a.x = vin(&xi), a.out = vout(&xi);
+        assert_int_equal(vector_mask(&a), NPU_OK);
+        for (uint32_t r = 0; r < rows; r++)
+            for (uint32_t c = 0; c < cols; c++)
+                assert_int_equal(num_fp32_to_bits(at(&xi, r, c)),
+                                 num_fp32_to_bits(at(&ref, r, c)));
+        free(xi.p);
+    }
+    free(x.p), free(out.p), free(ref.p);
+    return visible;
+}
+
+static void test_mask_causal(void **state)
+{
+    (void)state;
+    /* k = 1, a square causal block: row r sees columns 0..r (the lower triangle). */
+    assert_int_equal(check_mask(5, 5, 0, 1, 0.0f, NUM_FP32, NUM_FP32), 15);
+    /* k = 0 means 1; s1 = 2: row r sees 0..r+2 of 6 columns: 3+4+5+6+6 */
+    assert_int_equal(check_mask(5, 6, 2, 0, 0.0f, NUM_FP32, NUM_FP32), 24);
+    /* k = 2 (two heads per token): rows 2j, 2j+1 see 0..1+j of 4 columns: 2,2,3,3,4,4 */
+    assert_int_equal(check_mask(6, 4, 1, 2, 0.0f, NUM_FP32, NUM_FP32), 18);
+    /* hand check of one row: x = 1..4, s1 = 1, row 0 sees columns 0, 1 */
+    float x[4] = { 1, 2, 3, 4 }, o[4];
+    struct vector_mask_args a = { { x, 4, NUM_FP32 }, { o, 4, NUM_FP32 }, 1, 4, 0.0f, 1, 1 };
+    assert_int_equal(vector_mask(&a), NPU_OK);
+    assert_true(o[0] == 1.0f && o[1] == 2.0f && o[2] == -1.0e30f && o[3] == -1.0e30f);
+    assert_true(isfinite(NPU_VECTOR_MASKED) && NPU_VECTOR_MASKED == -1.0e30f);
+    for (int t = 0; t < 20; t++) /* random shapes, k, positions around the block */
+        check_mask(1 + rnd() % 9, 1 + rnd() % 40, (int32_t)(rnd() % 60) - 20, rnd() % 4,
+                   0.0f, NUM_FP32, NUM_FP32);
+}
+
+static void test_mask_negative_start(void **state)
+{
+    (void)state;
+    /* s1 = -3, k = 2: hi(r) = -3 + r / 2 < 0 for rows 0..5 (whole rows masked), 0 for 6, 7 */
+    const uint32_t rows = 8, cols = 4;
+    struct mat x = mat_new(rows, cols, 0, NUM_FP32, 4.0f), out = mat_clone(&x);
+    struct vector_mask_args a = { vin(&x), vout(&out), rows, cols, 0.0f, -3, 2 };
+    assert_int_equal(vector_mask(&a), NPU_OK);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            bool v = r >= 6 && c == 0;
+            assert_true(at(&out, r, c) == (v ? at(&x, r, c) : NPU_VECTOR_MASKED));
+        }
+    /* extremes: no overflow in hi(r) = s1 + r / k */
+    assert_int_equal(check_mask(3, 5, INT32_MIN, 1, 0.0f, NUM_FP32, NUM_FP32), 0);
+    assert_int_equal(check_mask(3, 5, INT32_MAX, 1, 0.0f, NUM_FP32, NUM_FP32), 15);
+    assert_int_equal(check_mask(3, 5, INT32_MAX, 1, 2.0f, NUM_FP32, NUM_FP32), 0);
+    free(x.p), free(out.p);
+}
+
+static void test_mask_window(void **state)
+{
+    (void)state;
+    /* W = 3, s1 = 5: row r sees columns 3+r .. 5+r of 10 */
+    const uint32_t rows = 4, cols = 10;
+    struct mat x = mat_new(rows, cols, 1, NUM_FP32, 4.0f), out = mat_new(rows, cols, 1,
+                                                                         NUM_FP32, 1.0f);
+    struct vector_mask_args a = { vin(&x), vout(&out), rows, cols, 3.0f, 5, 1 };
+    assert_int_equal(vector_mask(&a), NPU_OK);
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < cols; c++) {
+            bool v = c >= 3 + r && c <= 5 + r;
+            assert_true(at(&out, r, c) == (v ? at(&x, r, c) : NPU_VECTOR_MASKED));
+        }
+    assert_int_equal(check_mask(rows, cols, 5, 1, 3.0f, NUM_FP32, NUM_FP32), 12);
+    /* W = 1: the diagonal only; k = 2 with a window; a window longer than any block */
+    assert_int_equal(check_mask(6, 6, 0, 1, 1.0f, NUM_FP32, NUM_FP32), 6);
+    assert_int_equal(check_mask(6, 8, 4, 2, 3.0f, NUM_FP32, NUM_FP32), 18);
+    assert_int_equal(check_mask(4, 4, 0, 1, 1.0e20f, NUM_FP32, NUM_FP32), 10);
+    /* a window entirely left of the block: every column masked */
+    assert_int_equal(check_mask(2, 5, -4, 1, 3.0f, NUM_FP32, NUM_FP32), 0);
+    for (int t = 0; t < 20; t++)
+        check_mask(1 + rnd() % 9, 1 + rnd() % 40, (int32_t)(rnd() % 60) - 20, rnd() % 4,
+                   (float)(rnd() % 12), NUM_FP32, NUM_FP32);
+    free(x.p), free(out.p);
+}
+
+static void test_mask_bf16_and_in_place(void **state)
+{
+    (void)state;
+    /* every fp32/bf16 in/out combination; in place where the types agree (check_mask) */
+    for (int tx = NUM_FP32; tx <= NUM_BF16; tx++)
+        for (int to = NUM_FP32; to <= NUM_BF16; to++) {
+            check_mask(5, 7, 1, 1, 0.0f, (enum num_type)tx, (enum num_type)to);
+            check_mask(6, 9, 2, 2, 2.0f, (enum num_type)tx, (enum num_type)to);
+        }
+    /* bf16 in place: masked elements hold bf16(-1e30), still finite */
+    uint16_t xb[6];
+    for (int i = 0; i < 6; i++)
+        xb[i] = num_fp32_to_bf16((float)(i + 1));
+    struct vector_mask_args a = { { xb, 3, NUM_BF16 }, { xb, 3, NUM_BF16 }, 2, 3, 0.0f, 0, 1 };
+    assert_int_equal(vector_mask(&a), NPU_OK);
+    uint16_t m = num_fp32_to_bf16(NPU_VECTOR_MASKED);
+    assert_true(isfinite(num_bf16_to_fp32(m)) && num_bf16_to_fp32(m) < -9.0e29f);
+    const uint16_t want[6] = { num_fp32_to_bf16(1.0f), m, m, num_fp32_to_bf16(4.0f),
+                               num_fp32_to_bf16(5.0f), m };
+    assert_memory_equal(xb, want, sizeof(xb));
+}
+
+static void test_mask_errors(void **state)
+{
+    (void)state;
+    float x[8], o[8];
+    for (int i = 0; i < 8; i++)
+        x[i] = 1.0f, o[i] = 9.0f;
+    const struct vector_mask_args ok = { { x, 4, NUM_FP32 }, { o, 4, NUM_FP32 }, 2, 4, 2.0f, 1,
+                                         1 };
+    struct vector_mask_args a = ok;
+    static const float bad_w[] = { -1.0f, 2.5f, 0.5f, -0.5f, INFINITY, -INFINITY, NAN };
+    for (size_t i = 0; i < sizeof(bad_w) / sizeof(bad_w[0]); i++) {
+        a = ok, a.window = bad_w[i];
+        assert_int_equal(vector_mask(&a), NPU_ERR_INVAL);
+    }
+    a = ok, a.rows = 0;
+    assert_int_equal(vector_mask(&a), NPU_ERR_INVAL);
+    a = ok, a.out.p = x + 1; /* shifted alias of x */
+    assert_int_equal(vector_mask(&a), NPU_ERR_INVAL);
+    a = ok, a.x.p = NULL;
+    assert_int_equal(vector_mask(&a), NPU_ERR_INVAL);
+    for (int i = 0; i < 8; i++) /* nothing written */
+        assert_true(o[i] == 9.0f && x[i] == 1.0f);
+    a = ok, a.window = -0.0f; /* -0 is a whole number: no window */
+    assert_int_equal(vector_mask(&a), NPU_OK);
+}
+
+/* The hazard the finite masked value is for: an online softmax whose first block is fully
+ * masked for a row stays finite and equals the softmax of the visible columns. */
+static void test_mask_online_softmax_fully_masked_block(void **state)
+{
+    (void)state;
+    enum { COLS = 8, SPLIT = 4 };
+    float x[COLS], xm[COLS], p[COLS], full[COLS], m1, m2, m, l1, l2;
+    for (int c = 0; c < COLS; c++)
+        x[c] = rnd_value(3.0f);
+    /* the query is at key position 5 (s1 = 5 for the whole row): block 1 (keys 0..3) is
+     * masked by a window of 2 (keys 4, 5 visible), block 2 (keys 4..7) by causality. */
+    struct vector_mask_args mk = { { x, COLS, NUM_FP32 }, { xm, COLS, NUM_FP32 }, 1, SPLIT,
+                                   2.0f, 5, 1 };
+    assert_int_equal(vector_mask(&mk), NPU_OK);
+    mk.x.p = x + SPLIT, mk.out.p = xm + SPLIT, mk.pos = 5 - SPLIT;
+    assert_int_equal(vector_mask(&mk), NPU_OK);
+    for (int c = 0; c < SPLIT; c++)
+        assert_true(xm[c] == NPU_VECTOR_MASKED);
+    struct vector_in h1 = { xm, COLS, NUM_FP32 }, h2 = { xm + SPLIT, COLS, NUM_FP32 };
+    struct vector_out p1 = { p, COLS, NUM_FP32 }, p2 = { p + SPLIT, COLS, NUM_FP32 };
+    assert_int_equal(vector_row_max(&(struct vector_row_max_args){ h1, 1, SPLIT, &m1 }), 0);
+    assert_int_equal(vector_exp_sum(&(struct vector_exp_sum_args){ h1, &m1, p1, &l1, 1,
+                                                                   SPLIT }), 0);
+    assert_true(isfinite(m1) && isfinite(l1));
+    assert_int_equal(vector_row_max(&(struct vector_row_max_args){ h2, 1, SPLIT, &m2 }), 0);
+    assert_int_equal(vector_exp_sum(&(struct vector_exp_sum_args){ h2, &m2, p2, &l2, 1,
+                                                                   SPLIT }), 0);
+    m = m1 > m2 ? m1 : m2;
+    struct vector_in p1i = { p, COLS, NUM_FP32 }, p2i = { p + SPLIT, COLS, NUM_FP32 };
+    assert_int_equal(vector_rescale(&(struct vector_rescale_args){ p1i, &m1, &m, p1, 1,
+                                                                   SPLIT }), 0);
+    assert_int_equal(vector_rescale(&(struct vector_rescale_args){ p2i, &m2, &m, p2, 1,
+                                                                   SPLIT }), 0);
+    float f1 = m1 == m ? 1.0f : expf(m1 - m), f2 = m2 == m ? 1.0f : expf(m2 - m);
+    float l = l1 * f1 + l2 * f2;
+    /* reference: softmax over the two visible keys 4, 5 */
+    struct vector_softmax_args s = { { x + 4, 2, NUM_FP32 }, { full, 2, NUM_FP32 }, 1, 2 };
+    assert_int_equal(vector_softmax(&s), NPU_OK);
+    for (int c = 0; c < COLS; c++) {
+        float want = c == 4 || c == 5 ? full[c - 4] : 0.0f;
+        assert_true(isfinite(p[c] / l));
+        assert_close(p[c] / l, want, "masked online softmax");
+    }
+}
+
 /* ---- timing ---- */
 
 static void test_timing(void **state)
@@ -584,8 +788,12 @@ static void test_timing(void **state)
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SWIGLU, 4096, 8), 1024 + 10);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_TOPK, 1000, 4), 250 + 50);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ROPE, 33, 3), 8 + 10); /* 231 / 32 */
+    /* MASK costs what ADD does: 1 ALU op per element, one pipeline fill per op */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_MASK, 100, 1), 4 + 10);
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_MASK, 64, 4), 2 + 10);
+    assert_int_equal(vector_op_alu_ops(VECTOR_OP_MASK), vector_op_alu_ops(VECTOR_OP_ADD));
     static const uint32_t ops[VECTOR_OP_COUNT] = { 1, 1, 1, 1, 4, 7, 8, 1, 4, 1, 6, 1, 2, 9,
-                                                   7, 8, 2 };
+                                                   7, 8, 2, 1 };
     for (int op = 0; op < VECTOR_OP_COUNT; op++) {
         assert_int_equal(vector_op_alu_ops((enum vector_op)op), ops[op]);
         uint64_t prev = 0, first = vector_op_cycles(&cfg, (enum vector_op)op, 1, 3);
@@ -629,6 +837,12 @@ int main(void)
         cmocka_unit_test(test_rope_bf16_in_place_and_errors),
         cmocka_unit_test(test_topk_random_with_ties),
         cmocka_unit_test(test_topk_order_rules),
+        cmocka_unit_test(test_mask_causal),
+        cmocka_unit_test(test_mask_negative_start),
+        cmocka_unit_test(test_mask_window),
+        cmocka_unit_test(test_mask_bf16_and_in_place),
+        cmocka_unit_test(test_mask_errors),
+        cmocka_unit_test(test_mask_online_softmax_fully_masked_block),
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_timing),
     };
