@@ -1,83 +1,153 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Single-core execution of a model (docs/models.md, "first on-chip slice"): the forward
- * pass of one token as chains of engine descriptors on this core, in fp32 (GEMMs on the
- * matrix engine, norms, RoPE, softmax, SwiGLU, top-k, residual adds and argmax on the vector
- * engine), each descriptor waiting for the one before. A MoE layer splits the chain at its
- * router: the hart reads the top-k experts and their weights, then chains those experts.
- * Weights, activations and the KV cache live in this core's SRAM. With tensor parallelism
- * (below) every weight GEMM is split over a group of cores. Not yet: attention and the KV
- * cache split over the ranks, experts on other cores, weights in HBM, batching, bf16.
+ * The layer-program interpreter of the model image (docs/images.md, "Execution"): one
+ * iteration is a set of row runs (a run is one request's new tokens at consecutive
+ * positions: a whole prompt, a chunk of one, or one decode token). For each op of its
+ * program, a core works through the iteration's rows in tiles of plan.tile_rows, each op a
+ * chain of engine descriptors on this core, every descriptor waiting for the one before.
+ *
+ * Modelled: RMSNorm, QKV, q/k RMSNorm, RoPE, the KV cache (one segment per request slot, in
+ * SRAM or HBM as the plan says), attention over blocks of the cache with an online softmax
+ * (bounded SRAM for any context), causal and sliding-window masks, output projection, dense
+ * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
+ * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
+ * split over the tensor-parallel group, MN (output columns, one all-gather per GEMM) or K
+ * (input columns, one all-reduce) per GEMM as the plan says; every other op runs on every
+ * rank on replicated activations. Weights are resident in SRAM or staged one layer at a time
+ * from HBM (experts: only those some row of the iteration routes to).
+ * Not modelled: attention split over ranks, experts on other cores (M2N), pipeline stages,
+ * overlap of weight staging with compute (a chain is sequential).
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model_config.h"
+#include "model_weights.h"
 #include "noc/collective.h"
+#include "npu_image.h"
+#include "npu_layout.h"
 
-/*
- * Tensor parallelism over a group of cores (the NPU paper's Table 2, per weight GEMM
- * y[N] = W[N][K] x[K]): with MN-partition rank r holds rows [r N / p, (r + 1) N / p) of W,
- * computes that part of y in place and an all-gather completes y; with K-partition it holds
- * columns [r K / p, (r + 1) K / p), computes a partial y and an all-reduce sums it. Every
- * other op (norms, RoPE, attention, the router) runs on every rank on full, replicated
- * activations. Expert weights are split the same way, expert by expert.
- */
-enum exec_partition { EXEC_SINGLE = 0, EXEC_MN, EXEC_K };
+#define EXEC_LAYERS_MAX 128u
+#define EXEC_KINDS (MT_LM_HEAD + 1)
+#define EXEC_RUNS_MAX 64u
 
-struct exec_tp {
-    enum exec_partition partition;
-    uint32_t rank, size;
-    struct noc_comm *comm;
+/* Per-layer accounting of chip time (what the per-layer breakdown prints). */
+enum exec_cat {
+    EXEC_CAT_ATTN,    /* norm, QKV, RoPE, KV cache, attention, O (compute only) */
+    EXEC_CAT_FFN,     /* dense or MoE FFN (compute only) */
+    EXEC_CAT_COLL,    /* all-gathers and all-reduces of the weight GEMMs */
+    EXEC_CAT_WEIGHTS, /* staging weights from HBM */
+    EXEC_CAT_OTHER,   /* embeddings, residual moves, LM head, argmax */
+    EXEC_CAT_COUNT,
 };
 
-/* This rank's share [*lo, *hi) of a dimension of n. */
-void exec_compute_share(const struct exec_tp *tp, uint32_t n, uint32_t *lo, uint32_t *hi);
-
-/* One layer's weights in SRAM (global addresses), fp32, row-major [out][in]; split weights
-   hold this rank's share only (experts: one share per expert, one after another). */
-struct exec_layer {
-    uint64_t attn_norm, wq, wk, wv, wo, q_norm, k_norm, ffn_norm, w_gate, w_up, w_down;
-    uint64_t router, e_gate, e_up, e_down; /* MoE: [E][d], [E][mff][d] x 2, [E][d][mff] */
-    uint64_t e_up_stride, e_down_stride;   /* bytes from one expert's share to the next */
+struct exec_stats {
+    uint64_t ps[EXEC_CAT_COUNT];
+    uint64_t flops[EXEC_CAT_COUNT];
+    uint64_t hbm_bytes[EXEC_CAT_COUNT];
+    uint64_t noc_byte_hops[EXEC_CAT_COUNT];
+    uint64_t expert_bytes;  /* expert weights moved HBM -> SRAM */
 };
 
-/* Everything one sequence needs on this core. */
+/* One request's rows in an iteration. */
+struct exec_run {
+    uint32_t req;           /* request id (the routing model's key) */
+    uint32_t slot;          /* KV-cache slot (0..max_batch-1) */
+    uint32_t pos;           /* position of the first row */
+    uint32_t count;         /* rows */
+    const uint32_t *tokens; /* [count] token ids */
+    bool wants_token;       /* the last row's logits give the next token */
+};
+
 struct exec_model {
     const struct model_config *cfg;
-    uint32_t max_seq;                     /* positions per request */
-    uint32_t batch_max;                   /* requests (rows) a step may carry, <= EXEC_BATCH_MAX */
-    uint64_t embed, final_norm, lm_head;  /* [V][d], [d], [V][d] */
-    struct exec_layer *layers;            /* [num_layers] */
-    uint64_t x, xb, xb2;                  /* [B][d] */
-    uint64_t q, attn;                     /* [B][n_heads * hd] */
-    uint64_t knew, vnew;                  /* [B][n_kv * hd]: this step's keys and values */
-    uint64_t positions;                   /* uint32 [B] */
-    uint64_t scores;                      /* [group][max_seq] */
-    uint64_t hb, hb2;                     /* [max(ff, mff)] */
-    uint64_t moe_out;                     /* [d]: one expert's output */
-    uint64_t probs, topk_val, topk_idx;   /* [B][E]; [B][k], uint32 [B][k] */
-    uint64_t *expert_tokens;              /* [layers][E]: tokens routed to each expert */
-    uint64_t logits;                      /* [B][V] */
-    uint64_t argmax;                      /* uint32 [B] */
-    uint64_t kcache, vcache;              /* [requests][layers][max_seq][n_kv * hd] */
-    uint32_t steps;                       /* descriptors completed so far */
-    struct exec_tp tp;
+    const struct npu_plan *plan;
+    const uint8_t *image;                  /* at the base of HBM */
+    uint32_t rank, tp;
+    struct noc_comm *comm;                 /* NULL when tp == 1 */
+    uint32_t eb;                           /* activation / weight element bytes */
+    enum npu_dtype dt;
+    uint64_t sram;                         /* this core's SRAM base */
+    struct npu_act_layout a;               /* global addresses (arena base added) */
+    uint64_t x_all, kv_k, kv_v;            /* residual rows, KV halves (SRAM or HBM) */
+    bool x_in_sram;
+    uint64_t ident;                        /* [ident_ld]^2 identity (MN transposes) */
+    uint32_t ident_ld;                     /* max(tile_rows, max_batch) */
+    uint64_t ytmp;                         /* [max(T x N, B x V)] transposed GEMM output */
+    uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
+    const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
+    const struct npu_image_tensor *embed, *final_norm, *lm_head;
+    uint64_t staged[EXEC_KINDS];           /* current layer's staged share addresses */
+    uint64_t expert_stage;                 /* staged experts: slot e at + e * expert_span */
+    uint64_t expert_span;
+    uint8_t expert_staged[256];
+    uint32_t layer;                        /* the layer being run, for accounting */
+    struct exec_stats *stats;              /* [num_layers + 1]: the last is outside layers */
+    uint64_t routing_table[256];           /* performance mode: cumulative popularity */
+    uint32_t routing_layer;                /* the layer routing_table is for (+1; 0: none) */
+    enum exec_cat cat;
+    uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0;
+    uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
+    uint32_t steps;                        /* descriptors completed so far */
 };
 
-#define EXEC_BATCH_MAX 8u
+/* ---- model_exec.c: chains, GEMMs, staging, embeddings, head */
 
-/* One row of a step: request `req` feeds `token` at position `pos`. */
-struct exec_row {
-    uint32_t req, token, pos;
+/* Initialises m's buffers from the image's core entry; 0 or a negative npu_status. */
+int exec_init(struct exec_model *m, const struct npu_image_core *core);
+/* Loads resident weights (DMA HBM -> SRAM); called once before the first iteration. */
+int exec_load_resident(struct exec_model *m);
+/* Runs the program ops for one iteration; out[i] receives run i's next token (argmax of
+   its last row) when runs[i].wants_token. */
+int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                   const struct exec_run *runs, uint32_t nruns, uint32_t *out, float *logit);
+
+/* Internal API shared by the op files. */
+struct npu_desc;
+struct vector_op_args;
+int exec_flush(struct exec_model *m);
+void exec_set_cat(struct exec_model *m, enum exec_cat cat);
+void exec_vec(struct exec_model *m, struct vector_op_args v);
+void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
+               uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);
+void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
+               uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
+               bool f32_out, bool accumulate);
+/* Y[T][N] = X[T][K] W^T with this rank's share of tensor (layer, kind), block `block`;
+   afterwards every rank holds all of Y. */
+int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
+               uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
+               uint32_t k);
+/* Address of a replicated tensor (norms, router) of this layer, in SRAM. */
+uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind);
+/* Stages layer l's shares but the experts (non-resident plans). */
+void exec_stage_layer(struct exec_model *m, uint32_t l);
+/* Stages expert e of layer l (non-resident plans); counts its bytes. */
+void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
+uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);
+
+/* ---- model_layer.c: the ops of one layer on one tile of rows */
+struct exec_seg {            /* one request's rows inside a tile */
+    uint32_t req, slot, pos; /* request, KV slot, position of the first row */
+    uint32_t row, count;     /* rows [row, row + count) of the tile */
 };
-
-/* Runs one step of n rows (1..batch_max; each request at most once) and writes the argmax of
-   each row's logits to out[n] (logits at m->logits, row by row). 0 or a negative npu_status
-   if the engines refused a chain or a collective failed. */
-int exec_run_step(struct exec_model *m, const struct exec_row *rows, uint32_t n,
-                  uint32_t *out);
+struct exec_tile {
+    uint32_t t0, n;          /* rows [t0, t0 + n) of the iteration */
+    struct exec_seg segs[EXEC_RUNS_MAX];
+    uint32_t nsegs;
+    uint64_t xt;             /* [n][d]: the tile's residual rows */
+};
+void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
+                  uint32_t d);
+void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);
+int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
+                bool expert, uint32_t e, uint32_t ff);
+int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
+                   const struct exec_tile *tile);
+int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+int exec_moe(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 
 #endif

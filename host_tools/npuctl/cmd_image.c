@@ -273,12 +273,15 @@ int npuctl_cmd_flash(int argc, char **argv)
     if (!f)
         return bad("flash: cannot open %s%s", image, "");
     size_t got = fread(&h, 1, sizeof(h), f);
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     fclose(f);
+    if (size < 0)
+        return bad("flash: cannot read %s%s", image, "");
     bool header_ok = got == sizeof(h) && h.magic == NPU_IMAGE_MAGIC;
     bool chip_given = false, mode_given = false;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
         chip_given |= !strcmp(argv[i], "--chip"), mode_given |= !strcmp(argv[i], "--mode");
-    char loader[NPUCTL_PATH_MAX + 96], chip[72];
+    char loader[NPUCTL_PATH_MAX + 96], chip[72], append[8192];
     snprintf(loader, sizeof(loader), "loader,file=%s,addr=%#" PRIx64 ",force-raw=on", image,
              (uint64_t)NPU_MAP_HBM_BASE);
     snprintf(chip, sizeof(chip), "%.64s", h.chip_name);
@@ -294,8 +297,21 @@ int npuctl_cmd_flash(int argc, char **argv)
         args[n++] = argv[i];
     args[n++] = "--";
     args[n++] = "-device", args[n++] = loader;
-    for (i++; i < argc; i++)
+    /* The file's size goes to the control core with the bootargs (one -append). */
+    const char *user_append = "";
+    for (int j = i + 1; j < argc; j++)
+        if (!strcmp(argv[j], "-append") && j + 1 < argc)
+            user_append = argv[j + 1];
+    snprintf(append, sizeof(append), "%s%simage_bytes=%ld", user_append,
+             *user_append ? " " : "", size);
+    for (i++; i < argc; i++) {
+        if (!strcmp(argv[i], "-append") && i + 1 < argc) {
+            i++;
+            continue;
+        }
         args[n++] = argv[i];
+    }
+    args[n++] = "-append", args[n++] = append;
     int rc = npuctl_cmd_run(n, args);
     free(args);
     return rc;

@@ -22,17 +22,19 @@ struct npu_act_layout {
     uint64_t kblk, vblk;           /* [kv_block][kvd] eb: one block of a request's cache */
     uint64_t scores;               /* [T][kv_block] fp32 */
     uint64_t probs_blk;            /* [T][kv_block] eb: exp(scores - max) */
-    uint64_t m_old, m_new, rsum, l; /* [T] fp32: online-softmax statistics */
-    uint64_t acc;                  /* [T][hd] fp32: one head's weighted values */
+    uint64_t m_a, m_b, rsum, l;    /* [heads][T] fp32: online-softmax statistics */
+    uint64_t acc;                  /* [T][qd] fp32: weighted values of every head */
     uint64_t hb, hb2;              /* [T][max(ff, mff)] eb */
     uint64_t probs;                /* [T][E] fp32: router */
     uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */
-    uint64_t rweight;              /* [T] fp32: 1 / (a row's weight of one expert) */
+    uint64_t rweight;              /* [T][k] fp32: 1 / (weight of a row's choice) */
     uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
     uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs */
     uint64_t hx;                   /* [B][d] eb: each request's last row */
     uint64_t logits;               /* [B][V] eb */
     uint64_t argmax;               /* uint32 [B] */
+    uint64_t ident;                /* [I][I] eb, I = max(T, B): identity (MN transposes) */
+    uint64_t ytmp;                 /* eb: max(T x max(qd, d, ff), B x V), GEMM output^T */
     uint64_t bytes;                /* the arena */
 };
 

@@ -31,18 +31,24 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->positions = take(&at, t * 4);
     o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
     o->scores = take(&at, t * blk * 4), o->probs_blk = take(&at, t * blk * eb);
-    o->m_old = take(&at, t * 4), o->m_new = take(&at, t * 4);
-    o->rsum = take(&at, t * 4), o->l = take(&at, t * 4);
-    o->acc = take(&at, t * c->head_dim * 4);
+    const uint64_t nh = c->num_heads;
+    o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
+    o->rsum = take(&at, nh * t * 4), o->l = take(&at, nh * t * 4);
+    o->acc = take(&at, t * qd * 4);
     o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
     o->probs = take(&at, t * e * 4);
     o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);
-    o->rweight = take(&at, t * 4);
+    o->rweight = take(&at, t * k * 4);
     o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
     o->combine = take(&at, t * k * d * eb);
     o->hx = take(&at, b * d * eb);
     o->logits = take(&at, b * c->vocab_size * eb);
     o->argmax = take(&at, b * 4);
+    const uint64_t id = t > b ? t : b;
+    uint64_t wide = qd > d ? qd : d;
+    wide = ff > wide ? ff : wide;
+    o->ident = take(&at, id * id * eb);
+    o->ytmp = take(&at, t * wide > b * c->vocab_size ? t * wide * eb : b * c->vocab_size * eb);
     o->bytes = at;
 }
 

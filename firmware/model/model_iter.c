@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/* Set-up, resident weights and the iteration loop of the interpreter (model_exec.h). */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model_exec.h"
+#include "npu/engine.h"
+#include "npu/hal.h"
+#include "npu/vector.h"
+#include "npu/wait.h"
+#include "npu_numeric.h"
+
+extern char __image_end[];
+
+_Static_assert(NOC_COMM_SCRATCH_BYTES(NPU_IMAGE_COMM_SEGMENT) <= NPU_IMAGE_COMM_SCRATCH,
+               "the plan reserves the collectives' scratch");
+
+/* Layout offsets -> addresses in this core's SRAM. */
+static void place_layout(struct exec_model *m, uint64_t base)
+{
+    uint64_t *f = (uint64_t *)&m->a;
+    for (size_t i = 0; i < offsetof(struct npu_act_layout, bytes) / 8; i++)
+        f[i] += base;
+}
+
+static void index_tensors(struct exec_model *m)
+{
+    const struct npu_image_header *h = (const void *)m->image;
+    const struct npu_image_tensor *ts = (const void *)(m->image + h->tensors_off);
+    for (uint64_t i = 0; i < h->tensors_count; i++) {
+        const struct npu_image_tensor *t = &ts[i];
+        if (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank)
+            continue;
+        if (t->kind == MT_EMBED)
+            m->embed = t;
+        else if (t->kind == MT_FINAL_NORM)
+            m->final_norm = t;
+        else if (t->kind == MT_LM_HEAD)
+            m->lm_head = t;
+        else
+            m->t[t->layer][t->kind] = t;
+    }
+}
+
+static void write_identity(struct exec_model *m)
+{
+    const uint32_t n = m->ident_ld;
+    uint8_t *id = (uint8_t *)(uintptr_t)m->ident;
+    memset(id, 0, (size_t)n * n * m->eb);
+    for (uint32_t i = 0; i < n; i++) {
+        if (m->eb == 4) {
+            float one = 1.0f;
+            memcpy(id + ((size_t)i * n + i) * 4, &one, 4);
+        } else {
+            uint16_t one = num_fp32_to_bf16(1.0f);
+            memcpy(id + ((size_t)i * n + i) * 2, &one, 2);
+        }
+    }
+}
+
+int exec_init(struct exec_model *m, const struct npu_image_core *core)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_plan *p = m->plan;
+    m->sram = hal_self()->sram_base;
+    if ((uint64_t)(uintptr_t)__image_end > m->sram + NPU_IMAGE_APP_BASE ||
+        noc_reserved_bytes() > NPU_IMAGE_NOC_RESERVE(hal_chip()->ncores)) {
+        printf("MODEL error: core %u: firmware or NoC mailboxes overlap the plan's SRAM\n",
+               hal_self()->core_id);
+        return NPU_ERR_NOMEM;
+    }
+    if (c->num_layers > EXEC_LAYERS_MAX || c->num_experts > 256 ||
+        (uint64_t)p->tile_rows * (c->experts_per_token ? c->experts_per_token : 1) > 8192u ||
+        c->num_experts > 128) {
+        printf("MODEL error: %s: this firmware takes at most %u layers, 128 experts and "
+               "tile_rows x top-k 8192\n", c->name, EXEC_LAYERS_MAX);
+        return NPU_ERR_RANGE;
+    }
+    m->eb = npu_dtype_bytes(p->dtype);
+    m->dt = p->dtype == NPU_IMAGE_BF16 ? NPU_DTYPE_BF16 : NPU_DTYPE_FP32;
+    npu_act_layout(c, p, &m->a);
+    place_layout(m, m->sram + core->sram_act);
+    const uint64_t hbm = (uint64_t)(uintptr_t)m->image;
+    m->x_in_sram = p->x_in_sram;
+    m->x_all = (p->x_in_sram ? m->sram : hbm) + core->x_off;
+    m->kv_k = (p->kv_in_sram ? m->sram : hbm) + core->kv_off;
+    m->kv_v = m->kv_k + npu_kv_bytes(c, p) / 2;
+    m->ident = m->a.ident, m->ytmp = m->a.ytmp;
+    m->ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
+    m->stage = m->sram + core->sram_stage, m->stage_bytes = core->sram_stage_bytes;
+    index_tensors(m);
+    write_identity(m);
+    m->layer = c->num_layers;
+    m->cat = EXEC_CAT_OTHER, m->cat_t0 = hal_time_ps();
+    m->cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
+    m->cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
+    m->cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
+    return NPU_OK;
+}
+
+int exec_load_resident(struct exec_model *m)
+{
+    const struct npu_image_header *h = (const void *)m->image;
+    const struct npu_image_tensor *ts = (const void *)(m->image + h->tensors_off);
+    exec_set_cat(m, EXEC_CAT_WEIGHTS);
+    for (uint64_t i = 0; i < h->tensors_count; i++) {
+        const struct npu_image_tensor *t = &ts[i];
+        if (t->sram_off == NPU_IMAGE_NOWHERE ||
+            (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank))
+            continue;
+        uint64_t bytes = t->block_bytes * t->blocks;
+        exec_copy(m, m->sram + t->sram_off, (uint64_t)(uintptr_t)m->image + t->hbm_off, 1,
+                  bytes, bytes, bytes);
+        if (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
+            m->stats[m->cfg->num_layers].expert_bytes += bytes; /* at load, once */
+    }
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    return exec_flush(m);
+}
+
+/* The segments of the runs inside tile rows [t0, t0 + n). */
+static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, uint32_t n,
+                      struct exec_tile *tile)
+{
+    tile->t0 = t0, tile->n = n, tile->nsegs = 0;
+    uint32_t row = 0;
+    for (uint32_t i = 0; i < nruns; i++) {
+        uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
+        uint32_t hi = end < t0 + n ? end : t0 + n;
+        if (lo < hi)
+            tile->segs[tile->nsegs++] = (struct exec_seg){
+                .req = runs[i].req, .slot = runs[i].slot, .pos = runs[i].pos + (lo - row),
+                .row = lo - t0, .count = hi - lo };
+        row = end;
+    }
+}
+
+/* Embeddings of the tile's rows into its residual rows. */
+static void embed_tile(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
+                       const struct exec_tile *tile)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
+    const uint64_t table = (uint64_t)(uintptr_t)m->image + m->embed->hbm_off;
+    uint32_t r = 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        for (uint32_t j = 0; j < runs[i].count; j++, r++)
+            if (r >= tile->t0 && r < tile->t0 + tile->n)
+                exec_copy(m, tile->xt + (r - tile->t0) * row, table + runs[i].tokens[j] * row,
+                          1, row, row, row);
+}
+
+/* Runs one layer op over every tile; the residual rows move in and out unless in SRAM. */
+static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
+                    const struct exec_run *runs, uint32_t nruns, uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
+    m->layer = op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer;
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += m->plan->tile_rows) {
+        static struct exec_tile tile;
+        uint32_t n = rows - t0 < m->plan->tile_rows ? rows - t0 : m->plan->tile_rows;
+        make_tile(runs, nruns, t0, n, &tile);
+        tile.xt = m->x_in_sram ? m->x_all + t0 * row : m->a.xt;
+        exec_set_cat(m, EXEC_CAT_OTHER);
+        if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
+            exec_copy(m, tile.xt, m->x_all + t0 * row, 1, n * row, n * row, n * row);
+        switch (op->kind) {
+        case NPU_OP_EMBED: embed_tile(m, runs, nruns, &tile); break;
+        case NPU_OP_ATTENTION:
+            rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, &tile);
+            break;
+        case NPU_OP_FFN: rc = exec_ffn(m, op->layer, &tile); break;
+        default: rc = exec_moe(m, op->layer, &tile); break;
+        }
+        exec_set_cat(m, EXEC_CAT_OTHER);
+        if (rc == NPU_OK && !m->x_in_sram)
+            exec_copy(m, m->x_all + t0 * row, tile.xt, 1, n * row, n * row, n * row);
+    }
+    return rc;
+}
+
+/* Final norm, LM head and argmax of each run's last row that wants a token. */
+static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
+                uint32_t *out, float *logit)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t d = c->hidden_size, V = c->vocab_size;
+    const uint64_t row = (uint64_t)d * m->eb;
+    uint32_t nw = 0, r = 0;
+    m->layer = c->num_layers;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
+        if (runs[i].wants_token)
+            exec_copy(m, m->a.hx + nw++ * row, m->x_all + (r + runs[i].count - 1) * row, 1,
+                      row, row, row);
+    if (nw == 0)
+        return NPU_OK;
+    uint64_t norm = m->sram + m->final_norm->sram_off;
+    if (m->final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
+        norm = m->a.gather;
+        exec_copy(m, norm, (uint64_t)(uintptr_t)m->image + m->final_norm->hbm_off, 1, row, row,
+                  row);
+    }
+    exec_rmsnorm(m, m->a.xb, m->a.hx, norm, nw, d);
+    int rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->a.logits, m->a.xb, nw, 0, MT_LM_HEAD, 0, V, d);
+    if (rc != NPU_OK)
+        return rc;
+    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->a.logits,
+                                         .aux = m->a.argmax, .rows = nw, .cols = V,
+                                         .ldaux = 1, .x_type = m->dt });
+    rc = exec_flush(m);
+    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->a.argmax;
+    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->a.logits;
+    for (uint32_t i = 0, w = 0; rc == NPU_OK && i < nruns; i++) {
+        if (!runs[i].wants_token)
+            continue;
+        uint32_t t = m->plan->mode ? 0 : am[w]; /* performance mode: no data, token 0 */
+        out[i] = t;
+        logit[i] = m->plan->mode ? 0.0f
+                   : num_load(lg, (size_t)w * V + t, m->eb == 4 ? NUM_FP32 : NUM_BF16);
+        w++;
+    }
+    return rc;
+}
+
+int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                   const struct exec_run *runs, uint32_t nruns, uint32_t *out, float *logit)
+{
+    uint32_t rows = 0;
+    for (uint32_t i = 0; i < nruns; i++)
+        rows += runs[i].count;
+    assert(nruns >= 1 && nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
+    int rc = NPU_OK;
+    for (uint32_t i = 0; rc == NPU_OK && i < nops; i++) {
+        switch (ops[i].kind) {
+        case NPU_OP_STAGE:
+            m->layer = ops[i].layer;
+            exec_stage_layer(m, ops[i].layer);
+            break;
+        case NPU_OP_HEAD: rc = head(m, runs, nruns, out, logit); break;
+        default: rc = layer_op(m, &ops[i], runs, nruns, rows); break;
+        }
+    }
+    m->layer = m->cfg->num_layers;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    return rc;
+}

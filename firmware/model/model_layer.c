@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ops of one layer on one tile of rows (model_exec.h): attention with the KV cache and
+ * an online softmax, the dense FFN, and MoE. Shapes: n = tile rows, d = hidden size,
+ * qd = heads x head_dim, kvd = kv heads x head_dim, B = attention block (positions).
+ */
+#include <assert.h>
+#include <math.h>
+
+#include "model_exec.h"
+#include "npu/hal.h"
+#include "npu/vector.h"
+
+static struct vector_op_args f32(struct vector_op_args v)
+{
+    v.x_type = v.y_type = v.out_type = NPU_DTYPE_FP32;
+    return v;
+}
+
+static struct vector_op_args act(const struct exec_model *m, struct vector_op_args v)
+{
+    v.x_type = v.y_type = v.out_type = m->dt;
+    return v;
+}
+
+/* x [n][d] -> out [n][d], RMSNorm with weight w [d]. */
+void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
+                    uint32_t d)
+{
+    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = x, .y = w,
+                                                .out = out, .rows = n, .cols = d, .ldy = d,
+                                                .scalar = (float)m->cfg->rms_norm_eps }));
+}
+
+void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d)
+{
+    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = xt, .y = y,
+                                                .out = xt, .rows = n, .cols = d }));
+}
+
+/* q/k norms and RoPE of the tile's rows; its keys and values into the cache. */
+static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t hd = c->head_dim, nh = c->num_heads, nkv = c->num_kv_heads, n = tile->n;
+    uint32_t *pos = (uint32_t *)(uintptr_t)a->positions;
+    for (uint32_t s = 0; s < tile->nsegs; s++) /* the chain was flushed: nothing reads it */
+        for (uint32_t i = 0; i < tile->segs[s].count; i++)
+            pos[tile->segs[s].row + i] = tile->segs[s].pos + i;
+    if (c->qk_norm) { /* per head: rows of hd */
+        exec_rmsnorm(m, a->q, a->q, exec_weight_addr(m, l, MT_Q_NORM), n * nh, hd);
+        exec_rmsnorm(m, a->knew, a->knew, exec_weight_addr(m, l, MT_K_NORM), n * nkv, hd);
+    }
+    const uint64_t bufs[2] = { a->q, a->knew };
+    const uint32_t heads[2] = { nh, nkv };
+    for (int i = 0; i < 2; i++) /* row r's heads at positions[r] */
+        exec_vec(m, act(m, (struct vector_op_args){
+            .op = NPU_VECTOR_OP_ROPE, .x = bufs[i], .y = a->positions, .out = bufs[i],
+            .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
+            .scalar = (float)c->rope_theta, .y_type = NPU_DTYPE_FP32 }));
+    const uint64_t row = (uint64_t)nkv * hd * m->eb;
+    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        const struct exec_seg *g = &tile->segs[s];
+        uint64_t at = npu_kv_offset(c, m->plan, g->slot, l, g->pos);
+        exec_copy(m, m->kv_k + at, a->knew + g->row * row, g->count, row, row, row);
+        exec_copy(m, m->kv_v + at, a->vnew + g->row * row, g->count, row, row, row);
+    }
+}
+
+/* Head h of segment g against cache block [b0, b0 + nb): scores, mask, online softmax
+   update of (max, sum, acc). m_old/m_new: this block's parity of the max buffers. */
+static void head_block(struct exec_model *m, const struct exec_seg *g, uint32_t h,
+                       uint32_t b0, uint32_t nb, bool first, uint32_t window, uint64_t m_old,
+                       uint64_t m_new)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t hd = c->head_dim, qd = c->num_heads * hd, kvd = c->num_kv_heads * hd;
+    const uint32_t kvh = h / (c->num_heads / c->num_kv_heads), n = g->count;
+    const uint64_t eb = m->eb, T = m->plan->tile_rows;
+    const uint64_t stat = h * T * 4 + (uint64_t)g->row * 4; /* this head's rows, fp32 */
+    const uint64_t acc = a->acc + ((uint64_t)g->row * qd + (uint64_t)h * hd) * 4;
+    /* scores[n][nb] = Q_h[n][hd] K_blk[nb][hd]^T / sqrt(hd) */
+    exec_gemm(m, a->scores, a->q + ((uint64_t)g->row * qd + (uint64_t)h * hd) * eb,
+              a->kblk + (uint64_t)kvh * hd * eb, n, nb, hd, qd, kvd, nb, true, true, false);
+    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
+                                             .out = a->scores, .rows = n, .cols = nb,
+                                             .scalar = 1.0f / sqrtf((float)hd) }));
+    /* Row r (position pos + r) sees block columns up to pos + r - b0, and with a window the
+       last `window` positions only. */
+    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
+                                             .out = a->scores, .rows = n, .cols = nb, .k = 1,
+                                             .pos = g->pos - b0, .scalar = (float)window }));
+    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
+                                             .aux = m_new + stat, .rows = n, .cols = nb,
+                                             .ldaux = 1 }));
+    if (!first) /* running max */
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+                                                 .y = m_old + stat, .out = m_new + stat,
+                                                 .rows = 1, .cols = n }));
+    struct vector_op_args e = f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
+        .aux = (first ? a->l : a->rsum) + stat, .rows = n, .cols = nb, .ldy = 1, .ldaux = 1 });
+    e.out_type = m->dt;
+    exec_vec(m, e);
+    if (!first) { /* acc and the sum so far scaled by exp(old max - new max), then += */
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
+                                                 .y = m_old + stat, .aux = m_new + stat,
+                                                 .out = acc, .rows = n, .cols = hd,
+                                                 .ldx = qd, .ldout = qd, .ldy = 1,
+                                                 .ldaux = 1 }));
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = a->l + stat,
+                                                 .y = m_old + stat, .aux = m_new + stat,
+                                                 .out = a->l + stat, .rows = n, .cols = 1,
+                                                 .ldy = 1, .ldaux = 1 }));
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = a->l + stat,
+                                                 .y = a->rsum + stat, .out = a->l + stat,
+                                                 .rows = 1, .cols = n }));
+    }
+    /* acc[n][hd] (+)= P[n][nb] V_blk[nb][hd] */
+    exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)kvh * hd * eb, n, hd, nb, nb, kvd, qd,
+              false, true, !first);
+}
+
+/* Attention of one segment over its cache, block by block (keys and values loaded once per
+   block for all heads), then attn = acc / sum. */
+static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct exec_seg *g)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t hd = c->head_dim, qd = c->num_heads * hd, B = m->plan->kv_block;
+    const uint32_t last = g->pos + g->count - 1;
+    const uint32_t window = sliding ? c->sliding_window : 0;
+    const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+    const uint64_t row = (uint64_t)c->num_kv_heads * hd * m->eb;
+    uint32_t parity = 0;
+    for (uint32_t b0 = lo; b0 <= last; b0 += B, parity ^= 1) {
+        uint32_t nb = last + 1 - b0 < B ? last + 1 - b0 : B;
+        uint64_t at = npu_kv_offset(c, m->plan, g->slot, l, b0);
+        exec_copy(m, a->kblk, m->kv_k + at, 1, nb * row, nb * row, nb * row);
+        exec_copy(m, a->vblk, m->kv_v + at, 1, nb * row, nb * row, nb * row);
+        uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
+        for (uint32_t h = 0; h < c->num_heads; h++)
+            head_block(m, g, h, b0, nb, b0 == lo, window, m_old, m_new);
+    }
+    const uint64_t T = m->plan->tile_rows;
+    for (uint32_t h = 0; h < c->num_heads; h++) {
+        struct vector_op_args v = f32((struct vector_op_args){
+            .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc + ((uint64_t)g->row * qd + h * hd) * 4,
+            .y = a->l + h * T * 4 + (uint64_t)g->row * 4,
+            .out = a->attn + ((uint64_t)g->row * qd + h * hd) * m->eb, .rows = g->count,
+            .cols = hd, .ldx = qd, .ldout = qd, .ldy = 1 });
+        v.out_type = m->dt;
+        exec_vec(m, v);
+    }
+}
+
+int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct exec_tile *tile)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t d = c->hidden_size, qd = c->num_heads * c->head_dim;
+    const uint32_t kvd = c->num_kv_heads * c->head_dim, n = tile->n;
+    exec_set_cat(m, EXEC_CAT_ATTN);
+    exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), n, d);
+    int rc = exec_wgemm(m, NPU_GEMM_QKV, a->q, a->xb, n, l, MT_WQ, 0, qd, d);
+    if (rc == NPU_OK)
+        rc = exec_wgemm(m, NPU_GEMM_QKV, a->knew, a->xb, n, l, MT_WK, 0, kvd, d);
+    if (rc == NPU_OK)
+        rc = exec_wgemm(m, NPU_GEMM_QKV, a->vnew, a->xb, n, l, MT_WV, 0, kvd, d);
+    if (rc == NPU_OK)
+        rc = exec_flush(m); /* the positions buffer is rewritten next */
+    if (rc != NPU_OK)
+        return rc;
+    rotate_and_store(m, l, tile);
+    for (uint32_t s = 0; s < tile->nsegs; s++)
+        attend(m, l, sliding, &tile->segs[s]);
+    rc = exec_wgemm(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
+    if (rc == NPU_OK)
+        exec_add_rows(m, tile->xt, a->xb2, n, d);
+    return rc;
+}
+
+/* out[n][d] = W_down (silu(W_gate x) * (W_up x)), width ff; expert block e (0 if dense). */
+int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
+                  bool expert, uint32_t e, uint32_t ff)
+{
+    const uint32_t d = m->cfg->hidden_size;
+    const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
+    const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
+    int rc = exec_wgemm(m, up, m->a.hb, x, n, l, expert ? MT_E_GATE : MT_W_GATE, e, ff, d);
+    if (rc == NPU_OK)
+        rc = exec_wgemm(m, up, m->a.hb2, x, n, l, expert ? MT_E_UP : MT_W_UP, e, ff, d);
+    if (rc != NPU_OK)
+        return rc;
+    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
+                                                .y = m->a.hb2, .out = m->a.hb, .rows = n,
+                                                .cols = ff }));
+    return exec_wgemm(m, down, out, m->a.hb, n, l, expert ? MT_E_DOWN : MT_W_DOWN, e, d, ff);
+}
+
+int exec_ffn(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const uint32_t d = m->cfg->hidden_size;
+    exec_set_cat(m, EXEC_CAT_FFN);
+    exec_rmsnorm(m, m->a.xb, tile->xt, exec_weight_addr(m, l, MT_FFN_NORM), tile->n, d);
+    int rc = exec_swiglu(m, l, m->a.xb2, m->a.xb, tile->n, false, 0, m->cfg->intermediate_size);
+    if (rc == NPU_OK)
+        exec_add_rows(m, tile->xt, m->a.xb2, tile->n, d);
+    return rc;
+}

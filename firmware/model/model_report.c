@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The end-of-run report of the model image (model_report.h). Roofline bounds are per core
+ * (rank 0's view): compute at 2 x sa_rows x sa_cols FLOPs per cycle, HBM at the core's
+ * hbm_gbps, collectives at one NoC link per core (byte-hops / noc_link_gbps: a ring sends
+ * every byte one hop). An op's bound is the largest of the three; measured / bound says how
+ * far it is from it (1.00 = on the bound).
+ */
+#include "model_report.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "npu/hal.h"
+
+static const char *const cat_names[EXEC_CAT_COUNT] = { "attn", "ffn", "coll", "weights",
+                                                       "other" };
+
+/* The roofline bound of (flops, hbm bytes, noc byte-hops) in ps on this chip. */
+static double bound_ps(uint64_t flops, uint64_t hbm, uint64_t noc)
+{
+    const struct hal_chip_info *c = hal_chip();
+    double peak = 2.0 * c->sa_rows * c->sa_cols * c->freq_mhz * 1e6;   /* FLOP/s */
+    double t = flops / peak, th = hbm / (c->hbm_gbps * 1e9), tn = noc / (c->noc_link_gbps * 1e9);
+    t = th > t ? th : t;
+    return (tn > t ? tn : t) * 1e12;
+}
+
+static void print_row(const char *label, const struct exec_stats *s)
+{
+    uint64_t ps = 0, flops = 0, hbm = 0, noc = 0;
+    printf("MODEL %s", label);
+    for (int c = 0; c < EXEC_CAT_COUNT; c++) {
+        printf(" %s_us=%.3f", cat_names[c], s->ps[c] / 1e6);
+        ps += s->ps[c], flops += s->flops[c], hbm += s->hbm_bytes[c], noc += s->noc_byte_hops[c];
+    }
+    double b = bound_ps(flops, hbm, noc);
+    printf(" total_us=%.3f gflop=%.3f hbm_mib=%.3f expert_mib=%.3f bound_us=%.3f "
+           "x_bound=%.2f\n", ps / 1e6, flops / 1e9, hbm / 1048576.0,
+           s->expert_bytes / 1048576.0, b / 1e6, b > 0 ? ps / b : 0.0);
+}
+
+static void print_rooflines(const struct exec_stats *sum)
+{
+    for (int c = 0; c < EXEC_CAT_COUNT; c++) {
+        double b = bound_ps(sum->flops[c], sum->hbm_bytes[c], sum->noc_byte_hops[c]);
+        printf("MODEL roofline op=%s measured_us=%.3f bound_us=%.3f x_bound=%.2f gflop=%.3f "
+               "hbm_mib=%.3f noc_mib_hops=%.3f\n", cat_names[c], sum->ps[c] / 1e6, b / 1e6,
+               b > 0 ? sum->ps[c] / b : 0.0, sum->flops[c] / 1e9,
+               sum->hbm_bytes[c] / 1048576.0, sum->noc_byte_hops[c] / 1048576.0);
+    }
+}
+
+static void add_stats(struct exec_stats *sum, const struct exec_stats *s)
+{
+    for (int c = 0; c < EXEC_CAT_COUNT; c++) {
+        sum->ps[c] += s->ps[c], sum->flops[c] += s->flops[c];
+        sum->hbm_bytes[c] += s->hbm_bytes[c], sum->noc_byte_hops[c] += s->noc_byte_hops[c];
+    }
+    sum->expert_bytes += s->expert_bytes;
+}
+
+static void print_routing(const struct exec_model *m)
+{
+    const struct model_config *c = m->cfg;
+    for (uint32_t l = 0; c->arch == MODEL_MOE && l < c->num_layers; l++) {
+        printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over the run */
+        for (uint32_t e = 0; e < c->num_experts; e++)
+            printf("%s%" PRIu64, e ? "," : "", m->expert_tokens[l * c->num_experts + e]);
+        printf("\n");
+    }
+}
+
+void report_run(struct exec_model *m, struct noc_comm *comm, uint32_t nreq, uint32_t n_new,
+                uint64_t chip_ps)
+{
+    const struct model_config *c = m->cfg;
+    struct exec_stats sum = { 0 }, layers = { 0 };
+    uint64_t expert = 0;
+    for (uint32_t l = 0; l <= c->num_layers; l++) {
+        add_stats(&sum, &m->stats[l]);
+        if (l < c->num_layers)
+            add_stats(&layers, &m->stats[l]);
+        expert += m->stats[l].expert_bytes;
+    }
+    if (m->rank == 0) {
+        print_routing(m);
+        if (!hal_bootarg_has("quiet_layers"))
+            for (uint32_t l = 0; l < c->num_layers; l++) {
+                char label[24];
+                snprintf(label, sizeof(label), "layer=%" PRIu32, l);
+                print_row(label, &m->stats[l]);
+            }
+        print_row("layer=outside", &m->stats[c->num_layers]);
+        print_row("layers=all", &layers);
+        print_rooflines(&sum);
+        printf("MODEL done model=%s requests=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
+               c->name, nreq, n_new, (double)chip_ps / 1e6);
+    }
+    /* Every rank's traffic, one rank at a time (a barrier between two ranks' lines keeps
+       the console lines whole). */
+    for (uint32_t r = 0; r < m->tp; r++) {
+        if (r == m->rank)
+            printf("MODEL rank=%" PRIu32 " core=%u hbm_bytes=%" PRIu64 " expert_load_bytes=%"
+                   PRIu64 " expert_load_bytes_at_load=%" PRIu64 "\n", r, hal_self()->core_id,
+                   sum.hbm_bytes[0] + sum.hbm_bytes[1] + sum.hbm_bytes[2] + sum.hbm_bytes[3] +
+                       sum.hbm_bytes[4],
+                   expert - m->stats[c->num_layers].expert_bytes,
+                   m->stats[c->num_layers].expert_bytes);
+        if (comm)
+            noc_barrier(comm);
+    }
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/* Seeded expert choice for performance mode (routing_model.h). */
+#include "routing_model.h"
+
+#include <assert.h>
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ln(x) for x >= 1 by x = m 2^e, m in [1, 2): ln m = 2 atanh((m - 1) / (m + 1)). Plain
+   double arithmetic, so host and chip compute the same bits. */
+static double ln_pos(double x)
+{
+    int e = 0;
+    while (x >= 2.0)
+        x *= 0.5, e++;
+    double t = (x - 1.0) / (x + 1.0), t2 = t * t, term = t, sum = 0.0;
+    for (int i = 1; i < 60; i += 2) {
+        sum += term / i;
+        term *= t2;
+    }
+    return 2.0 * sum + e * 0.69314718055994530942;
+}
+
+/* exp(x) for x <= 0: halve until small, Taylor, square back. */
+static double exp_neg(double x)
+{
+    int halvings = 0;
+    while (x < -0.5)
+        x *= 0.5, halvings++;
+    double term = 1.0, sum = 1.0;
+    for (int i = 1; i < 20; i++) {
+        term *= x / i;
+        sum += term;
+    }
+    while (halvings--)
+        sum *= sum;
+    return sum;
+}
+
+void routing_layer_table(const struct routing_model *rm, uint32_t layer, uint64_t *cum)
+{
+    assert(rm->experts >= 1 && rm->experts <= ROUTING_EXPERTS_MAX);
+    uint64_t s = rm->seed * 0x100000001b3ull + layer;
+    const uint32_t rot = (uint32_t)(splitmix64(&s) % rm->experts);
+    const double alpha = rm->skew_milli / 1000.0;
+    uint64_t total = 0;
+    for (uint32_t e = 0; e < rm->experts; e++) {
+        uint32_t rank = (e + rot) % rm->experts; /* 0: the most popular */
+        double w = alpha == 0.0 ? 1.0 : exp_neg(-alpha * ln_pos(rank + 1.0));
+        total += 1 + (uint64_t)(w * 1099511627776.0); /* 2^40, at least 1 */
+        cum[e] = total;
+    }
+}
+
+void routing_draw(const struct routing_model *rm, const uint64_t *cum, uint32_t layer,
+                  uint32_t req, uint32_t pos, uint32_t *experts)
+{
+    assert(rm->k >= 1 && rm->k <= rm->experts);
+    uint64_t s = ((rm->seed * 0x9e3779b97f4a7c15ull + layer) * 0x100000001b3ull + req) *
+                     0x100000001b3ull + pos;
+    uint8_t taken[ROUTING_EXPERTS_MAX] = { 0 };
+    for (uint32_t j = 0; j < rm->k; j++) {
+        uint64_t left = 0; /* weight of the experts not yet taken */
+        for (uint32_t e = 0; e < rm->experts; e++)
+            left += taken[e] ? 0 : cum[e] - (e ? cum[e - 1] : 0);
+        uint64_t u = splitmix64(&s) % left, e = 0;
+        for (;; e++) {
+            uint64_t w = taken[e] ? 0 : cum[e] - (e ? cum[e - 1] : 0);
+            if (u < w)
+                break;
+            u -= w;
+        }
+        taken[e] = 1;
+        experts[j] = (uint32_t)e;
+    }
+}
