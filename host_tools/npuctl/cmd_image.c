@@ -117,6 +117,12 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
                                                    : bad("%s needs a value%s", opt, "");
     else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
+    else if (!strcmp(opt, "--weights")) {
+        static const char *const ws[] = { "auto", "stream" };
+        int rc = parse_enum(opt, v, ws, 2, &e);
+        r->stream_weights = (uint32_t)e;
+        return rc;
+    }
     else if (!strcmp(opt, "--routing-seed")) {
         uint32_t s;
         int rc = parse_u32(opt, v, &s);

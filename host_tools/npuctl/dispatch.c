@@ -83,7 +83,9 @@ static const struct npuctl_command commands[] = {
       "  --max-batch B --max-tokens T --max-seq S --tile-rows R --kv-block K\n"
       "                        iteration shape (defaults 8, 512, min(4096, max_position),\n"
       "                        64, 256)\n"
-      "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n" },
+      "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
+      "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
+      "                        HBM layer by layer even so\n" },
     { "build-image", npuctl_cmd_build_image,
       "npuctl build-image --model NAME|PATH [--chip NAME|PATH] [PLAN OPTIONS] -o FILE\n"
       "  Plan (as npuctl plan) and write the image: header with format version and\n"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_weights.h"
+#include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_numeric.h"
 #include "npu_regs.h"
@@ -59,6 +60,7 @@ struct planner {
     uint64_t ntensors, cap;
     uint64_t weights_off, weights_end;
     uint32_t eb;
+    bool stream;
     char *err;
     size_t errlen;
 };
@@ -146,6 +148,14 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
         uint32_t n, k;
         gemm_dims(c, (enum npu_gemm)g, &n, &k);
         uint32_t dim = part == NPU_PART_MN ? n : k;
+        const uint32_t q = c->num_heads * c->head_dim;
+        if (gemm_used(c, (enum npu_gemm)g) && part == NPU_PART_MN && pl->plan.tp > 1 &&
+            (n % pl->plan.tp || (g == NPU_GEMM_QKV && q % pl->plan.tp)))
+            return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's N dimension "
+                        "(%u) is not a multiple of tp %u: MN shares must be equal for the "
+                        "all-gather (use --partition %s=k)", c->name,
+                        npu_gemm_name((enum npu_gemm)g), g == NPU_GEMM_QKV && q % pl->plan.tp
+                        ? q : n, pl->plan.tp, npu_gemm_name((enum npu_gemm)g));
         if (gemm_used(c, (enum npu_gemm)g) && dim < pl->plan.tp)
             return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's %s dimension "
                         "(%u) cannot be split %u ways (tp)", c->name,
@@ -205,6 +215,8 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->routing_seed = req->routing_seed;
     if (p->tile_rows > p->max_tokens)
         p->tile_rows = p->max_tokens;
+    if (p->tile_rows < p->max_batch) /* the LM head runs one row per request in a tile */
+        p->tile_rows = p->max_batch;
     if (p->max_seq > c->max_position)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_seq %u passes %s's max_position "
                     "%u", p->max_seq, c->name, c->max_position);
@@ -239,7 +251,7 @@ static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t lay
    shares when they fit, else a staging buffer for the largest layer), the NPU paper's
    section 4.2 order. */
 static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *core,
-                     const struct npu_act_layout *act, uint64_t *stage_need)
+                     const struct npu_act_layout *act, uint64_t *stage_need, bool stream)
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
@@ -268,7 +280,7 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
     pl->plan.kv_in_sram = at + kvb + stage <= avail;
     core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.kv_in_sram ? kvb : 0;
-    pl->plan.weights_resident = at + all <= avail;
+    pl->plan.weights_resident = !stream && at + all <= avail;
     core->sram_weights = core->sram_stage = at;
     if (pl->plan.weights_resident)
         core->sram_weights_bytes = all, at += align_up(all, 64);
@@ -477,13 +489,22 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     uint64_t stage_need;
     for (uint32_t i = 0; i < ncores; i++)
         cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
-    int rc = NPU_OK;
-    /* Ranks in row-major order of the rectangle; the NoC driver's placement maps them to
-       its own ring or mesh order, the plan only names which cores take part. */
+    /* Rank r is the core the NoC driver's placement makes rank r, so a rank's share is
+       where the collectives expect its chunk. */
+    struct noc_group group;
+    struct noc_group_args ga = {
+        .placement = (enum noc_placement)p->placement,
+        .rect = { (uint16_t)p->rect_row0, (uint16_t)p->rect_col0, (uint16_t)p->rect_rows,
+                  (uint16_t)p->rect_cols },
+        .mesh_rows = pl->chip->mesh_rows, .mesh_cols = cols };
+    int rc = noc_group_init(&group, &ga);
+    if (rc != NPU_OK)
+        return fail(pl->err, pl->errlen, rc, "placement %u of a %ux%u group on the %ux%u mesh",
+                    p->placement, p->rect_rows, p->rect_cols, pl->chip->mesh_rows, cols);
     for (uint32_t r = 0; rc == NPU_OK && r < p->tp; r++) {
-        uint32_t core = (p->rect_row0 + r / p->rect_cols) * cols + p->rect_col0 + r % p->rect_cols;
+        uint32_t core = group.core[r];
         cores[core].rank = r;
-        rc = plan_sram(pl, r, &cores[core], &act, &stage_need);
+        rc = plan_sram(pl, r, &cores[core], &act, &stage_need, pl->stream);
     }
     if (rc != NPU_OK)
         return rc;
@@ -500,7 +521,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
                    const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                    struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
 {
-    struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen };
+    struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen,
+                          .stream = req->stream_weights != 0 };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
     if (rc == NPU_OK)
@@ -518,6 +540,17 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     if (!cores || !ops)
         abort();
     rc = plan_cores(&pl, cores, ops, &nops);
+    /* Default tile and block sizes shrink until the tile buffers fit a small core. */
+    while (rc == NPU_ERR_NOMEM) {
+        uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
+        if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl.plan.max_batch)
+            pl.plan.tile_rows = t / 2;
+        if (!req->kv_block && b / 2 >= 32)
+            pl.plan.kv_block = b / 2;
+        if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
+            break; /* nothing left to shrink: the refusal stands */
+        rc = plan_cores(&pl, cores, ops, &nops);
+    }
     if (rc == NPU_OK)
         rc = write_image(&pl, config_text, cores, ops, nops, out);
     if (rc == NPU_OK && summary) {

@@ -6,6 +6,10 @@
  *   REF step=0 token=184 logit=1.875303
  * and, for a MoE model, how many tokens each expert of each layer received:
  *   REF routed layer=0 tokens=3,0,5,...
+ * With a fourth argument EB (bytes per weight element), a MoE model also prints the expert
+ * weights a chip streaming them must load when the prompt is one iteration and each decode
+ * step another: per iteration and layer, every expert some token routes to, once:
+ *   REF expert_load_bytes=N
  * Exit status 0, or 2 with a message for bad arguments or a model the reference refuses.
  */
 #include <stdio.h>
@@ -38,13 +42,26 @@ static uint32_t parse_prompt(const char *s, uint32_t *out, uint32_t vocab)
     return *s ? 0 : n;
 }
 
+/* Experts that received tokens since the last call (each once per layer); `seen` holds
+   the counts as of the last call. */
+static uint64_t expert_iteration_loads(const struct ref_model *m, uint64_t *seen)
+{
+    const struct model_config *c = &m->cfg;
+    uint64_t n = 0;
+    for (size_t i = 0; c->arch == MODEL_MOE && i < (size_t)c->num_layers * c->num_experts; i++) {
+        n += m->expert_tokens[i] != seen[i];
+        seen[i] = m->expert_tokens[i];
+    }
+    return n;
+}
+
 int main(int argc, char **argv)
 {
     static uint32_t prompt[PROMPT_MAX];
     struct model_config cfg;
     char err[512];
-    if (argc != 4)
-        return usage("expected three arguments");
+    if (argc != 4 && argc != 5)
+        return usage("expected three or four arguments");
     if (model_config_load(&cfg, argv[1], err, sizeof(err)) != NPU_OK)
         return usage(err);
     uint32_t n = parse_prompt(argv[2], prompt, cfg.vocab_size);
@@ -56,14 +73,27 @@ int main(int argc, char **argv)
     if (ref_model_init(&m, &cfg, n + (uint32_t)n_new) != NPU_OK)
         return usage("the reference cannot hold this model (too large?)");
     const float *logits = NULL;
+    const uint64_t expert_bytes = argc == 5 ? 3ull * cfg.moe_intermediate_size *
+                                                  cfg.hidden_size * strtoull(argv[4], NULL, 10)
+                                            : 0;
+    uint64_t loads = 0;
+    uint64_t *before = calloc((size_t)cfg.num_layers * (cfg.num_experts + 1), sizeof(uint64_t));
+    if (!before)
+        return usage("out of memory");
     for (uint32_t p = 0; p < n; p++)
         logits = ref_model_forward(&m, prompt[p], p);
+    loads += expert_iteration_loads(&m, before);
     for (long i = 0; i < n_new; i++) {
         uint32_t tok = ref_argmax(logits, cfg.vocab_size);
         printf("REF step=%ld token=%u logit=%.7g\n", i, tok, (double)logits[tok]);
-        if (i + 1 < n_new)
+        if (i + 1 < n_new) {
             logits = ref_model_forward(&m, tok, n + (uint32_t)i);
+            loads += expert_iteration_loads(&m, before);
+        }
     }
+    if (expert_bytes && cfg.arch == MODEL_MOE)
+        printf("REF expert_load_bytes=%llu\n", (unsigned long long)(loads * expert_bytes));
+    free(before);
     for (uint32_t l = 0; cfg.arch == MODEL_MOE && l < cfg.num_layers; l++) {
         printf("REF routed layer=%u tokens=", l); /* per expert, over all forward passes */
         for (uint32_t e = 0; e < cfg.num_experts; e++)
