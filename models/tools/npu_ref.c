@@ -10,6 +10,9 @@
  * weights a chip streaming them must load when the prompt is one iteration and each decode
  * step another: per iteration and layer, every expert some token routes to, once:
  *   REF expert_load_bytes=N
+ * `npu-ref --routing MODEL.toml LEN NEW SEED SKEW_MILLI EB` prints the same figure for a
+ * performance-mode run of one request of LEN synthetic tokens, whose experts the seeded
+ * routing model draws (routing_model.h) instead of a router.
  * Exit status 0, or 2 with a message for bad arguments or a model the reference refuses.
  */
 #include <stdio.h>
@@ -18,6 +21,7 @@
 
 #include "npu_enums.h"
 #include "ref_model.h"
+#include "routing_model.h"
 
 #define PROMPT_MAX 4096u
 
@@ -55,8 +59,49 @@ static uint64_t expert_iteration_loads(const struct ref_model *m, uint64_t *seen
     return n;
 }
 
+/* --routing: the expert-weight bytes of one request under the routing model. */
+static int routing_bytes(int argc, char **argv)
+{
+    struct model_config cfg;
+    char err[512];
+    if (argc != 8)
+        return usage("--routing MODEL.toml LEN NEW SEED SKEW_MILLI EB");
+    if (model_config_load(&cfg, argv[2], err, sizeof(err)) != NPU_OK)
+        return usage(err);
+    const uint32_t len = (uint32_t)strtoul(argv[3], NULL, 10);
+    const uint32_t n_new = (uint32_t)strtoul(argv[4], NULL, 10);
+    struct routing_model rm = { .experts = cfg.num_experts, .k = cfg.experts_per_token,
+                                .seed = strtoull(argv[5], NULL, 10),
+                                .skew_milli = (uint32_t)strtoul(argv[6], NULL, 10) };
+    if (cfg.arch != MODEL_MOE || len == 0 || n_new == 0 || cfg.num_experts > ROUTING_EXPERTS_MAX)
+        return usage("--routing needs a MoE model (at most 256 experts), LEN and NEW >= 1");
+    const uint64_t expert = 3ull * cfg.moe_intermediate_size * cfg.hidden_size *
+                            strtoull(argv[7], NULL, 10);
+    uint64_t cum[ROUTING_EXPERTS_MAX], loads = 0;
+    uint32_t pick[ROUTING_EXPERTS_MAX];
+    for (uint32_t l = 0; l < cfg.num_layers; l++) {
+        routing_layer_table(&rm, l, cum);
+        /* iteration 0: the prompt's rows; then one row per decode step but the last */
+        for (uint32_t it = 0; it < n_new; it++) {
+            uint8_t used[ROUTING_EXPERTS_MAX] = { 0 };
+            uint32_t first = it == 0 ? 0 : len + it - 1, last = it == 0 ? len : len + it;
+            for (uint32_t pos = first; pos < last; pos++) {
+                routing_draw(&rm, cum, l, 0, pos, pick);
+                for (uint32_t j = 0; j < rm.k; j++)
+                    used[pick[j]] = 1;
+            }
+            for (uint32_t e = 0; e < cfg.num_experts; e++)
+                loads += used[e];
+        }
+    }
+    printf("REF expert_load_bytes=%llu\n", (unsigned long long)(loads * expert));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "--routing") == 0)
+        return routing_bytes(argc, argv);
     static uint32_t prompt[PROMPT_MAX];
     struct model_config cfg;
     char err[512];

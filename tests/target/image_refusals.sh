@@ -1,0 +1,105 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Bad plans, images and requests are refused with a message naming what is wrong
+# (docs/images.md, "Refusals"):  image_refusals.sh NPUCTL CASE
+# Plan refusals exit 2 from npuctl build-image; image refusals come from the control core
+# (exit 1) before any core is released, so no core prints anything; request refusals come
+# from the cores (exit 1).
+set -eu
+npuctl=$1 case=$2
+root=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dense=$root/models/tiny/tiny-dense.toml
+
+# expect STATUS REGEX CMD...: CMD exits STATUS and prints a line matching REGEX.
+expect() {
+    want=$1 re=$2
+    shift 2
+    set +e
+    "$@" > "$tmp/out.txt" 2>&1
+    got=$?
+    set -e
+    if [ "$got" -ne "$want" ] || ! grep -Eq "$re" "$tmp/out.txt"; then
+        echo "image_refusals $case: wanted exit $want and /$re/, got exit $got:" >&2
+        cat "$tmp/out.txt" >&2
+        exit 1
+    fi
+    grep -E "$re" "$tmp/out.txt" | head -1
+}
+
+# A good image of tiny-dense on mesh-2x2, one core, room for 2 requests of 16 positions.
+good() {
+    "$npuctl" build-image --model "$dense" --chip mesh-2x2 --tp 1 --max-batch 2 --max-seq 16 \
+        --max-tokens 32 -o "$tmp/good.img" > /dev/null
+}
+
+# The control core refused the image: no core may have run.
+never_released() {
+    if grep -q "MODEL req=\|MODEL error\|c0(0,0)" "$tmp/out.txt"; then
+        echo "image_refusals $case: a core ran after the image was refused" >&2
+        cat "$tmp/out.txt" >&2
+        exit 1
+    fi
+}
+
+case $case in
+no-stages)
+    expect 2 "tiny-dense: 4 layers do not split into 3 pipeline stages" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --stages 3 -o "$tmp/x.img" ;;
+tp-not-rectangle)
+    expect 2 "tp 3 is not a rectangle of the 2x2 mesh" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --tp 3 -o "$tmp/x.img" ;;
+mn-unequal)
+    expect 2 "the qkv GEMM's N dimension \(128\) is not a multiple of tp 12" \
+        "$npuctl" build-image --model "$dense" --chip mesh-4x4 --tp 12 --partition mn \
+        -o "$tmp/x.img" ;;
+too-large)
+    expect 2 "qwen3-4b on mesh-2x2: the tile buffers \(tile_rows 8\) need [0-9.]+ MiB of SRAM per core, [0-9.]+ MiB are free" \
+        "$npuctl" build-image --model qwen3-4b --chip mesh-2x2 --max-seq 64 -o "$tmp/x.img" ;;
+hbm-too-small)
+    expect 2 "tiny-moe on mesh-2x2: weights \([0-9.]+ MiB\), KV cache and spilled residuals need [0-9.]+ MiB of HBM, the chip has 64.0" \
+        "$npuctl" build-image --model tiny-moe --chip mesh-2x2 --max-seq 1024 --max-batch 32 -o "$tmp/x.img" ;;
+missing-field)
+    grep -v '^hidden_size' "$dense" > "$tmp/broken.toml"
+    expect 2 "broken.toml.*hidden_size" \
+        "$npuctl" build-image --model "$tmp/broken.toml" --chip mesh-2x2 -o "$tmp/x.img" ;;
+truncated)
+    good
+    head -c 100000 "$tmp/good.img" > "$tmp/cut.img"
+    expect 1 "MODEL image refused: truncated: 100000 bytes, the header says [0-9]+" \
+        "$npuctl" flash "$tmp/cut.img" -- -append "prompt=1,2 new=2"
+    never_released ;;
+corrupt)
+    good
+    cp "$tmp/good.img" "$tmp/bad.img"
+    printf '\377' | dd of="$tmp/bad.img" bs=1 seek=70000 conv=notrunc 2> /dev/null
+    expect 1 "MODEL image refused: checksum 0x[0-9a-f]+, the header says 0x[0-9a-f]+ \(the image is corrupt\)" \
+        "$npuctl" flash "$tmp/bad.img" -- -append "prompt=1,2 new=2"
+    never_released ;;
+other-chip)
+    good
+    expect 1 "MODEL image refused: image built for chip mesh-2x2, this chip is mesh-4x4: mesh_rows 2 != 4" \
+        "$npuctl" flash "$tmp/good.img" --chip mesh-4x4 -- -append "prompt=1,2 new=2"
+    never_released ;;
+other-mode)
+    good
+    expect 1 "MODEL image refused: a functional image on a machine in performance mode" \
+        "$npuctl" flash "$tmp/good.img" --mode performance -- -append "prompt=1,2 new=2"
+    never_released ;;
+bad-token)
+    good
+    expect 1 "MODEL error: request 0: prompt token 1 = 600 is not below vocab_size 512" \
+        "$npuctl" flash "$tmp/good.img" -- -append "prompt=1,600 new=2" ;;
+too-long)
+    good
+    expect 1 "MODEL error: request 0: prompt of 10 tokens plus 10 new passes the plan's max_seq \(16\)" \
+        "$npuctl" flash "$tmp/good.img" -- -append "prompt=1,2,3,4,5,6,7,8,9,10 new=10" ;;
+too-many)
+    good
+    expect 1 "MODEL error: 3 requests; the image's plan takes max_batch 2" \
+        "$npuctl" flash "$tmp/good.img" -- -append "prompt0=1 prompt1=2 prompt2=3 new=2" ;;
+*)
+    echo "image_refusals: unknown case $case" >&2
+    exit 2 ;;
+esac
