@@ -68,72 +68,85 @@ static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec
     }
 }
 
-/* Head h of segment g against cache block [b0, b0 + nb): scores, mask, online softmax
-   update of (max, sum, acc). m_old/m_new: this block's parity of the max buffers. */
-static void head_block(struct exec_model *m, const struct exec_seg *g, uint32_t h,
-                       uint32_t b0, uint32_t nb, bool first, uint32_t window, uint64_t m_old,
-                       uint64_t m_new)
+/*
+ * KV head h of segment g against cache block [b0, b0 + nb): the group's query heads as one
+ * matrix of n x group rows (row t * group + j is row t's j-th head of the group, whose
+ * position is pos + t: MASK's k = group), scores, mask, and the online softmax update of
+ * (max, sum, acc). m_old/m_new: this block's parity of the max buffers.
+ */
+static void kv_head_block(struct exec_model *m, const struct exec_seg *g, uint32_t h,
+                          uint32_t b0, uint32_t nb, bool first, uint32_t window,
+                          uint64_t m_old, uint64_t m_new)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
-    const uint32_t hd = c->head_dim, qd = c->num_heads * hd, kvd = c->num_kv_heads * hd;
-    const uint32_t kvh = h / (c->num_heads / c->num_kv_heads), n = g->count;
-    const uint64_t eb = m->eb, T = m->plan->tile_rows;
-    const uint64_t stat = h * T * 4 + (uint64_t)g->row * 4; /* this head's rows, fp32 */
-    const uint64_t acc = a->acc + ((uint64_t)g->row * qd + (uint64_t)h * hd) * 4;
-    /* scores[n][nb] = Q_h[n][hd] K_blk[nb][hd]^T / sqrt(hd) */
-    exec_gemm(m, a->scores, a->q + ((uint64_t)g->row * qd + (uint64_t)h * hd) * eb,
-              a->kblk + (uint64_t)kvh * hd * eb, n, nb, hd, qd, kvd, nb, true, true, false);
+    const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd;
+    const uint32_t group = c->num_heads / c->num_kv_heads, rows = g->count * group;
+    const uint64_t eb = m->eb, span = (uint64_t)m->plan->tile_rows * group; /* per KV head */
+    const uint64_t first_row = h * span + (uint64_t)g->row * group;
+    const uint64_t stat = first_row * 4;                  /* fp32 statistics of these rows */
+    const uint64_t acc = a->acc + first_row * hd * 4;
+    /* scores[rows][nb] = Q_h[rows][hd] K_blk,h[nb][hd]^T / sqrt(hd) */
+    exec_gemm(m, a->scores, a->qg + first_row * hd * eb, a->kblk + (uint64_t)h * hd * eb, rows,
+              nb, hd, hd, kvd, nb, true, true, false);
     exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
-                                             .out = a->scores, .rows = n, .cols = nb,
+                                             .out = a->scores, .rows = rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) }));
-    /* Row r (position pos + r) sees block columns up to pos + r - b0, and with a window the
-       last `window` positions only. */
+    /* Row t sees block columns up to pos + t - b0, and with a window the last `window`
+       positions only. */
     exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
-                                             .out = a->scores, .rows = n, .cols = nb, .k = 1,
-                                             .pos = g->pos - b0, .scalar = (float)window }));
+                                             .out = a->scores, .rows = rows, .cols = nb,
+                                             .k = group, .pos = g->pos - b0,
+                                             .scalar = (float)window }));
     exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
-                                             .aux = m_new + stat, .rows = n, .cols = nb,
+                                             .aux = m_new + stat, .rows = rows, .cols = nb,
                                              .ldaux = 1 }));
     if (!first) /* running max */
         exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
                                                  .y = m_old + stat, .out = m_new + stat,
-                                                 .rows = 1, .cols = n }));
+                                                 .rows = 1, .cols = rows }));
     struct vector_op_args e = f32((struct vector_op_args){
         .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
-        .aux = (first ? a->l : a->rsum) + stat, .rows = n, .cols = nb, .ldy = 1, .ldaux = 1 });
+        .aux = (first ? a->l : a->rsum) + stat, .rows = rows, .cols = nb, .ldy = 1,
+        .ldaux = 1 });
     e.out_type = m->dt;
     exec_vec(m, e);
     if (!first) { /* acc and the sum so far scaled by exp(old max - new max), then += */
         exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
                                                  .y = m_old + stat, .aux = m_new + stat,
-                                                 .out = acc, .rows = n, .cols = hd,
-                                                 .ldx = qd, .ldout = qd, .ldy = 1,
-                                                 .ldaux = 1 }));
+                                                 .out = acc, .rows = rows, .cols = hd,
+                                                 .ldy = 1, .ldaux = 1 }));
         exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = a->l + stat,
                                                  .y = m_old + stat, .aux = m_new + stat,
-                                                 .out = a->l + stat, .rows = n, .cols = 1,
+                                                 .out = a->l + stat, .rows = rows, .cols = 1,
                                                  .ldy = 1, .ldaux = 1 }));
         exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = a->l + stat,
                                                  .y = a->rsum + stat, .out = a->l + stat,
-                                                 .rows = 1, .cols = n }));
+                                                 .rows = 1, .cols = rows }));
     }
-    /* acc[n][hd] (+)= P[n][nb] V_blk[nb][hd] */
-    exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)kvh * hd * eb, n, hd, nb, nb, kvd, qd,
+    /* acc[rows][hd] (+)= P[rows][nb] V_blk,h[nb][hd] */
+    exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
               false, true, !first);
 }
 
 /* Attention of one segment over its cache, block by block (keys and values loaded once per
-   block for all heads), then attn = acc / sum. */
+   block for all heads), then attn = acc / sum back in the [row][head][hd] layout. */
 static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
     const uint32_t hd = c->head_dim, qd = c->num_heads * hd, B = m->plan->kv_block;
+    const uint32_t group = c->num_heads / c->num_kv_heads, nkv = c->num_kv_heads;
     const uint32_t last = g->pos + g->count - 1;
     const uint32_t window = sliding ? c->sliding_window : 0;
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
-    const uint64_t row = (uint64_t)c->num_kv_heads * hd * m->eb;
+    const uint64_t eb = m->eb, row = (uint64_t)nkv * hd * eb, gb = (uint64_t)group * hd * eb;
+    const uint64_t span = (uint64_t)m->plan->tile_rows * group;
+    /* qg[h][rows][hd]: KV head h's query heads, row by row (one strided copy per KV head) */
+    for (uint32_t h = 0; h < nkv; h++)
+        exec_copy(m, a->qg + (h * span + (uint64_t)g->row * group) * hd * eb,
+                  a->q + ((uint64_t)g->row * qd + (uint64_t)h * group * hd) * eb, g->count, gb,
+                  (uint64_t)qd * eb, gb);
     uint32_t parity = 0;
     for (uint32_t b0 = lo; b0 <= last; b0 += B, parity ^= 1) {
         uint32_t nb = last + 1 - b0 < B ? last + 1 - b0 : B;
@@ -141,18 +154,19 @@ static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct 
         exec_copy(m, a->kblk, m->kv_k + at, 1, nb * row, nb * row, nb * row);
         exec_copy(m, a->vblk, m->kv_v + at, 1, nb * row, nb * row, nb * row);
         uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
-        for (uint32_t h = 0; h < c->num_heads; h++)
-            head_block(m, g, h, b0, nb, b0 == lo, window, m_old, m_new);
+        for (uint32_t h = 0; h < nkv; h++)
+            kv_head_block(m, g, h, b0, nb, b0 == lo, window, m_old, m_new);
     }
-    const uint64_t T = m->plan->tile_rows;
-    for (uint32_t h = 0; h < c->num_heads; h++) {
+    for (uint32_t h = 0; h < nkv; h++) {
+        const uint64_t first_row = h * span + (uint64_t)g->row * group;
         struct vector_op_args v = f32((struct vector_op_args){
-            .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc + ((uint64_t)g->row * qd + h * hd) * 4,
-            .y = a->l + h * T * 4 + (uint64_t)g->row * 4,
-            .out = a->attn + ((uint64_t)g->row * qd + h * hd) * m->eb, .rows = g->count,
-            .cols = hd, .ldx = qd, .ldout = qd, .ldy = 1 });
+            .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc + first_row * hd * 4,
+            .y = a->l + first_row * 4, .out = a->qg + first_row * hd * eb,
+            .rows = g->count * group, .cols = hd, .ldy = 1 });
         v.out_type = m->dt;
-        exec_vec(m, v);
+        exec_vec(m, v); /* the queries are done with: their buffer takes the output */
+        exec_copy(m, a->attn + ((uint64_t)g->row * qd + (uint64_t)h * group * hd) * eb,
+                  a->qg + first_row * hd * eb, g->count, gb, gb, (uint64_t)qd * eb);
     }
 }
 

@@ -20,10 +20,11 @@ struct npu_act_layout {
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
     uint64_t kblk, vblk;           /* [kv_block][kvd] eb: one block of a request's cache */
-    uint64_t scores;               /* [T][kv_block] fp32 */
-    uint64_t probs_blk;            /* [T][kv_block] eb: exp(scores - max) */
-    uint64_t m_a, m_b, rsum, l;    /* [heads][T] fp32: online-softmax statistics */
-    uint64_t acc;                  /* [T][qd] fp32: weighted values of every head */
+    uint64_t qg;                   /* [kv heads][T x group][hd] eb: queries by KV head */
+    uint64_t scores;               /* [T x group][kv_block] fp32 (group = heads / kv heads) */
+    uint64_t probs_blk;            /* [T x group][kv_block] eb: exp(scores - max) */
+    uint64_t m_a, m_b, rsum, l;    /* [kv heads][T x group] fp32: online-softmax statistics */
+    uint64_t acc;                  /* [kv heads][T x group][hd] fp32: weighted values */
     uint64_t hb, hb2;              /* [T][max(ff, mff)] eb */
     uint64_t probs;                /* [T][E] fp32: router */
     uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */

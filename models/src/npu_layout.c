@@ -30,7 +30,9 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
     o->positions = take(&at, t * 4);
     o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
-    o->scores = take(&at, t * blk * 4), o->probs_blk = take(&at, t * blk * eb);
+    const uint64_t group = c->num_heads / c->num_kv_heads;
+    o->qg = take(&at, t * qd * eb);
+    o->scores = take(&at, t * group * blk * 4), o->probs_blk = take(&at, t * group * blk * eb);
     const uint64_t nh = c->num_heads;
     o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
     o->rsum = take(&at, nh * t * 4), o->l = take(&at, nh * t * 4);
