@@ -287,3 +287,34 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
     int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
     return rc != NPU_OK ? rc : complete(m, part, y, rows, n);
 }
+
+/* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
+   columns; K takes x as this rank's column slice (ldx apart) and gives a partial y[rows][n]. */
+void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
+                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
+                      uint32_t n, uint32_t ldx)
+{
+    const struct npu_image_tensor *t = m->t[layer][kind];
+    uint64_t w = share_addr(m, t, layer, kind, block);
+    assert(w && "local shares are staged or resident");
+    if (m->plan->partition[g] == NPU_PART_MN)
+        exec_gemm(m, y, x, w, rows, t->rows, t->cols, ldx, t->cols, t->rows, true, false,
+                  false);
+    else
+        exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
+}
+
+int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    int rc = exec_flush(m);
+    if (rc != NPU_OK)
+        return rc;
+    enum exec_cat was = m->cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    struct noc_coll_args a = { .buf = y, .count = count, .dtype = m->dt };
+    rc = noc_allreduce(m->comm, &a);
+    exec_set_cat(m, was);
+    return rc;
+}

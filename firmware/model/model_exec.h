@@ -121,6 +121,16 @@ void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
                uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
                uint32_t k);
+/* This rank's share of the GEMM without the collective (model_exec.c), and an all-reduce
+   of a partial result: a column-parallel GEMM followed by a row-parallel one needs no
+   collective between them (Megatron-LM's pairing) and one all-reduce after. */
+void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
+                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
+                      uint32_t n, uint32_t ldx);
+int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count);
+/* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the
+   experts' GEMMs): then its hidden activations stay split and only the output is reduced. */
+bool exec_ffn_paired(const struct exec_model *m, bool expert);
 /* Address of a replicated tensor (norms, router) of this layer, in SRAM. */
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind);
 /* Stages layer l's shares but the experts (non-resident plans). */
@@ -143,8 +153,10 @@ struct exec_tile {
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);
+/* out[n][d] = SwiGLU FFN of x (expert e, or the dense FFN). With a paired split and
+   `partial`, out is this rank's partial sum and the caller all-reduces it. */
 int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
-                bool expert, uint32_t e, uint32_t ff);
+                bool expert, uint32_t e, uint32_t ff, bool partial);
 int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
                    const struct exec_tile *tile);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);

@@ -196,22 +196,43 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     return rc;
 }
 
+bool exec_ffn_paired(const struct exec_model *m, bool expert)
+{
+    const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
+    const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
+    return m->tp > 1 && m->plan->partition[up] == NPU_PART_MN &&
+           m->plan->partition[down] == NPU_PART_K;
+}
+
 /* out[n][d] = W_down (silu(W_gate x) * (W_up x)), width ff; expert block e (0 if dense). */
 int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
-                  bool expert, uint32_t e, uint32_t ff)
+                bool expert, uint32_t e, uint32_t ff, bool partial)
 {
     const uint32_t d = m->cfg->hidden_size;
     const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
     const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
-    int rc = exec_wgemm(m, up, m->a.hb, x, n, l, expert ? MT_E_GATE : MT_W_GATE, e, ff, d);
+    const enum model_tensor_kind kg = expert ? MT_E_GATE : MT_W_GATE;
+    const enum model_tensor_kind ku = expert ? MT_E_UP : MT_W_UP;
+    const enum model_tensor_kind kd = expert ? MT_E_DOWN : MT_W_DOWN;
+    if (exec_ffn_paired(m, expert)) { /* hb[n][fs]: this rank's columns of the hidden */
+        const uint32_t fs = m->t[l][kg]->rows;
+        exec_wgemm_local(m, up, m->a.hb, x, n, l, kg, e, fs, d);
+        exec_wgemm_local(m, up, m->a.hb2, x, n, l, ku, e, fs, d);
+        exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
+                                                    .y = m->a.hb2, .out = m->a.hb, .rows = n,
+                                                    .cols = fs }));
+        exec_wgemm_local(m, down, out, m->a.hb, n, l, kd, e, d, fs); /* partial [n][d] */
+        return partial ? NPU_OK : exec_allreduce(m, out, (uint64_t)n * d);
+    }
+    int rc = exec_wgemm(m, up, m->a.hb, x, n, l, kg, e, ff, d);
     if (rc == NPU_OK)
-        rc = exec_wgemm(m, up, m->a.hb2, x, n, l, expert ? MT_E_UP : MT_W_UP, e, ff, d);
+        rc = exec_wgemm(m, up, m->a.hb2, x, n, l, ku, e, ff, d);
     if (rc != NPU_OK)
         return rc;
     exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
                                                 .y = m->a.hb2, .out = m->a.hb, .rows = n,
                                                 .cols = ff }));
-    return exec_wgemm(m, down, out, m->a.hb, n, l, expert ? MT_E_DOWN : MT_W_DOWN, e, d, ff);
+    return exec_wgemm(m, down, out, m->a.hb, n, l, kd, e, d, ff);
 }
 
 int exec_ffn(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
@@ -219,7 +240,8 @@ int exec_ffn(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     const uint32_t d = m->cfg->hidden_size;
     exec_set_cat(m, EXEC_CAT_FFN);
     exec_rmsnorm(m, m->a.xb, tile->xt, exec_weight_addr(m, l, MT_FFN_NORM), tile->n, d);
-    int rc = exec_swiglu(m, l, m->a.xb2, m->a.xb, tile->n, false, 0, m->cfg->intermediate_size);
+    int rc = exec_swiglu(m, l, m->a.xb2, m->a.xb, tile->n, false, 0, m->cfg->intermediate_size,
+                         false);
     if (rc == NPU_OK)
         exec_add_rows(m, tile->xt, m->a.xb2, tile->n, d);
     return rc;

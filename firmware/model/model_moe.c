@@ -95,7 +95,10 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
     for (uint32_t i = 0; i < ne; i++)
         exec_copy(m, a->gather + i * row, a->xb + pair_row[first[e] + i] * row, 1, row, row,
                   row);
-    int rc = exec_swiglu(m, l, a->eout, a->gather, ne, true, e, c->moe_intermediate_size);
+    /* Paired split: a partial output, weighted and combined; one all-reduce after all the
+       experts (the sum over ranks commutes with the weighting and the combine). */
+    int rc = exec_swiglu(m, l, a->eout, a->gather, ne, true, e, c->moe_intermediate_size,
+                         true);
     if (rc != NPU_OK)
         return rc;
     struct vector_op_args v = { .op = NPU_VECTOR_OP_ROW_DIV, .x = a->eout,
@@ -157,6 +160,9 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     if (rc != NPU_OK)
         return rc;
     combine(m, n);
-    exec_add_rows(m, tile->xt, a->xb2, n, d);
-    return NPU_OK;
+    if (exec_ffn_paired(m, true))
+        rc = exec_allreduce(m, a->xb2, (uint64_t)n * d);
+    if (rc == NPU_OK)
+        exec_add_rows(m, tile->xt, a->xb2, n, d);
+    return rc;
 }

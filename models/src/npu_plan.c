@@ -132,14 +132,20 @@ static bool gemm_used(const struct model_config *c, enum npu_gemm g)
     return true;
 }
 
-/* Partitions (auto: K below the hidden size, MN from it on, the NPU paper's section 5.6)
-   and the check that every split dimension gives each rank at least one row or column. */
+/* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
+   activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
+   others K below the hidden size and MN from it on, the NPU paper's section 5.6) and the
+   check that every split dimension gives each rank at least one row or column. */
 static int plan_partitions(struct planner *pl, const struct npu_plan_request *req)
 {
     const struct model_config *c = pl->cfg;
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++) {
         uint32_t part = req->partition[g];
-        if (part == NPU_PLAN_AUTO)
+        if (part == NPU_PLAN_AUTO && (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP))
+            part = NPU_PART_MN;
+        else if (part == NPU_PLAN_AUTO && (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN))
+            part = NPU_PART_K;
+        else if (part == NPU_PLAN_AUTO)
             part = pl->plan.max_tokens < c->hidden_size ? NPU_PART_K : NPU_PART_MN;
         if (part != NPU_PART_MN && part != NPU_PART_K)
             return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn "
