@@ -336,6 +336,35 @@ static void place_resident(struct planner *pl, const struct npu_image_core *core
     free(next);
 }
 
+/* Resident plans: each core's weights end where its last share (or replicated tensor,
+   placed at the same offset on every rank, after the largest rank's shares) ends. */
+static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
+{
+    const uint64_t avail = pl->chip->sram_bytes - NPU_IMAGE_NOC_RESERVE((uint64_t)ncores);
+    for (uint32_t i = 0; i < ncores; i++) {
+        struct npu_image_core *c = &cores[i];
+        if (c->rank == NPU_IMAGE_IDLE)
+            continue;
+        uint64_t end = c->sram_weights;
+        for (uint64_t j = 0; j < pl->ntensors; j++) {
+            const struct npu_image_tensor *t = &pl->tensors[j];
+            if (t->sram_off != NPU_IMAGE_NOWHERE &&
+                (t->rank == NPU_IMAGE_IDLE || t->rank == c->rank)) {
+                uint64_t e = align_up(t->sram_off + t->block_bytes * t->blocks, 64);
+                end = e > end ? e : end;
+            }
+        }
+        c->sram_weights_bytes = end - c->sram_weights;
+        c->sram_end = end;
+        if (end > avail)
+            return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u's "
+                        "resident weights end at %.2f MiB of SRAM, %.2f MiB are usable",
+                        pl->cfg->name, pl->chip->name, pl->plan.tp, c->rank, MIB(end),
+                        MIB(avail));
+    }
+    return NPU_OK;
+}
+
 /* The layer program: the same for every rank of the one stage. */
 static uint32_t plan_program(const struct planner *pl, struct npu_prog_op *ops)
 {
@@ -514,8 +543,12 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     }
     if (rc != NPU_OK)
         return rc;
-    if (p->weights_resident)
-        place_resident(pl, &cores[0]);
+    if (p->weights_resident) {
+        place_resident(pl, &cores[group.core[0]]);
+        rc = resident_ends(pl, cores, ncores);
+        if (rc != NPU_OK)
+            return rc;
+    }
     *nops = plan_program(pl, ops);
     for (uint32_t i = 0; i < ncores; i++)
         if (cores[i].rank != NPU_IMAGE_IDLE)

@@ -1,0 +1,920 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The planner and model images (models/src/npu_plan.c, npu_image.c, npu_layout.c;
+ * docs/images.md): images of the tiny models for mesh-2x2 and mesh-4x4 in both modes pass
+ * the checks and carry their checksum; corrupt, truncated and inconsistent images are
+ * refused with the reason; an image is refused on another chip or mode; plans that do not
+ * divide or fit are refused with the numbers; the tensor shares of every split tensor cover
+ * it exactly once (MN rows, K columns); functional weights are the generator's values of
+ * the right elements; every rank has one core, with an SRAM map inside the core and (resident)
+ * every share placed, or (streamed) a staging buffer for each layer; `auto` pairs the FFN's
+ * up (MN) and down (K) GEMMs and picks K for the others below the hidden size, MN from it on.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "model_config.h"
+#include "model_weights.h"
+#include "npu_enums.h"
+#include "npu_image.h"
+#include "npu_layout.h"
+#include "npu_plan.h"
+
+static char err[1024];
+
+/* models/chips/mesh-2x2.toml and mesh-4x4.toml. */
+static const struct npu_plan_chip mesh2x2 = { .name = "mesh-2x2", .mesh_rows = 2,
+                                              .mesh_cols = 2, .sram_bytes = 0x400000,
+                                              .hbm_bytes = 0x4000000, .sa_rows = 16,
+                                              .sa_cols = 16 };
+static const struct npu_plan_chip mesh4x4 = { .name = "mesh-4x4", .mesh_rows = 4,
+                                              .mesh_cols = 4, .sram_bytes = 0x200000,
+                                              .hbm_bytes = 0x10000000, .sa_rows = 16,
+                                              .sa_cols = 16 };
+
+struct model {
+    struct model_config cfg;
+    char *text;
+};
+static struct model dense, moe;
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)n + 1);
+    assert_non_null(text);
+    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void load(struct model *m, const char *rel)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/models/%s", NPU_SOURCE_DIR, rel);
+    if (model_config_load(&m->cfg, path, err, sizeof(err)) != NPU_OK)
+        fail_msg("%s: %s", rel, err);
+    m->text = read_text(path);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    load(&dense, "tiny/tiny-dense.toml");
+    load(&moe, "tiny/tiny-moe.toml");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    free(dense.text), free(moe.text);
+    return 0;
+}
+
+/* A request with short sequences, so that every tiny plan fits both meshes' HBM. */
+static struct npu_plan_request request(uint32_t tp, uint32_t partition, uint32_t mode)
+{
+    struct npu_plan_request r;
+    npu_plan_request_init(&r);
+    r.tp = tp;
+    r.mode = mode;
+    r.max_seq = 64;
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        r.partition[g] = partition;
+    return r;
+}
+
+static struct npu_built_image build(const struct model *m, const struct npu_plan_chip *chip,
+                                    const struct npu_plan_request *req)
+{
+    struct npu_built_image img;
+    int rc = npu_plan_build(&m->cfg, m->text, chip, req, &img, NULL, err, sizeof(err));
+    if (rc != NPU_OK)
+        fail_msg("%s on %s (tp %u): rc %d: %s", m->cfg.name, chip->name, req->tp, rc, err);
+    assert_non_null(img.data);
+    return img;
+}
+
+static void expect_plan_refusal(const struct model *m, const struct npu_plan_chip *chip,
+                                const struct npu_plan_request *req, const char *needle)
+{
+    struct npu_built_image img = { (uint8_t *)1, 1 };
+    err[0] = '\0';
+    int rc = npu_plan_build(&m->cfg, m->text, chip, req, &img, NULL, err, sizeof(err));
+    if (rc >= 0 || !strstr(err, needle))
+        fail_msg("%s on %s: rc %d, message '%s', wanted '%s'", m->cfg.name, chip->name, rc,
+                 err, needle);
+    assert_null(img.data);
+}
+
+static const struct npu_image_header *hdr(const struct npu_built_image *img)
+{
+    return (const struct npu_image_header *)img->data;
+}
+
+static struct npu_image_tensor *tensors(const struct npu_built_image *img)
+{
+    return (struct npu_image_tensor *)(img->data + hdr(img)->tensors_off);
+}
+
+static struct npu_image_core *cores(const struct npu_built_image *img)
+{
+    return (struct npu_image_core *)(img->data + hdr(img)->cores_off);
+}
+
+static const struct npu_prog_op *prog(const struct npu_built_image *img)
+{
+    return (const struct npu_prog_op *)(img->data + hdr(img)->prog_off);
+}
+
+static struct npu_image_chip check_chip_of(const struct npu_plan_chip *c, bool performance)
+{
+    return (struct npu_image_chip){ .name = c->name, .mesh_rows = c->mesh_rows,
+                                    .mesh_cols = c->mesh_cols, .sram_bytes = c->sram_bytes,
+                                    .hbm_bytes = c->hbm_bytes, .sa_rows = c->sa_rows,
+                                    .sa_cols = c->sa_cols, .performance = performance };
+}
+
+/* The generator's tensors of a model, to find the whole tensor of an entry. */
+struct tensor_list {
+    struct model_tensor t[128];
+    uint32_t n;
+};
+
+static void collect(const struct model_tensor *t, void *ctx)
+{
+    struct tensor_list *l = ctx;
+    assert_true(l->n < 128);
+    l->t[l->n++] = *t;
+}
+
+static const struct model_tensor *source_of(const struct tensor_list *l,
+                                            const struct npu_image_tensor *e)
+{
+    for (uint32_t i = 0; i < l->n; i++)
+        if ((uint32_t)l->t[i].kind == e->kind && l->t[i].layer == e->layer)
+            return &l->t[i];
+    fail_msg("entry kind %u layer %u is no tensor of the model", e->kind, e->layer);
+    return NULL;
+}
+
+static bool is_expert(uint32_t kind)
+{
+    return kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN;
+}
+
+/* Rewrites the header's checksum after an edit, so the check gets past it. */
+static void reseal(uint8_t *data, uint64_t bytes)
+{
+    struct npu_image_header *h = (struct npu_image_header *)data;
+    h->checksum = npu_image_checksum(data, bytes);
+}
+
+static void expect_image_refusal(const uint8_t *data, uint64_t bytes, const char *needle)
+{
+    err[0] = '\0';
+    int rc = npu_image_check(data, bytes, err, sizeof(err));
+    if (rc != NPU_ERR_FORMAT || !strstr(err, needle))
+        fail_msg("image check: rc %d, message '%s', wanted '%s'", rc, err, needle);
+}
+
+/* ---- building and checking ---- */
+
+static void check_built(const struct model *m, const struct npu_plan_chip *chip, uint32_t mode)
+{
+    struct npu_plan_request req = request(0, NPU_PLAN_AUTO, mode);
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    if (npu_image_check(img.data, img.bytes, err, sizeof(err)) != NPU_OK)
+        fail_msg("%s on %s mode %u: %s", m->cfg.name, chip->name, mode, err);
+    assert_int_equal(h->checksum, npu_image_checksum(img.data, img.bytes));
+    assert_int_equal(h->magic, NPU_IMAGE_MAGIC);
+    assert_int_equal(h->version, NPU_IMAGE_VERSION);
+    assert_int_equal(h->file_bytes, img.bytes);
+    assert_string_equal(h->chip_name, chip->name);
+    assert_string_equal(h->model_name, m->cfg.name);
+    assert_int_equal(h->mesh_rows, chip->mesh_rows);
+    assert_int_equal(h->mesh_cols, chip->mesh_cols);
+    assert_int_equal(h->sram_bytes, chip->sram_bytes);
+    assert_int_equal(h->plan.tp, chip->mesh_rows * chip->mesh_cols);
+    assert_int_equal(h->plan.mode, mode);
+    assert_int_equal(h->plan.dtype, mode == NPU_IMAGE_PERFORMANCE ? NPU_IMAGE_BF16
+                                                                  : NPU_IMAGE_FP32);
+    assert_int_equal(h->cores_count, chip->mesh_rows * chip->mesh_cols);
+    /* The config text rides along verbatim. */
+    assert_int_equal(h->config_bytes, strlen(m->text) + 1);
+    assert_string_equal((const char *)img.data + h->config_off, m->text);
+    /* Functional images carry the weights; performance images stop before them but claim
+       their HBM. */
+    assert_true(h->weights_off % NPU_IMAGE_ALIGN == 0);
+    assert_true(h->hbm_end >= h->weights_off + h->weights_bytes);
+    assert_true(h->hbm_end <= chip->hbm_bytes);
+    assert_true(h->weights_bytes > 0);
+    if (mode == NPU_IMAGE_FUNCTIONAL)
+        assert_int_equal(img.bytes, h->weights_off + h->weights_bytes);
+    else
+        assert_int_equal(img.bytes, h->weights_off);
+    struct npu_image_chip c = check_chip_of(chip, mode == NPU_IMAGE_PERFORMANCE);
+    if (npu_image_check_chip(h, &c, err, sizeof(err)) != NPU_OK)
+        fail_msg("%s on %s: check_chip: %s", m->cfg.name, chip->name, err);
+    npu_built_image_free(&img);
+    assert_null(img.data);
+}
+
+static void test_build_and_check(void **state)
+{
+    (void)state;
+    const struct model *models[] = { &dense, &moe };
+    const struct npu_plan_chip *chips[] = { &mesh2x2, &mesh4x4 };
+    for (int i = 0; i < 2; i++)
+        for (int c = 0; c < 2; c++) {
+            check_built(models[i], chips[c], NPU_IMAGE_FUNCTIONAL);
+            check_built(models[i], chips[c], NPU_IMAGE_PERFORMANCE);
+        }
+}
+
+/* ---- refused images ---- */
+
+static void test_image_refusals(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+    struct npu_built_image img = build(&moe, &mesh2x2, &req);
+    const uint64_t n = img.bytes;
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    struct npu_image_header *h = (struct npu_image_header *)b;
+
+    memcpy(b, img.data, n);
+    assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
+    reseal(b, n); /* resealing an intact image changes nothing */
+    assert_memory_equal(b, img.data, n);
+
+    /* Truncated: one byte short, and shorter than the header. */
+    expect_image_refusal(b, n - 1, "truncated");
+    expect_image_refusal(b, sizeof(struct npu_image_header) - 1, "truncated");
+    expect_image_refusal(b, 16, "truncated");
+
+    /* A flipped byte anywhere after the header: the checksum, in the config text, the
+       tables and the weights. */
+    const uint64_t spots[] = { h->config_off + 3, h->tensors_off + 9, h->cores_off + 1,
+                               h->weights_off + 1000, n - 1 };
+    for (size_t i = 0; i < sizeof(spots) / sizeof(spots[0]); i++) {
+        memcpy(b, img.data, n);
+        b[spots[i]] ^= 0x10;
+        expect_image_refusal(b, n, "checksum");
+    }
+    /* ... and in the header's own fields (the chip's name). */
+    memcpy(b, img.data, n);
+    h->chip_name[0] ^= 1;
+    expect_image_refusal(b, n, "checksum");
+
+    /* Bad magic. */
+    memcpy(b, img.data, n);
+    h->magic ^= 0xff00;
+    expect_image_refusal(b, n, "not a model image");
+
+    /* A later format version, even with a valid checksum. */
+    memcpy(b, img.data, n);
+    h->version = NPU_IMAGE_VERSION + 1;
+    reseal(b, n);
+    expect_image_refusal(b, n, "format version");
+
+    /* A share outside the weights: past their end, and before their start. */
+    const uint64_t mid = h->tensors_count / 2;
+    struct npu_image_tensor *ts = (struct npu_image_tensor *)(b + h->tensors_off);
+    memcpy(b, img.data, n);
+    ts[mid].hbm_off = h->weights_off + h->weights_bytes - ts[mid].block_bytes / 2;
+    reseal(b, n);
+    expect_image_refusal(b, n, "outside the weights");
+    memcpy(b, img.data, n);
+    ts[mid].hbm_off = h->weights_off - 64;
+    reseal(b, n);
+    expect_image_refusal(b, n, "outside the weights");
+    memcpy(b, img.data, n);
+    ts[0].hbm_off = UINT64_MAX - 8; /* no wrap-around past the check */
+    reseal(b, n);
+    expect_image_refusal(b, n, "outside the weights");
+
+    /* A core whose rank is not in the group. */
+    struct npu_image_core *cs = (struct npu_image_core *)(b + h->cores_off);
+    memcpy(b, img.data, n);
+    cs[2].rank = h->plan.tp;
+    reseal(b, n);
+    expect_image_refusal(b, n, "rank 4 of 4");
+    memcpy(b, img.data, n);
+    cs[1].rank = h->plan.tp + 7;
+    reseal(b, n);
+    expect_image_refusal(b, n, "core 1: rank");
+
+    /* Trailing bytes are refused too. */
+    uint8_t *longer = calloc(1, n + 8);
+    assert_non_null(longer);
+    memcpy(longer, img.data, n);
+    expect_image_refusal(longer, n + 8, "trailing bytes");
+    free(longer);
+
+    free(b);
+    npu_built_image_free(&img);
+}
+
+static void test_check_chip(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    struct npu_built_image img = build(&dense, &mesh2x2, &req);
+    const struct npu_image_header *h = hdr(&img);
+    struct npu_image_chip c = check_chip_of(&mesh2x2, false);
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_OK);
+
+    c = check_chip_of(&mesh4x4, false);
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "mesh_rows"));
+    assert_non_null(strstr(err, "mesh-4x4"));
+
+    c = check_chip_of(&mesh2x2, false);
+    c.mesh_cols = 4;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "mesh_cols"));
+
+    c = check_chip_of(&mesh2x2, false);
+    c.sram_bytes = 0x800000;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "sram_bytes"));
+
+    c = check_chip_of(&mesh2x2, false);
+    c.sa_cols = 32;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "sa_rows"));
+
+    /* HBM: exactly what the image claims is enough, a byte less is not; more is fine. */
+    c = check_chip_of(&mesh2x2, false);
+    c.hbm_bytes = h->hbm_end;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_OK);
+    c.hbm_bytes = h->hbm_end - 1;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "hbm_bytes"));
+    c.hbm_bytes = 4 * mesh2x2.hbm_bytes;
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_OK);
+
+    /* Mode: a functional image on a performance machine and the reverse. */
+    c = check_chip_of(&mesh2x2, true);
+    assert_int_equal(npu_image_check_chip(h, &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "mode"));
+    npu_built_image_free(&img);
+
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_PERFORMANCE);
+    img = build(&dense, &mesh2x2, &req);
+    c = check_chip_of(&mesh2x2, false);
+    assert_int_equal(npu_image_check_chip(hdr(&img), &c, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "mode"));
+    c.performance = true;
+    assert_int_equal(npu_image_check_chip(hdr(&img), &c, err, sizeof(err)), NPU_OK);
+    npu_built_image_free(&img);
+}
+
+/* ---- refused plans ---- */
+
+static void test_plan_refusals(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.stages = 3;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "4 layers do not split into 3 pipeline");
+    req.stages = 2;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "not built");
+    req.stages = 4; /* divides, but still not built */
+    expect_plan_refusal(&dense, &mesh2x2, &req, "not built");
+
+    req = request(3, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    expect_plan_refusal(&dense, &mesh2x2, &req, "tp 3 is not a rectangle of the 2x2 mesh");
+    req = request(5, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    expect_plan_refusal(&dense, &mesh2x2, &req, "more cores");
+
+    req = request(12, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+    expect_plan_refusal(&dense, &mesh4x4, &req, "not a multiple of tp 12");
+    expect_plan_refusal(&moe, &mesh4x4, &req, "not a multiple of tp 12");
+
+    /* HBM too small for the weights and KV cache. */
+    struct npu_plan_chip small_hbm = mesh2x2;
+    small_hbm.hbm_bytes = 0x100000;
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    expect_plan_refusal(&moe, &small_hbm, &req, "of HBM");
+    req.mode = NPU_IMAGE_PERFORMANCE; /* performance images claim the same HBM */
+    expect_plan_refusal(&moe, &small_hbm, &req, "of HBM");
+    /* The defaults' KV cache (8 requests x 1024 positions) does not fit mesh-2x2's HBM. */
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.max_seq = 0;
+    expect_plan_refusal(&moe, &mesh2x2, &req, "of HBM");
+
+    /* SRAM without room for the tile buffers: shrinking tiles does not help when the
+       firmware, the scratch and the mailboxes leave nothing, nor when tile_rows is fixed. */
+    struct npu_plan_chip small_sram = mesh2x2;
+    small_sram.sram_bytes = 0x140000;
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    expect_plan_refusal(&dense, &small_sram, &req, "tile buffers");
+    req.tile_rows = 512;
+    expect_plan_refusal(&dense, &mesh4x4, &req, "the tile buffers (tile_rows 512)");
+}
+
+/* ---- shares ---- */
+
+/* Every split tensor's shares over the ranks cover it exactly once; replicated tensors are
+   one whole entry. */
+static void check_shares(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
+                         uint32_t part)
+{
+    struct npu_plan_request req = request(tp, part, NPU_IMAGE_FUNCTIONAL);
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_tensor *ts = tensors(&img);
+    struct tensor_list list = { .n = 0 };
+    model_tensors_each(&m->cfg, collect, &list);
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        assert_int_equal(h->plan.partition[g], part);
+    for (uint32_t i = 0; i < list.n; i++) {
+        const struct model_tensor *t = &list.t[i];
+        const uint32_t blocks = is_expert(t->kind) ? m->cfg.num_experts : 1;
+        const uint32_t out = t->rows / blocks, in = t->cols;
+        const bool split = t->kind != MT_EMBED && t->kind != MT_ATTN_NORM &&
+                           t->kind != MT_Q_NORM && t->kind != MT_K_NORM &&
+                           t->kind != MT_FFN_NORM && t->kind != MT_ROUTER &&
+                           t->kind != MT_FINAL_NORM;
+        const uint32_t span = part == NPU_PART_MN ? out : in;
+        uint8_t *seen = calloc(span, 1), ranks[64] = { 0 };
+        assert_non_null(seen);
+        uint32_t entries = 0;
+        for (uint64_t e = 0; e < h->tensors_count; e++) {
+            const struct npu_image_tensor *s = &ts[e];
+            if (s->kind != (uint32_t)t->kind || s->layer != t->layer)
+                continue;
+            entries++;
+            assert_int_equal(s->blocks, blocks);
+            assert_int_equal(s->block_bytes, (uint64_t)s->rows * s->cols * 4);
+            if (!split) {
+                assert_int_equal(s->rank, NPU_IMAGE_IDLE);
+                assert_int_equal(s->rows, out);
+                assert_int_equal(s->cols, in);
+                assert_int_equal(s->row0, 0);
+                assert_int_equal(s->col0, 0);
+                continue;
+            }
+            assert_true(s->rank < tp);
+            assert_int_equal(ranks[s->rank]++, 0);
+            uint32_t lo, len;
+            if (part == NPU_PART_MN) { /* whole rows [row0, row0 + rows) */
+                assert_int_equal(s->col0, 0);
+                assert_int_equal(s->cols, in);
+                assert_int_equal(s->rows, out / tp); /* equal shares for the all-gather */
+                lo = s->row0, len = s->rows;
+            } else { /* whole columns [col0, col0 + cols) */
+                assert_int_equal(s->row0, 0);
+                assert_int_equal(s->rows, out);
+                lo = s->col0, len = s->cols;
+            }
+            assert_true(len >= 1 && lo + len <= span);
+            for (uint32_t x = lo; x < lo + len; x++)
+                seen[x]++;
+        }
+        assert_int_equal(entries, split ? tp : 1);
+        if (split)
+            for (uint32_t x = 0; x < span; x++)
+                if (seen[x] != 1)
+                    fail_msg("%s tp %u %s: tensor kind %u layer %u: %s %u covered %u times",
+                             m->cfg.name, tp, part == NPU_PART_MN ? "mn" : "k", t->kind,
+                             t->layer, part == NPU_PART_MN ? "row" : "column", x, seen[x]);
+        free(seen);
+    }
+    /* Entries that are no tensor of the model: none. */
+    for (uint64_t e = 0; e < h->tensors_count; e++)
+        source_of(&list, &ts[e]);
+    npu_built_image_free(&img);
+}
+
+static void test_shares_cover(void **state)
+{
+    (void)state;
+    check_shares(&dense, &mesh2x2, 4, NPU_PART_MN);
+    check_shares(&dense, &mesh2x2, 4, NPU_PART_K);
+    check_shares(&moe, &mesh2x2, 4, NPU_PART_MN);
+    check_shares(&moe, &mesh2x2, 4, NPU_PART_K);
+    check_shares(&moe, &mesh4x4, 16, NPU_PART_K);
+    check_shares(&dense, &mesh4x4, 3, NPU_PART_K); /* uneven columns: 42, 43, 43 */
+    check_shares(&dense, &mesh2x2, 2, NPU_PART_MN);
+}
+
+/* ---- weights ---- */
+
+/* Every share's bytes at hbm_off are the generator's values of its elements. */
+static void check_weights(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
+                          uint32_t part, uint32_t dtype)
+{
+    struct npu_plan_request req = request(tp, part, NPU_IMAGE_FUNCTIONAL);
+    req.dtype = (int)dtype;
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_tensor *ts = tensors(&img);
+    const uint32_t eb = npu_dtype_bytes(dtype);
+    assert_int_equal(h->plan.dtype, dtype);
+    struct tensor_list list = { .n = 0 };
+    model_tensors_each(&m->cfg, collect, &list);
+    uint64_t compared = 0;
+    for (uint64_t e = 0; e < h->tensors_count; e++) {
+        const struct npu_image_tensor *s = &ts[e];
+        const struct model_tensor *t = source_of(&list, s);
+        float *whole = malloc(t->elems * sizeof(float));
+        assert_non_null(whole);
+        model_tensor_fill(whole, t, m->cfg.seed, 0, t->elems);
+        const uint64_t out = t->rows / s->blocks, in = t->cols;
+        assert_int_equal(s->block_bytes, (uint64_t)s->rows * s->cols * eb);
+        const uint8_t *p = img.data + s->hbm_off;
+        for (uint64_t b = 0; b < s->blocks; b++)
+            for (uint64_t r = 0; r < s->rows; r++)
+                for (uint64_t c = 0; c < s->cols; c++, p += eb) {
+                    float want = whole[(b * out + s->row0 + r) * in + s->col0 + c], got;
+                    if (eb == 4) {
+                        memcpy(&got, p, 4);
+                    } else { /* bf16: the top half of the fp32 value */
+                        uint16_t half;
+                        memcpy(&half, p, 2);
+                        uint32_t bits = (uint32_t)half << 16;
+                        memcpy(&got, &bits, 4);
+                    }
+                    if (memcmp(&got, &want, 4) != 0)
+                        fail_msg("%s tp %u: tensor %llu (kind %u layer %u rank %u) block "
+                                 "%llu [%llu][%llu]: %.9g, the generator says %.9g",
+                                 m->cfg.name, tp, (unsigned long long)e, s->kind, s->layer,
+                                 s->rank, (unsigned long long)b, (unsigned long long)r,
+                                 (unsigned long long)c, (double)got, (double)want);
+                    compared++;
+                }
+        assert_int_equal(p - (img.data + s->hbm_off), s->block_bytes * s->blocks);
+        free(whole);
+    }
+    /* Every parameter once per rank that holds a share of it, replicated ones once. */
+    assert_true(compared >= model_count_params(&m->cfg));
+    npu_built_image_free(&img);
+}
+
+static void test_functional_weights(void **state)
+{
+    (void)state;
+    check_weights(&dense, &mesh2x2, 4, NPU_PART_MN, NPU_IMAGE_FP32);
+    check_weights(&moe, &mesh2x2, 4, NPU_PART_K, NPU_IMAGE_FP32);
+    check_weights(&moe, &mesh2x2, 2, NPU_PART_MN, NPU_IMAGE_BF16);
+    check_weights(&dense, &mesh4x4, 3, NPU_PART_K, NPU_IMAGE_FP32);
+}
+
+/* ---- per core ---- */
+
+struct range {
+    uint64_t lo, hi;
+    uint64_t entry; /* the tensor entry (weights) */
+};
+
+/* Whether [off, off + len) lies inside [lo, hi), without wrapping. */
+static bool within(uint64_t off, uint64_t len, uint64_t lo, uint64_t hi)
+{
+    return off >= lo && off <= hi && len <= hi - off;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const struct range *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* Bytes of rank r's shares of layer l (its own shares and the replicated tensors). */
+static uint64_t rank_layer_bytes(const struct npu_built_image *img, uint32_t r, uint32_t l)
+{
+    const struct npu_image_tensor *ts = tensors(img);
+    uint64_t sum = 0;
+    for (uint64_t e = 0; e < hdr(img)->tensors_count; e++) {
+        const struct npu_image_tensor *s = &ts[e];
+        if (s->kind == MT_EMBED || s->kind == MT_FINAL_NORM || s->kind == MT_LM_HEAD ||
+            s->layer != l || (s->rank != NPU_IMAGE_IDLE && s->rank != r))
+            continue;
+        sum += s->block_bytes * s->blocks;
+    }
+    return sum;
+}
+
+/* Checks the core table of a plan; `want_resident` 0 or 1 asserts the plan's choice, -1
+   accepts either. */
+static void check_cores(const struct model *m, const struct npu_plan_chip *chip,
+                        struct npu_plan_request req, int want_resident)
+{
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_core *cs = cores(&img);
+    const struct npu_image_tensor *ts = tensors(&img);
+    const struct npu_prog_op *ops = prog(&img);
+    const uint32_t ncores = chip->mesh_rows * chip->mesh_cols, tp = h->plan.tp;
+    const bool resident = h->plan.weights_resident != 0;
+    const char *what = m->cfg.name;
+    assert_int_equal(tp, req.tp ? req.tp : ncores);
+    if (npu_image_check(img.data, img.bytes, err, sizeof(err)) != NPU_OK)
+        fail_msg("%s tp %u: %s", what, tp, err);
+    if (req.stream_weights)
+        assert_false(resident);
+    if (want_resident >= 0 && resident != (want_resident == 1))
+        fail_msg("%s on %s tp %u: weights_resident %u, wanted %d", what, chip->name, tp,
+                 h->plan.weights_resident, want_resident);
+
+    uint32_t seen[64] = { 0 }, busy = 0;
+    const uint32_t per_layer = resident ? 2 : 3, nops = 2 + per_layer * m->cfg.num_layers;
+    const uint64_t top = chip->sram_bytes - NPU_IMAGE_NOC_RESERVE((uint64_t)ncores);
+    for (uint32_t i = 0; i < ncores; i++) {
+        const struct npu_image_core *c = &cs[i];
+        if (c->rank == NPU_IMAGE_IDLE) {
+            assert_int_equal(c->prog_count, 0);
+            continue;
+        }
+        busy++;
+        assert_true(c->rank < tp);
+        seen[c->rank]++;
+        /* The core is in the group's rectangle at (0, 0). */
+        assert_true(i / chip->mesh_cols < h->plan.rect_rows);
+        assert_true(i % chip->mesh_cols < h->plan.rect_cols);
+        /* SRAM: above the firmware, below the mailboxes; the regions in SRAM (scratch,
+           tile buffers, residual and KV cache when there, weights or staging) are disjoint.
+           The residual and KV cache, when not in SRAM, are in HBM after the weights. */
+        assert_true(c->comm_scratch >= NPU_IMAGE_APP_BASE);
+        assert_true(c->sram_end <= chip->sram_bytes);
+        assert_true(c->sram_end <= top);
+        struct range regions[5];
+        uint32_t nreg = 0;
+        regions[nreg++] = (struct range){ .lo = c->comm_scratch,
+                                          .hi = c->comm_scratch + NPU_IMAGE_COMM_SCRATCH };
+        regions[nreg++] = (struct range){ .lo = c->sram_act,
+                                          .hi = c->sram_act + c->sram_act_bytes };
+        const uint64_t w_at = resident ? c->sram_weights : c->sram_stage;
+        const uint64_t w_len = resident ? c->sram_weights_bytes : c->sram_stage_bytes;
+        regions[nreg++] = (struct range){ .lo = w_at, .hi = w_at + w_len };
+        if (h->plan.kv_in_sram)
+            regions[nreg++] = (struct range){ .lo = c->kv_off,
+                                              .hi = c->kv_off + c->kv_bytes };
+        else
+            assert_true(within(c->kv_off, c->kv_bytes, h->weights_off + h->weights_bytes,
+                               h->hbm_end));
+        if (h->plan.x_in_sram)
+            regions[nreg++] = (struct range){ .lo = c->x_off, .hi = c->x_off + c->x_bytes };
+        else
+            assert_true(within(c->x_off, c->x_bytes, h->weights_off + h->weights_bytes,
+                               h->hbm_end));
+        assert_true(c->sram_act_bytes > 0);
+        assert_true(c->kv_bytes > 0 && c->x_bytes > 0);
+        qsort(regions, nreg, sizeof(regions[0]), by_lo);
+        for (uint32_t k = 0; k < nreg; k++) {
+            if (!within(regions[k].lo, regions[k].hi - regions[k].lo, NPU_IMAGE_APP_BASE,
+                        c->sram_end) || regions[k].hi < regions[k].lo)
+                fail_msg("%s tp %u rank %u: SRAM region [%#llx, %#llx) outside [%#x, %#llx)",
+                         what, tp, c->rank, (unsigned long long)regions[k].lo,
+                         (unsigned long long)regions[k].hi, NPU_IMAGE_APP_BASE,
+                         (unsigned long long)c->sram_end);
+            if (k && regions[k].lo < regions[k - 1].hi)
+                fail_msg("%s tp %u rank %u: SRAM regions at %#llx and %#llx overlap", what, tp,
+                         c->rank, (unsigned long long)regions[k - 1].lo,
+                         (unsigned long long)regions[k].lo);
+        }
+        /* Its program: EMBED, per layer (STAGE) ATTENTION FFN|MOE, HEAD. */
+        assert_int_equal(c->prog_count, nops);
+        const struct npu_prog_op *p = ops + c->prog_first;
+        assert_int_equal(p[0].kind, NPU_OP_EMBED);
+        assert_int_equal(p[nops - 1].kind, NPU_OP_HEAD);
+        for (uint32_t l = 0; l < m->cfg.num_layers; l++) {
+            const struct npu_prog_op *lp = p + 1 + l * per_layer;
+            if (!resident) {
+                assert_int_equal(lp->kind, NPU_OP_STAGE);
+                assert_int_equal(lp->layer, l);
+                lp++;
+            }
+            assert_int_equal(lp[0].kind, NPU_OP_ATTENTION);
+            assert_int_equal(lp[0].layer, l);
+            assert_int_equal(lp[0].flags, model_is_sliding_layer(&m->cfg, l) ? NPU_OP_SLIDING
+                                                                            : 0);
+            assert_int_equal(lp[1].kind, m->cfg.arch == MODEL_MOE ? NPU_OP_MOE : NPU_OP_FFN);
+            assert_int_equal(lp[1].layer, l);
+        }
+
+        /* The rank's weights: resident, each of its shares at an SRAM offset inside the
+           core's weights, none overlapping; streamed, a staging buffer for each layer. */
+        struct range *rs = calloc(h->tensors_count, sizeof(*rs));
+        assert_non_null(rs);
+        uint32_t nr = 0;
+        for (uint64_t e = 0; e < h->tensors_count; e++) {
+            const struct npu_image_tensor *s = &ts[e];
+            if (s->rank != NPU_IMAGE_IDLE && s->rank != c->rank)
+                continue;
+            if (!resident || s->kind == MT_EMBED) { /* embeddings are read from HBM */
+                if (s->sram_off != NPU_IMAGE_NOWHERE)
+                    fail_msg("%s tp %u: tensor %llu (kind %u) has SRAM offset %#llx in a "
+                             "%s plan", what, tp, (unsigned long long)e, s->kind,
+                             (unsigned long long)s->sram_off,
+                             resident ? "resident" : "streamed");
+                continue;
+            }
+            if (s->sram_off == NPU_IMAGE_NOWHERE)
+                fail_msg("%s tp %u: tensor %llu (kind %u layer %u rank %u) has no SRAM offset "
+                         "in a resident plan", what, tp, (unsigned long long)e, s->kind,
+                         s->layer, s->rank);
+            rs[nr++] = (struct range){ s->sram_off, s->sram_off + s->block_bytes * s->blocks,
+                                       e };
+        }
+        if (resident) {
+            assert_int_equal(c->sram_stage_bytes, 0);
+            qsort(rs, nr, sizeof(*rs), by_lo);
+            for (uint32_t k = 0; k < nr; k++) {
+                const struct npu_image_tensor *s = &ts[rs[k].entry];
+                if (rs[k].lo < c->sram_weights || rs[k].hi > c->sram_end ||
+                    rs[k].hi > c->sram_weights + c->sram_weights_bytes)
+                    fail_msg("%s on %s tp %u rank %u: tensor %llu (kind %u layer %u rank %u, "
+                             "%ux%u) at SRAM [%#llx, %#llx) is outside the core's resident weights "
+                             "[%#llx, +%#llx), sram_end %#llx", what, chip->name, tp, c->rank,
+                             (unsigned long long)rs[k].entry, s->kind, s->layer, s->rank,
+                             s->rows, s->cols, (unsigned long long)rs[k].lo,
+                             (unsigned long long)rs[k].hi, (unsigned long long)c->sram_weights,
+                             (unsigned long long)c->sram_weights_bytes,
+                             (unsigned long long)c->sram_end);
+                if (k && rs[k].lo < rs[k - 1].hi)
+                    fail_msg("%s tp %u rank %u: shares at %#llx and %#llx overlap", what, tp,
+                             c->rank, (unsigned long long)rs[k - 1].lo,
+                             (unsigned long long)rs[k].lo);
+            }
+        } else {
+            assert_true(c->sram_stage >= c->sram_act + c->sram_act_bytes);
+            assert_true(c->sram_stage + c->sram_stage_bytes <= c->sram_end);
+            for (uint32_t l = 0; l < m->cfg.num_layers; l++) {
+                uint64_t need = rank_layer_bytes(&img, c->rank, l);
+                if (c->sram_stage_bytes < need)
+                    fail_msg("%s tp %u rank %u: staging buffer %llu bytes, layer %u's shares "
+                             "need %llu", what, tp, c->rank,
+                             (unsigned long long)c->sram_stage_bytes, l,
+                             (unsigned long long)need);
+            }
+        }
+        free(rs);
+    }
+    assert_int_equal(busy, tp);
+    for (uint32_t r = 0; r < tp; r++)
+        if (seen[r] != 1)
+            fail_msg("%s: rank %u on %u cores", what, r, seen[r]);
+    npu_built_image_free(&img);
+}
+
+static void test_per_core(void **state)
+{
+    (void)state;
+    const struct model *models[] = { &dense, &moe };
+    for (int i = 0; i < 2; i++) {
+        const struct model *m = models[i];
+        const bool is_dense = m == &dense;
+        /* Default shapes: the residual and the KV cache take SRAM first, the weights are
+           staged where nothing is left. */
+        struct npu_plan_request req = request(0, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        check_cores(m, &mesh2x2, req, -1);           /* 4 ranks */
+        req.placement = 0;                           /* linear */
+        check_cores(m, &mesh4x4, req, -1);           /* 16 ranks */
+        req = request(8, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+        req.placement = 3;                           /* mesh2d */
+        check_cores(m, &mesh4x4, req, -1);           /* 2x4 of 16 cores, 8 idle */
+        req = request(is_dense ? 2 : 4, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+        check_cores(m, &mesh4x4, req, -1);           /* 1x2 or 1x4 (tiny-moe needs 4) */
+        const uint32_t uneven = is_dense ? 3 : 6;    /* 1x3 or 2x3: K shares 42/43 or 21/22 */
+        req = request(uneven, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+        check_cores(m, &mesh4x4, req, -1);
+        req = request(1, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        check_cores(m, &mesh2x2, req, -1);           /* one core */
+
+        /* Small iterations (one request of 64 positions, 64 rows, tiles of 8): the weights
+           are resident on mesh-2x2, and with uneven shares on a 4x4 mesh of 8 MiB cores. */
+        req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        req.max_batch = 1, req.max_tokens = 64, req.tile_rows = 8;
+        check_cores(m, &mesh2x2, req, 1);
+        req.partition[NPU_GEMM_O] = NPU_PART_K;      /* mixed partitions */
+        req.partition[NPU_GEMM_LM_HEAD] = NPU_PART_K;
+        check_cores(m, &mesh2x2, req, 1);
+        struct npu_plan_chip big = mesh4x4;
+        big.sram_bytes = 0x800000;
+        snprintf(big.name, sizeof(big.name), "mesh-4x4 with 8 MiB cores");
+        req = request(16, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        req.partition[NPU_GEMM_QKV] = NPU_PART_K;
+        req.max_batch = 1, req.max_tokens = 64, req.tile_rows = 8;
+        check_cores(m, &big, req, 1);
+
+        /* Streamed weights: nothing resident, staged per layer, even where they fit. */
+        req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        req.max_batch = 1, req.max_tokens = 64, req.stream_weights = 1;
+        check_cores(m, &mesh2x2, req, 0);
+        req = request(uneven, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+        req.stream_weights = 1;
+        check_cores(m, &mesh4x4, req, 0);
+        req = request(16, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+        req.stream_weights = 1;
+        check_cores(m, &mesh4x4, req, 0);
+    }
+}
+
+/* Resident weights with uneven K shares (128 columns over 3, 6 or 12 ranks): each rank's
+   shares lie inside its own core's weights and below its sram_end. */
+static void test_per_core_uneven_resident(void **state)
+{
+    (void)state;
+    struct npu_plan_chip big = mesh4x4;
+    big.sram_bytes = 0x800000;
+    snprintf(big.name, sizeof(big.name), "mesh-4x4 with 8 MiB cores");
+    const struct model *models[] = { &dense, &moe };
+    for (int i = 0; i < 2; i++) {
+        struct npu_plan_request req = request(models[i] == &dense ? 3 : 6, NPU_PART_K,
+                                              NPU_IMAGE_FUNCTIONAL);
+        req.max_batch = 1, req.max_tokens = 64, req.tile_rows = 8;
+        check_cores(models[i], &big, req, 1);
+        req = request(12, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+        req.max_batch = 1, req.max_tokens = 64, req.tile_rows = 8;
+        check_cores(models[i], &big, req, 1);
+    }
+}
+
+/* ---- auto partition ---- */
+
+/* `auto`: the FFN's and the experts' up GEMMs MN and down GEMMs K (the column-then-row
+   pairing, docs/images.md), every other GEMM K below the hidden size and MN from it on. */
+static uint32_t auto_part(uint32_t g, uint32_t others)
+{
+    if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP)
+        return NPU_PART_MN;
+    if (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN)
+        return NPU_PART_K;
+    return others;
+}
+
+static void expect_auto(const struct model *m, uint32_t max_tokens, uint32_t want)
+{
+    struct npu_plan_request req = request(4, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.max_tokens = max_tokens;
+    struct npu_built_image img = build(m, &mesh2x2, &req);
+    const struct npu_image_header *h = hdr(&img);
+    assert_int_equal(h->plan.max_tokens, max_tokens);
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        if (h->plan.partition[g] != auto_part(g, want))
+            fail_msg("%s max_tokens %u: %s is %s, wanted %s", m->cfg.name, max_tokens,
+                     npu_gemm_name((enum npu_gemm)g),
+                     npu_partition_name((enum npu_partition)h->plan.partition[g]),
+                     npu_partition_name((enum npu_partition)auto_part(g, want)));
+    /* The shares follow: the query projection split by rows (MN) or columns (K). */
+    const struct npu_image_tensor *ts = tensors(&img);
+    bool found = false;
+    for (uint64_t e = 0; e < h->tensors_count; e++)
+        if (ts[e].kind == MT_WQ && ts[e].layer == 0 && ts[e].rank == 1) {
+            found = true;
+            if (want == NPU_PART_MN)
+                assert_true(ts[e].row0 > 0 && ts[e].col0 == 0);
+            else
+                assert_true(ts[e].col0 > 0 && ts[e].row0 == 0);
+        }
+    assert_true(found);
+    npu_built_image_free(&img);
+}
+
+static void test_auto_partition(void **state)
+{
+    (void)state;
+    const uint32_t d = dense.cfg.hidden_size; /* 128, as tiny-moe's */
+    assert_int_equal(moe.cfg.hidden_size, d);
+    expect_auto(&dense, 8, NPU_PART_K);
+    expect_auto(&dense, d - 1, NPU_PART_K);
+    expect_auto(&dense, d, NPU_PART_MN);
+    expect_auto(&dense, 512, NPU_PART_MN);
+    expect_auto(&moe, 64, NPU_PART_K);
+    expect_auto(&moe, d, NPU_PART_MN);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_build_and_check),
+        cmocka_unit_test(test_image_refusals),
+        cmocka_unit_test(test_check_chip),
+        cmocka_unit_test(test_plan_refusals),
+        cmocka_unit_test(test_shares_cover),
+        cmocka_unit_test(test_functional_weights),
+        cmocka_unit_test(test_per_core),
+        cmocka_unit_test(test_per_core_uneven_resident),
+        cmocka_unit_test(test_auto_partition),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
