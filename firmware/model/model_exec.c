@@ -152,8 +152,7 @@ static void load_share(struct exec_model *m, uint64_t dst, const struct npu_imag
 
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind)
 {
-    const struct npu_image_tensor *t = kind == MT_FINAL_NORM ? m->final_norm
-                                                             : m->t[layer][kind];
+    const struct npu_image_tensor *t = m->t[layer][kind];
     assert(t);
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->sram + t->sram_off;
@@ -232,7 +231,7 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
         exec_gemm(m, y + (t->row0 + r0) * eb, x, w, 1, r1 - r0, k, k, k, n, true, false,
                   false);
     } else {                                /* MN: Y^T rows lo + r0 .. into ytmp */
-        exec_gemm(m, m->ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, x, r1 - r0, rows, k,
+        exec_gemm(m, m->a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, x, r1 - r0, rows, k,
                   k, k, rows, true, false, false);
     }
 }
@@ -250,13 +249,13 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
         struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->dt };
         rc = noc_allreduce(m->comm, &a);
     } else {
-        struct noc_coll_args a = { .buf = rows == 1 ? y : m->ytmp,
+        struct noc_coll_args a = { .buf = rows == 1 ? y : m->a.ytmp,
                                    .count = (uint64_t)rows * n, .dtype = m->dt };
         rc = noc_allgather(m->comm, &a);
     }
     exec_set_cat(m, was);
     if (rc == NPU_OK && part == NPU_PART_MN && rows > 1) /* Y = I Y^T^T: back to rows */
-        exec_gemm(m, y, m->ident, m->ytmp, rows, n, rows, m->ident_ld, rows, n, true, false,
+        exec_gemm(m, y, m->a.ident, m->a.ytmp, rows, n, rows, m->ident_ld, rows, n, true, false,
                   false);
     return rc;
 }
@@ -282,8 +281,6 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
             share_gemm(m, part, y, x, m->stage, rows, t, r0, r1, n, k);
         }
     }
-    if (m->tp > 1 && part == NPU_PART_MN && rows > 1)
-        assert(m->ytmp && "MN with several rows needs the transpose buffer");
     int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
     return rc != NPU_OK ? rc : complete(m, part, y, rows, n);
 }

@@ -74,9 +74,7 @@ struct exec_model {
     struct npu_act_layout a;               /* global addresses (arena base added) */
     uint64_t x_all, kv_k, kv_v;            /* residual rows, KV halves (SRAM or HBM) */
     bool x_in_sram;
-    uint64_t ident;                        /* [ident_ld]^2 identity (MN transposes) */
-    uint32_t ident_ld;                     /* max(tile_rows, max_batch) */
-    uint64_t ytmp;                         /* [max(T x N, B x V)] transposed GEMM output */
+    uint32_t ident_ld;                     /* a.ident is [ident_ld]^2: max(T, B) */
     uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;

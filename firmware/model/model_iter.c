@@ -46,7 +46,7 @@ static void index_tensors(struct exec_model *m)
 static void write_identity(struct exec_model *m)
 {
     const uint32_t n = m->ident_ld;
-    uint8_t *id = (uint8_t *)(uintptr_t)m->ident;
+    uint8_t *id = (uint8_t *)(uintptr_t)m->a.ident;
     memset(id, 0, (size_t)n * n * m->eb);
     for (uint32_t i = 0; i < n; i++) {
         if (m->eb == 4) {
@@ -86,7 +86,6 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->x_all = (p->x_in_sram ? m->sram : hbm) + core->x_off;
     m->kv_k = (p->kv_in_sram ? m->sram : hbm) + core->kv_off;
     m->kv_v = m->kv_k + npu_kv_bytes(c, p) / 2;
-    m->ident = m->a.ident, m->ytmp = m->a.ytmp;
     m->ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
     m->stage = m->sram + core->sram_stage, m->stage_bytes = core->sram_stage_bytes;
     index_tensors(m);

@@ -10,10 +10,12 @@
 #include "npuctl.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kv_config.h"
 #include "model_config.h"
 #include "npu_plan.h"
 #include "npu_enums.h"
@@ -24,11 +26,16 @@ struct image_opts {
     struct npu_plan_request req;
 };
 
-static int bad(const char *fmt, const char *a, const char *b)
+/* Prints the message as every npuctl error is printed; the exit status of a usage error. */
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
 {
-    fprintf(stderr, "npuctl: ");
-    fprintf(stderr, fmt, a, b);
-    fprintf(stderr, "\n");
+    char msg[NPUCTL_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    npuctl_print_error("%s", msg);
     return NPUCTL_EXIT_USAGE;
 }
 
@@ -115,7 +122,7 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
     else if (!strcmp(opt, "--tile-rows")) return parse_u32(opt, v, &r->tile_rows);
     else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
-                                                   : bad("%s needs a value%s", opt, "");
+                                                   : bad("%s needs a value", opt);
     else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
     else if (!strcmp(opt, "--weights")) {
         static const char *const ws[] = { "auto", "stream" };
@@ -141,8 +148,8 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
         r->dtype = e;
         return rc;
     } else
-        return bad("unknown option '%s'%s (npuctl help plan)", opt, "");
-    return v ? 0 : bad("%s needs a value%s", opt, "");
+        return bad("unknown option '%s' (npuctl help plan)", opt);
+    return v ? 0 : bad("%s needs a value", opt);
 }
 
 static int parse_image_args(int argc, char **argv, struct image_opts *o, bool need_out)
@@ -155,9 +162,9 @@ static int parse_image_args(int argc, char **argv, struct image_opts *o, bool ne
             return rc;
     }
     if (!o->model)
-        return bad("--model NAME|PATH is required%s%s", "", "");
+        return bad("--model NAME|PATH is required");
     if (need_out && !o->out)
-        return bad("-o FILE is required%s%s", "", "");
+        return bad("-o FILE is required");
     return 0;
 }
 
@@ -178,54 +185,24 @@ static void resolve_model(const char *model, char *path, size_t len)
     snprintf(path, len, "%s/models/tiny/%s.toml", src, model);
 }
 
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    char *buf = NULL;
-    size_t n = 0, cap = 0, got;
-    char chunk[4096];
-    while ((got = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-        if (n + got + 1 > cap) {
-            cap = (n + got + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf), fclose(f);
-                return NULL;
-            }
-            buf = nb;
-        }
-        memcpy(buf + n, chunk, got), n += got;
-    }
-    fclose(f);
-    if (buf)
-        buf[n] = '\0';
-    return buf;
-}
-
 static int plan_and_build(const struct image_opts *o, struct npu_built_image *img)
 {
     char err[NPUCTL_ERR_MAX], mpath[NPUCTL_PATH_MAX], cpath[NPUCTL_PATH_MAX];
     struct model_config cfg;
     struct chip_config chip;
+    static char text[MODEL_CONFIG_TEXT_MAX];
     resolve_model(o->model, mpath, sizeof(mpath));
-    char *text = read_text(mpath);
-    if (!text)
-        return bad("--model %s: cannot read %s", o->model, mpath);
-    if (model_config_parse(&cfg, text, mpath, err, sizeof(err)) ||
+    if (kv_config_read(mpath, text, sizeof(text), err, sizeof(err)) ||
+        model_config_parse(&cfg, text, mpath, err, sizeof(err)) ||
         npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), cpath,
                                  sizeof(cpath), err, sizeof(err)) ||
-        chip_config_load(&chip, cpath, err, sizeof(err))) {
-        free(text);
-        return bad("%s%s", err, "");
-    }
+        chip_config_load(&chip, cpath, err, sizeof(err)))
+        return bad("%s", err);
     struct npu_plan_chip pc = { .mesh_rows = chip.mesh_rows, .mesh_cols = chip.mesh_cols,
                                 .sram_bytes = chip.sram_bytes, .hbm_bytes = chip.hbm_bytes,
                                 .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols };
     snprintf(pc.name, sizeof(pc.name), "%s", chip.name);
     int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, stdout, err, sizeof(err));
-    free(text);
     if (rc != NPU_OK) {
         fprintf(stderr, "npuctl: plan refused: %s\n", err);
         return NPUCTL_EXIT_USAGE;
@@ -261,7 +238,7 @@ int npuctl_cmd_build_image(int argc, char **argv)
         printf("image: %s, %" PRIu64 " bytes, checksum %#018" PRIx64 "\n", o.out, img.bytes,
                ((const struct npu_image_header *)img.data)->checksum);
     npu_built_image_free(&img);
-    return ok ? 0 : bad("-o %s: cannot write the image%s", o.out, "");
+    return ok ? 0 : bad("-o %s: cannot write the image", o.out);
 }
 
 /*
@@ -272,17 +249,17 @@ int npuctl_cmd_build_image(int argc, char **argv)
 int npuctl_cmd_flash(int argc, char **argv)
 {
     if (argc < 1 || argv[0][0] == '-')
-        return bad("flash: IMAGE is required%s%s", "", "");
+        return bad("flash: IMAGE is required");
     const char *image = argv[0];
     struct npu_image_header h = { 0 };
     FILE *f = fopen(image, "rb");
     if (!f)
-        return bad("flash: cannot open %s%s", image, "");
+        return bad("flash: cannot open %s", image);
     size_t got = fread(&h, 1, sizeof(h), f);
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     fclose(f);
     if (size < 0)
-        return bad("flash: cannot read %s%s", image, "");
+        return bad("flash: cannot read %s", image);
     bool header_ok = got == sizeof(h) && h.magic == NPU_IMAGE_MAGIC;
     bool chip_given = false, mode_given = false;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)

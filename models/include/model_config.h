@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #define MODEL_NAME_MAX 64u
+#define MODEL_CONFIG_TEXT_MAX 16384u /* bytes of a config file the loaders read */
 
 enum model_arch { MODEL_DENSE = 0, MODEL_MOE = 1 };
 

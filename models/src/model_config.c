@@ -99,7 +99,7 @@ int model_config_parse(struct model_config *m, const char *text, const char *fil
 
 int model_config_load(struct model_config *m, const char *path, char *err, size_t errlen)
 {
-    char text[16384];
+    char text[MODEL_CONFIG_TEXT_MAX];
     int rc = kv_config_read(path, text, sizeof(text), err, errlen);
     return rc ? rc : model_config_parse(m, text, path, err, errlen);
 }

@@ -257,7 +257,7 @@ static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t lay
    shares when they fit, else a staging buffer for the largest layer), the NPU paper's
    section 4.2 order. */
 static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *core,
-                     const struct npu_act_layout *act, uint64_t *stage_need, bool stream)
+                     const struct npu_act_layout *act, bool stream)
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
@@ -292,7 +292,6 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
         core->sram_weights_bytes = all, at += align_up(all, 64);
     else
         core->sram_stage_bytes = stage, at += stage;
-    *stage_need = stage;
     core->sram_end = at;
     if (at > avail)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u needs %.2f "
@@ -313,7 +312,6 @@ static void place_resident(struct planner *pl, const struct npu_image_core *core
         abort();
     for (uint32_t r = 0; r < pl->plan.tp; r++)
         next[r] = core0->sram_weights;
-    uint64_t shared = 0;
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         struct npu_image_tensor *t = &pl->tensors[i];
         uint64_t bytes = align_up(t->block_bytes * t->blocks, 64);
@@ -326,13 +324,11 @@ static void place_resident(struct planner *pl, const struct npu_image_core *core
             t->sram_off = at;
             for (uint32_t r = 0; r < pl->plan.tp; r++)
                 next[r] = at + bytes;
-            shared += bytes;
         } else {
             t->sram_off = next[t->rank];
             next[t->rank] += bytes;
         }
     }
-    (void)shared;
     free(next);
 }
 
@@ -521,7 +517,6 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     const uint32_t cols = pl->chip->mesh_cols, ncores = pl->chip->mesh_rows * cols;
     struct npu_act_layout act;
     npu_act_layout(pl->cfg, p, &act);
-    uint64_t stage_need;
     for (uint32_t i = 0; i < ncores; i++)
         cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
     /* Rank r is the core the NoC driver's placement makes rank r, so a rank's share is
@@ -539,7 +534,7 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     for (uint32_t r = 0; rc == NPU_OK && r < p->tp; r++) {
         uint32_t core = group.core[r];
         cores[core].rank = r;
-        rc = plan_sram(pl, r, &cores[core], &act, &stage_need, pl->stream);
+        rc = plan_sram(pl, r, &cores[core], &act, pl->stream);
     }
     if (rc != NPU_OK)
         return rc;
