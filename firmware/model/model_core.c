@@ -152,9 +152,12 @@ static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec
         uint32_t count = q->done_prompt < q->len ? q->len - q->done_prompt : 1;
         count = count < budget ? count : budget;
         budget -= count;
-        runs[n++] = (struct exec_run){ .req = r, .slot = r, .pos = pos, .count = count,
+        /* request r's cache: ring rows [r x max_seq, (r + 1) x max_seq) (no pool blocks:
+           these images are planned without one) */
+        runs[n++] = (struct exec_run){ .req = r, .pos = pos, .count = count,
                                        .tokens = &q->tokens[pos],
-                                       .wants_token = pos + count >= q->len };
+                                       .wants_token = pos + count >= q->len,
+                                       .ring_row = (uint64_t)r * m.plan->max_seq };
     }
     return n;
 }
@@ -174,7 +177,9 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
             return NPU_OK;
         if (n == 0)
             continue; /* nobody has joined yet */
-        int rc = exec_iteration(&m, ops, nops, runs, n, out, logit);
+        struct exec_batch b = { .runs = runs, .nruns = n, .layer0 = 0,
+                                .layer1 = cfg.num_layers };
+        int rc = exec_iteration(&m, ops, nops, &b, out, logit);
         if (rc != NPU_OK)
             return rc;
         for (uint32_t i = 0; i < n; i++) {

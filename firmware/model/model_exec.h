@@ -6,8 +6,8 @@
  * program, a core works through the iteration's rows in tiles of plan.tile_rows, each op a
  * chain of engine descriptors on this core, every descriptor waiting for the one before.
  *
- * Modelled: RMSNorm, QKV, q/k RMSNorm, RoPE, the KV cache (one segment per request slot, in
- * SRAM or HBM as the plan says), attention over blocks of the cache with an online softmax
+ * Modelled: RMSNorm, QKV, q/k RMSNorm, RoPE, the KV cache (a request's positions in its SRAM
+ * pool blocks, then in its segment of the ring, in SRAM or HBM as the plan says), attention over blocks of the cache with an online softmax
  * (bounded SRAM for any context), causal and sliding-window masks, output projection, dense
  * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
  * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
@@ -55,11 +55,23 @@ struct exec_stats {
 /* One request's rows in an iteration. */
 struct exec_run {
     uint32_t req;           /* request id (the routing model's key) */
-    uint32_t slot;          /* KV-cache slot (0..max_batch-1) */
     uint32_t pos;           /* position of the first row */
     uint32_t count;         /* rows */
     const uint32_t *tokens; /* [count] token ids */
     bool wants_token;       /* the last row's logits give the next token */
+    /* its KV cache: positions [0, nblocks x kv_block) in pool blocks blocks[], the rest at
+       ring row ring_row + position */
+    const uint32_t *blocks;
+    uint32_t nblocks;
+    uint64_t ring_row;
+};
+
+/* One iteration: runs [0, nprefill) run layers [layer0, layer1) (layered prefill: one
+   group), the others every layer. Rows: the runs' rows in order, prefill runs first. */
+struct exec_batch {
+    const struct exec_run *runs;
+    uint32_t nruns, nprefill;
+    uint32_t layer0, layer1;
 };
 
 struct exec_model {
@@ -72,7 +84,8 @@ struct exec_model {
     enum npu_dtype dt;
     uint64_t sram;                         /* this core's SRAM base */
     struct npu_act_layout a;               /* global addresses (arena base added) */
-    uint64_t x_all, kv_k, kv_v;            /* residual rows, KV halves (SRAM or HBM) */
+    uint64_t x_all;                        /* residual rows (SRAM or HBM) */
+    uint64_t kv_pool, kv_ring;             /* KV block pool (SRAM), ring (SRAM or HBM) */
     bool x_in_sram;
     uint32_t ident_ld;                     /* a.ident is [ident_ld]^2: max(T, B) */
     uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
@@ -101,7 +114,7 @@ int exec_load_resident(struct exec_model *m);
 /* Runs the program ops for one iteration; out[i] receives run i's next token (argmax of
    its last row) when runs[i].wants_token. */
 int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
-                   const struct exec_run *runs, uint32_t nruns, uint32_t *out, float *logit);
+                   const struct exec_batch *b, uint32_t *out, float *logit);
 
 /* Internal API shared by the op files. */
 struct npu_desc;
@@ -139,7 +152,8 @@ uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64
 
 /* ---- model_layer.c: the ops of one layer on one tile of rows */
 struct exec_seg {            /* one request's rows inside a tile */
-    uint32_t req, slot, pos; /* request, KV slot, position of the first row */
+    const struct exec_run *run;
+    uint32_t req, pos;       /* request, position of the first row */
     uint32_t row, count;     /* rows [row, row + count) of the tile */
 };
 struct exec_tile {

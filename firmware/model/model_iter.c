@@ -84,8 +84,8 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     const uint64_t hbm = (uint64_t)(uintptr_t)m->image;
     m->x_in_sram = p->x_in_sram;
     m->x_all = (p->x_in_sram ? m->sram : hbm) + core->x_off;
-    m->kv_k = (p->kv_in_sram ? m->sram : hbm) + core->kv_off;
-    m->kv_v = m->kv_k + npu_kv_bytes(c, p) / 2;
+    m->kv_ring = (p->kv_in_sram ? m->sram : hbm) + core->kv_off;
+    m->kv_pool = m->sram + core->kv_pool_off;
     m->ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
     m->stage = m->sram + core->sram_stage, m->stage_bytes = core->sram_stage_bytes;
     index_tensors(m);
@@ -129,7 +129,7 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
         uint32_t hi = end < t0 + n ? end : t0 + n;
         if (lo < hi)
             tile->segs[tile->nsegs++] = (struct exec_seg){
-                .req = runs[i].req, .slot = runs[i].slot, .pos = runs[i].pos + (lo - row),
+                .run = &runs[i], .req = runs[i].req, .pos = runs[i].pos + (lo - row),
                 .row = lo - t0, .count = hi - lo };
         row = end;
     }
@@ -149,9 +149,10 @@ static void embed_tile(struct exec_model *m, const struct exec_run *runs, uint32
                           1, row, row, row);
 }
 
-/* Runs one layer op over every tile; the residual rows move in and out unless in SRAM. */
+/* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
+   the residual rows move in and out unless in SRAM. */
 static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
-                    const struct exec_run *runs, uint32_t nruns, uint32_t rows)
+                    const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
     m->layer = op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer;
@@ -160,10 +161,11 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         static struct exec_tile tile;
         uint32_t n = rows - t0 < m->plan->tile_rows ? rows - t0 : m->plan->tile_rows;
         make_tile(runs, nruns, t0, n, &tile);
-        tile.xt = m->x_in_sram ? m->x_all + t0 * row : m->a.xt;
+        const uint64_t x = m->x_all + (uint64_t)(row0 + t0) * row;
+        tile.xt = m->x_in_sram ? x : m->a.xt;
         exec_set_cat(m, EXEC_CAT_OTHER);
         if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
-            exec_copy(m, tile.xt, m->x_all + t0 * row, 1, n * row, n * row, n * row);
+            exec_copy(m, tile.xt, x, 1, n * row, n * row, n * row);
         switch (op->kind) {
         case NPU_OP_EMBED: embed_tile(m, runs, nruns, &tile); break;
         case NPU_OP_ATTENTION:
@@ -174,7 +176,7 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         }
         exec_set_cat(m, EXEC_CAT_OTHER);
         if (rc == NPU_OK && !m->x_in_sram)
-            exec_copy(m, m->x_all + t0 * row, tile.xt, 1, n * row, n * row, n * row);
+            exec_copy(m, x, tile.xt, 1, n * row, n * row, n * row);
     }
     return rc;
 }
@@ -224,21 +226,33 @@ static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nrun
 }
 
 int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
-                   const struct exec_run *runs, uint32_t nruns, uint32_t *out, float *logit)
+                   const struct exec_batch *b, uint32_t *out, float *logit)
 {
-    uint32_t rows = 0;
-    for (uint32_t i = 0; i < nruns; i++)
-        rows += runs[i].count;
-    assert(nruns >= 1 && nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
+    uint32_t rows = 0, prows = 0;
+    for (uint32_t i = 0; i < b->nruns; i++)
+        rows += b->runs[i].count, prows += i < b->nprefill ? b->runs[i].count : 0;
+    assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
+    assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
+           b->layer1 <= m->cfg->num_layers);
     int rc = NPU_OK;
     for (uint32_t i = 0; rc == NPU_OK && i < nops; i++) {
-        switch (ops[i].kind) {
-        case NPU_OP_STAGE:
-            m->layer = ops[i].layer;
-            exec_stage_layer(m, ops[i].layer);
-            break;
-        case NPU_OP_HEAD: rc = head(m, runs, nruns, out, logit); break;
-        default: rc = layer_op(m, &ops[i], runs, nruns, rows); break;
+        const struct npu_prog_op *op = &ops[i];
+        if (op->kind == NPU_OP_HEAD) {
+            rc = head(m, b->runs, b->nruns, out, logit);
+            continue;
+        }
+        /* the prefill runs take part in their layers only (the embedding: before layer 0);
+           the decode runs, after them, in every layer */
+        bool all = op->kind == NPU_OP_EMBED ? b->layer0 == 0
+                                            : op->layer >= b->layer0 && op->layer < b->layer1;
+        const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
+        if (first == b->nruns)
+            continue; /* no rows in this layer: nothing to stage or run */
+        if (op->kind == NPU_OP_STAGE) {
+            m->layer = op->layer;
+            exec_stage_layer(m, op->layer);
+        } else {
+            rc = layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - row0);
         }
     }
     m->layer = m->cfg->num_layers;

@@ -38,6 +38,35 @@ void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, ui
                                                 .out = xt, .rows = n, .cols = d }));
 }
 
+/* Address of K (v false) or V of `pos` of run r in layer l, and how many positions from pos
+   on are contiguous there (the rest of its pool block; a ring segment is contiguous). */
+static uint64_t kv_addr(const struct exec_model *m, const struct exec_run *r, uint32_t l,
+                        bool v, uint32_t pos, uint32_t *span)
+{
+    const uint32_t B = m->plan->kv_block, blk = pos / B;
+    if (blk < r->nblocks) {
+        *span = B - pos % B;
+        return m->kv_pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, r->blocks[blk], pos % B);
+    }
+    *span = UINT32_MAX;
+    return m->kv_ring + npu_kv_ring_offset(m->cfg, m->plan, v, l, r->ring_row + pos);
+}
+
+/* Segment g's new keys and values into its cache, split where its blocks are. */
+static void store_kv(struct exec_model *m, uint32_t l, const struct exec_seg *g)
+{
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    for (uint32_t i = 0; i < g->count;) {
+        uint32_t span;
+        uint64_t k = kv_addr(m, g->run, l, false, g->pos + i, &span);
+        uint64_t v = kv_addr(m, g->run, l, true, g->pos + i, &span);
+        uint32_t n = g->count - i < span ? g->count - i : span;
+        exec_copy(m, k, m->a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        exec_copy(m, v, m->a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        i += n;
+    }
+}
+
 /* q/k norms and RoPE of the tile's rows; its keys and values into the cache. */
 static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
@@ -59,13 +88,8 @@ static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec
             .op = NPU_VECTOR_OP_ROPE, .x = bufs[i], .y = a->positions, .out = bufs[i],
             .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
             .scalar = (float)c->rope_theta, .y_type = NPU_DTYPE_FP32 }));
-    const uint64_t row = (uint64_t)nkv * hd * m->eb;
-    for (uint32_t s = 0; s < tile->nsegs; s++) {
-        const struct exec_seg *g = &tile->segs[s];
-        uint64_t at = npu_kv_offset(c, m->plan, g->slot, l, g->pos);
-        exec_copy(m, m->kv_k + at, a->knew + g->row * row, g->count, row, row, row);
-        exec_copy(m, m->kv_v + at, a->vnew + g->row * row, g->count, row, row, row);
-    }
+    for (uint32_t s = 0; s < tile->nsegs; s++)
+        store_kv(m, l, &tile->segs[s]);
 }
 
 /*
@@ -148,11 +172,15 @@ static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct 
                   a->q + ((uint64_t)g->row * qd + (uint64_t)h * group * hd) * eb, g->count, gb,
                   (uint64_t)qd * eb, gb);
     uint32_t parity = 0;
-    for (uint32_t b0 = lo; b0 <= last; b0 += B, parity ^= 1) {
-        uint32_t nb = last + 1 - b0 < B ? last + 1 - b0 : B;
-        uint64_t at = npu_kv_offset(c, m->plan, g->slot, l, b0);
-        exec_copy(m, a->kblk, m->kv_k + at, 1, nb * row, nb * row, nb * row);
-        exec_copy(m, a->vblk, m->kv_v + at, 1, nb * row, nb * row, nb * row);
+    /* blocks end at multiples of B, where pool blocks end (a window may start mid-block) */
+    for (uint32_t b0 = lo, nb; b0 <= last; b0 += nb, parity ^= 1) {
+        uint32_t contig;
+        nb = B - b0 % B;
+        nb = last + 1 - b0 < nb ? last + 1 - b0 : nb;
+        exec_copy(m, a->kblk, kv_addr(m, g->run, l, false, b0, &contig), 1, nb * row,
+                  nb * row, nb * row);
+        exec_copy(m, a->vblk, kv_addr(m, g->run, l, true, b0, &contig), 1, nb * row,
+                  nb * row, nb * row);
         uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0; h < nkv; h++)
             kv_head_block(m, g, h, b0, nb, b0 == lo, window, m_old, m_new);

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 1u
+#define NPU_IMAGE_VERSION 2u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -79,9 +79,10 @@ struct npu_plan {
     uint32_t routing_skew_milli; /* skewed: Zipf exponent x 1000 of expert popularity */
     uint64_t routing_seed;
     uint32_t weights_resident;   /* 1: every share in SRAM; 0: staged per layer from HBM */
-    uint32_t kv_in_sram;         /* 1: KV segments in SRAM; 0: in HBM */
+    uint32_t kv_in_sram;         /* 1: the KV ring in SRAM; 0: in HBM */
     uint32_t x_in_sram;          /* 1: the iteration's residual rows in SRAM; 0: in HBM */
-    uint32_t reserved;
+    uint32_t kv_sram_blocks;     /* KV blocks of kv_block positions in each core's SRAM pool */
+    uint64_t kv_ring_rows;       /* positions of the KV ring (SRAM or HBM, kv_in_sram) */
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
@@ -105,7 +106,8 @@ struct npu_image_core {
     uint64_t sram_act, sram_act_bytes;     /* tile buffers and scratch */
     uint64_t sram_stage, sram_stage_bytes; /* staged layer weights (0 bytes if resident) */
     uint64_t sram_weights, sram_weights_bytes; /* resident weights */
-    uint64_t kv_off, kv_bytes;  /* KV segments: SRAM offset or image (HBM) offset */
+    uint64_t kv_off, kv_bytes;  /* KV ring: SRAM offset or image (HBM) offset */
+    uint64_t kv_pool_off, kv_pool_bytes; /* KV block pool: SRAM offset (0 bytes: none) */
     uint64_t x_off, x_bytes;    /* the iteration's residual rows: SRAM or HBM offset */
     uint64_t comm_scratch;      /* SRAM offset of the collectives' scratch */
     uint64_t sram_end;          /* the first SRAM offset the plan does not use */

@@ -9,6 +9,7 @@
 #ifndef NPU_LAYOUT_H
 #define NPU_LAYOUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model_config.h"
@@ -45,10 +46,20 @@ uint32_t npu_dtype_bytes(uint32_t dtype);
 void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
                     struct npu_act_layout *out);
 
-/* Bytes of the KV segments of one core: B request slots x layers x max_seq x kvd x 2. */
-uint64_t npu_kv_bytes(const struct model_config *c, const struct npu_plan *p);
-/* Offset of (slot, layer, pos) in the K half (the V half follows: + npu_kv_bytes / 2). */
-uint64_t npu_kv_offset(const struct model_config *c, const struct npu_plan *p, uint32_t slot,
-                       uint32_t layer, uint32_t pos);
+/*
+ * The KV cache of one core (docs/serving.md, "KV cache"): a pool of kv_sram_blocks blocks in
+ * SRAM, laid out [K|V][layer][block][kv_block][kvd], and a ring of kv_ring_rows positions,
+ * laid out [K|V][layer][row][kvd]. Each core holds the same layout; the control core's KV
+ * manager (runtime/include/rt/kvc.h) decides which blocks and rows a request owns.
+ */
+uint64_t npu_kv_row_bytes(const struct model_config *c, const struct npu_plan *p);
+uint64_t npu_kv_pool_bytes(const struct model_config *c, const struct npu_plan *p);
+uint64_t npu_kv_ring_bytes(const struct model_config *c, const struct npu_plan *p);
+/* Offsets of (K or V, layer, block, position in block) in the pool and (K or V, layer, row)
+   in the ring. */
+uint64_t npu_kv_pool_offset(const struct model_config *c, const struct npu_plan *p, bool v,
+                            uint32_t layer, uint32_t block, uint32_t pos);
+uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan *p, bool v,
+                            uint32_t layer, uint64_t row);
 
 #endif

@@ -32,6 +32,9 @@ struct npu_plan_request {
     uint32_t stream_weights;            /* 1: stage weights from HBM even if they fit */
     uint32_t routing, routing_skew_milli;
     uint64_t routing_seed;
+    int64_t kv_sram_blocks;             /* KV block pool per core: -1 auto (what SRAM has
+                                           left after the weights), 0 none (default) */
+    uint64_t kv_ring_rows;              /* KV ring positions; 0: max_batch x max_seq */
 };
 
 /* The chip the plan is for (a subset of chip_config, so this library needs no emulator). */

@@ -11,7 +11,7 @@
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
 _Static_assert(sizeof(struct npu_image_tensor) == 56, "tensor entry layout");
-_Static_assert(sizeof(struct npu_image_core) == 112, "core entry layout");
+_Static_assert(sizeof(struct npu_image_core) == 128, "core entry layout");
 _Static_assert(sizeof(struct npu_prog_op) == 8, "program op layout");
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -66,12 +66,14 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                         npu_gemm_name((enum npu_gemm)g), p->partition[g]);
     if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
         p->max_tokens < p->max_batch || p->tile_rows == 0 || p->max_seq == 0 ||
-        p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED)
+        p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED || p->kv_sram_blocks > 8192 ||
+        p->kv_ring_rows == 0)
         return fail(err, errlen, NPU_ERR_FORMAT,
                     "plan: mode %u, dtype %u, max_batch %u, max_tokens %u, tile_rows %u, "
-                    "max_seq %u, kv_block %u, routing %u out of range", p->mode, p->dtype,
-                    p->max_batch, p->max_tokens, p->tile_rows, p->max_seq, p->kv_block,
-                    p->routing);
+                    "max_seq %u, kv_block %u, routing %u, kv_sram_blocks %u, kv_ring_rows %"
+                    PRIu64 " out of range", p->mode, p->dtype, p->max_batch, p->max_tokens,
+                    p->tile_rows, p->max_seq, p->kv_block, p->routing, p->kv_sram_blocks,
+                    p->kv_ring_rows);
     return NPU_OK;
 }
 
@@ -89,6 +91,11 @@ static int check_core(const struct npu_image_header *h, const struct npu_image_c
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": SRAM plan [%#" PRIx64
                     ", %#" PRIx64 ") outside [%#x, %#" PRIx64 ")", i, c->sram_act,
                     c->sram_end, NPU_IMAGE_APP_BASE, h->sram_bytes);
+    if (c->rank != NPU_IMAGE_IDLE && c->kv_pool_bytes &&
+        (c->kv_pool_off < NPU_IMAGE_APP_BASE || !inside(c->kv_pool_off, c->kv_pool_bytes, 1,
+                                                        c->sram_end)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": KV pool [%#" PRIx64 ", +%#"
+                    PRIx64 ") outside its SRAM plan", i, c->kv_pool_off, c->kv_pool_bytes);
     return NPU_OK;
 }
 

@@ -54,15 +54,31 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->bytes = at;
 }
 
-uint64_t npu_kv_bytes(const struct model_config *c, const struct npu_plan *p)
+uint64_t npu_kv_row_bytes(const struct model_config *c, const struct npu_plan *p)
 {
-    return 2ull * p->max_batch * c->num_layers * p->max_seq * c->num_kv_heads * c->head_dim *
-           npu_dtype_bytes(p->dtype);
+    return (uint64_t)c->num_kv_heads * c->head_dim * npu_dtype_bytes(p->dtype);
 }
 
-uint64_t npu_kv_offset(const struct model_config *c, const struct npu_plan *p, uint32_t slot,
-                       uint32_t layer, uint32_t pos)
+uint64_t npu_kv_pool_bytes(const struct model_config *c, const struct npu_plan *p)
 {
-    const uint64_t row = (uint64_t)c->num_kv_heads * c->head_dim * npu_dtype_bytes(p->dtype);
-    return (((uint64_t)slot * c->num_layers + layer) * p->max_seq + pos) * row;
+    return 2ull * c->num_layers * p->kv_sram_blocks * p->kv_block * npu_kv_row_bytes(c, p);
+}
+
+uint64_t npu_kv_ring_bytes(const struct model_config *c, const struct npu_plan *p)
+{
+    return 2ull * c->num_layers * p->kv_ring_rows * npu_kv_row_bytes(c, p);
+}
+
+uint64_t npu_kv_pool_offset(const struct model_config *c, const struct npu_plan *p, bool v,
+                            uint32_t layer, uint32_t block, uint32_t pos)
+{
+    const uint64_t blocks = ((uint64_t)v * c->num_layers + layer) * p->kv_sram_blocks + block;
+    return (blocks * p->kv_block + pos) * npu_kv_row_bytes(c, p);
+}
+
+uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan *p, bool v,
+                            uint32_t layer, uint64_t row)
+{
+    const uint64_t rows = ((uint64_t)v * c->num_layers + layer) * p->kv_ring_rows + row;
+    return rows * npu_kv_row_bytes(c, p);
 }

@@ -61,6 +61,7 @@ struct planner {
     uint64_t weights_off, weights_end;
     uint32_t eb;
     bool stream;
+    int64_t kv_pool;                /* the request's kv_sram_blocks: -1 auto, 0 none, N */
     char *err;
     size_t errlen;
 };
@@ -216,6 +217,8 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
     p->tile_rows = req->tile_rows ? req->tile_rows : 64;
     p->kv_block = req->kv_block ? req->kv_block : 256;
+    p->kv_ring_rows = req->kv_ring_rows ? req->kv_ring_rows
+                                        : (uint64_t)p->max_batch * p->max_seq;
     p->routing = req->routing;
     p->routing_skew_milli = req->routing_skew_milli;
     p->routing_seed = req->routing_seed;
@@ -272,7 +275,7 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
                     "%u) need %.2f MiB of SRAM per core, %.2f MiB are free", c->name,
                     pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
     const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
-    const uint64_t kvb = align_up(npu_kv_bytes(c, p), 64);
+    const uint64_t kvb = align_up(npu_kv_ring_bytes(c, p), 64);
     uint64_t stage = 0, all = layer_bytes(pl, rank, -1);
     for (uint32_t l = 0; l < c->num_layers; l++) {
         uint64_t b = layer_bytes(pl, rank, (int64_t)l);
@@ -283,7 +286,8 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
     pl->plan.x_in_sram = at + xb + stage <= avail;
     core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.x_in_sram ? xb : 0;
-    pl->plan.kv_in_sram = at + kvb + stage <= avail;
+    /* with a block pool in SRAM, the ring is the spill space in HBM (section 4.2) */
+    pl->plan.kv_in_sram = pl->kv_pool == 0 && at + kvb + stage <= avail;
     core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.kv_in_sram ? kvb : 0;
     pl->plan.weights_resident = !stream && at + all <= avail;
@@ -432,6 +436,11 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
             p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
+    if (p->kv_sram_blocks)
+        fprintf(f, "  KV cache: %u SRAM blocks of %u positions per core (%.2f MiB), ring of "
+                "%llu positions in %s\n", p->kv_sram_blocks, p->kv_block,
+                MIB(core0->kv_pool_bytes), (unsigned long long)p->kv_ring_rows,
+                p->kv_in_sram ? "SRAM" : "HBM");
     fprintf(f, "  HBM: weights %.2f MiB, image claims %.2f MiB of %.2f; file %.2f MiB\n",
             MIB(h->weights_bytes), MIB(h->hbm_end), MIB(pl->chip->hbm_bytes),
             MIB(h->file_bytes));
@@ -446,6 +455,46 @@ static void plan_tied_head(struct planner *pl)
     head.kind = MT_LM_HEAD;
     head.layer = 0;
     plan_tensor(&head, pl);
+}
+
+/* The KV block pool: after everything else in SRAM (the NPU paper's section 4.2 gives KV
+   blocks and weights what the buffers leave; weights come first here, since a streamed
+   layer costs every iteration and a spilled KV position only its attention reads). The
+   same number of blocks on every rank: auto takes what the fullest rank has left, capped
+   at what max_batch requests of max_seq positions can use. */
+static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
+{
+    const struct model_config *c = pl->cfg;
+    struct npu_plan *p = &pl->plan;
+    const uint64_t avail = pl->chip->sram_bytes -
+                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
+                                                 pl->chip->mesh_cols);
+    const uint64_t block = 2ull * c->num_layers * p->kv_block * npu_kv_row_bytes(c, p);
+    const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + p->kv_block - 1) / p->kv_block);
+    uint64_t room = UINT64_MAX;
+    p->kv_sram_blocks = 0;
+    if (pl->kv_pool == 0)
+        return NPU_OK;
+    for (uint32_t i = 0; i < ncores; i++)
+        if (cores[i].rank != NPU_IMAGE_IDLE) {
+            uint64_t end = align_up(cores[i].sram_end, 64);
+            uint64_t r = end < avail ? (avail - end) / block : 0;
+            room = r < room ? r : room;
+        }
+    uint64_t want = pl->kv_pool < 0 ? (room < cap ? room : cap) : (uint64_t)pl->kv_pool;
+    if (want > room || want > 8192)
+        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: %llu KV blocks of %u "
+                    "positions (%.2f MiB each) do not fit: SRAM has room for %llu per core "
+                    "(at most 8192)", c->name, pl->chip->name, (unsigned long long)want,
+                    p->kv_block, MIB(block), (unsigned long long)room);
+    p->kv_sram_blocks = (uint32_t)want;
+    for (uint32_t i = 0; i < ncores; i++)
+        if (cores[i].rank != NPU_IMAGE_IDLE) {
+            cores[i].kv_pool_off = align_up(cores[i].sram_end, 64);
+            cores[i].kv_pool_bytes = want * block;
+            cores[i].sram_end = cores[i].kv_pool_off + cores[i].kv_pool_bytes;
+        }
+    return NPU_OK;
 }
 
 /* HBM after the weights: each rank's KV segments and residual rows unless in SRAM. */
@@ -544,6 +593,9 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
         if (rc != NPU_OK)
             return rc;
     }
+    rc = plan_kv_pool(pl, cores, ncores);
+    if (rc != NPU_OK)
+        return rc;
     *nops = plan_program(pl, ops);
     for (uint32_t i = 0; i < ncores; i++)
         if (cores[i].rank != NPU_IMAGE_IDLE)
@@ -556,7 +608,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
                    struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
 {
     struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen,
-                          .stream = req->stream_weights != 0 };
+                          .stream = req->stream_weights != 0,
+                          .kv_pool = req->kv_sram_blocks };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
     if (rc == NPU_OK)
