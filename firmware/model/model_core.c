@@ -23,6 +23,7 @@
 #include "model_config.h"
 #include "model_exec.h"
 #include "model_report.h"
+#include "model_setup.h"
 #include "noc/collective.h"
 #include "noc/placement.h"
 #include "npu/hal.h"
@@ -38,18 +39,13 @@ struct request {
 };
 
 static struct request reqs[REQ_MAX];
-static struct exec_model m;
-static struct exec_stats stats[EXEC_LAYERS_MAX + 1];
-static uint64_t expert_tokens[EXEC_LAYERS_MAX * 128];
-static struct model_config cfg;
-static struct noc_group group;
-static struct noc_comm comm;
+static struct model_core mc;
+#define m (mc.m)
+#define cfg (mc.cfg)
 
 static int report_done(int status)
 {
-    struct hal_sem_post_args done = { .core = hal_chip()->ncores, .sem = DONE_SEM,
-                                      .op = NPU_SEM_OP_INC, .value = 1 };
-    hal_sem_post(&done);
+    model_core_post_done(DONE_SEM);
     return status;
 }
 
@@ -200,48 +196,20 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
 int main(void)
 {
     hal_wait_release();
-    const uint8_t *image = (const uint8_t *)(uintptr_t)hal_chip()->hbm_base;
-    const struct npu_image_header *h = (const void *)image;
-    const struct npu_image_core *core =
-        (const struct npu_image_core *)(image + h->cores_off) + hal_self()->core_id;
-    if (core->rank == NPU_IMAGE_IDLE)
-        return report_done(NPU_EXIT_OK);
-    char err[256];
-    int rc = model_config_parse(&cfg, (const char *)image + h->config_off, "image:config",
-                                err, sizeof(err));
-    if (rc != NPU_OK)
-        printf("MODEL error: %s\n", err);
-    m = (struct exec_model){ .cfg = &cfg, .plan = &h->plan, .image = image, .rank = core->rank,
-                             .tp = h->plan.tp, .stats = stats, .expert_tokens = expert_tokens };
-    if (rc == NPU_OK && h->plan.tp > 1) {
-        struct noc_group_args ga = {
-            .placement = (enum noc_placement)h->plan.placement,
-            .rect = { (uint16_t)h->plan.rect_row0, (uint16_t)h->plan.rect_col0,
-                      (uint16_t)h->plan.rect_rows, (uint16_t)h->plan.rect_cols },
-            .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
-        struct noc_comm_config cc = { .group = &group, .slot = 0,
-                                      .scratch = hal_self()->sram_base + core->comm_scratch,
-                                      .segment_bytes = NPU_IMAGE_COMM_SEGMENT };
-        rc = noc_group_init(&group, &ga);
-        if (rc == NPU_OK)
-            rc = noc_comm_init(&comm, &cc);
-        m.comm = &comm;
-    }
+    int rc = model_core_setup(&mc);
+    if (rc == NPU_ERR_NOTFOUND)
+        return report_done(NPU_EXIT_OK); /* outside the plan */
     uint32_t nreq = rc == NPU_OK ? parse_requests() : 0;
     uint32_t n_new = bootarg_u32("new", 16);
     if (rc == NPU_OK && (nreq == 0 || n_new == 0))
         rc = NPU_ERR_INVAL;
     if (rc == NPU_OK)
-        rc = exec_init(&m, core);
-    if (rc == NPU_OK)
         rc = check_requests(nreq, n_new);
     if (rc == NPU_OK)
-        rc = exec_load_resident(&m);
+        rc = model_core_load(&mc);
     uint64_t t0 = hal_time_ps();
-    const struct npu_prog_op *ops = (const struct npu_prog_op *)(image + h->prog_off) +
-                                    core->prog_first;
     if (rc == NPU_OK)
-        rc = run_requests(nreq, n_new, ops, core->prog_count);
+        rc = run_requests(nreq, n_new, mc.ops, mc.nops);
     if (rc == NPU_OK)
         report_run(&m, m.comm, nreq, n_new, hal_time_ps() - t0);
     else
