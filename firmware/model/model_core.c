@@ -210,8 +210,11 @@ int main(void)
     uint64_t t0 = hal_time_ps();
     if (rc == NPU_OK)
         rc = run_requests(nreq, n_new, mc.ops, mc.nops);
-    if (rc == NPU_OK)
-        report_run(&m, m.comm, nreq, n_new, hal_time_ps() - t0);
+    if (rc == NPU_OK) {
+        char what[48];
+        snprintf(what, sizeof(what), "requests=%" PRIu32 " new=%" PRIu32, nreq, n_new);
+        report_run(&m, m.comm, what, hal_time_ps() - t0);
+    }
     else
         printf("MODEL failed rc=%d (core %u)\n", rc, hal_self()->core_id);
     return report_done(rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL);

@@ -71,8 +71,7 @@ static void print_routing(const struct exec_model *m)
     }
 }
 
-void report_run(struct exec_model *m, struct noc_comm *comm, uint32_t nreq, uint32_t n_new,
-                uint64_t chip_ps)
+void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, uint64_t chip_ps)
 {
     const struct model_config *c = m->cfg;
     struct exec_stats sum = { 0 }, layers = { 0 };
@@ -94,8 +93,7 @@ void report_run(struct exec_model *m, struct noc_comm *comm, uint32_t nreq, uint
         print_row("layer=outside", &m->stats[c->num_layers]);
         print_row("layers=all", &layers);
         print_rooflines(&sum);
-        printf("MODEL done model=%s requests=%" PRIu32 " new=%" PRIu32 " chip_us=%.3f\n",
-               c->name, nreq, n_new, (double)chip_ps / 1e6);
+        printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
     }
     /* Every rank's traffic, one rank at a time (a barrier between two ranks' lines keeps
        the console lines whole). */

@@ -9,8 +9,8 @@
 
 /* Rank 0: expert routing counts (functional MoE), the per-layer breakdown with roofline
    bounds, the totals and the `MODEL done` line; then every rank, in rank order, its weight
-   traffic (`MODEL rank=... hbm_bytes=... expert_load_bytes=...`). */
-void report_run(struct exec_model *m, struct noc_comm *comm, uint32_t nreq, uint32_t n_new,
-                uint64_t chip_ps);
+   traffic (`MODEL rank=... hbm_bytes=... expert_load_bytes=...`). `what` goes into the done
+   line ("requests=4 new=16"). */
+void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, uint64_t chip_ps);
 
 #endif

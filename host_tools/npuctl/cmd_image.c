@@ -21,10 +21,7 @@
 #include "npu_enums.h"
 #include "npu_memmap.h"
 
-struct image_opts {
-    const char *model, *chip, *out;
-    struct npu_plan_request req;
-};
+#define image_opts npuctl_image_opts
 
 /* Prints the message as every npuctl error is printed; the exit status of a usage error. */
 static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -121,6 +118,17 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
     else if (!strcmp(opt, "--max-seq")) return parse_u32(opt, v, &r->max_seq);
     else if (!strcmp(opt, "--tile-rows")) return parse_u32(opt, v, &r->tile_rows);
     else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
+    else if (!strcmp(opt, "--kv-sram-blocks")) {
+        uint32_t n = 0;
+        int rc = v && !strcmp(v, "auto") ? 0 : parse_u32(opt, v, &n);
+        r->kv_sram_blocks = v && !strcmp(v, "auto") ? -1 : (int64_t)n;
+        return rc;
+    } else if (!strcmp(opt, "--kv-ring-rows")) {
+        uint32_t n;
+        int rc = parse_u32(opt, v, &n);
+        r->kv_ring_rows = n;
+        return rc;
+    }
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
                                                    : bad("%s needs a value", opt);
     else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
@@ -148,16 +156,28 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
         r->dtype = e;
         return rc;
     } else
-        return bad("unknown option '%s' (npuctl help plan)", opt);
+        return NPUCTL_IMAGE_UNKNOWN;
     return v ? 0 : bad("%s needs a value", opt);
+}
+
+int npuctl_image_option(struct npuctl_image_opts *o, const char *opt, const char *v)
+{
+    return parse_option(o, opt, v);
+}
+
+void npuctl_image_opts_init(struct npuctl_image_opts *o)
+{
+    *o = (struct npuctl_image_opts){ .chip = NPUCTL_DEFAULT_CHIP };
+    npu_plan_request_init(&o->req);
 }
 
 static int parse_image_args(int argc, char **argv, struct image_opts *o, bool need_out)
 {
-    *o = (struct image_opts){ .chip = NPUCTL_DEFAULT_CHIP };
-    npu_plan_request_init(&o->req);
+    npuctl_image_opts_init(o);
     for (int i = 0; i < argc; i += 2) {
         int rc = parse_option(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
+        if (rc == NPUCTL_IMAGE_UNKNOWN)
+            return bad("unknown option '%s' (npuctl help plan)", argv[i]);
         if (rc)
             return rc;
     }
@@ -187,6 +207,13 @@ static void resolve_model(const char *model, char *path, size_t len)
 
 static int plan_and_build(const struct image_opts *o, struct npu_built_image *img)
 {
+    struct model_config cfg;
+    return npuctl_image_build(o, img, &cfg, stdout);
+}
+
+int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image *img,
+                       struct model_config *model, FILE *summary)
+{
     char err[NPUCTL_ERR_MAX], mpath[NPUCTL_PATH_MAX], cpath[NPUCTL_PATH_MAX];
     struct model_config cfg;
     struct chip_config chip;
@@ -202,11 +229,12 @@ static int plan_and_build(const struct image_opts *o, struct npu_built_image *im
                                 .sram_bytes = chip.sram_bytes, .hbm_bytes = chip.hbm_bytes,
                                 .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols };
     snprintf(pc.name, sizeof(pc.name), "%s", chip.name);
-    int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, stdout, err, sizeof(err));
+    int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, summary, err, sizeof(err));
     if (rc != NPU_OK) {
         fprintf(stderr, "npuctl: plan refused: %s\n", err);
         return NPUCTL_EXIT_USAGE;
     }
+    *model = cfg;
     return 0;
 }
 

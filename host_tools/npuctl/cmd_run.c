@@ -95,11 +95,19 @@ static int print_gdb_help(const struct npuctl_run_opts *o, const struct npuctl_f
     return rc;
 }
 
-static int launch_qemu(const struct npuctl_run_opts *o, char **argv)
+struct capture {
+    const char *stdout_path;
+    void (*tick)(void *);
+    void *ctx;
+};
+
+static int launch_qemu(const struct npuctl_run_opts *o, char **argv, const struct capture *cap)
 {
     struct npuctl_spawn sp = {
         .argv = argv, .search_path = false, .own_group = true, .stdin_null = true,
         .timeout_s = o->mode == NPUCTL_MODE_DEBUG ? 0 : o->timeout_s,
+        .stdout_path = cap ? cap->stdout_path : NULL, .tick = cap ? cap->tick : NULL,
+        .tick_ctx = cap ? cap->ctx : NULL,
     };
     char err[NPUCTL_ERR_MAX];
     struct npuctl_child_exit ex;
@@ -119,7 +127,7 @@ static int launch_qemu(const struct npuctl_run_opts *o, char **argv)
     return ex.status;
 }
 
-static int run_mode(enum npuctl_mode mode, int argc, char **argv)
+static int run_mode(enum npuctl_mode mode, int argc, char **argv, const struct capture *cap)
 {
     struct npuctl_run_opts o;
     char err[NPUCTL_ERR_MAX];
@@ -146,22 +154,29 @@ static int run_mode(enum npuctl_mode mode, int argc, char **argv)
     if (mode == NPUCTL_MODE_DEBUG)
         rc = print_gdb_help(&o, &files, rows * cols);
     if (rc == 0)
-        rc = o.print_cmd ? print_argv_line(stdout, qemu) : launch_qemu(&o, qemu);
+        rc = o.print_cmd ? print_argv_line(stdout, qemu) : launch_qemu(&o, qemu, cap);
     npuctl_free_argv(qemu);
     return rc;
 }
 
 int npuctl_cmd_run(int argc, char **argv)
 {
-    return run_mode(NPUCTL_MODE_RUN, argc, argv);
+    return run_mode(NPUCTL_MODE_RUN, argc, argv, NULL);
 }
 
 int npuctl_cmd_selftest(int argc, char **argv)
 {
-    return run_mode(NPUCTL_MODE_SELFTEST, argc, argv);
+    return run_mode(NPUCTL_MODE_SELFTEST, argc, argv, NULL);
 }
 
 int npuctl_cmd_debug(int argc, char **argv)
 {
-    return run_mode(NPUCTL_MODE_DEBUG, argc, argv);
+    return run_mode(NPUCTL_MODE_DEBUG, argc, argv, NULL);
+}
+
+int npuctl_run_captured(int argc, char **argv, const char *stdout_path, void (*tick)(void *),
+                        void *ctx)
+{
+    const struct capture cap = { .stdout_path = stdout_path, .tick = tick, .ctx = ctx };
+    return run_mode(NPUCTL_MODE_RUN, argc, argv, &cap);
 }

@@ -98,6 +98,18 @@ static const struct npuctl_command commands[] = {
       "  loads from it, and refuses a bad one (exit 1). --chip and --mode default to the\n"
       "  image's. Requests come as bootargs: -- -append \"prompt=1,2,3 new=8\"\n"
       "  (docs/images.md). Takes run's options.\n" },
+    { "serve", npuctl_cmd_serve,
+      "npuctl serve [--chip C] [--model M] [--sched S] [SCHED OPTIONS] [--trace T] [--out DIR]\n"
+      "  Serve a request trace on the emulated chip (docs/serving.md): see npuctl serve --help.\n" },
+    { "trace", npuctl_cmd_trace,
+      "npuctl trace gen|import|show ...\n"
+      "  Generate, import or summarise request traces (docs/traces.md): see npuctl trace --help.\n" },
+    { "compare", npuctl_cmd_compare,
+      "npuctl compare DIR...\n"
+      "  Print the summaries of serving runs side by side.\n" },
+    { "plot", npuctl_cmd_plot,
+      "npuctl plot DIR... [-o OUT]\n"
+      "  Draw SLO attainment against request rate and TTFT/TBT CDFs with gnuplot.\n" },
     { "test", npuctl_cmd_test,
       "npuctl test [CTEST ARGS...]\n"
       "  Run the test suite: ctest --test-dir $NPU_BUILD_DIR --output-on-failure ARGS\n"

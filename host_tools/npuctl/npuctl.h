@@ -166,6 +166,9 @@ struct npuctl_spawn {
     bool own_group;     /* new process group; SIGINT/TERM/HUP sent to npuctl go to it */
     bool stdin_null;    /* stdin from /dev/null */
     uint32_t timeout_s; /* 0: none; else SIGKILL to the whole group when it expires */
+    const char *stdout_path; /* NULL: inherited; else the child's stdout goes to this file */
+    void (*tick)(void *ctx); /* NULL, or called about once a second while the child runs */
+    void *tick_ctx;
 };
 
 /* What ended the child. */
@@ -179,9 +182,28 @@ struct npuctl_child_exit {
 int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
                       size_t errlen);
 
+/* ---- cmd_image.c: plan options and image building, shared with serve */
+#include "npu_plan.h"
+struct model_config;
+struct npuctl_image_opts {
+    const char *model, *chip, *out;
+    struct npu_plan_request req;
+};
+#define NPUCTL_IMAGE_UNKNOWN 100 /* npuctl_image_option: not a plan option */
+void npuctl_image_opts_init(struct npuctl_image_opts *o);
+/* One option and its value: 0, a usage error (printed), or NPUCTL_IMAGE_UNKNOWN. */
+int npuctl_image_option(struct npuctl_image_opts *o, const char *opt, const char *v);
+/* Plans and builds; the plan report goes to summary (may be NULL); *model gets the config. */
+int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image *img,
+                       struct model_config *model, FILE *summary);
+
 /* ---- commands: argv holds the arguments after the command word */
 
 int npuctl_cmd_run(int argc, char **argv);
+/* npuctl run with QEMU's output into stdout_path and tick(ctx) called about once a second
+   while it runs (npuctl serve's progress line). */
+int npuctl_run_captured(int argc, char **argv, const char *stdout_path, void (*tick)(void *),
+                        void *ctx);
 int npuctl_cmd_selftest(int argc, char **argv);
 int npuctl_cmd_debug(int argc, char **argv);
 int npuctl_cmd_test(int argc, char **argv);
@@ -191,6 +213,10 @@ int npuctl_cmd_bench(int argc, char **argv);
 int npuctl_cmd_plan(int argc, char **argv);
 int npuctl_cmd_build_image(int argc, char **argv);
 int npuctl_cmd_flash(int argc, char **argv);
+int npuctl_cmd_serve(int argc, char **argv);
+int npuctl_cmd_trace(int argc, char **argv);
+int npuctl_cmd_compare(int argc, char **argv);
+int npuctl_cmd_plot(int argc, char **argv);
 
 /* ---- dispatch.c */
 

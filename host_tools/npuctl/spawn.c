@@ -50,6 +50,9 @@ static int start_child(const struct npuctl_spawn *sp, const sigset_t *child_mask
     posix_spawnattr_setflags(&attr, flags);
     if (sp->stdin_null)
         posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    if (sp->stdout_path)
+        posix_spawn_file_actions_addopen(&fa, 1, sp->stdout_path, O_WRONLY | O_CREAT | O_TRUNC,
+                                         0644);
     int rc = sp->search_path
                  ? posix_spawnp(pid, sp->argv[0], &fa, &attr, sp->argv, environ)
                  : posix_spawn(pid, sp->argv[0], &fa, &attr, sp->argv, environ);
@@ -117,7 +120,12 @@ static int wait_child(const struct npuctl_spawn *sp, pid_t pid, const sigset_t *
         int sig, st;
         if (sp->timeout_s && !time_left(&deadline, &left))
             return kill_on_timeout(sp, pid, ex);
-        sig = sp->timeout_s ? sigtimedwait(set, NULL, &left) : sigwaitinfo(set, NULL);
+        if (sp->tick && (!sp->timeout_s || left.tv_sec >= 1)) /* wake once a second */
+            left = (struct timespec){ 1, 0 };
+        sig = sp->timeout_s || sp->tick ? sigtimedwait(set, NULL, &left)
+                                        : sigwaitinfo(set, NULL);
+        if (sig < 0 && errno == EAGAIN && sp->tick)
+            sp->tick(sp->tick_ctx);
         if (sig < 0 && (errno == EAGAIN || errno == EINTR))
             continue; /* the deadline is checked at the top */
         if (sig < 0) {

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serve image, control core (docs/serving.md): checks the model image and the trace blob,
+ * then serves: requests join at their arrival times in chip time, the scheduler chosen by
+ * the bootargs plans each iteration (runtime/), the cores run it (serve_iter.c), and every
+ * event is printed as a `SERVE ...` line (rt/serve_log.h) for npuctl serve to turn into
+ * metrics. When nothing can run the control core sleeps until the next arrival; the chip
+ * clock jumps there. Bootargs: image_bytes=, trace_bytes=, sched=NAME, chunk=, groups=,
+ * group_tokens=, budget=, prefill_units=, engine_trace.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_config.h"
+#include "model_setup.h"
+#include "npu/hal.h"
+#include "npu/wait.h"
+#include "serve_ctrl.h"
+
+static struct serve sv;
+
+static uint32_t bootarg_u32(const char *key, uint32_t dflt)
+{
+    const char *v = hal_bootarg_value(key);
+    return v ? (uint32_t)strtoul(v, NULL, 10) : dflt;
+}
+
+/* The trace blob QEMU's loader put in DRAM; 0 or the error (printed). */
+static int load_trace(void)
+{
+    const char *arg = hal_bootarg_value("trace_bytes");
+    uint64_t room = hal_chip()->dram_size - RT_TRACE_DRAM_OFFSET;
+    uint64_t bytes = arg ? strtoull(arg, NULL, 10) : 0;
+    char err[200];
+    if (!arg || bytes > room) {
+        printf("SERVE abort reason=bad_trace no trace_bytes= bootarg, or more than %" PRIu64
+               " bytes (run with npuctl serve)\n", room);
+        return NPU_ERR_INVAL;
+    }
+    sv.blob = (const void *)(uintptr_t)(hal_chip()->dram_base + RT_TRACE_DRAM_OFFSET);
+    int rc = rt_blob_check(sv.blob, bytes, err, sizeof(err));
+    if (rc != NPU_OK)
+        printf("SERVE abort reason=bad_trace %s\n", err);
+    return rc;
+}
+
+/* Requests from the blob; ids are checked against the vocabulary. */
+static int make_requests(void)
+{
+    const struct rt_blob_header *h = sv.blob;
+    const struct rt_blob_req *b = rt_blob_reqs(sv.blob);
+    sv.nreqs = h->count;
+    sv.reqs = calloc(sv.nreqs ? sv.nreqs : 1, sizeof(*sv.reqs));
+    sv.last_token = calloc(sv.nreqs ? sv.nreqs : 1, sizeof(*sv.last_token));
+    sv.announced = calloc(sv.nreqs ? sv.nreqs : 1, sizeof(*sv.announced));
+    if (!sv.reqs || !sv.last_token || !sv.announced) {
+        printf("SERVE abort reason=no_memory %" PRIu32 " requests\n", sv.nreqs);
+        return NPU_ERR_NOMEM;
+    }
+    const uint32_t *ids = rt_blob_ids(sv.blob);
+    for (uint32_t i = 0; i < sv.nreqs; i++) {
+        sv.reqs[i] = (struct rt_request){ .id = i, .arrival_ps = b[i].arrival_ps,
+                                          .input_len = b[i].input_len,
+                                          .output_len = b[i].output_len };
+        for (uint32_t j = 0; b[i].ids_first != RT_BLOB_NO_IDS && j < b[i].input_len; j++)
+            if (ids[b[i].ids_first + j] >= sv.vocab) {
+                printf("SERVE abort reason=bad_trace request %" PRIu32 ": token %" PRIu32
+                       " = %" PRIu32 " is not below vocab_size %" PRIu32 "\n", i, j,
+                       ids[b[i].ids_first + j], sv.vocab);
+                return NPU_ERR_RANGE;
+            }
+    }
+    return NPU_OK;
+}
+
+/* The KV manager and the scheduler from the image's plan and the bootargs. */
+static int make_scheduler(uint32_t layers)
+{
+    const struct npu_plan *p = &sv.image->plan;
+    struct rt_kvc_config kc = { .block_tokens = p->kv_block, .sram_blocks = p->kv_sram_blocks,
+                                .ring_rows = p->kv_ring_rows };
+    const char *name = hal_bootarg_value("sched");
+    char kind[24] = "chunked", err[160];
+    if (name)
+        snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, " "), name);
+    struct rt_sched_params sp = {
+        .kind = (enum rt_sched_kind)rt_sched_kind_parse(kind), .num_layers = layers,
+        .max_batch = p->max_batch, .max_tokens = p->max_tokens,
+        .chunk = bootarg_u32("chunk", 512), .groups = bootarg_u32("groups", 0),
+        .group_tokens = bootarg_u32("group_tokens", 512), .budget = bootarg_u32("budget", 0),
+        .prefill_units = bootarg_u32("prefill_units", 0) };
+    int rc = rt_sched_kind_parse(kind) < 0 ? NPU_ERR_INVAL : kvc_init(&sv.kvc, &kc);
+    if (rc == NPU_OK)
+        rc = sched_init(&sv.sched, &sp, sv.reqs, sv.nreqs, &sv.kvc, err, sizeof(err));
+    else
+        snprintf(err, sizeof(err), "scheduler '%s' or KV cache (%u blocks) refused", kind,
+                 p->kv_sram_blocks);
+    if (rc != NPU_OK)
+        printf("SERVE abort reason=bad_sched %s\n", err);
+    else
+        printf("SERVE begin requests=%" PRIu32 " sched=%s layers=%" PRIu32 " blocks=%" PRIu32
+               " ring=%" PRIu64 "\n", sv.nreqs, kind, layers, kc.sram_blocks, kc.ring_rows);
+    return rc;
+}
+
+static int setup(void)
+{
+    int rc = model_image_check();
+    if (rc != NPU_OK)
+        return rc;
+    sv.image = (const void *)(uintptr_t)hal_chip()->hbm_base;
+    struct model_config cfg;
+    char err[200];
+    rc = model_config_parse(&cfg, (const char *)sv.image + sv.image->config_off,
+                            "image:config", err, sizeof(err));
+    if (rc != NPU_OK) {
+        printf("SERVE abort reason=bad_image %s\n", err);
+        return rc;
+    }
+    sv.vocab = cfg.vocab_size, sv.max_seq = sv.image->plan.max_seq;
+    sv.engine_trace = hal_bootarg_has("engine_trace");
+    sv.mb = (struct rt_mailbox *)(uintptr_t)(hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET);
+    memset(sv.mb, 0, sizeof(*sv.mb));
+    const struct npu_image_core *cores = (const void *)((const uint8_t *)sv.image +
+                                                        sv.image->cores_off);
+    for (uint32_t c = 0; c < sv.image->cores_count && c < RT_MB_CORES_MAX; c++)
+        if (cores[c].rank != NPU_IMAGE_IDLE)
+            sv.cores[sv.ncores++] = c;
+    rc = load_trace();
+    if (rc == NPU_OK)
+        rc = make_requests();
+    if (rc == NPU_OK)
+        rc = make_scheduler(cfg.num_layers);
+    return rc;
+}
+
+/* Requests that arrived by now: their arrive lines, and reject lines for those refused. */
+static void take_arrivals(void)
+{
+    uint32_t first = sv.sched.next_arrival;
+    sched_arrive(&sv.sched, hal_time_ps(), sv.max_seq);
+    for (uint32_t i = first; i < sv.sched.next_arrival; i++) {
+        const struct rt_request *q = &sv.reqs[i];
+        printf("SERVE arrive id=%" PRIu32 " t=%" PRIu64 " input=%" PRIu32 " output=%" PRIu32
+               "\n", i, q->arrival_ps, q->input_len, q->output_len);
+        if (q->state == RT_REQ_REJECTED)
+            printf("SERVE reject id=%" PRIu32 " t=%" PRIu64 " reason=%s\n", i, hal_time_ps(),
+                   rt_reject_reason_name(q->reject));
+    }
+}
+
+/* Admit lines of the requests the scheduler has just admitted. */
+static void announce_admissions(void)
+{
+    for (uint32_t i = 0; i < sv.sched.nrunning; i++) {
+        uint32_t r = sv.sched.running[i];
+        if (sv.announced[r])
+            continue;
+        sv.announced[r] = true;
+        printf("SERVE admit id=%" PRIu32 " t=%" PRIu64 " blocks=%" PRIu32 " ring=%" PRIu64 "\n",
+               r, hal_time_ps(), sv.reqs[r].kv.reserved, sv.reqs[r].kv.ring_rows);
+    }
+}
+
+/* Finish lines of the iteration's requests that are done. */
+static void announce_finishes(const struct rt_iter_plan *it)
+{
+    for (uint32_t i = 0; i < it->nruns; i++) {
+        const struct rt_request *q = &sv.reqs[it->runs[i].req];
+        if (q->state == RT_REQ_FINISHED && it->runs[i].wants_token)
+            printf("SERVE finish id=%" PRIu32 " t=%" PRIu64 "\n", it->runs[i].req,
+                   hal_time_ps());
+    }
+}
+
+/* Serves until every request is finished or rejected; 0 or the error (printed). */
+static int serve_all(void)
+{
+    static struct rt_iter_plan it;
+    for (;;) {
+        take_arrivals();
+        if (sched_done(&sv.sched))
+            return NPU_OK;
+        if (sched_next(&sv.sched, &it)) {
+            announce_admissions();
+            int rc = serve_run_iteration(&sv, &it);
+            if (rc != NPU_OK)
+                return rc;
+            sched_complete(&sv.sched, &it);
+            announce_finishes(&it);
+            continue;
+        }
+        uint64_t next = sched_next_arrival_ps(&sv.sched);
+        if (next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
+            printf("SERVE abort reason=stuck queue=%" PRIu32 "\n", sched_queue_len(&sv.sched));
+            return NPU_ERR_STATE;
+        }
+        hal_sleep_until_ps(next); /* the chip clock jumps to the arrival */
+    }
+}
+
+int main(void)
+{
+    if (setup() != NPU_OK)
+        return NPU_EXIT_FAIL; /* the cores are never released */
+    hal_release_cores();
+    int rc = serve_all();
+    uint64_t end = hal_time_ps();
+    serve_stop_cores(&sv);
+    if (rc == NPU_OK)
+        printf("SERVE done t=%" PRIu64 " finished=%" PRIu32 " rejected=%" PRIu32
+               " iterations=%" PRIu32 "\n", end, sv.sched.finished, sv.sched.rejected, sv.seq - 1);
+    return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
+}

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl compare / plot (docs/outputs.md): read the output directories of serving runs
+ * (summary.json, requests.csv, tokens.csv) back. compare prints one row per metric and one
+ * column per run; plot writes gnuplot data and scripts into OUT and runs gnuplot on them,
+ * so a figure can be restyled later by editing its script. A missing or broken input file
+ * is an error naming it (exit 2), never a silently empty column.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npuctl.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "rt/metrics.h"
+
+struct run {
+    const char *dir;
+    json_t *sum;        /* DIR/summary.json */
+    char label[64];     /* the column / curve title */
+    char sched[64];     /* labels.sched, else the directory's name */
+    char base[64];      /* the directory's name: "runs/a/" -> "a" */
+};
+
+static const char *path_in(const char *dir, const char *name)
+{
+    static char p[4][NPUCTL_PATH_MAX];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof(p[k]), "%s/%s", dir, name);
+    return p[k];
+}
+
+static const char *label_of(json_t *sum, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(sum, "labels"), key));
+}
+
+static int run_load(struct run *r, const char *dir)
+{
+    json_error_t je;
+    const char *p = path_in(dir, "summary.json");
+    r->dir = dir;
+    r->sum = json_load_file(p, 0, &je);
+    if (!r->sum) {
+        npuctl_print_error("%s: %s%s", p, je.line > 0 ? "does not parse: " : "", je.text);
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (!json_is_number(json_object_get(r->sum, "completed"))) {
+        npuctl_print_error("%s: not a serving summary (no \"completed\")", p);
+        return NPUCTL_EXIT_USAGE;
+    }
+    char base[NPUCTL_PATH_MAX];
+    snprintf(base, sizeof(base), "%s", dir);
+    for (size_t n = strlen(base); n > 1 && base[n - 1] == '/'; n--)
+        base[n - 1] = '\0';
+    const char *slash = strrchr(base, '/'), *sched = label_of(r->sum, "sched");
+    snprintf(r->base, sizeof(r->base), "%s", slash && slash[1] ? slash + 1 : base);
+    snprintf(r->sched, sizeof(r->sched), "%s", sched && *sched ? sched : r->base);
+    snprintf(r->label, sizeof(r->label), "%s", r->sched);
+    return 0;
+}
+
+/* Loads every DIR; columns whose sched labels clash are titled by their directory. */
+static int runs_load(struct run *runs, int n, char **dirs)
+{
+    for (int i = 0; i < n; i++)
+        if (run_load(&runs[i], dirs[i]))
+            return NPUCTL_EXIT_USAGE;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (i != j && strcmp(runs[i].sched, runs[j].sched) == 0)
+                snprintf(runs[i].label, sizeof(runs[i].label), "%s", runs[i].base);
+    return 0;
+}
+
+static void runs_free(struct run *runs, int n)
+{
+    for (int i = 0; i < n; i++)
+        json_decref(runs[i].sum);
+    free(runs);
+}
+
+/* "key" or "object.key". */
+static json_t *summary_get(json_t *sum, const char *key)
+{
+    const char *dot = strchr(key, '.');
+    if (!dot)
+        return json_object_get(sum, key);
+    char obj[64];
+    snprintf(obj, sizeof(obj), "%.*s", (int)(dot - key), key);
+    return json_object_get(json_object_get(sum, obj), dot + 1);
+}
+
+static const struct compare_row {
+    const char *title, *key;
+    double scale;
+    const char *fmt;
+} compare_rows[] = {
+    { "complete run", "complete", 1, "" },
+    { "completed", "completed", 1, "%.0f" },
+    { "rejected", "rejected", 1, "%.0f" },
+    { "duration (s)", "duration", 1, "%.4f" },
+    { "request throughput (req/s)", "request_throughput", 1, "%.3f" },
+    { "output throughput (tok/s)", "output_throughput", 1, "%.2f" },
+    { "TTFT mean (ms)", "mean_ttft_ms", 1, "%.3f" },
+    { "TTFT p99 (ms)", "p99_ttft_ms", 1, "%.3f" },
+    { "TBT mean (ms)", "tbt.mean", 1, "%.3f" },
+    { "TBT p99 (ms)", "tbt.p99", 1, "%.3f" },
+    { "TBT std (ms)", "tbt.std", 1, "%.3f" },
+    { "SLO attainment (%)", "slo_attainment", 100, "%.1f" },
+    { "Jain fairness", "jain_fairness", 1, "%.4f" },
+    { "expert load (GB)", "expert_load_bytes", 1e-9, "%.4f" },
+    { "HBM traffic (GB)", "hbm_bytes", 1e-9, "%.4f" },
+    { "energy/token (mJ)", "energy_per_token_j", 1e3, "%.4f" },
+    { "iterations", "iterations", 1, "%.0f" },
+};
+
+static void compare_cell(const struct compare_row *row, json_t *v, int width)
+{
+    char cell[64] = "-";
+    if (json_is_boolean(v))
+        snprintf(cell, sizeof(cell), "%s", json_is_true(v) ? "yes" : "NO");
+    else if (json_is_number(v))
+        snprintf(cell, sizeof(cell), row->fmt, json_number_value(v) * row->scale);
+    printf("  %*s", width, cell);
+}
+
+int npuctl_cmd_compare(int argc, char **argv)
+{
+    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
+        npuctl_print_usage(stdout, "compare");
+        return 0;
+    }
+    if (argc < 1) {
+        npuctl_print_error("compare: give one or more serving output directories");
+        return NPUCTL_EXIT_USAGE;
+    }
+    struct run *runs = calloc((size_t)argc, sizeof(*runs));
+    if (!runs || runs_load(runs, argc, argv)) {
+        runs_free(runs, runs ? argc : 0);
+        return NPUCTL_EXIT_USAGE;
+    }
+    int width = 10;
+    for (int i = 0; i < argc; i++)
+        width = (int)strlen(runs[i].label) > width ? (int)strlen(runs[i].label) : width;
+    printf("%-28s", "metric");
+    for (int i = 0; i < argc; i++)
+        printf("  %*s", width, runs[i].label);
+    printf("\n");
+    for (size_t r = 0; r < sizeof(compare_rows) / sizeof(compare_rows[0]); r++) {
+        printf("%-28s", compare_rows[r].title);
+        for (int i = 0; i < argc; i++)
+            compare_cell(&compare_rows[r], summary_get(runs[i].sum, compare_rows[r].key),
+                         width);
+        printf("\n");
+    }
+    runs_free(runs, argc);
+    return 0;
+}
+
+/* ---- plot: data files and gnuplot scripts */
+
+/* A title inside a gnuplot double-quoted string. */
+static void gp_title(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++)
+        fputc(*s == '"' || *s == '\\' ? '\'' : *s, f);
+    fputc('"', f);
+}
+
+/* Starts a script: move to the script's directory (so it runs from anywhere), then
+   pngcairo if gnuplot has it, else the gd png terminal, else SVG. */
+static void gp_preamble(FILE *f, const char *name, const char *title, const char *xl,
+                        const char *yl)
+{
+    fprintf(f, "# Written by npuctl plot: gnuplot %s.gp\n"
+               "d = ARG0; i = strlen(d)\n"
+               "while (i > 0 && d[i:i] ne \"/\") { i = i - 1 }\n"
+               "if (i > 0) { cd d[1:i] }\n"
+               "if (strstrt(GPVAL_TERMINALS, \" pngcairo \") > 0) {\n"
+               "  set terminal pngcairo size 960,600 noenhanced; set output \"%s.png\"\n"
+               "} else { if (strstrt(GPVAL_TERMINALS, \" png \") > 0) {\n"
+               "  set terminal png size 960,600 noenhanced; set output \"%s.png\"\n"
+               "} else {\n"
+               "  set terminal svg size 960,600 noenhanced; set output \"%s.svg\"\n"
+               "} }\n"
+               "set title \"%s\"\nset xlabel \"%s\"\nset ylabel \"%s\"\nset grid\n",
+            name, name, name, name, title, xl, yl);
+}
+
+/* The x of a run in the SLO plot: its request_rate label, else the measured rate. */
+static double run_rate(const struct run *r)
+{
+    const char *lab = label_of(r->sum, "request_rate");
+    char *end;
+    double x = lab ? strtod(lab, &end) : 0.0;
+    if (lab && end != lab)
+        return x;
+    json_t *v = json_object_get(r->sum, "arrival_rate");
+    return json_is_number(v) ? json_number_value(v) : 0.0;
+}
+
+struct rate_point {
+    double x, y;
+};
+
+static int cmp_point(const void *a, const void *b)
+{
+    double x = ((const struct rate_point *)a)->x, y = ((const struct rate_point *)b)->x;
+    return x < y ? -1 : x > y;
+}
+
+/* One block (gnuplot index) per scheduler, points sorted by rate. */
+static void plot_slo(FILE *dat, FILE *gp, const struct run *runs, int n)
+{
+    struct rate_point *pts = calloc((size_t)n, sizeof(*pts));
+    int block = 0;
+    gp_preamble(gp, "slo_rate", "SLO attainment against request rate",
+                "request rate (req/s)", "SLO attainment (%)");
+    fprintf(gp, "set yrange [0:105]\nset offsets graph 0.03, graph 0.03, 0, 0\n"
+                "set key bottom left\nplot");
+    for (int i = 0; pts && i < n; i++) {
+        bool first = true;
+        for (int j = 0; j < i; j++)
+            first = first && strcmp(runs[j].sched, runs[i].sched) != 0;
+        if (!first)
+            continue;
+        int np = 0;
+        for (int j = i; j < n; j++)
+            if (strcmp(runs[j].sched, runs[i].sched) == 0)
+                pts[np++] = (struct rate_point){ run_rate(&runs[j]), 100.0 *
+                    json_number_value(json_object_get(runs[j].sum, "slo_attainment")) };
+        qsort(pts, (size_t)np, sizeof(*pts), cmp_point);
+        fprintf(dat, "%s# sched %s\n", block ? "\n\n" : "", runs[i].sched);
+        for (int k = 0; k < np; k++)
+            fprintf(dat, "%.9g %.9g\n", pts[k].x, pts[k].y);
+        fprintf(gp, "%s \"slo_rate.dat\" index %d with linespoints title ", block ? "," : "",
+                block);
+        gp_title(gp, runs[i].sched);
+        block++;
+    }
+    fprintf(gp, "\n");
+    free(pts);
+}
+
+/* One block per run with samples: x = value, y = fraction of values <= x. */
+static void plot_cdf(FILE *dat, FILE *gp, const char *name, const char *what,
+                     const struct run *runs, const struct rt_samples *v, int n)
+{
+    char title[64], xl[64];
+    snprintf(title, sizeof(title), "%s CDF", what);
+    snprintf(xl, sizeof(xl), "%s (ms)", what);
+    gp_preamble(gp, name, title, xl, "fraction");
+    fprintf(gp, "set yrange [0:1.02]\nset offsets graph 0.03, graph 0.03, 0, 0\n"
+                "set key bottom right\nplot");
+    int block = 0;
+    for (int i = 0; i < n; i++) {
+        if (v[i].n == 0)
+            continue; /* gnuplot refuses an empty index */
+        fprintf(dat, "%s# %s\n%.9g 0\n", block ? "\n\n" : "", runs[i].label, v[i].v[0]);
+        for (size_t k = 0; k < v[i].n; k++)
+            fprintf(dat, "%.9g %.9g\n", v[i].v[k], (double)(k + 1) / (double)v[i].n);
+        fprintf(gp, "%s \"%s.dat\" index %d with steps title ", block ? "," : "", name, block);
+        gp_title(gp, runs[i].label);
+        block++;
+    }
+    if (block == 0) /* keep the script valid: an empty frame says there was nothing */
+        fprintf(gp, " [0:1] NaN notitle");
+    fprintf(gp, "\n");
+}
+
+static FILE *open_out(const char *dir, const char *name)
+{
+    const char *p = path_in(dir, name);
+    FILE *f = fopen(p, "w");
+    if (!f)
+        npuctl_print_error("%s: cannot create: %s", p, strerror(errno));
+    return f;
+}
+
+static int close_out(const char *dir, const char *name, FILE *f)
+{
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        npuctl_print_error("%s: write error", path_in(dir, name));
+        return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* NAME.dat and NAME.gp in out, filled by the plot (kind 0: SLO, 1: TTFT, 2: TBT). */
+static int plot_write(const char *out, const char *name, int kind, const struct run *runs,
+                      const struct rt_samples *samples, int n)
+{
+    char dname[64], gname[64];
+    snprintf(dname, sizeof(dname), "%s.dat", name);
+    snprintf(gname, sizeof(gname), "%s.gp", name);
+    FILE *dat = open_out(out, dname), *gp = dat ? open_out(out, gname) : NULL;
+    if (!gp) {
+        if (dat)
+            fclose(dat);
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (kind == 0)
+        plot_slo(dat, gp, runs, n);
+    else
+        plot_cdf(dat, gp, name, kind == 1 ? "TTFT" : "TBT", runs, samples, n);
+    int rc = close_out(out, dname, dat);
+    return close_out(out, gname, gp) || rc ? NPUCTL_EXIT_USAGE : 0;
+}
+
+static bool gnuplot_found(void)
+{
+    const char *path = getenv("PATH");
+    char file[NPUCTL_PATH_MAX + 16];
+    while (path && *path) {
+        int len = (int)strcspn(path, ":");
+        snprintf(file, sizeof(file), "%.*s/gnuplot", len ? len : 1, len ? path : ".");
+        if (access(file, X_OK) == 0)
+            return true;
+        path += len + (path[len] == ':');
+    }
+    return false;
+}
+
+/* The script moves to its own directory, so the path is all gnuplot needs. */
+static int plot_render(const char *out, const char *name)
+{
+    char script[NPUCTL_PATH_MAX + 80], file[80];
+    snprintf(script, sizeof(script), "%s/%s.gp", out, name);
+    for (int k = 0; k < 2; k++) { /* an old figure must not pass for the new one */
+        snprintf(file, sizeof(file), "%s.%s", name, k ? "svg" : "png");
+        unlink(path_in(out, file));
+    }
+    char *argv[] = { "gnuplot", script, NULL };
+    struct npuctl_spawn sp = { .argv = argv, .search_path = true, .stdin_null = true };
+    struct npuctl_child_exit ex;
+    char err[NPUCTL_ERR_MAX];
+    if (npuctl_spawn_wait(&sp, &ex, err, sizeof(err)) != 0 || ex.status != 0) {
+        npuctl_print_error("plot: gnuplot failed on %s", script);
+        return NPUCTL_EXIT_USAGE;
+    }
+    for (int k = 0; k < 2; k++) {
+        snprintf(file, sizeof(file), "%s.%s", name, k ? "svg" : "png");
+        if (access(path_in(out, file), R_OK) == 0)
+            printf("plot: %s\n", path_in(out, file));
+    }
+    return 0;
+}
+
+/* DIR... [-o OUT] in any order. */
+static int plot_args(int argc, char **argv, char **dirs, int *ndirs, const char **out)
+{
+    *ndirs = 0;
+    *out = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
+            if (i + 1 == argc) {
+                npuctl_print_error("plot: %s needs a directory", argv[i]);
+                return NPUCTL_EXIT_USAGE;
+            }
+            *out = argv[++i];
+        } else if (argv[i][0] == '-') {
+            npuctl_print_error("plot: unknown option '%s'", argv[i]);
+            return NPUCTL_EXIT_USAGE;
+        } else {
+            dirs[(*ndirs)++] = argv[i];
+        }
+    }
+    if (*ndirs == 0) {
+        npuctl_print_error("plot: give one or more serving output directories");
+        return NPUCTL_EXIT_USAGE;
+    }
+    *out = *out ? *out : dirs[0];
+    return 0;
+}
+
+static int plot_samples(const struct run *runs, int n, struct rt_samples *s)
+{
+    char err[NPUCTL_ERR_MAX];
+    for (int i = 0; i < n; i++)
+        if (metrics_read_latency_samples(path_in(runs[i].dir, "requests.csv"),
+                                         path_in(runs[i].dir, "tokens.csv"), &s[2 * i],
+                                         &s[2 * i + 1], err, sizeof(err))) {
+            npuctl_print_error("plot: %s", err);
+            return NPUCTL_EXIT_USAGE;
+        }
+    return 0;
+}
+
+static int plot_all(const char *out, const struct run *runs, int n, struct rt_samples *s)
+{
+    static const char *const names[3] = { "slo_rate", "ttft_cdf", "tbt_cdf" };
+    struct rt_samples *per = calloc((size_t)n, sizeof(*per));
+    int rc = per ? 0 : NPUCTL_EXIT_USAGE;
+    if (mkdir(out, 0777) != 0 && errno != EEXIST) {
+        npuctl_print_error("plot: cannot create %s: %s", out, strerror(errno));
+        rc = NPUCTL_EXIT_USAGE;
+    }
+    for (int k = 0; rc == 0 && k < 3; k++) {
+        for (int i = 0; k && i < n; i++)
+            per[i] = s[2 * i + (k - 1)];
+        rc = plot_write(out, names[k], k, runs, per, n);
+    }
+    free(per);
+    if (rc == 0 && !gnuplot_found()) {
+        npuctl_print_error("plot: gnuplot is not in PATH (install gnuplot-nox); the data and "
+                           "scripts are in %s", out);
+        rc = NPUCTL_EXIT_USAGE;
+    }
+    for (int k = 0; rc == 0 && k < 3; k++)
+        rc = plot_render(out, names[k]);
+    return rc;
+}
+
+int npuctl_cmd_plot(int argc, char **argv)
+{
+    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
+        npuctl_print_usage(stdout, "plot");
+        return 0;
+    }
+    char **dirs = calloc((size_t)argc + 1, sizeof(*dirs));
+    struct run *runs = calloc((size_t)argc + 1, sizeof(*runs));
+    struct rt_samples *s = calloc(2 * (size_t)argc + 1, sizeof(*s));
+    const char *out;
+    int n = 0, rc = dirs && runs && s ? plot_args(argc, argv, dirs, &n, &out) : 2;
+    rc = rc ? rc : runs_load(runs, n, dirs);
+    rc = rc ? rc : plot_samples(runs, n, s);
+    rc = rc ? rc : plot_all(out, runs, n, s);
+    for (int i = 0; s && i < 2 * n; i++)
+        metrics_samples_free(&s[i]);
+    free(s);
+    runs_free(runs, n);
+    free(dirs);
+    return rc;
+}

@@ -1,0 +1,207 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl serve (docs/serving.md): serves a request trace on the emulated chip and writes
+ * the run's outputs into one directory. Steps: read and check the trace; plan and build the
+ * model image (npuctl build-image's planner; the KV cache gets an SRAM block pool by
+ * default); check the scheduler's parameters against the plan before anything runs; write
+ * the trace blob; run the `serve` firmware with both placed by QEMU's loader, the console
+ * going to DIR/console.log while a progress line shows on the terminal; then turn the
+ * console into DIR/summary.json, requests.csv, tokens.csv and trace.json and print the
+ * report. Exit status: 0 when every request ended finished or rejected, 1 when the run
+ * failed on the chip, 2 for bad input (named before the run), 124 on --timeout.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npuctl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model_config.h"
+#include "npu_enums.h"
+#include "npu_image.h"
+#include "npu_memmap.h"
+#include "rt/mailbox.h"
+#include "rt/metrics.h"
+#include "rt/sched.h"
+#include "rt/serve_log.h"
+#include "rt/trace.h"
+#include "serve_opts.h"
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...)
+{
+    char msg[NPUCTL_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    npuctl_print_error("%s", msg);
+    return NPUCTL_EXIT_USAGE;
+}
+
+/* The scheduler's parameters against the built plan, as the control core will check them:
+   a bad one is reported now, before the run. */
+static int check_sched(const struct serve_opts *o, const struct npu_image_header *h,
+                       uint32_t layers)
+{
+    static struct rt_kvc kvc;
+    static struct rt_sched sched;
+    struct rt_request none = { 0 };
+    struct rt_kvc_config kc = { .block_tokens = h->plan.kv_block,
+                                .sram_blocks = h->plan.kv_sram_blocks,
+                                .ring_rows = h->plan.kv_ring_rows };
+    struct rt_sched_params sp = o->sched;
+    char err[NPUCTL_ERR_MAX];
+    sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;
+    if (kvc_init(&kvc, &kc) != NPU_OK)
+        return bad("the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
+                   kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
+    if (sched_init(&sched, &sp, &none, 0, &kvc, err, sizeof(err)) != NPU_OK)
+        return bad("--sched %s: %s", rt_sched_kind_name(sp.kind), err);
+    return 0;
+}
+
+static int write_file(const char *path, const void *data, size_t bytes)
+{
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(data, 1, bytes, f) == bytes;
+    ok = f && fclose(f) == 0 && ok;
+    return ok ? 0 : bad("cannot write %s: %s", path, strerror(errno));
+}
+
+/* DIR/trace.jsonl: the trace as served, with the prompt ids the chip is given (the trace's
+   own, or those trace_synth_ids makes), so a run can be checked and repeated. */
+static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, uint32_t vocab)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
+    for (size_t i = 0; i < t->n; i++) {
+        struct rt_trace_entry *e = &t->e[i];
+        if (e->input_ids || !e->input_length)
+            continue;
+        e->input_ids = malloc(e->input_length * sizeof(*e->input_ids));
+        if (!e->input_ids)
+            return bad("out of memory");
+        trace_synth_ids(o->seed, i, e->input_length, vocab, e->input_ids);
+    }
+    snprintf(path, sizeof(path), "%s/trace.jsonl", o->out);
+    return trace_write_jsonl(path, t, err, sizeof(err)) ? bad("%s", err) : 0;
+}
+
+/* Trace, image and blob into the output directory; the image's header and model back. */
+static int prepare(struct serve_opts *o, struct npu_image_header *h, struct model_config *cfg,
+                   uint64_t *image_bytes, uint64_t *blob_bytes)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
+    struct rt_trace t;
+    if (trace_read_jsonl(o->trace, &t, err, sizeof(err)) != NPU_OK)
+        return bad("%s", err);
+    struct npu_built_image img;
+    FILE *plan = NULL;
+    snprintf(path, sizeof(path), "%s/plan.txt", o->out);
+    plan = fopen(path, "w");
+    int rc = npuctl_image_build(&o->image, &img, cfg, plan);
+    if (plan)
+        fclose(plan);
+    if (rc == 0)
+        rc = trace_check_ids(&t, cfg->vocab_size, err, sizeof(err)) ? bad("%s", err) : 0;
+    if (rc == 0) {
+        memcpy(h, img.data, sizeof(*h));
+        *image_bytes = img.bytes;
+        rc = check_sched(o, h, cfg->num_layers);
+    }
+    snprintf(path, sizeof(path), "%s/model.img", o->out);
+    if (rc == 0)
+        rc = write_file(path, img.data, img.bytes);
+    if (rc == 0) {
+        void *blob;
+        size_t bytes;
+        bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
+        rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, &blob, &bytes, err,
+                              sizeof(err)) ? bad("%s", err) : 0;
+        if (rc == 0 && functional)
+            rc = write_served_trace(o, &t, cfg->vocab_size);
+        snprintf(path, sizeof(path), "%s/trace.bin", o->out);
+        if (rc == 0) {
+            rc = write_file(path, blob, bytes);
+            *blob_bytes = bytes;
+            free(blob);
+        }
+    }
+    if (rc == 0 && img.bytes)
+        npu_built_image_free(&img);
+    o->requests = t.n;
+    o->rate = t.n > 1 && t.e[t.n - 1].timestamp_ms > 0
+                  ? (double)t.n / (t.e[t.n - 1].timestamp_ms / 1e3) : 0.0;
+    trace_free(&t);
+    return rc;
+}
+
+/* Turns the console into the outputs and prints the report; 0 if the run was whole. */
+static int report(const struct serve_opts *o, const struct npu_image_header *h)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], tokens[NPUCTL_PATH_MAX];
+    struct rt_serve_log log;
+    snprintf(path, sizeof(path), "%s/console.log", o->out);
+    if (serve_log_parse(path, &log, err, sizeof(err)) != NPU_OK)
+        return bad("%s", err);
+    struct rt_summary s = { 0 };
+    snprintf(path, sizeof(path), "%s/chip_stats.json", o->out);
+    if (metrics_read_chip_stats(path, &s.energy, &s.hbm_bytes, &s.noc_byte_hops, err,
+                                sizeof(err)) != NPU_OK)
+        npuctl_print_error("%s (energy and traffic left out)", err);
+    metrics_summarise(&log, &o->slo, &s); /* keeps what the chip stats gave */
+    char rate[32], sched_params[160];
+    snprintf(rate, sizeof(rate), "%.6g", o->rate);
+    serve_opts_describe(o, sched_params, sizeof(sched_params));
+    const struct rt_label labels[] = {
+        { "chip", h->chip_name }, { "model", h->model_name },
+        { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
+        { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
+        { "request_rate", rate } };
+    int rc = 0;
+    snprintf(path, sizeof(path), "%s/summary.json", o->out);
+    rc |= metrics_write_summary_json(path, &s, &o->slo, labels,
+                                     sizeof(labels) / sizeof(labels[0]), err, sizeof(err));
+    snprintf(path, sizeof(path), "%s/requests.csv", o->out);
+    snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
+    rc |= metrics_write_requests_csv(path, tokens, &log, &o->slo, err, sizeof(err));
+    snprintf(path, sizeof(path), "%s/trace.json", o->out);
+    rc |= metrics_write_perfetto(path, &log, err, sizeof(err));
+    if (rc)
+        npuctl_print_error("%s", err);
+    metrics_print_report(stdout, &s, &o->slo);
+    printf("outputs: %s/{summary.json,requests.csv,tokens.csv,trace.json,console.log}\n",
+           o->out);
+    bool whole = log.done && s.completed + s.rejected == s.total && s.total == o->requests;
+    if (!whole)
+        npuctl_print_error("the run is incomplete: %zu of %zu requests ended (see %s/console.log)",
+                           s.completed + s.rejected, o->requests, o->out);
+    serve_log_free(&log);
+    return whole && !rc ? 0 : 1;
+}
+
+int npuctl_cmd_serve(int argc, char **argv)
+{
+    struct serve_opts o;
+    int rc = serve_opts_parse(argc, argv, &o);
+    if (rc || o.help)
+        return rc;
+    if (mkdir(o.out, 0755) && errno != EEXIST)
+        return bad("--out %s: %s", o.out, strerror(errno));
+    struct npu_image_header h;
+    struct model_config cfg;
+    uint64_t image_bytes = 0, blob_bytes = 0;
+    rc = prepare(&o, &h, &cfg, &image_bytes, &blob_bytes);
+    if (rc)
+        return rc;
+    rc = serve_launch(&o, &h, image_bytes, blob_bytes);
+    if (rc == NPUCTL_EXIT_TIMEOUT || rc == NPUCTL_EXIT_USAGE)
+        return rc;
+    int rep = report(&o, &h);
+    return rc ? rc : rep;
+}

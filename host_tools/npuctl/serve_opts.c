@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/* npuctl serve's options (docs/serving.md, "npuctl serve"). */
+#define _POSIX_C_SOURCE 200809L
+#include "serve_opts.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TRACE "models/traces/tiny-16.jsonl"
+
+static int bad(const char *opt, const char *v, const char *what)
+{
+    npuctl_print_error("%s %s: %s (npuctl serve --help)", opt, v ? v : "(missing)", what);
+    return NPUCTL_EXIT_USAGE;
+}
+
+static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
+{
+    char *end;
+    double x = v ? strtod(v, &end) : 0;
+    if (!v || end == v || *end || !(x >= lo && x <= hi))
+        return bad(opt, v, "not a number in range");
+    *out = x;
+    return 0;
+}
+
+static int parse_count(const char *opt, const char *v, uint32_t *out)
+{
+    double x = 0;
+    int rc = parse_num(opt, v, 0, 4294967295.0, &x);
+    if (rc == 0 && x != (double)(uint32_t)x)
+        return bad(opt, v, "not a whole number");
+    *out = (uint32_t)x;
+    return rc;
+}
+
+/* The serve options of one pair; NPUCTL_IMAGE_UNKNOWN if it is none of them. */
+static int parse_serve_option(struct serve_opts *o, const char *opt, const char *v)
+{
+    struct rt_sched_params *s = &o->sched;
+    double x = 0;
+    int rc = 0;
+    if (!strcmp(opt, "--trace")) o->trace = v;
+    else if (!strcmp(opt, "--out")) o->out = v;
+    else if (!strcmp(opt, "--threads")) o->threads = v;
+    else if (!strcmp(opt, "--sched")) {
+        int k = v ? rt_sched_kind_parse(v) : -1;
+        if (k < 0)
+            return bad(opt, v, "static, continuous, chunked, layered, layered-chunked, "
+                               "pd-fusion or pd-disagg");
+        s->kind = (enum rt_sched_kind)k;
+    } else if (!strcmp(opt, "--chunk")) rc = parse_count(opt, v, &s->chunk);
+    else if (!strcmp(opt, "--groups")) {
+        if (v && !strcmp(v, "adaptive"))
+            s->groups = 0;
+        else
+            rc = parse_count(opt, v, &s->groups);
+    } else if (!strcmp(opt, "--group-tokens")) rc = parse_count(opt, v, &s->group_tokens);
+    else if (!strcmp(opt, "--budget")) rc = parse_count(opt, v, &s->budget);
+    else if (!strcmp(opt, "--prefill-units")) rc = parse_count(opt, v, &s->prefill_units);
+    else if (!strcmp(opt, "--timeout")) rc = parse_count(opt, v, &o->timeout_s);
+    else if (!strcmp(opt, "--slo-ttft-ms")) {
+        rc = parse_num(opt, v, 0, 1e12, &x);
+        o->slo.ttft_ms = x;
+    } else if (!strcmp(opt, "--slo-tbt-ms")) {
+        rc = parse_num(opt, v, 0, 1e12, &x);
+        o->slo.tbt_ms = x;
+    } else if (!strcmp(opt, "--seed")) {
+        rc = parse_num(opt, v, 0, 1.8e19, &x);
+        o->seed = (uint64_t)x;
+    } else
+        return NPUCTL_IMAGE_UNKNOWN;
+    return rc || v ? rc : bad(opt, v, "needs a value");
+}
+
+static void set_defaults(struct serve_opts *o)
+{
+    static char trace[NPUCTL_PATH_MAX];
+    snprintf(trace, sizeof(trace), "%s/" DEFAULT_TRACE, npuctl_get_dir(NPUCTL_DIR_SOURCE));
+    *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .timeout_s = 600, .seed = 1,
+                              .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
+    npuctl_image_opts_init(&o->image);
+    o->image.model = "tiny-moe";
+    o->image.req.tp = 4;               /* a 2x2 group: the tiny models' widths divide by 4 */
+    o->image.req.kv_sram_blocks = -1;  /* an SRAM block pool, the ring in HBM */
+    o->sched = (struct rt_sched_params){ .kind = RT_SCHED_CHUNKED, .chunk = 512,
+                                         .group_tokens = 512 };
+}
+
+int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
+{
+    set_defaults(o);
+    for (int i = 0; i < argc; i++) {
+        const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
+            npuctl_print_usage(stdout, "serve");
+            o->help = true;
+            return 0;
+        }
+        if (!strcmp(opt, "--engine-trace")) {
+            o->engine_trace = true;
+            continue;
+        }
+        int rc = parse_serve_option(o, opt, v);
+        if (rc == NPUCTL_IMAGE_UNKNOWN)
+            rc = npuctl_image_option(&o->image, opt, v);
+        if (rc == NPUCTL_IMAGE_UNKNOWN) {
+            npuctl_print_error("unknown option '%s' (npuctl serve --help)", opt);
+            return NPUCTL_EXIT_USAGE;
+        }
+        if (rc)
+            return rc;
+        i++;
+    }
+    if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.budget)
+        o->sched.budget = 256; /* the NPU paper gives no number; docs/serving.md says why */
+    if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.prefill_units)
+        o->sched.prefill_units = 64;
+    return 0;
+}
+
+void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len)
+{
+    const struct rt_sched_params *s = &o->sched;
+    switch (s->kind) {
+    case RT_SCHED_CHUNKED: snprintf(buf, len, "chunk=%u", s->chunk); break;
+    case RT_SCHED_LAYERED_CHUNKED:
+    case RT_SCHED_LAYERED:
+        if (s->groups)
+            snprintf(buf, len, "groups=%u%s%.0u", s->groups,
+                     s->kind == RT_SCHED_LAYERED_CHUNKED ? " chunk=" : "",
+                     s->kind == RT_SCHED_LAYERED_CHUNKED ? s->chunk : 0);
+        else
+            snprintf(buf, len, "groups=adaptive group_tokens=%u%s%.0u", s->group_tokens,
+                     s->kind == RT_SCHED_LAYERED_CHUNKED ? " chunk=" : "",
+                     s->kind == RT_SCHED_LAYERED_CHUNKED ? s->chunk : 0);
+        break;
+    case RT_SCHED_PD_FUSION:
+        snprintf(buf, len, "budget=%u prefill_units=%u chunk=%u", s->budget, s->prefill_units,
+                 s->chunk);
+        break;
+    default: snprintf(buf, len, "-"); break;
+    }
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/* npuctl serve: its options, and the run on the chip (cmd_serve.c, serve_opts.c,
+   serve_run.c). */
+#ifndef NPUCTL_SERVE_OPTS_H
+#define NPUCTL_SERVE_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "npuctl.h"
+#include "npu_image.h"
+#include "rt/metrics.h"
+#include "rt/sched.h"
+
+struct serve_opts {
+    struct npuctl_image_opts image;   /* --model, --chip and the plan options */
+    struct rt_sched_params sched;     /* --sched and its parameters */
+    struct rt_slo slo;
+    const char *trace, *out, *threads;
+    uint64_t seed;                    /* prompt ids where the trace has none */
+    uint32_t timeout_s;
+    bool engine_trace, help;
+    size_t requests;                  /* filled once the trace is read */
+    double rate;                      /* the trace's mean request rate, req/s */
+};
+
+/* 0, or NPUCTL_EXIT_USAGE after printing what is wrong (the option named). */
+int serve_opts_parse(int argc, char **argv, struct serve_opts *o);
+/* "chunk=512" / "groups=adaptive group_tokens=512" ...: the chosen policy's parameters. */
+void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len);
+/* Runs the serve firmware with DIR/model.img and DIR/trace.bin; QEMU's exit status, 124 on
+   timeout, 2 if it could not start. */
+int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
+                 uint64_t image_bytes, uint64_t blob_bytes);
+
+#endif

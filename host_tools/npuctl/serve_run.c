@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl serve: the run on the chip, and the progress line. The serve firmware runs with
+ * the image at the base of HBM and the trace blob in the control core's DRAM (both placed
+ * by QEMU's loader device); the bootargs carry their sizes and the scheduler's parameters.
+ * While QEMU runs, the console it writes is read once a second for the progress line:
+ * requests ended, chip time, wall time and chip seconds per wall second (on a terminal it
+ * rewrites one line; otherwise it prints a line every 30 s).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "serve_opts.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "npu_memmap.h"
+#include "rt/mailbox.h"
+
+struct progress {
+    char path[NPUCTL_PATH_MAX];
+    long offset;
+    size_t ended, total;
+    uint64_t chip_ps;
+    struct timespec start;
+    bool tty;
+    double last_print;
+};
+
+static double wall_s(const struct progress *p)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - p->start.tv_sec) + (now.tv_nsec - p->start.tv_nsec) / 1e9;
+}
+
+static void progress_line(struct progress *p, const char *line)
+{
+    const char *s = strstr(line, "SERVE ");
+    if (!s)
+        return;
+    if (!strncmp(s, "SERVE finish ", 13) || !strncmp(s, "SERVE reject ", 13))
+        p->ended++;
+    const char *t = strstr(s, " t1=");
+    if (!t)
+        t = strncmp(s, "SERVE done ", 11) ? NULL : strstr(s, " t=");
+    if (t)
+        p->chip_ps = strtoull(strchr(t, '=') + 1, NULL, 10);
+}
+
+static void progress_print(struct progress *p, bool final)
+{
+    double w = wall_s(p), chip = (double)p->chip_ps / 1e12;
+    if (!p->tty && !final && w - p->last_print < 30.0)
+        return;
+    p->last_print = w;
+    fprintf(stderr, "%sserve: %zu/%zu requests ended, chip %.3f s, wall %.0f s, %.3g chip s "
+            "per wall s%s", p->tty ? "\r" : "", p->ended, p->total, chip, w,
+            w > 0 ? chip / w : 0.0, p->tty && !final ? "   " : "\n");
+    fflush(stderr);
+}
+
+static void progress_tick(void *ctx)
+{
+    struct progress *p = ctx;
+    FILE *f = fopen(p->path, "r");
+    if (!f)
+        return;
+    char buf[8192];
+    fseek(f, p->offset, SEEK_SET);
+    while (fgets(buf, sizeof(buf), f)) {
+        size_t n = strlen(buf);
+        if (buf[n - 1] != '\n')
+            break; /* QEMU is mid-line: read it whole at the next tick */
+        p->offset += (long)n;
+        progress_line(p, buf);
+    }
+    fclose(f);
+    progress_print(p, false);
+}
+
+int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
+                 uint64_t image_bytes, uint64_t blob_bytes)
+{
+    char img[NPUCTL_PATH_MAX + 96], blob[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
+    char chip[72], timeout[16], append[512], params[200];
+    snprintf(img, sizeof(img), "loader,file=%s/model.img,addr=%#" PRIx64 ",force-raw=on",
+             o->out, (uint64_t)NPU_MAP_HBM_BASE);
+    snprintf(blob, sizeof(blob), "loader,file=%s/trace.bin,addr=%#" PRIx64 ",force-raw=on",
+             o->out, (uint64_t)NPU_MAP_DRAM_BASE + RT_TRACE_DRAM_OFFSET);
+    snprintf(stats, sizeof(stats), "stats=%s/chip_stats.json", o->out);
+    snprintf(chip, sizeof(chip), "%.64s", h->chip_name);
+    snprintf(timeout, sizeof(timeout), "%" PRIu32, o->timeout_s);
+    const struct rt_sched_params *s = &o->sched;
+    snprintf(params, sizeof(params), "sched=%s chunk=%u groups=%u group_tokens=%u budget=%u "
+             "prefill_units=%u%s", rt_sched_kind_name(s->kind), s->chunk, s->groups,
+             s->group_tokens, s->budget, s->prefill_units, o->engine_trace ? " engine_trace" : "");
+    snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s",
+             image_bytes, blob_bytes, params);
+    char *args[] = { "serve", "--chip", chip, "--mode",
+                     h->plan.mode ? "performance" : "functional", "--timeout", timeout,
+                     "--threads", (char *)(o->threads ? o->threads : "multi"), "--",
+                     "-device", img, "-device", blob, "-machine", stats, "-append", append };
+    struct progress *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NPUCTL_EXIT_USAGE;
+    snprintf(p->path, sizeof(p->path), "%s/console.log", o->out);
+    p->total = o->requests, p->tty = isatty(2);
+    clock_gettime(CLOCK_MONOTONIC, &p->start);
+    int rc = npuctl_run_captured((int)(sizeof(args) / sizeof(args[0])), args, p->path,
+                                 progress_tick, p);
+    progress_tick(p);
+    progress_print(p, true);
+    free(p);
+    return rc;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a serving run prints, and its parsed form (docs/serving.md, "Outputs").
+ *
+ * The control core prints one line per event on the chip console (each console line is
+ * "[ T us WHO ] TEXT"; the parser looks for "SERVE " in TEXT and ignores the rest). Times
+ * are chip picoseconds.
+ *   SERVE begin requests=N sched=NAME layers=L blocks=B ring=R
+ *   SERVE arrive id=I t=PS input=IN output=OUT  (one per request at its arrival, before
+ *         its admit or reject)
+ *   SERVE reject id=I t=PS reason=WORD
+ *   SERVE admit id=I t=PS blocks=B ring=R      (reserved SRAM blocks, ring rows)
+ *   SERVE token id=I n=K t=PS token=T          (K-th output token of request I, from 0)
+ *   SERVE finish id=I t=PS
+ *   SERVE iter n=N t0=PS t1=PS runs=R prefill=P decode=D group=G groups=NG queue=Q
+ *         running=U blocks=USED/TOTAL ring=USED/TOTAL          (one line)
+ *   SERVE engines core=C n=N matrix=PS vector=PS dma=PS noc=PS  (busy time of core C's
+ *         engines during iteration N; only with the serve option engine_trace)
+ *   SERVE done t=PS finished=F rejected=J iterations=N
+ * The cores add, at the end (model_report.c):
+ *   MODEL rank=R ... expert_load_bytes=B ...
+ */
+#ifndef RT_SERVE_LOG_H
+#define RT_SERVE_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_req_record {
+    uint32_t id;
+    uint32_t input_len, output_len;
+    uint64_t arrival_ps;
+    bool rejected, finished, admitted;
+    bool arrived;                /* its arrive line was seen (arrival_ps, lengths valid) */
+    char reason[32];             /* rejected: the reason word */
+    uint64_t admit_ps, finish_ps; /* finish_ps of a rejected request: its reject line's t */
+    uint32_t ntokens;
+    uint64_t *token_ps;          /* [ntokens] chip time of each output token */
+    uint32_t *tokens;            /* [ntokens] token ids */
+};
+
+struct rt_iter_record {
+    uint64_t n, t0_ps, t1_ps;
+    uint32_t runs, prefill_tokens, decode_tokens, group, groups, queue, running;
+    uint32_t blocks_used, blocks_total;
+    uint64_t ring_used, ring_total;
+};
+
+struct rt_engine_record {
+    uint32_t core;
+    uint64_t n;                  /* iteration */
+    uint64_t busy_ps[4];         /* matrix, vector, dma, noc */
+};
+
+struct rt_serve_log {
+    struct rt_req_record *reqs;  /* [nreqs], indexed by id */
+    size_t nreqs;
+    struct rt_iter_record *iters;
+    size_t niters;
+    struct rt_engine_record *engines;
+    size_t nengines;
+    char sched[32];
+    uint32_t layers, blocks_total;
+    uint64_t ring_total;
+    bool done;                   /* the SERVE done line was seen */
+    uint64_t end_ps;
+    uint64_t expert_load_bytes;  /* summed over the cores' MODEL rank= lines */
+    uint64_t iterations;         /* the done line's iterations= (niters without it) */
+};
+
+/* Parses a run's console output. Requests are sized from the begin line and get their
+   input/output lengths and arrivals from the arrive lines. Unknown keys are ignored; an
+   unknown SERVE event, a missing or malformed value, an id out of range or a token out of
+   sequence is an error. A log without the done line parses (done = false, end_ps = the
+   last time seen): the run did not finish. 0, or NPU_ERR_FORMAT / NPU_ERR_IO /
+   NPU_ERR_NOMEM with "PATH:LINE: ..." in err. *log is zeroed first; free it with
+   serve_log_free even after an error. */
+int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_t errlen);
+void serve_log_free(struct rt_serve_log *log);
+
+#endif

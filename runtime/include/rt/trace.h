@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Request traces on the host (docs/traces.md): the native JSON-lines format, importers of
+ * published traces, a seeded generator, and the blob the chip receives (rt/trace_blob.h).
+ *
+ * Native format, one JSON object per line:
+ *   {"timestamp": 12.5, "input_length": 2048, "output_length": 128,
+ *    "hash_ids": [1, 2], "input_ids": [101, 7, ...]}
+ * timestamp in milliseconds from the start of the trace, non-decreasing; hash_ids and
+ * input_ids optional (input_ids: input_length token ids, used by functional runs).
+ * Errors name the file, the line and the field.
+ */
+#ifndef RT_TRACE_H
+#define RT_TRACE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct rt_trace_entry {
+    double timestamp_ms;
+    uint32_t input_length, output_length;
+    uint32_t *input_ids;     /* [input_length] or NULL */
+    uint64_t *hash_ids;      /* [nhash] or NULL */
+    uint32_t nhash;
+};
+
+struct rt_trace {
+    struct rt_trace_entry *e;
+    size_t n;
+};
+
+void trace_free(struct rt_trace *t);
+
+/* The native format. 0, or a negative npu_status with "FILE:LINE: ..." in err. */
+int trace_read_jsonl(const char *path, struct rt_trace *t, char *err, size_t errlen);
+int trace_write_jsonl(const char *path, const struct rt_trace *t, char *err, size_t errlen);
+
+enum rt_trace_format {
+    RT_TRACE_AZURE,     /* Azure LLM inference trace CSV: TIMESTAMP, ContextTokens,
+                           GeneratedTokens (timestamps as dates, relative to the first) */
+    RT_TRACE_BURSTGPT,  /* BurstGPT CSV: Timestamp (s), Request tokens, Response tokens */
+    RT_TRACE_VIDUR,     /* Vidur CSV: arrived_at (s), num_prefill_tokens, num_decode_tokens */
+};
+/* "azure" | "burstgpt" | "vidur" -> format, -1 if unknown. */
+int trace_format_parse(const char *name);
+/* Imports a CSV of that format (columns found by header name). Rows with zero lengths are
+   kept (the runtime rejects them with a reason); a malformed row is an error naming it. */
+int trace_import(const char *path, enum rt_trace_format fmt, struct rt_trace *t, char *err,
+                 size_t errlen);
+/* The same, keeping only the first `limit` rows (0: all) without reading the rest: the
+   published traces run to millions of rows. */
+int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
+                       struct rt_trace *t, char *err, size_t errlen);
+
+/* A length distribution fitted to published statistics: log-normal matching mean and std,
+   clamped to [min, max]; p90 is kept for the report of how well the fit matches. */
+struct rt_len_dist {
+    double mean, std, p90;
+    uint32_t min, max;
+};
+
+enum rt_arrival { RT_ARRIVAL_POISSON, RT_ARRIVAL_GAMMA };
+
+struct rt_trace_gen_params {
+    uint32_t count;            /* requests */
+    double rate;               /* requests per second */
+    enum rt_arrival arrival;
+    double cv;                 /* gamma: coefficient of variation of inter-arrival times */
+    struct rt_len_dist input, output;
+    uint64_t seed;
+};
+
+/* Presets: "sharegpt", "arxiv" (layered-prefill paper, Table 4). 0 or NPU_ERR_NOTFOUND. */
+int trace_len_preset(const char *name, struct rt_len_dist *input, struct rt_len_dist *output);
+/* Seeded: the same parameters give the same trace on every machine. */
+int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err,
+              size_t errlen);
+
+/* Checks a trace against a model before a run: lengths > 0 are not required (the runtime
+   rejects those per request), input_ids below vocab. 0 or NPU_ERR_RANGE naming the entry. */
+int trace_check_ids(const struct rt_trace *t, uint32_t vocab, char *err, size_t errlen);
+
+/* Prompt ids for entry i when the trace has none (functional runs): deterministic in
+   (seed, i, position), below vocab. */
+void trace_synth_ids(uint64_t seed, size_t i, uint32_t len, uint32_t vocab, uint32_t *ids);
+
+/* The chip's blob (rt/trace_blob.h); with_ids: include input_ids (synthesised with
+   trace_synth_ids(seed, ...) where the trace has none). *blob is malloc'ed. */
+int trace_blob_build(const struct rt_trace *t, bool with_ids, uint32_t vocab, uint64_t seed,
+                     void **blob, size_t *bytes, char *err, size_t errlen);
+
+#endif

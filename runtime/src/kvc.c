@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * KV-cache manager (rt/kvc.h; the NPU paper, section 4.2).
+ *
+ * Modelled: the SRAM block pool as linked lists of block ids (one free list, one list per
+ * sequence, all through next[]); reservations at admission so that growing never fails; a
+ * spill of the positions past a sequence's SRAM reservation into one contiguous segment of
+ * its maximum length in an HBM ring, allocated in FIFO order and reclaimed from the oldest
+ * end (a segment freed out of order stays dead until every older one is freed too).
+ * Not modelled: eviction, preemption, prefix sharing, compaction of the ring, moving a
+ * sequence between SRAM and HBM. No allocation: the manager is one fixed-size struct.
+ */
+#include "rt/kvc.h"
+
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "npu_enums.h"
+
+static uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len)
+{
+    return (uint32_t)(((uint64_t)len + k->cfg.block_tokens - 1) / k->cfg.block_tokens);
+}
+
+int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg)
+{
+    assert(k && cfg);
+    if (cfg->block_tokens == 0 || cfg->sram_blocks > RT_KVC_BLOCKS_MAX)
+        return NPU_ERR_RANGE;
+    memset(k, 0, sizeof(*k));
+    k->cfg = *cfg;
+    /* Ascending ids on the free list so a fresh manager hands out 0, 1, 2, ... */
+    for (uint32_t b = 0; b < cfg->sram_blocks; b++)
+        k->next[b] = b + 1 < cfg->sram_blocks ? b + 1 : RT_KVC_NONE;
+    k->free_head = cfg->sram_blocks ? 0 : RT_KVC_NONE;
+    k->free_count = cfg->sram_blocks;
+    k->unreserved = cfg->sram_blocks;
+    return NPU_OK;
+}
+
+bool kvc_seq_fits_ever(const struct rt_kvc *k, uint32_t max_len)
+{
+    /* Into an empty manager: every block is unreserved and the ring starts at row 0. */
+    return kvc_blocks_for(k, max_len) <= k->cfg.sram_blocks || max_len <= k->cfg.ring_rows;
+}
+
+static struct rt_kvc_seg *kvc_seg_at(struct rt_kvc *k, uint32_t i)
+{
+    return &k->segs[(k->seg_first + i) % RT_KVC_SEGS_MAX];
+}
+
+/* First row of a free contiguous range of `rows` rows, RT_KVC_NO_RING if none now. The
+   live rows are [oldest, head) when not wrapped, [oldest, end) + [0, head) when wrapped. */
+static uint64_t kvc_ring_find(struct rt_kvc *k, uint64_t rows)
+{
+    uint64_t end = k->cfg.ring_rows;
+    if (k->nsegs == 0)
+        return rows <= end ? 0 : RT_KVC_NO_RING;
+    if (k->nsegs == RT_KVC_SEGS_MAX)
+        return RT_KVC_NO_RING;
+    uint64_t oldest = kvc_seg_at(k, 0)->row;
+    if (k->ring_head > oldest) {
+        if (rows <= end - k->ring_head)
+            return k->ring_head;
+        return rows <= oldest ? 0 : RT_KVC_NO_RING;
+    }
+    return rows <= oldest - k->ring_head ? k->ring_head : RT_KVC_NO_RING;
+}
+
+static void kvc_ring_push(struct rt_kvc *k, uint64_t row, uint64_t rows)
+{
+    struct rt_kvc_seg *g = kvc_seg_at(k, k->nsegs);
+    g->row = row;
+    g->rows = rows;
+    g->live = true;
+    k->nsegs++;
+    k->ring_head = row + rows;
+    k->ring_used += rows;
+}
+
+static void kvc_ring_free(struct rt_kvc *k, uint64_t row, uint64_t rows)
+{
+    uint32_t i = 0;
+    while (i < k->nsegs && !(kvc_seg_at(k, i)->live && kvc_seg_at(k, i)->row == row))
+        i++;
+    assert(i < k->nsegs && kvc_seg_at(k, i)->rows == rows);
+    kvc_seg_at(k, i)->live = false;
+    k->ring_used -= rows;
+    /* FIFO reclamation: only the oldest end gives space back. */
+    while (k->nsegs && !kvc_seg_at(k, 0)->live) {
+        k->seg_first = (k->seg_first + 1) % RT_KVC_SEGS_MAX;
+        k->nsegs--;
+    }
+    if (k->nsegs == 0) {
+        k->seg_first = 0;
+        k->ring_head = 0;
+    }
+}
+
+int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len)
+{
+    assert(k && s && id != UINT32_MAX);  /* s may be uninitialised: it is overwritten */
+    if (!kvc_seq_fits_ever(k, max_len))
+        return NPU_ERR_RANGE;
+    uint32_t need = kvc_blocks_for(k, max_len);
+    uint64_t ring_row = RT_KVC_NO_RING, ring_rows = 0;
+    if (need > k->unreserved) {
+        ring_row = kvc_ring_find(k, max_len);
+        if (ring_row == RT_KVC_NO_RING)
+            return NPU_ERR_NOMEM;
+        ring_rows = max_len;
+        kvc_ring_push(k, ring_row, ring_rows);
+        need = k->unreserved;
+    }
+    k->unreserved -= need;
+    memset(s, 0, sizeof(*s));
+    s->id = id;
+    s->head = s->tail = RT_KVC_NONE;
+    s->reserved = need;
+    s->capacity = max_len;
+    s->ring_row = ring_row;
+    s->ring_rows = ring_rows;
+    s->admitted = true;
+    return NPU_OK;
+}
+
+void kvc_seq_grow(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t new_len)
+{
+    assert(k && s && s->admitted && new_len <= s->capacity);
+    if (new_len <= s->len)
+        return;
+    s->len = new_len;
+    uint32_t want = kvc_blocks_for(k, new_len);
+    if (want > s->reserved)
+        want = s->reserved;
+    while (s->blocks < want) {
+        /* Reserved blocks are counted in free_count, so the free list cannot be empty. */
+        uint32_t b = k->free_head;
+        assert(b != RT_KVC_NONE && k->owner[b] == 0);
+        k->free_head = k->next[b];
+        k->free_count--;
+        k->next[b] = RT_KVC_NONE;
+        k->owner[b] = s->id + 1;
+        if (s->tail == RT_KVC_NONE)
+            s->head = b;
+        else
+            k->next[s->tail] = b;
+        s->tail = b;
+        s->blocks++;
+    }
+}
+
+void kvc_seq_free(struct rt_kvc *k, struct rt_kv_seq *s)
+{
+    assert(k && s && s->admitted);
+    for (uint32_t b = s->head; b != RT_KVC_NONE; b = k->next[b]) {
+        assert(k->owner[b] == s->id + 1);
+        k->owner[b] = 0;
+    }
+    /* Splice the whole list in front of the free list: the most recently used blocks are
+       handed out first, deterministically. */
+    if (s->head != RT_KVC_NONE) {
+        k->next[s->tail] = k->free_head;
+        k->free_head = s->head;
+    }
+    k->free_count += s->blocks;
+    k->unreserved += s->reserved;
+    if (s->ring_row != RT_KVC_NO_RING)
+        kvc_ring_free(k, s->ring_row, s->ring_rows);
+    memset(s, 0, sizeof(*s));
+    s->head = s->tail = RT_KVC_NONE;
+    s->ring_row = RT_KVC_NO_RING;
+}
+
+uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, uint32_t *ids,
+                           uint32_t max)
+{
+    assert(k && s && (ids || max == 0));
+    uint32_t n = 0;
+    for (uint32_t b = s->head; b != RT_KVC_NONE && n < max; b = k->next[b])
+        ids[n++] = b;
+    return n;
+}
+
+uint32_t kvc_blocks_used(const struct rt_kvc *k)
+{
+    return k->cfg.sram_blocks - k->free_count;
+}
+
+uint64_t kvc_ring_rows_used(const struct rt_kvc *k)
+{
+    return k->ring_used;
+}
+
+/* ---- invariant checks ------------------------------------------------------------------ */
+
+static int kvc_fail(char *err, size_t errlen, const char *what, uint64_t a, uint64_t b)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "kvc: %s (%llu, %llu)", what, (unsigned long long)a,
+                 (unsigned long long)b);
+    return NPU_ERR_STATE;
+}
+
+/* Walks one list whose blocks must all carry `owner`; its length into *len. A list longer
+   than the pool has a cycle (a block linked twice). */
+static int kvc_check_list(const struct rt_kvc *k, uint32_t head, uint32_t owner, uint32_t *len,
+                          char *err, size_t errlen)
+{
+    uint32_t n = 0;
+    for (uint32_t b = head; b != RT_KVC_NONE; b = k->next[b]) {
+        if (b >= k->cfg.sram_blocks)
+            return kvc_fail(err, errlen, "block id out of the pool (block, owner)", b, owner);
+        if (k->owner[b] != owner)
+            return kvc_fail(err, errlen, "block on a list it does not belong to (block, owner)",
+                            b, k->owner[b]);
+        if (++n > k->cfg.sram_blocks)
+            return kvc_fail(err, errlen, "list loops (owner, length)", owner, n);
+    }
+    *len = n;
+    return NPU_OK;
+}
+
+/* Segments in FIFO order follow each other from the oldest, wrapping to row 0 at most once
+   and then staying below the oldest: that is what allocation does, and it implies that
+   they lie inside the ring and do not overlap. */
+static int kvc_check_ring(const struct rt_kvc *k, char *err, size_t errlen)
+{
+    if (k->nsegs > RT_KVC_SEGS_MAX)
+        return kvc_fail(err, errlen, "too many ring segments", k->nsegs, RT_KVC_SEGS_MAX);
+    uint64_t live = 0, first = 0, end = 0;
+    bool wrapped = false;
+    for (uint32_t i = 0; i < k->nsegs; i++) {
+        const struct rt_kvc_seg *g = &k->segs[(k->seg_first + i) % RT_KVC_SEGS_MAX];
+        if (i == 0) {
+            first = g->row;
+            if (!g->live)
+                return kvc_fail(err, errlen, "dead segment at the front (row, rows)", g->row,
+                                g->rows);
+        } else if (g->row == 0 && !wrapped) {
+            wrapped = true;
+        } else if (g->row != end) {
+            return kvc_fail(err, errlen, "ring segment out of FIFO order (row, expected)",
+                            g->row, end);
+        }
+        end = g->row + g->rows;
+        if (g->rows == 0 || g->row >= k->cfg.ring_rows || g->rows > k->cfg.ring_rows - g->row)
+            return kvc_fail(err, errlen, "ring segment outside the ring (row, rows)", g->row,
+                            g->rows);
+        if (wrapped && end > first)
+            return kvc_fail(err, errlen, "ring segments overlap (end, oldest row)", end, first);
+        live += g->live ? g->rows : 0;
+    }
+    if (live != k->ring_used)
+        return kvc_fail(err, errlen, "ring_used differs from the live rows", k->ring_used, live);
+    if (k->ring_head != (k->nsegs ? end : 0))
+        return kvc_fail(err, errlen, "ring_head is not after the newest segment", k->ring_head,
+                        end);
+    return NPU_OK;
+}
+
+static bool kvc_seg_is_live(const struct rt_kvc *k, uint64_t row, uint64_t rows)
+{
+    for (uint32_t i = 0; i < k->nsegs && i < RT_KVC_SEGS_MAX; i++) {
+        const struct rt_kvc_seg *g = &k->segs[(k->seg_first + i) % RT_KVC_SEGS_MAX];
+        if (g->live && g->row == row && g->rows == rows)
+            return true;
+    }
+    return false;
+}
+
+/* One sequence's own numbers: its list, its reservation, its ring segment. */
+static int kvc_check_seq(const struct rt_kvc *k, const struct rt_kv_seq *s, char *err,
+                         size_t errlen)
+{
+    uint32_t len;
+    if (!s->admitted)
+        return kvc_fail(err, errlen, "listed sequence not admitted (id, 0)", s->id, 0);
+    int rc = kvc_check_list(k, s->head, s->id + 1, &len, err, errlen);
+    if (rc)
+        return rc;
+    if (len != s->blocks)
+        return kvc_fail(err, errlen, "sequence list length differs from blocks", len, s->blocks);
+    uint32_t want = kvc_blocks_for(k, s->len);
+    if (s->blocks != (want < s->reserved ? want : s->reserved) || s->len > s->capacity)
+        return kvc_fail(err, errlen, "sequence blocks differ from min(reserved, len/B) (id, "
+                        "blocks)", s->id, s->blocks);
+    bool ring = s->ring_row != RT_KVC_NO_RING;
+    if (!ring && (uint64_t)s->reserved * k->cfg.block_tokens < s->capacity)
+        return kvc_fail(err, errlen, "sequence capacity past its SRAM and no ring (id, cap)",
+                        s->id, s->capacity);
+    if (ring && (s->ring_rows != s->capacity || !kvc_seg_is_live(k, s->ring_row, s->ring_rows)))
+        return kvc_fail(err, errlen, "sequence ring segment is not a live segment (id, row)",
+                        s->id, s->ring_row);
+    return NPU_OK;
+}
+
+/* Sequences are distinct owners with distinct ring segments, and every live segment is
+   someone's (the caller lists every admitted sequence). */
+static int kvc_check_owners(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs,
+                            uint32_t nseqs, char *err, size_t errlen)
+{
+    uint32_t ringed = 0, live = 0;
+    for (uint32_t i = 0; i < nseqs; i++) {
+        ringed += seqs[i]->ring_row != RT_KVC_NO_RING;
+        for (uint32_t j = 0; j < i; j++) {
+            if (seqs[j]->id == seqs[i]->id)
+                return kvc_fail(err, errlen, "two sequences with one id", seqs[i]->id, j);
+            if (seqs[i]->ring_row != RT_KVC_NO_RING && seqs[j]->ring_row == seqs[i]->ring_row)
+                return kvc_fail(err, errlen, "two sequences share a ring segment (id, row)",
+                                seqs[i]->id, seqs[i]->ring_row);
+        }
+    }
+    for (uint32_t i = 0; i < k->nsegs && i < RT_KVC_SEGS_MAX; i++)
+        live += k->segs[(k->seg_first + i) % RT_KVC_SEGS_MAX].live;
+    if (ringed != live)
+        return kvc_fail(err, errlen, "live ring segments without a sequence (segments, seqs)",
+                        live, ringed);
+    return NPU_OK;
+}
+
+int kvc_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs, uint32_t nseqs,
+              char *err, size_t errlen)
+{
+    assert(k && (seqs || nseqs == 0));
+    uint32_t free_len, listed = 0;
+    uint64_t promised = 0;
+    if (k->cfg.sram_blocks > RT_KVC_BLOCKS_MAX || k->cfg.block_tokens == 0)
+        return kvc_fail(err, errlen, "bad configuration", k->cfg.sram_blocks,
+                        k->cfg.block_tokens);
+    /* Owners tie each block to one list: a block on two lists has a wrong owner on one of
+       them, or makes a list loop. Lists being disjoint, their lengths adding up to the pool
+       means every block is on one. */
+    int rc = kvc_check_list(k, k->free_head, 0, &free_len, err, errlen);
+    if (rc)
+        return rc;
+    if (free_len != k->free_count)
+        return kvc_fail(err, errlen, "free list length differs from free_count", free_len,
+                        k->free_count);
+    for (uint32_t i = 0; i < nseqs; i++) {
+        if ((rc = kvc_check_seq(k, seqs[i], err, errlen)) != NPU_OK)
+            return rc;
+        listed += seqs[i]->blocks;
+        promised += seqs[i]->reserved - seqs[i]->blocks;
+    }
+    if ((rc = kvc_check_owners(k, seqs, nseqs, err, errlen)) != NPU_OK)
+        return rc;
+    if ((uint64_t)free_len + listed != k->cfg.sram_blocks)
+        return kvc_fail(err, errlen, "blocks on no list (free + held, pool)", free_len + listed,
+                        k->cfg.sram_blocks);
+    if (promised + k->unreserved != k->free_count)
+        return kvc_fail(err, errlen, "reservations do not add up (promised + unreserved, free)",
+                        promised + k->unreserved, k->free_count);
+    return kvc_check_ring(k, err, errlen);
+}

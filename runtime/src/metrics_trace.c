@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The Chrome/Perfetto trace of a serving run (rt/metrics.h, docs/outputs.md). Written as
+ * a stream with fprintf, not built with jansson: a long run has hundreds of thousands of
+ * events and the tree would cost far more memory than the file. Times are chip time in
+ * microseconds (the format's unit), with picosecond digits.
+ */
+#include "rt/metrics.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npu_enums.h"
+
+#define TID_ITER 0
+#define TID_CORE0 1 /* core N is tid N + 1 */
+
+struct trace_out {
+    FILE *f;
+    bool started;
+};
+
+static void put_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* Starts an event object: `{"ph": PH, "pid": 0, "tid": TID, "name": NAME` (unclosed). */
+static void ev_open(struct trace_out *t, const char *ph, uint32_t tid, const char *name)
+{
+    fputs(t->started ? ",\n" : "\n", t->f);
+    t->started = true;
+    fprintf(t->f, "{\"ph\": \"%s\", \"pid\": 0, \"tid\": %u, \"name\": ", ph, tid);
+    put_str(t->f, name);
+}
+
+static double ps_to_us(uint64_t ps)
+{
+    return (double)ps / 1e6;
+}
+
+static void ev_meta(struct trace_out *t, const char *what, uint32_t tid, const char *name)
+{
+    ev_open(t, "M", tid, what);
+    fputs(", \"args\": {\"name\": ", t->f);
+    put_str(t->f, name);
+    fputs("}}", t->f);
+}
+
+static const char *label_find(const struct rt_label *labels, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (labels[i].key && labels[i].value && strcmp(labels[i].key, key) == 0)
+            return labels[i].value;
+    return NULL;
+}
+
+static void trace_metadata(struct trace_out *t, const struct rt_serve_log *log,
+                           const struct rt_label *labels, size_t nlabels)
+{
+    const char *chip = label_find(labels, nlabels, "chip");
+    char name[160];
+    snprintf(name, sizeof(name), "%s%s%s%s", chip ? chip : "npu", log->sched[0] ? " (" : "",
+             log->sched, log->sched[0] ? ")" : "");
+    ev_meta(t, "process_name", TID_ITER, name);
+    ev_meta(t, "thread_name", TID_ITER, "control core: iterations");
+    uint32_t max_core = 0;
+    for (size_t i = 0; i < log->nengines; i++)
+        max_core = log->engines[i].core > max_core ? log->engines[i].core : max_core;
+    bool *seen = log->nengines ? calloc((size_t)max_core + 1, sizeof(bool)) : NULL;
+    for (size_t i = 0; seen && i < log->nengines; i++)
+        seen[log->engines[i].core] = true;
+    for (uint32_t c = 0; seen && c <= max_core; c++) {
+        if (!seen[c])
+            continue;
+        snprintf(name, sizeof(name), "core %u", c);
+        ev_meta(t, "thread_name", TID_CORE0 + c, name);
+    }
+    free(seen);
+}
+
+static const char *iter_name(const struct rt_iter_record *it)
+{
+    if (it->prefill_tokens && it->decode_tokens)
+        return "prefill+decode";
+    if (it->prefill_tokens)
+        return "prefill";
+    return it->decode_tokens ? "decode" : "idle";
+}
+
+static void ev_counter(struct trace_out *t, const char *name, uint64_t ts_ps, uint64_t v)
+{
+    ev_open(t, "C", TID_ITER, name);
+    fprintf(t->f, ", \"ts\": %.6f, \"args\": {", ps_to_us(ts_ps));
+    put_str(t->f, name);
+    fprintf(t->f, ": %llu}}", (unsigned long long)v);
+}
+
+static void trace_iterations(struct trace_out *t, const struct rt_serve_log *log)
+{
+    for (size_t i = 0; i < log->niters; i++) {
+        const struct rt_iter_record *it = &log->iters[i];
+        uint64_t dur = it->t1_ps > it->t0_ps ? it->t1_ps - it->t0_ps : 0;
+        ev_open(t, "X", TID_ITER, iter_name(it));
+        fprintf(t->f, ", \"ts\": %.6f, \"dur\": %.6f, \"args\": {\"n\": %llu, \"runs\": %u, "
+                      "\"prefill\": %u, \"decode\": %u, \"group\": %u, \"groups\": %u}}",
+                ps_to_us(it->t0_ps), ps_to_us(dur), (unsigned long long)it->n, it->runs,
+                it->prefill_tokens, it->decode_tokens, it->group, it->groups);
+        ev_counter(t, "kv_blocks_used", it->t0_ps, it->blocks_used);
+        ev_counter(t, "ring_rows_used", it->t0_ps, it->ring_used);
+        ev_counter(t, "queue", it->t0_ps, it->queue);
+        ev_counter(t, "running", it->t0_ps, it->running);
+    }
+}
+
+struct iter_start {
+    uint64_t n, t0_ps;
+};
+
+static int cmp_iter_start(const void *a, const void *b)
+{
+    uint64_t x = ((const struct iter_start *)a)->n, y = ((const struct iter_start *)b)->n;
+    return x < y ? -1 : x > y;
+}
+
+/* Engine busy time of an iteration, drawn from the iteration's start: the firmware
+   reports how long each engine worked, not when. */
+static void trace_engines(struct trace_out *t, const struct rt_serve_log *log)
+{
+    static const char *const names[4] = { "matrix", "vector", "dma", "noc" };
+    struct iter_start *idx = log->nengines ? malloc(log->niters * sizeof(*idx) + 1) : NULL;
+    for (size_t i = 0; idx && i < log->niters; i++)
+        idx[i] = (struct iter_start){ log->iters[i].n, log->iters[i].t0_ps };
+    if (idx)
+        qsort(idx, log->niters, sizeof(*idx), cmp_iter_start);
+    for (size_t i = 0; idx && i < log->nengines; i++) {
+        const struct rt_engine_record *e = &log->engines[i];
+        struct iter_start key = { e->n, 0 };
+        const struct iter_start *it =
+            bsearch(&key, idx, log->niters, sizeof(*idx), cmp_iter_start);
+        for (int k = 0; it && k < 4; k++) {
+            if (e->busy_ps[k] == 0)
+                continue;
+            ev_open(t, "X", TID_CORE0 + e->core, names[k]);
+            fprintf(t->f, ", \"ts\": %.6f, \"dur\": %.6f, \"args\": {\"iteration\": %llu}}",
+                    ps_to_us(it->t0_ps), ps_to_us(e->busy_ps[k]), (unsigned long long)e->n);
+        }
+    }
+    free(idx);
+}
+
+/* Each request as an async span from arrival to its last token (or the end of an
+   unfinished run); a rejection as an instant. */
+static void trace_requests(struct trace_out *t, const struct rt_serve_log *log)
+{
+    char name[48];
+    for (size_t i = 0; i < log->nreqs; i++) {
+        const struct rt_req_record *r = &log->reqs[i];
+        snprintf(name, sizeof(name), "%s %u", r->rejected ? "reject" : "request", r->id);
+        if (r->rejected) {
+            ev_open(t, "i", TID_ITER, name);
+            fprintf(t->f, ", \"s\": \"p\", \"ts\": %.6f, \"args\": {\"reason\": ",
+                    ps_to_us(r->finish_ps));
+            put_str(t->f, r->reason);
+            fputs("}}", t->f);
+            continue;
+        }
+        if (!r->arrived)
+            continue;
+        uint64_t end = r->finished ? r->finish_ps : log->end_ps;
+        if (r->ntokens && r->token_ps[r->ntokens - 1] > end)
+            end = r->token_ps[r->ntokens - 1];
+        ev_open(t, "b", TID_ITER, name);
+        fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f, \"args\": "
+                      "{\"input\": %u, \"output\": %u, \"generated\": %u}}",
+                r->id, ps_to_us(r->arrival_ps), r->input_len, r->output_len, r->ntokens);
+        ev_open(t, "e", TID_ITER, name);
+        fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f}", r->id,
+                ps_to_us(end));
+    }
+}
+
+static void trace_other_data(FILE *f, const struct rt_label *labels, size_t nlabels)
+{
+    fputs("\"otherData\": {", f);
+    for (size_t i = 0, k = 0; i < nlabels; i++) {
+        if (!labels[i].key || !labels[i].value)
+            continue;
+        fputs(k++ ? ", " : "", f);
+        put_str(f, labels[i].key);
+        fputs(": ", f);
+        put_str(f, labels[i].value);
+    }
+    fputs("},\n", f);
+}
+
+int metrics_write_perfetto_labelled(const char *path, const struct rt_serve_log *log,
+                                    const struct rt_label *labels, size_t nlabels, char *err,
+                                    size_t errlen)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create: %s", path, strerror(errno));
+        return NPU_ERR_IO;
+    }
+    struct trace_out t = { .f = f };
+    fputs("{\"displayTimeUnit\": \"ns\",\n", f);
+    trace_other_data(f, labels, nlabels);
+    fputs("\"traceEvents\": [", f);
+    trace_metadata(&t, log, labels, nlabels);
+    trace_iterations(&t, log);
+    trace_engines(&t, log);
+    trace_requests(&t, log);
+    fputs("\n]}\n", f);
+    int bad = ferror(f);
+    if (fclose(f) || bad) {
+        snprintf(err, errlen, "%s: write error", path);
+        return NPU_ERR_IO;
+    }
+    return 0;
+}
+
+int metrics_write_perfetto(const char *path, const struct rt_serve_log *log, char *err,
+                           size_t errlen)
+{
+    return metrics_write_perfetto_labelled(path, log, NULL, 0, err, errlen);
+}

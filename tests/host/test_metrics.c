@@ -1,0 +1,493 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Serving metrics (runtime/src/serve_log.c, metrics*.c; docs/outputs.md) on a hand-written
+ * run, tests/host/data/serve/run.log: 4 requests, 3 finished with the token times below,
+ * 1 rejected; 3 iterations, engine records of 2 cores, two MODEL rank lines.
+ *   id 0: arrives 0 ms, tokens 10 15 20       TTFT 10  gaps 5 5   e2e 20  TPOT 5
+ *   id 1: arrives 2 ms, tokens 12 30          TTFT 10  gap 18     e2e 28  TPOT 18
+ *   id 2: arrives 4 ms, tokens 24 28 32 36    TTFT 20  gaps 4 4 4 e2e 32  TPOT 4
+ *   id 3: arrives 5 ms, rejected (too_long)
+ * Every expected number below is worked out by hand from that table.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+
+#include "npu_enums.h"
+#include "rt/metrics.h"
+#include "rt/serve_log.h"
+
+#define MS 1000000000ull /* ps */
+
+static char tmpdir[256] = "/tmp/test_metrics.XXXXXX";
+static char err[512];
+
+static const char *data_path(const char *name)
+{
+    static char p[512];
+    snprintf(p, sizeof(p), "%s/tests/host/data/serve/%s", NPU_SOURCE_DIR, name);
+    return p;
+}
+
+static const char *tmp_path(const char *name)
+{
+    static char p[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(p[k], sizeof(p[k]), "%s/%s", tmpdir, name);
+    return p[k];
+}
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    char *buf = calloc(1, 1 << 16);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+static void expect_near(const char *what, double got, double want)
+{
+    if (fabs(got - want) > 1e-9 * (1.0 + fabs(want)))
+        fail_msg("%s: got %.12g, want %.12g", what, got, want);
+}
+
+static void load_run(struct rt_serve_log *log)
+{
+    if (serve_log_parse(data_path("run.log"), log, err, sizeof(err)))
+        fail_msg("run.log: %s", err);
+}
+
+static void summarise_run(struct rt_serve_log *log, struct rt_summary *s, double ttft_ms,
+                          double tbt_ms)
+{
+    struct rt_slo slo = { ttft_ms, tbt_ms };
+    load_run(log);
+    memset(s, 0, sizeof(*s));
+    if (metrics_read_chip_stats(data_path("chip_stats.json"), &s->energy, &s->hbm_bytes,
+                                &s->noc_byte_hops, err, sizeof(err)))
+        fail_msg("chip_stats.json: %s", err);
+    metrics_summarise(log, &slo, s);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    load_run(&log);
+    assert_true(log.done);
+    assert_int_equal(log.nreqs, 4);
+    assert_string_equal(log.sched, "fcfs");
+    assert_int_equal(log.layers, 2);
+    assert_int_equal(log.blocks_total, 64);
+    assert_int_equal(log.end_ps, 36 * MS);
+    assert_int_equal(log.iterations, 3);
+    assert_int_equal(log.niters, 3);
+    assert_int_equal(log.nengines, 3);
+    assert_int_equal(log.expert_load_bytes, 3500000); /* not the _at_load keys */
+    const struct rt_req_record *r = log.reqs;
+    assert_true(r[0].arrived && r[0].admitted && r[0].finished && !r[0].rejected);
+    assert_int_equal(r[1].arrival_ps, 2 * MS);
+    assert_int_equal(r[2].admit_ps, 6 * MS);
+    assert_int_equal(r[2].input_len, 16);
+    assert_int_equal(r[2].ntokens, 4);
+    assert_int_equal(r[2].token_ps[3], 36 * MS);
+    assert_int_equal(r[2].tokens[3], 304);
+    assert_int_equal(r[1].ntokens, 2);
+    assert_true(r[3].rejected && !r[3].admitted);
+    assert_string_equal(r[3].reason, "too_long");
+    const struct rt_iter_record *it = &log.iters[1];
+    assert_int_equal(it->prefill_tokens, 16);
+    assert_int_equal(it->decode_tokens, 2);
+    assert_int_equal(it->blocks_used, 5);
+    assert_int_equal(it->ring_used, 30);
+    assert_int_equal(it->ring_total, 128);
+    assert_int_equal(log.engines[2].busy_ps[0], 9 * MS);
+    serve_log_free(&log);
+}
+
+static void test_percentile(void **state)
+{
+    (void)state;
+    const double v[] = { 1, 2, 3, 4 };
+    expect_near("p0", metrics_percentile(v, 4, 0), 1);
+    expect_near("p50", metrics_percentile(v, 4, 50), 2.5);
+    expect_near("p99", metrics_percentile(v, 4, 99), 3.97); /* numpy.percentile */
+    expect_near("p100", metrics_percentile(v, 4, 100), 4);
+    expect_near("one", metrics_percentile(v, 1, 99), 1);
+    expect_near("none", metrics_percentile(v, 0, 50), 0);
+}
+
+static void test_summary(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    summarise_run(&log, &s, 25.0, 10.0); /* id 1 misses on TBT (18 ms) only */
+    assert_int_equal(s.total, 4);
+    assert_int_equal(s.completed, 3);
+    assert_int_equal(s.rejected, 1);
+    assert_int_equal(s.unfinished, 0);
+    assert_int_equal(s.nreasons, 1);
+    assert_string_equal(s.reasons[0].reason, "too_long");
+    assert_int_equal(s.total_input_tokens, 28);
+    assert_int_equal(s.total_output_tokens, 9);
+    expect_near("duration", s.duration_s, 0.036);
+    expect_near("arrival_rate", s.arrival_rate, 3 / 0.005);
+    expect_near("request_throughput", s.request_throughput, 3 / 0.036);
+    expect_near("output_throughput", s.output_throughput, 9 / 0.036);
+    expect_near("total_token_throughput", s.total_token_throughput, 37 / 0.036);
+    expect_near("ttft mean", s.ttft.mean, 40.0 / 3);
+    expect_near("ttft median", s.ttft.median, 10);
+    expect_near("ttft std", s.ttft.std, sqrt(200.0 / 9));
+    expect_near("ttft p90", s.ttft.p90, 18);
+    expect_near("ttft p99", s.ttft.p99, 19.8);
+    expect_near("tpot mean", s.tpot.mean, 9);
+    expect_near("tpot median", s.tpot.median, 5);
+    expect_near("e2el mean", s.e2el.mean, 80.0 / 3);
+    /* gaps 4 4 4 5 5 18 */
+    assert_int_equal(s.tbt.n, 6);
+    expect_near("tbt mean", s.tbt.mean, 40.0 / 6);
+    expect_near("tbt median", s.tbt.median, 4.5);
+    expect_near("tbt std", s.tbt.std, sqrt(1398.0 / 54)); /* sum of squares 1398/9 */
+    expect_near("tbt p90", s.tbt.p90, 11.5);
+    expect_near("tbt p99", s.tbt.p99, 17.35);
+    expect_near("tbt max", s.tbt.max, 18);
+    expect_near("itl = tbt", s.itl.p99, s.tbt.p99);
+    double x[3] = { 20.0 / 3, 14, 8 }, sum = x[0] + x[1] + x[2];
+    expect_near("jain", s.jain_fairness,
+                sum * sum / (3 * (x[0] * x[0] + x[1] * x[1] + x[2] * x[2])));
+    expect_near("slo", s.slo_attainment, 0.5);
+    expect_near("ttft attainment", s.ttft_attainment, 0.75);
+    expect_near("tbt attainment", s.tbt_attainment, 0.5);
+    assert_int_equal(s.expert_load_bytes, 3500000);
+    assert_int_equal(s.hbm_bytes, 123456789);
+    assert_int_equal(s.noc_byte_hops, 987654);
+    expect_near("energy static", s.energy.stat, 0.04);
+    expect_near("energy/token", s.energy_per_token_j, 0.37 / 37);
+    expect_near("energy/output token", s.energy_per_output_token_j, 0.37 / 9);
+    assert_int_equal(s.iterations, 3);
+    expect_near("mean decode batch", s.mean_decode_batch, 2.5);
+    assert_true(s.done);
+    serve_log_free(&log);
+}
+
+static void test_slo_variants(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    summarise_run(&log, &s, 15.0, 10.0); /* id 2 now misses on TTFT (20 ms) too */
+    expect_near("slo", s.slo_attainment, 0.25);
+    expect_near("ttft attainment", s.ttft_attainment, 0.5);
+    expect_near("tbt attainment", s.tbt_attainment, 0.5);
+    metrics_summarise(&log, NULL, &s); /* no SLO: every completed request meets it */
+    expect_near("no slo", s.slo_attainment, 0.75);
+    expect_near("kept energy", s.energy_per_token_j, 0.37 / 37);
+    serve_log_free(&log);
+}
+
+static void test_csv(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_slo slo = { 25.0, 10.0 };
+    load_run(&log);
+    if (metrics_write_requests_csv(tmp_path("requests.csv"), tmp_path("tokens.csv"), &log,
+                                   &slo, err, sizeof(err)))
+        fail_msg("%s", err);
+    char *req = read_text(tmp_path("requests.csv")), *tok = read_text(tmp_path("tokens.csv"));
+    assert_string_equal(req,
+        "id,arrival_ms,admit_ms,first_token_ms,finish_ms,ttft_ms,mean_tbt_ms,max_tbt_ms,"
+        "e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason\n"
+        "0,0.000000,0.000000,10.000000,20.000000,10.000000,5.000000,5.000000,20.000000,"
+        "8,3,3,1,finished,\n"
+        "1,2.000000,2.000000,12.000000,30.000000,10.000000,18.000000,18.000000,28.000000,"
+        "4,2,2,0,finished,\n"
+        "2,4.000000,6.000000,24.000000,36.000000,20.000000,4.000000,4.000000,32.000000,"
+        "16,4,4,1,finished,\n"
+        "3,5.000000,,,5.000000,,,,,100000,10,0,0,rejected,too_long\n");
+    assert_non_null(strstr(tok, "id,n,t_ms,token\n0,0,10.000000,101\n"));
+    assert_non_null(strstr(tok, "\n2,3,36.000000,304\n"));
+    size_t lines = 0;
+    for (const char *p = tok; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal(lines, 1 + 9);
+    free(req);
+    free(tok);
+    /* read back as npuctl plot does: finished requests only, sorted */
+    struct rt_samples ttft, tbt;
+    if (metrics_read_latency_samples(tmp_path("requests.csv"), tmp_path("tokens.csv"), &ttft,
+                                     &tbt, err, sizeof(err)))
+        fail_msg("%s", err);
+    const double want_ttft[] = { 10, 10, 20 }, want_tbt[] = { 4, 4, 4, 5, 5, 18 };
+    assert_int_equal(ttft.n, 3);
+    assert_int_equal(tbt.n, 6);
+    for (size_t i = 0; i < 6; i++) {
+        expect_near("ttft sample", ttft.v[i % 3], want_ttft[i % 3]);
+        expect_near("tbt sample", tbt.v[i], want_tbt[i]);
+    }
+    metrics_samples_free(&ttft);
+    metrics_samples_free(&tbt);
+    write_text(tmp_path("bad.csv"), "id,state\n0,finished\n");
+    assert_int_equal(metrics_read_latency_samples(tmp_path("bad.csv"), tmp_path("tokens.csv"),
+                                                  &ttft, &tbt, err, sizeof(err)),
+                     NPU_ERR_FORMAT);
+    assert_non_null(strstr(err, "bad.csv: no column 'ttft_ms'"));
+    serve_log_free(&log);
+}
+
+static double json_num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    if (!json_is_number(v))
+        fail_msg("summary.json: %s missing", key);
+    return json_number_value(v);
+}
+
+static void test_summary_json(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    struct rt_slo slo = { 25.0, 10.0 };
+    struct rt_label labels[] = { { "chip", "tiny-2" }, { "sched", "fcfs" },
+                                 { "request_rate", "4" } };
+    summarise_run(&log, &s, slo.ttft_ms, slo.tbt_ms);
+    if (metrics_write_summary_json(tmp_path("summary.json"), &s, &slo, labels, 3, err,
+                                   sizeof(err)))
+        fail_msg("%s", err);
+    json_error_t je;
+    json_t *o = json_load_file(tmp_path("summary.json"), 0, &je);
+    if (!o)
+        fail_msg("summary.json does not parse: %d: %s", je.line, je.text);
+    expect_near("completed", json_num(o, "completed"), 3);
+    expect_near("duration", json_num(o, "duration"), 0.036);
+    expect_near("mean_ttft_ms", json_num(o, "mean_ttft_ms"), 40.0 / 3);
+    expect_near("p99_ttft_ms", json_num(o, "p99_ttft_ms"), 19.8);
+    expect_near("p99_itl_ms", json_num(o, "p99_itl_ms"), 17.35);
+    expect_near("median_tpot_ms", json_num(o, "median_tpot_ms"), 5);
+    expect_near("tbt.p90", json_num(json_object_get(o, "tbt"), "p90"), 11.5);
+    expect_near("slo.tbt_ms", json_num(json_object_get(o, "slo"), "tbt_ms"), 10);
+    expect_near("rejected_reasons.too_long",
+                json_num(json_object_get(o, "rejected_reasons"), "too_long"), 1);
+    expect_near("energy_j.total", json_num(json_object_get(o, "energy_j"), "total"), 0.37);
+    expect_near("energy_per_token_j", json_num(o, "energy_per_token_j"), 0.01);
+    expect_near("slo_attainment", json_num(o, "slo_attainment"), 0.5);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
+                                                          "sched")), "fcfs");
+    assert_true(json_is_true(json_object_get(o, "complete")));
+    json_decref(o);
+    serve_log_free(&log);
+}
+
+static size_t count_events(json_t *ev, const char *ph, const char *name, int tid)
+{
+    size_t n = 0, i;
+    json_t *e;
+    json_array_foreach(ev, i, e) {
+        const char *p = json_string_value(json_object_get(e, "ph"));
+        const char *nm = json_string_value(json_object_get(e, "name"));
+        int t = (int)json_integer_value(json_object_get(e, "tid"));
+        n += p && strcmp(p, ph) == 0 && (!name || (nm && strcmp(nm, name) == 0)) &&
+             (tid < 0 || t == tid);
+    }
+    return n;
+}
+
+static void test_perfetto(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_label labels[] = { { "chip", "tiny \"2\"" } }; /* quotes must be escaped */
+    load_run(&log);
+    if (metrics_write_perfetto_labelled(tmp_path("trace.json"), &log, labels, 1, err,
+                                        sizeof(err)))
+        fail_msg("%s", err);
+    json_error_t je;
+    json_t *o = json_load_file(tmp_path("trace.json"), 0, &je);
+    if (!o)
+        fail_msg("trace.json does not parse: %d: %s", je.line, je.text);
+    json_t *ev = json_object_get(o, "traceEvents");
+    assert_true(json_is_array(ev));
+    assert_string_equal(json_string_value(json_object_get(o, "displayTimeUnit")), "ns");
+    assert_int_equal(count_events(ev, "M", NULL, -1), 4); /* process, tid 0, 2 cores */
+    assert_int_equal(count_events(ev, "X", NULL, 0), 3);
+    assert_int_equal(count_events(ev, "X", "prefill", 0), 1);
+    assert_int_equal(count_events(ev, "X", "prefill+decode", 0), 1);
+    assert_int_equal(count_events(ev, "X", "decode", 0), 1);
+    assert_int_equal(count_events(ev, "C", NULL, -1), 12);
+    assert_int_equal(count_events(ev, "C", "kv_blocks_used", -1), 3);
+    assert_int_equal(count_events(ev, "X", NULL, 1), 8); /* core 0: 4 + 4 engines */
+    assert_int_equal(count_events(ev, "X", NULL, 2), 3); /* core 1: noc idle */
+    assert_int_equal(count_events(ev, "b", NULL, -1), 3);
+    assert_int_equal(count_events(ev, "e", NULL, -1), 3);
+    assert_int_equal(count_events(ev, "i", NULL, -1), 1);
+    assert_int_equal(json_array_size(ev), 4 + 3 + 12 + 11 + 7);
+    size_t i, found = 0;
+    json_t *e;
+    json_array_foreach(ev, i, e) { /* core 0's matrix in iteration 1: from its start */
+        if (json_integer_value(json_object_get(e, "tid")) == 1 &&
+            json_number_value(json_object_get(e, "dur")) == 9000.0) {
+            expect_near("ts", json_number_value(json_object_get(e, "ts")), 12000.0);
+            assert_string_equal(json_string_value(json_object_get(e, "name")), "matrix");
+            found++;
+        }
+    }
+    assert_int_equal(found, 1);
+    json_t *args = json_object_get(json_array_get(ev, 0), "args");
+    assert_string_equal(json_string_value(json_object_get(args, "name")), "tiny \"2\" (fcfs)");
+    json_decref(o);
+    serve_log_free(&log);
+}
+
+/* A log of the given lines must fail, naming `line` and containing `what`. */
+static void expect_bad(const char *text, int line, const char *what)
+{
+    struct rt_serve_log log;
+    char want[64];
+    write_text(tmp_path("bad.log"), text);
+    int rc = serve_log_parse(tmp_path("bad.log"), &log, err, sizeof(err));
+    serve_log_free(&log);
+    snprintf(want, sizeof(want), "bad.log:%d: ", line);
+    if (rc != NPU_ERR_FORMAT || !strstr(err, want) || !strstr(err, what))
+        fail_msg("rc %d, err '%s'; want '%s' and '%s'", rc, err, want, what);
+}
+
+static void test_malformed(void **state)
+{
+    (void)state;
+    const char *begin = "[ 0.0 us ctrl ] SERVE begin requests=2 sched=x\n";
+    char text[512];
+    snprintf(text, sizeof(text), "%s%s", begin, "[ 1.0 us ctrl ] SERVE frobnicate id=0\n");
+    expect_bad(text, 2, "unknown SERVE event 'frobnicate'");
+    snprintf(text, sizeof(text), "%s\nnoise\n%s", begin,
+             "[ 1.0 us ctrl ] SERVE token id=0 n=zero t=5 token=1\n");
+    expect_bad(text, 4, "n='zero'");
+    snprintf(text, sizeof(text), "%s%s", begin, "[ 1.0 us ctrl ] SERVE admit id=2 t=5\n");
+    expect_bad(text, 2, "id=2 out of range");
+    snprintf(text, sizeof(text), "%s%s", begin, "[ 1.0 us ctrl ] SERVE finish id=1\n");
+    expect_bad(text, 2, "missing t=");
+    snprintf(text, sizeof(text), "%s%s", begin,
+             "[ 1.0 us ctrl ] SERVE token id=1 n=1 t=5 token=1\n");
+    expect_bad(text, 2, "out of sequence");
+    expect_bad("[ 1.0 us ctrl ] SERVE arrive id=0 t=0 input=1 output=1\n", 1, "before");
+    snprintf(text, sizeof(text), "%s%s", begin,
+             "[ 1.0 us ctrl ] SERVE iter n=0 t0=0 t1=5 blocks=3\n");
+    expect_bad(text, 2, "USED/TOTAL");
+}
+
+static void test_incomplete(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    struct rt_slo slo = { 25.0, 10.0 };
+    if (serve_log_parse(data_path("incomplete.log"), &log, err, sizeof(err)))
+        fail_msg("incomplete.log: %s", err);
+    assert_false(log.done);
+    assert_int_equal(log.end_ps, 20 * MS);
+    assert_int_equal(log.reqs[0].ntokens, 2);
+    memset(&s, 0, sizeof(s));
+    metrics_summarise(&log, &slo, &s);
+    assert_false(s.done);
+    assert_int_equal(s.completed, 0);
+    assert_int_equal(s.unfinished, 2);
+    expect_near("slo", s.slo_attainment, 0);
+    expect_near("duration", s.duration_s, 0.020);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    metrics_print_report(f, &s, &slo);
+    fclose(f);
+    assert_non_null(strstr(buf, "INCOMPLETE"));
+    free(buf);
+    serve_log_free(&log);
+}
+
+static void test_chip_stats_errors(void **state)
+{
+    (void)state;
+    struct rt_energy e;
+    uint64_t hbm, noc;
+    int rc = metrics_read_chip_stats(tmp_path("none.json"), &e, &hbm, &noc, err, sizeof(err));
+    assert_int_equal(rc, NPU_ERR_IO);
+    assert_non_null(strstr(err, "none.json"));
+    write_text(tmp_path("stats.json"), "{\"total\": {\"hbm_bytes\": 1, \"noc_byte_hops\": 2}, "
+                                       "\"energy_j\": {\"mac\": 1}}");
+    rc = metrics_read_chip_stats(tmp_path("stats.json"), &e, &hbm, &noc, err, sizeof(err));
+    assert_int_equal(rc, NPU_ERR_FORMAT);
+    assert_non_null(strstr(err, "stats.json"));
+    assert_non_null(strstr(err, "energy_j"));
+    assert_false(e.valid);
+}
+
+static void test_report(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    struct rt_slo slo = { 25.0, 10.0 };
+    summarise_run(&log, &s, slo.ttft_ms, slo.tbt_ms);
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    metrics_print_report(f, &s, &slo);
+    fclose(f);
+    assert_non_null(strstr(buf, "3 of 4 requests completed, 1 rejected (too_long 1)"));
+    assert_non_null(strstr(buf, "50.0% met"));
+    assert_non_null(strstr(buf, "energy/token   10.0000 mJ"));
+    assert_null(strstr(buf, "INCOMPLETE"));
+    free(buf);
+    serve_log_free(&log);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    static const char *const files[] = { "requests.csv", "tokens.csv", "summary.json",
+                                         "trace.json", "bad.log", "stats.json", "bad.csv" };
+    (void)state;
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
+        unlink(tmp_path(files[i]));
+    return rmdir(tmpdir);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),        cmocka_unit_test(test_percentile),
+        cmocka_unit_test(test_summary),      cmocka_unit_test(test_slo_variants),
+        cmocka_unit_test(test_csv),          cmocka_unit_test(test_summary_json),
+        cmocka_unit_test(test_perfetto),     cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_incomplete),   cmocka_unit_test(test_chip_stats_errors),
+        cmocka_unit_test(test_report),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,428 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Host unit tests of the traces (runtime/src/trace_*.c, docs/traces.md).
+ * Covers: JSONL round trip (exact doubles, ids) and reading of a sample with blank lines and
+ * extra keys; each malformed line refused naming file, line and field; each importer on its
+ * sample (values, relative timestamps, CRLF, extra and reordered columns, --limit) and its
+ * errors naming line and column; the generator's determinism, Poisson rate, gamma cv and
+ * log-normal fit against the presets over 20000 draws; the blob built and checked, and
+ * rt_blob_check refusing a flipped byte, a truncation and hand-made bad blobs (checksum
+ * fixed) naming the request; the bundled traces in models/traces/.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "npu_enums.h"
+#include "rt/trace.h"
+#include "rt/trace_blob.h"
+
+static char err[1024];
+
+static const char *data(const char *name)
+{
+    static char path[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(path[k], sizeof(path[k]), "%s/tests/host/data/traces/%s", NPU_SOURCE_DIR, name);
+    return path[k];
+}
+
+/* Reading `name` fails with NPU_ERR_FORMAT and a message holding each of want[]. */
+static void expect_read_error(const char *name, const char *const *want)
+{
+    struct rt_trace t;
+    err[0] = '\0';
+    assert_int_equal(trace_read_jsonl(data(name), &t, err, sizeof(err)), NPU_ERR_FORMAT);
+    assert_null(t.e);
+    for (; *want; want++) {
+        if (!strstr(err, *want))
+            fail_msg("'%s' lacks '%s'", err, *want);
+    }
+}
+
+static void test_jsonl_errors(void **state)
+{
+    (void)state;
+    expect_read_error("bad-json.jsonl", (const char *[]){ "bad-json.jsonl:3:", "not JSON",
+                                                         NULL });
+    expect_read_error("missing-field.jsonl", (const char *[]){
+        "missing-field.jsonl:2: field 'input_length': missing", NULL });
+    expect_read_error("negative-length.jsonl", (const char *[]){
+        "negative-length.jsonl:4: field 'output_length': -3 is negative", NULL });
+    expect_read_error("out-of-order.jsonl", (const char *[]){
+        "out-of-order.jsonl:2: timestamp 10.0 ms is before the previous line's 12.5 ms",
+        NULL });
+    expect_read_error("ids-mismatch.jsonl", (const char *[]){
+        "ids-mismatch.jsonl:1: field 'input_ids': 2 ids, input_length is 3", NULL });
+    expect_read_error("non-integer-length.jsonl", (const char *[]){
+        "non-integer-length.jsonl:1: field 'input_length': not an integer", NULL });
+    struct rt_trace t;
+    assert_int_equal(trace_read_jsonl(data("no-such-file.jsonl"), &t, err, sizeof(err)),
+                     NPU_ERR_IO);
+}
+
+static void test_jsonl_read_sample(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
+    assert_int_equal(t.n, 3);
+    assert_int_equal(t.e[0].input_length, 4);
+    assert_int_equal(t.e[0].nhash, 2);
+    assert_int_equal(t.e[0].hash_ids[1], 8);
+    assert_int_equal(t.e[0].input_ids[3], 511);
+    assert_true(t.e[1].timestamp_ms == 12.5);
+    assert_null(t.e[1].input_ids);
+    assert_null(t.e[1].hash_ids);
+    assert_int_equal(t.e[2].input_length, 0); /* kept: the runtime rejects it */
+    assert_int_equal(trace_check_ids(&t, 512, err, sizeof(err)), 0);
+    assert_int_equal(trace_check_ids(&t, 511, err, sizeof(err)), NPU_ERR_RANGE);
+    assert_non_null(strstr(err, "request 0: input_ids[3] = 511"));
+    trace_free(&t);
+}
+
+static void tmp_path(char *path, size_t len)
+{
+    snprintf(path, len, "/tmp/test_trace_XXXXXX");
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+}
+
+static void test_jsonl_round_trip(void **state)
+{
+    (void)state;
+    uint32_t ids[3] = { 5, 0, 4000000000u };
+    uint64_t hashes[2] = { 1, UINT64_MAX / 2 };
+    struct rt_trace_entry e[3] = {
+        { .timestamp_ms = 0.1 + 0.2, .input_length = 3, .output_length = 7, .input_ids = ids,
+          .hash_ids = hashes, .nhash = 2 },
+        { .timestamp_ms = 1e6 / 3.0, .input_length = 9, .output_length = 1 },
+        { .timestamp_ms = 123456789.25, .input_length = 0, .output_length = 0 },
+    };
+    struct rt_trace t = { e, 3 }, back;
+    char path[64];
+    tmp_path(path, sizeof(path));
+    assert_int_equal(trace_write_jsonl(path, &t, err, sizeof(err)), 0);
+    assert_int_equal(trace_read_jsonl(path, &back, err, sizeof(err)), 0);
+    unlink(path);
+    assert_int_equal(back.n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(back.e[i].timestamp_ms == e[i].timestamp_ms); /* bit for bit */
+        assert_int_equal(back.e[i].input_length, e[i].input_length);
+        assert_int_equal(back.e[i].output_length, e[i].output_length);
+        assert_int_equal(back.e[i].nhash, e[i].nhash);
+        assert_int_equal(back.e[i].input_ids != NULL, e[i].input_ids != NULL);
+    }
+    assert_memory_equal(back.e[0].input_ids, ids, sizeof(ids));
+    assert_memory_equal(back.e[0].hash_ids, hashes, sizeof(hashes));
+    trace_free(&back);
+}
+
+static void expect_entry(const struct rt_trace *t, size_t i, double ms, uint32_t in,
+                         uint32_t out)
+{
+    if (t->e[i].timestamp_ms != ms) /* exact: times are whole ns until divided once */
+        fail_msg("row %zu: %.9f ms, expected %.9f", i, t->e[i].timestamp_ms, ms);
+    assert_int_equal(t->e[i].input_length, in);
+    assert_int_equal(t->e[i].output_length, out);
+}
+
+static void test_import_samples(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    assert_int_equal(trace_format_parse("azure"), RT_TRACE_AZURE);
+    assert_int_equal(trace_format_parse("mooncake"), -1);
+    /* CRLF lines; the last row is past midnight. */
+    assert_int_equal(trace_import(data("azure.csv"), RT_TRACE_AZURE, &t, err, sizeof(err)), 0);
+    assert_int_equal(t.n, 4);
+    expect_entry(&t, 0, 0.0, 374, 44);
+    expect_entry(&t, 1, 20.0, 396, 109);
+    expect_entry(&t, 2, 1400.0, 879, 32);
+    expect_entry(&t, 3, 1680.59, 91, 0);
+    trace_free(&t);
+    assert_int_equal(trace_import(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &t, err,
+                                  sizeof(err)), 0);
+    assert_int_equal(t.n, 4);
+    expect_entry(&t, 0, 0.0, 472, 18);
+    expect_entry(&t, 1, 40000.0, 1087, 230);
+    expect_entry(&t, 3, 113000.0, 1360, 0);
+    trace_free(&t);
+    /* Reordered and extra columns. */
+    assert_int_equal(trace_import(data("vidur.csv"), RT_TRACE_VIDUR, &t, err, sizeof(err)), 0);
+    assert_int_equal(t.n, 4);
+    expect_entry(&t, 0, 0.0, 2048, 128);
+    expect_entry(&t, 1, 250.0, 512, 64);
+    expect_entry(&t, 3, 1125.0, 3000, 20);
+    trace_free(&t);
+    assert_int_equal(trace_import_limit(data("vidur.csv"), RT_TRACE_VIDUR, 2, &t, err,
+                                        sizeof(err)), 0);
+    assert_int_equal(t.n, 2);
+    trace_free(&t);
+}
+
+static void expect_import_error(const char *name, enum rt_trace_format f, const char *want)
+{
+    struct rt_trace t;
+    assert_int_equal(trace_import(data(name), f, &t, err, sizeof(err)), NPU_ERR_FORMAT);
+    if (!strstr(err, name) || !strstr(err, want))
+        fail_msg("'%s' lacks '%s: %s'", err, name, want);
+}
+
+static void test_import_errors(void **state)
+{
+    (void)state;
+    expect_import_error("burstgpt-out-of-order.csv", RT_TRACE_BURSTGPT,
+                        ":4: timestamp 25000.0000 ms is before the previous row's 40000");
+    expect_import_error("azure-bad-number.csv", RT_TRACE_AZURE,
+                        ":3: column 'ContextTokens': '12x' is not a whole number");
+    expect_import_error("vidur-missing-column.csv", RT_TRACE_VIDUR,
+                        ":1: no column 'num_decode_tokens'");
+    /* A file in one format read as another: the header says so. */
+    expect_import_error("vidur.csv", RT_TRACE_AZURE, ":1: no column 'TIMESTAMP'");
+}
+
+static struct rt_trace_gen_params gen_params(const char *preset, uint32_t count, double rate,
+                                             uint64_t seed)
+{
+    struct rt_trace_gen_params p = { .count = count, .rate = rate, .seed = seed };
+    assert_int_equal(trace_len_preset(preset, &p.input, &p.output), 0);
+    return p;
+}
+
+static void test_gen_determinism(void **state)
+{
+    (void)state;
+    struct rt_trace a, b, c;
+    struct rt_trace_gen_params p = gen_params("sharegpt", 200, 3.0, 42);
+    assert_int_equal(trace_gen(&p, &a, err, sizeof(err)), 0);
+    assert_int_equal(trace_gen(&p, &b, err, sizeof(err)), 0);
+    p.seed = 43;
+    assert_int_equal(trace_gen(&p, &c, err, sizeof(err)), 0);
+    assert_memory_equal(a.e, b.e, a.n * sizeof(*a.e));
+    size_t same = 0;
+    for (size_t i = 0; i < a.n; i++)
+        same += a.e[i].input_length == c.e[i].input_length;
+    assert_true(same < a.n / 4);
+    assert_true(a.e[0].timestamp_ms > 0); /* one drawn gap before the first */
+    trace_free(&a);
+    trace_free(&b);
+    trace_free(&c);
+    struct rt_len_dist in, out;
+    assert_int_equal(trace_len_preset("nope", &in, &out), NPU_ERR_NOTFOUND);
+    p.rate = 0;
+    assert_int_equal(trace_gen(&p, &a, err, sizeof(err)), NPU_ERR_INVAL);
+}
+
+/* Mean and coefficient of variation of the gaps between arrivals (from 0). */
+static void gap_stats(const struct rt_trace *t, double *mean_s, double *cv)
+{
+    double sum = 0, sq = 0, prev = 0;
+    for (size_t i = 0; i < t->n; i++, prev = t->e[i - 1].timestamp_ms)
+        sum += (t->e[i].timestamp_ms - prev) / 1e3;
+    *mean_s = sum / (double)t->n;
+    prev = 0;
+    for (size_t i = 0; i < t->n; i++, prev = t->e[i - 1].timestamp_ms) {
+        double d = (t->e[i].timestamp_ms - prev) / 1e3 - *mean_s;
+        sq += d * d;
+    }
+    *cv = sqrt(sq / (double)t->n) / *mean_s;
+}
+
+static void test_gen_arrivals(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    double mean, cv;
+    struct rt_trace_gen_params p = gen_params("tiny", 20000, 5.0, 7);
+    assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+    gap_stats(&t, &mean, &cv);
+    assert_true(fabs(1.0 / mean - 5.0) < 0.15);   /* 3% */
+    assert_true(fabs(cv - 1.0) < 0.05);
+    trace_free(&t);
+    static const double cvs[] = { 0.5, 2.0 };
+    for (int k = 0; k < 2; k++) {
+        p.arrival = RT_ARRIVAL_GAMMA;
+        p.cv = cvs[k];
+        assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+        gap_stats(&t, &mean, &cv);
+        if (fabs(1.0 / mean - 5.0) > 0.25 || fabs(cv - cvs[k]) > 0.08 * cvs[k])
+            fail_msg("gamma cv %g: rate %g, cv %g", cvs[k], 1.0 / mean, cv);
+        trace_free(&t);
+    }
+}
+
+static void expect_lengths(const struct rt_trace *t, bool output, const struct rt_len_dist *d,
+                           double mean_tol, double std_tol)
+{
+    double sum = 0, sq = 0;
+    for (size_t i = 0; i < t->n; i++)
+        sum += output ? t->e[i].output_length : t->e[i].input_length;
+    double mean = sum / (double)t->n;
+    for (size_t i = 0; i < t->n; i++) {
+        double x = output ? t->e[i].output_length : t->e[i].input_length;
+        sq += (x - mean) * (x - mean);
+        assert_true(x >= d->min && x <= d->max);
+    }
+    double std = sqrt(sq / (double)t->n);
+    if (fabs(mean / d->mean - 1) > mean_tol || fabs(std / d->std - 1) > std_tol)
+        fail_msg("mean %.1f std %.1f, target %.1f %.1f", mean, std, d->mean, d->std);
+}
+
+static void test_gen_lengths(void **state)
+{
+    (void)state;
+    static const char *const presets[] = { "sharegpt", "arxiv" };
+    for (int k = 0; k < 2; k++) {
+        struct rt_trace t;
+        struct rt_trace_gen_params p = gen_params(presets[k], 20000, 1.0, 11);
+        assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+        /* The clamp at 32768 takes ~4.5% off arXiv's input std (docs/traces.md). */
+        expect_lengths(&t, false, &p.input, 0.03, 0.07);
+        expect_lengths(&t, true, &p.output, 0.03, 0.07);
+        trace_free(&t);
+        /* The fit alone, unclamped: tighter. */
+        p.input.max = p.output.max = UINT32_MAX;
+        assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+        expect_lengths(&t, false, &p.input, 0.02, 0.05);
+        expect_lengths(&t, true, &p.output, 0.02, 0.05);
+        trace_free(&t);
+    }
+}
+
+static void test_blob_build(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    void *blob;
+    size_t bytes;
+    assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, false, 0, 0, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(bytes, sizeof(struct rt_blob_header) + 3 * sizeof(struct rt_blob_req));
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    assert_int_equal(rt_blob_reqs(blob)[1].arrival_ps, 12500000000ull);
+    assert_int_equal(rt_blob_reqs(blob)[1].ids_first, RT_BLOB_NO_IDS);
+    free(blob);
+    /* With ids: request 0's own, request 1's synthesised below the vocabulary. */
+    assert_int_equal(trace_blob_build(&t, true, 512, 9, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    const struct rt_blob_header *h = blob;
+    assert_int_equal(h->ids_count, 7);
+    const uint32_t *ids = rt_blob_ids(blob);
+    assert_memory_equal(ids, t.e[0].input_ids, 4 * sizeof(uint32_t));
+    uint32_t synth[3];
+    trace_synth_ids(9, 1, 3, 512, synth);
+    assert_int_equal(rt_blob_reqs(blob)[1].ids_first, 4);
+    assert_memory_equal(ids + 4, synth, sizeof(synth));
+    for (int k = 0; k < 3; k++)
+        assert_true(synth[k] < 512);
+    free(blob);
+    /* An id beyond the vocabulary is refused before anything is built. */
+    assert_int_equal(trace_blob_build(&t, true, 100, 9, &blob, &bytes, err, sizeof(err)),
+                     NPU_ERR_RANGE);
+    assert_null(blob);
+    trace_free(&t);
+}
+
+/* Recomputes a hand-edited blob's checksum, so that only the edit is wrong. */
+static void blob_reseal(void *blob)
+{
+    struct rt_blob_header *h = blob;
+    uint64_t sum = 0xcbf29ce484222325ull;
+    for (uint64_t k = sizeof(*h); k < h->bytes; k++)
+        sum = (sum ^ ((uint8_t *)blob)[k]) * 0x100000001b3ull;
+    h->checksum = sum;
+}
+
+static void expect_check_error(const void *blob, uint64_t bytes, const char *want)
+{
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), NPU_ERR_FORMAT);
+    if (!strstr(err, want))
+        fail_msg("'%s' lacks '%s'", err, want);
+}
+
+static void test_blob_check_refuses(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    void *blob;
+    size_t bytes;
+    struct rt_trace_gen_params p = gen_params("tiny", 5, 50.0, 1);
+    assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, true, 512, 1, &blob, &bytes, err, sizeof(err)), 0);
+    trace_free(&t);
+    uint8_t *b = blob;
+    struct rt_blob_req *r = (struct rt_blob_req *)(b + sizeof(struct rt_blob_header));
+    b[bytes - 1] ^= 0x10;
+    expect_check_error(blob, bytes, "checksum");
+    b[bytes - 1] ^= 0x10;
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    expect_check_error(blob, bytes - 4, "were loaded");
+    expect_check_error(blob, 16, "shorter than its 40-byte header");
+    uint64_t keep = r[2].arrival_ps;
+    r[2].arrival_ps = r[1].arrival_ps - 1;
+    blob_reseal(blob);
+    expect_check_error(blob, bytes, "request 2 arrives at");
+    r[2].arrival_ps = keep;
+    r[4].ids_first = ((struct rt_blob_header *)blob)->ids_count - 1;
+    blob_reseal(blob);
+    expect_check_error(blob, bytes, "request 4: ids");
+    r[4].ids_first = RT_BLOB_NO_IDS;
+    blob_reseal(blob);
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    ((struct rt_blob_header *)blob)->magic ^= 1;
+    expect_check_error(blob, bytes, "magic");
+    free(blob);
+}
+
+/* The bundled traces are what `npuctl trace gen` makes of their documented options. */
+static void test_bundled_traces(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *file, *preset;
+        uint32_t count;
+        double rate;
+    } bundled[] = { { "tiny-16.jsonl", "tiny", 16, 50.0 }, { "arxiv-100.jsonl", "arxiv", 100, 1.0 } };
+    for (size_t k = 0; k < 2; k++) {
+        char path[512];
+        struct rt_trace file, gen;
+        snprintf(path, sizeof(path), "%s/models/traces/%s", NPU_SOURCE_DIR, bundled[k].file);
+        assert_int_equal(trace_read_jsonl(path, &file, err, sizeof(err)), 0);
+        struct rt_trace_gen_params p = gen_params(bundled[k].preset, bundled[k].count,
+                                                  bundled[k].rate, 1);
+        assert_int_equal(trace_gen(&p, &gen, err, sizeof(err)), 0);
+        assert_int_equal(file.n, gen.n);
+        for (size_t i = 0; i < gen.n; i++)
+            if (file.e[i].timestamp_ms != gen.e[i].timestamp_ms ||
+                file.e[i].input_length != gen.e[i].input_length ||
+                file.e[i].output_length != gen.e[i].output_length)
+                fail_msg("%s: request %zu differs from the generator's", bundled[k].file, i);
+        trace_free(&file);
+        trace_free(&gen);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jsonl_errors),       cmocka_unit_test(test_jsonl_read_sample),
+        cmocka_unit_test(test_jsonl_round_trip),   cmocka_unit_test(test_import_samples),
+        cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_determinism),
+        cmocka_unit_test(test_gen_arrivals),       cmocka_unit_test(test_gen_lengths),
+        cmocka_unit_test(test_blob_build),         cmocka_unit_test(test_blob_check_refuses),
+        cmocka_unit_test(test_bundled_traces),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Bad serving input (docs/serving.md, "Bad input"):  serve_refusals.sh NPUCTL CASE
+# A malformed trace line, timestamps out of order and an unknown scheduler parameter are
+# refused before the run (exit 2, naming the line or the option, no console written); a
+# request longer than the image's context is rejected on its own, with its reason, in the
+# outputs, while the others are served (exit 0).
+set -eu
+npuctl=$1 case=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+t=$tmp/t.jsonl
+printf '%s\n' '{"timestamp": 0.5, "input_length": 8, "output_length": 4}' \
+    '{"timestamp": 1.0, "input_length": 5, "output_length": 3}' > "$t"
+
+expect() {
+    want=$1 re=$2
+    shift 2
+    set +e
+    "$@" > "$tmp/out.txt" 2>&1
+    got=$?
+    set -e
+    if [ "$got" -ne "$want" ] || ! grep -Eq -- "$re" "$tmp/out.txt"; then
+        echo "serve_refusals $case: wanted exit $want and /$re/, got exit $got:" >&2
+        cat "$tmp/out.txt" >&2
+        exit 1
+    fi
+    grep -E -- "$re" "$tmp/out.txt" | head -1
+}
+
+not_run() {
+    if [ -e "$tmp/out/console.log" ]; then
+        echo "serve_refusals $case: the chip ran" >&2
+        exit 1
+    fi
+}
+
+case $case in
+malformed-line)
+    echo '{"timestamp": 2.0, "input_length": 4 "output_length": 2}' >> "$t"
+    expect 2 "t.jsonl:3" "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run ;;
+out-of-order)
+    echo '{"timestamp": 0.25, "input_length": 4, "output_length": 2}' >> "$t"
+    expect 2 "t.jsonl:3: .*timestamp" "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run ;;
+unknown-parameter)
+    expect 2 "unknown option '--chunk-size'" "$npuctl" serve --trace "$t" --chunk-size 64 \
+        --out "$tmp/out"
+    not_run ;;
+bad-parameter)
+    expect 2 "--sched chunked: .*chunk" "$npuctl" serve --trace "$t" --sched chunked \
+        --chunk 2 --out "$tmp/out"
+    not_run ;;
+too-long)
+    # max_seq 64: the 100 + 8 request is rejected as too_long, the others are served
+    echo '{"timestamp": 1.5, "input_length": 100, "output_length": 8}' >> "$t"
+    expect 0 "2 of 3 requests completed, 1 rejected" "$npuctl" serve --trace "$t" \
+        --max-seq 64 --out "$tmp/out"
+    grep -q '^2,.*,rejected,too_long$' "$tmp/out/requests.csv" || {
+        echo "serve_refusals $case: request 2 is not rejected as too_long" >&2
+        cat "$tmp/out/requests.csv" >&2
+        exit 1
+    }
+    grep "^2," "$tmp/out/requests.csv" ;;
+*) echo "serve_refusals: unknown case $case" >&2; exit 2 ;;
+esac
