@@ -194,13 +194,14 @@ static void gp_preamble(FILE *f, const char *name, const char *title, const char
             name, name, name, name, title, xl, yl);
 }
 
-/* The x of a run in the SLO plot: its request_rate label, else the measured rate. */
+/* The x of a run in the SLO plot: its request_rate label, else (no label, or 0 for a
+   replayed trace's own timing) the measured rate. */
 static double run_rate(const struct run *r)
 {
     const char *lab = label_of(r->sum, "request_rate");
     char *end;
     double x = lab ? strtod(lab, &end) : 0.0;
-    if (lab && end != lab)
+    if (lab && end != lab && x > 0.0 && x < 1e300)
         return x;
     json_t *v = json_object_get(r->sum, "arrival_rate");
     return json_is_number(v) ? json_number_value(v) : 0.0;

@@ -204,11 +204,11 @@ static void plan_pd_fusion(struct rt_sched *s, struct rt_iter_plan *it)
 
 static uint32_t layered_groups(const struct rt_sched *s, uint32_t tokens)
 {
+    /* max(1, ceil(L / group_tokens)): a cycle has at least one prompt token */
+    assert(tokens >= 1);
     uint32_t g = s->p.groups;
-    if (g == 0) {
+    if (g == 0)
         g = (uint32_t)(((uint64_t)tokens + s->p.group_tokens - 1) / s->p.group_tokens);
-        g = g ? g : 1;
-    }
     return min_u32(g, s->p.num_layers);
 }
 
@@ -298,7 +298,7 @@ bool sched_next(struct rt_sched *s, struct rt_iter_plan *it)
         plan_pd_fusion(s, it);
         break;
     default:
-        assert(!"sched_next: policy not built");  /* sched_init refuses it */
+        assert(0 && "sched_next: policy not built");  /* sched_init refuses it */
         return false;
     }
     return plan_finish(s, it);

@@ -281,16 +281,22 @@ static void expect_corrupt(struct rt_kv_seq *a, struct rt_kv_seq *b)
     assert_true(strlen(err) > 0);
 }
 
-static void test_check_catches(void **state)
+/* a: 2 of 3 reserved blocks; b: 5 blocks and a 40-row segment; 1 block free. */
+static void setup_two(struct rt_kv_seq *a, struct rt_kv_seq *b)
+{
+    setup_kvc(4, 8, 100);
+    assert_int_equal(kvc_seq_admit(&kv, a, 0, 12), NPU_OK);
+    assert_int_equal(kvc_seq_admit(&kv, b, 1, 40), NPU_OK);
+    kvc_seq_grow(&kv, a, 8);
+    kvc_seq_grow(&kv, b, 30);
+    assert_ok(a, b, NULL, NULL);
+}
+
+static void test_check_catches_links(void **state)
 {
     (void)state;
     struct rt_kv_seq a, b;
-    setup_kvc(4, 8, 100);
-    assert_int_equal(kvc_seq_admit(&kv, &a, 0, 12), NPU_OK);
-    assert_int_equal(kvc_seq_admit(&kv, &b, 1, 40), NPU_OK);  /* 5 blocks + a segment */
-    kvc_seq_grow(&kv, &a, 8);
-    kvc_seq_grow(&kv, &b, 30);
-    assert_ok(&a, &b, NULL, NULL);
+    setup_two(&a, &b);
     /* A free block double-linked onto a's list. */
     uint32_t saved = kv.next[a.tail];
     kv.next[a.tail] = kv.free_head;
@@ -308,13 +314,24 @@ static void test_check_catches(void **state)
     expect_corrupt(&a, &b);
     kv.next[last] = RT_KVC_NONE;
     assert_ok(&a, &b, NULL, NULL);
-    /* Counts, owners, reservations, ring. */
+    kv.owner[a.head] = 2;  /* a block of a's list owned by b */
+    expect_corrupt(&a, &b);
+    kv.owner[a.head] = 1;
+    /* A sequence left out: its blocks are on no list. */
+    expect_corrupt(&a, NULL);
+    kvc_seq_free(&kv, &a);
+    kvc_seq_free(&kv, &b);
+    assert_empty();
+}
+
+static void test_check_catches_counts(void **state)
+{
+    (void)state;
+    struct rt_kv_seq a, b;
+    setup_two(&a, &b);
     kv.free_count++;
     expect_corrupt(&a, &b);
     kv.free_count--;
-    kv.owner[a.head] = 2;
-    expect_corrupt(&a, &b);
-    kv.owner[a.head] = 1;
     a.blocks--;
     expect_corrupt(&a, &b);
     a.blocks++;
@@ -330,14 +347,21 @@ static void test_check_catches(void **state)
     b.ring_row = 5;
     expect_corrupt(&a, &b);
     b.ring_row = 0;
-    /* A sequence left out: its blocks are on no list. */
-    expect_corrupt(&a, NULL);
     /* One left out that holds only a ring segment: a live segment nobody owns. */
     struct rt_kv_seq c;
     assert_int_equal(kvc_seq_admit(&kv, &c, 2, 10), NPU_OK);
     assert_int_equal(c.reserved, 0);
     assert_ok(&a, &b, &c, NULL);
     expect_corrupt(&a, &b);
+    /* c's segment [40, 50) moved to overlap b's [0, 40). */
+    struct rt_kvc_seg *g = &kv.segs[(kv.seg_first + 1) % RT_KVC_SEGS_MAX];
+    assert_int_equal(g->row, 40);
+    g->row = c.ring_row = 35;
+    kv.ring_head = 45;
+    assert_int_equal(check_seqs(&a, &b, &c, NULL), NPU_ERR_STATE);
+    g->row = c.ring_row = 40;
+    kv.ring_head = 50;
+    assert_ok(&a, &b, &c, NULL);
     kvc_seq_free(&kv, &c);
     assert_ok(&a, &b, NULL, NULL);
     kvc_seq_free(&kv, &a);
@@ -443,7 +467,8 @@ int main(void)
         cmocka_unit_test(test_ring_wrap_fifo),
         cmocka_unit_test(test_nomem_then_succeeds),
         cmocka_unit_test(test_never_fits),
-        cmocka_unit_test(test_check_catches),
+        cmocka_unit_test(test_check_catches_links),
+        cmocka_unit_test(test_check_catches_counts),
         cmocka_unit_test(test_stress),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

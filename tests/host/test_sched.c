@@ -577,12 +577,18 @@ static void next_plan(uint32_t nruns, uint32_t nprefill)
     assert_int_equal(plan.nprefill, nprefill);
 }
 
-static void small_start(enum rt_sched_kind kind, uint32_t max_batch, uint32_t max_tokens)
+/* Two layers, 64 rows, a roomy KV cache, every request arrived at 0. chunk, budget and
+   prefill_units: 0 keeps params()'s. */
+static void small_start(enum rt_sched_kind kind, uint32_t max_batch, uint32_t chunk,
+                        uint32_t budget, uint32_t prefill_units)
 {
     struct rt_sched_params p = params(kind);
     p.num_layers = 2;
     p.max_batch = max_batch;
-    p.max_tokens = max_tokens;
+    p.max_tokens = 64;
+    p.chunk = chunk ? chunk : p.chunk;
+    p.budget = budget ? budget : p.budget;
+    p.prefill_units = prefill_units ? prefill_units : p.prefill_units;
     start(&p, 4, 256, 0);
     assert_int_equal(sched_arrive(&sch, 0, 4096), nreqs);
 }
@@ -594,7 +600,7 @@ static void test_static_exact(void **state)
     add_req(0, 10, 3);
     add_req(0, 20, 1);
     add_req(0, 5, 2);
-    small_start(RT_SCHED_STATIC, 2, 64);
+    small_start(RT_SCHED_STATIC, 2, 0, 0, 0);
     next_plan(2, 2);  /* the batch: both prompts, whole */
     expect_run(0, 0, 0, 10, true);
     expect_run(1, 1, 0, 20, true);
@@ -659,10 +665,7 @@ static void test_chunked_exact(void **state)
     nreqs = 0;
     add_req(0, 20, 3);
     add_req(0, 5, 2);
-    struct rt_sched_params p = params(RT_SCHED_CHUNKED);
-    p.chunk = 8;
-    small_start(RT_SCHED_CHUNKED, 2, 64);
-    sch.p.chunk = p.chunk;
+    small_start(RT_SCHED_CHUNKED, 2, 8, 0, 0);
     next_plan(1, 1);  /* r0's first chunk takes the whole budget: r1 is not admitted */
     expect_run(0, 0, 0, 8, false);
     assert_int_equal(reqs[1].state, RT_REQ_QUEUED);
@@ -683,6 +686,18 @@ static void test_chunked_exact(void **state)
     expect_run(1, 1, 5, 1, true);
     sched_complete(&sch, &plan);
     assert_true(sched_done(&sch));
+    /* The budget's last token still admits a request. */
+    nreqs = 0;
+    add_req(0, 1, 2);
+    add_req(0, 5, 1);
+    small_start(RT_SCHED_CHUNKED, 2, 2, 0, 0);
+    next_plan(2, 2);
+    expect_run(0, 0, 0, 1, true);
+    expect_run(1, 1, 0, 1, false);
+    sched_complete(&sch, &plan);
+    next_plan(2, 1);  /* r0's decode leaves r1 one token */
+    expect_run(0, 1, 1, 1, false);
+    expect_run(1, 0, 1, 1, true);
 }
 
 static void test_pd_fusion_exact(void **state)
@@ -692,10 +707,7 @@ static void test_pd_fusion_exact(void **state)
     add_req(0, 10, 3);
     add_req(0, 3, 2);
     add_req(0, 6, 2);
-    small_start(RT_SCHED_PD_FUSION, 3, 64);
-    sch.p.budget = 4;
-    sch.p.prefill_units = 2;
-    sch.p.chunk = 4;
+    small_start(RT_SCHED_PD_FUSION, 3, 4, 4, 2);
     next_plan(2, 2);  /* 4 units: two chunks */
     expect_run(0, 0, 0, 4, false);
     expect_run(1, 1, 0, 3, true);
@@ -845,6 +857,34 @@ static void test_layered_chunked_exact(void **state)
     }
 }
 
+/* The decodes of running requests shrink a chunk so the rows fit max_tokens. */
+static void test_layered_chunked_rows(void **state)
+{
+    (void)state;
+    nreqs = 0;
+    add_req(0, 2, 5);
+    add_req(0, 20, 1);
+    struct rt_sched_params p = params(RT_SCHED_LAYERED_CHUNKED);
+    p.num_layers = 1;
+    p.groups = 1;
+    p.chunk = 10;
+    p.max_batch = 2;
+    p.max_tokens = 10;
+    start(&p, 4, 256, 0);
+    sched_arrive(&sch, 0, 4096);
+    next_plan(1, 1);  /* r1's first chunk (10) does not fit beside r0's 2 tokens */
+    expect_run(0, 0, 0, 2, true);
+    sched_complete(&sch, &plan);
+    static const uint32_t pos[] = { 0, 9, 18 }, cnt[] = { 9, 9, 2 };
+    for (uint32_t c = 0; c < 3; c++) {
+        next_plan(2, 1);  /* chunks of 9: r0's decode takes a row */
+        expect_run(0, 1, pos[c], cnt[c], c == 2);
+        expect_run(1, 0, 2 + c, 1, true);
+        sched_complete(&sch, &plan);
+    }
+    assert_int_equal(reqs[1].state, RT_REQ_FINISHED);
+}
+
 static void test_rejections(void **state)
 {
     (void)state;
@@ -878,7 +918,6 @@ static void test_rejections(void **state)
                                                                 : RT_REQ_REJECTED);
         }
         assert_int_equal(sched_queue_len(&sch), chunked ? 2 : 1);
-        sim.max_seq = 100;
         while (sched_next(&sch, &plan))
             sched_complete(&sch, &plan);
         assert_true(sched_done(&sch));
@@ -998,6 +1037,7 @@ int main(void)
         cmocka_unit_test(test_layered_groups),
         cmocka_unit_test(test_layered_merge),
         cmocka_unit_test(test_layered_chunked_exact),
+        cmocka_unit_test(test_layered_chunked_rows),
         cmocka_unit_test(test_sim_static),
         cmocka_unit_test(test_sim_continuous),
         cmocka_unit_test(test_sim_chunked),

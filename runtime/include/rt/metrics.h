@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Serving metrics from a parsed run (docs/serving.md, "Metrics"): per-request latencies,
- * the summary whose keys follow vLLM's benchmark results where they overlap, and the
- * Chrome/Perfetto trace.
+ * Serving metrics from a parsed run (docs/serving.md, "Metrics"; files: docs/outputs.md):
+ * per-request latencies, the summary whose keys follow vLLM's benchmark results where they
+ * overlap, and the Chrome/Perfetto trace.
  *
  * Definitions (layered-prefill paper, section 5.1):
  *   TTFT = first token - arrival; TBT = the gaps between consecutive tokens of a request;
