@@ -147,8 +147,10 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], tokens[NPUCTL_PATH_MAX];
     struct rt_serve_log log;
     snprintf(path, sizeof(path), "%s/console.log", o->out);
-    if (serve_log_parse(path, &log, err, sizeof(err)) != NPU_OK)
+    if (serve_log_parse(path, &log, err, sizeof(err)) != NPU_OK) {
+        serve_log_free(&log);
         return bad("%s", err);
+    }
     struct rt_summary s = { 0 };
     snprintf(path, sizeof(path), "%s/chip_stats.json", o->out);
     if (metrics_read_chip_stats(path, &s.energy, &s.hbm_bytes, &s.noc_byte_hops, err,
@@ -171,9 +173,13 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
     snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
     rc |= metrics_write_requests_csv(path, tokens, &log, &o->slo, err, sizeof(err));
     snprintf(path, sizeof(path), "%s/trace.json", o->out);
-    rc |= metrics_write_perfetto(path, &log, err, sizeof(err));
+    rc |= metrics_write_perfetto_labelled(path, &log, labels,
+                                          sizeof(labels) / sizeof(labels[0]), err, sizeof(err));
     if (rc)
         npuctl_print_error("%s", err);
+    printf("serve: %.64s on %.64s (%s), %s %s, trace %s\n", h->model_name, h->chip_name,
+           h->plan.mode ? "performance" : "functional", rt_sched_kind_name(o->sched.kind),
+           sched_params, o->trace);
     metrics_print_report(stdout, &s, &o->slo);
     printf("outputs: %s/{summary.json,requests.csv,tokens.csv,trace.json,console.log}\n",
            o->out);
