@@ -103,7 +103,9 @@ int main(void)
         }
         model_core_post_done(RT_SEM_DONE);
     }
-    if (rc == NPU_OK) {
+    /* after a failure anywhere, no rank reports: the report's barriers would wait for a
+       rank that is not there */
+    if (rc == NPU_OK && !mailbox()->failed) {
         char what[32];
         snprintf(what, sizeof(what), "iterations=%" PRIu32, served);
         report_run(&mc.m, mc.m.comm, what, busy_ps);

@@ -125,9 +125,22 @@ static int setup(void)
     memset(sv.mb, 0, sizeof(*sv.mb));
     const struct npu_image_core *cores = (const void *)((const uint8_t *)sv.image +
                                                         sv.image->cores_off);
-    for (uint32_t c = 0; c < sv.image->cores_count && c < RT_MB_CORES_MAX; c++)
-        if (cores[c].rank != NPU_IMAGE_IDLE)
+    extern char __image_end[];
+    if ((uint64_t)(uintptr_t)__image_end > hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET ||
+        hal_chip()->dram_size < RT_TRACE_DRAM_OFFSET) {
+        printf("SERVE abort reason=bad_image the control image or the DRAM size leaves no "
+               "room for the mailbox at DRAM + %u MiB\n", RT_MAILBOX_DRAM_OFFSET >> 20);
+        return NPU_ERR_NOMEM;
+    }
+    for (uint32_t c = 0; c < sv.image->cores_count; c++)
+        if (cores[c].rank != NPU_IMAGE_IDLE) {
+            if (c >= RT_MB_CORES_MAX) {
+                printf("SERVE abort reason=bad_image core %" PRIu32 " is beyond the mailbox's "
+                       "%u cores\n", c, RT_MB_CORES_MAX);
+                return NPU_ERR_RANGE;
+            }
             sv.cores[sv.ncores++] = c;
+        }
     rc = load_trace();
     if (rc == NPU_OK)
         rc = make_requests();

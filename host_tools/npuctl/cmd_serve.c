@@ -58,6 +58,9 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     struct rt_sched_params sp = o->sched;
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;
+    if (h->plan.max_tokens > RT_MB_TOKENS_MAX)
+        return bad("--max-tokens %u: the serve firmware's mailbox takes at most %u rows",
+                   h->plan.max_tokens, RT_MB_TOKENS_MAX);
     if (kvc_init(&kvc, &kc) != NPU_OK)
         return bad("the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
                    kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
@@ -100,13 +103,15 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     struct rt_trace t;
     if (trace_read_jsonl(o->trace, &t, err, sizeof(err)) != NPU_OK)
         return bad("%s", err);
-    struct npu_built_image img;
+    struct npu_built_image img = { 0 };
     FILE *plan = NULL;
     snprintf(path, sizeof(path), "%s/plan.txt", o->out);
     plan = fopen(path, "w");
+    if (!plan)
+        return bad("cannot write %s: %s", path, strerror(errno));
     int rc = npuctl_image_build(&o->image, &img, cfg, plan);
-    if (plan)
-        fclose(plan);
+    if (fclose(plan) && rc == 0)
+        rc = bad("cannot write %s", path);
     if (rc == 0)
         rc = trace_check_ids(&t, cfg->vocab_size, err, sizeof(err)) ? bad("%s", err) : 0;
     if (rc == 0) {
@@ -118,21 +123,20 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     if (rc == 0)
         rc = write_file(path, img.data, img.bytes);
     if (rc == 0) {
-        void *blob;
-        size_t bytes;
+        void *blob = NULL;
+        size_t bytes = 0;
         bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
         rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, &blob, &bytes, err,
                               sizeof(err)) ? bad("%s", err) : 0;
         if (rc == 0 && functional)
             rc = write_served_trace(o, &t, cfg->vocab_size);
         snprintf(path, sizeof(path), "%s/trace.bin", o->out);
-        if (rc == 0) {
+        if (rc == 0)
             rc = write_file(path, blob, bytes);
-            *blob_bytes = bytes;
-            free(blob);
-        }
+        *blob_bytes = bytes;
+        free(blob);
     }
-    if (rc == 0 && img.bytes)
+    if (img.data)
         npu_built_image_free(&img);
     o->requests = t.n;
     o->rate = t.n > 1 && t.e[t.n - 1].timestamp_ms > 0

@@ -69,15 +69,17 @@ static void progress_tick(void *ctx)
     FILE *f = fopen(p->path, "r");
     if (!f)
         return;
-    char buf[8192];
+    char *buf = NULL;
+    size_t cap = 0;
+    ssize_t n;
     fseek(f, p->offset, SEEK_SET);
-    while (fgets(buf, sizeof(buf), f)) {
-        size_t n = strlen(buf);
+    while ((n = getline(&buf, &cap, f)) > 0) {
         if (buf[n - 1] != '\n')
             break; /* QEMU is mid-line: read it whole at the next tick */
         p->offset += (long)n;
         progress_line(p, buf);
     }
+    free(buf);
     fclose(f);
     progress_print(p, false);
 }

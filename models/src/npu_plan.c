@@ -482,6 +482,8 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
             room = r < room ? r : room;
         }
     uint64_t want = pl->kv_pool < 0 ? (room < cap ? room : cap) : (uint64_t)pl->kv_pool;
+    if (pl->kv_pool < 0 && want > 8192)
+        want = 8192; /* the control core's KV manager tracks at most 8192 blocks */
     if (want > room || want > 8192)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: %llu KV blocks of %u "
                     "positions (%.2f MiB each) do not fit: SRAM has room for %llu per core "

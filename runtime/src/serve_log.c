@@ -309,10 +309,19 @@ static int on_done(struct parse_ctx *c)
     return rc;
 }
 
+/* A failed run: `abort reason=WORD ...` (control core) or `core-failed core=C ...` (a core).
+   The run stays not done (the caller reports it incomplete); the reason is kept. */
+static int on_abort(struct parse_ctx *c)
+{
+    c->log->done = false;
+    return 0;
+}
+
 static const struct {
     const char *name;
     int (*fn)(struct parse_ctx *c);
 } events[] = {
+    { "abort", on_abort },   { "core-failed", on_abort },
     { "begin", on_begin },   { "arrive", on_arrive }, { "reject", on_reject },
     { "admit", on_admit },   { "token", on_token },   { "finish", on_finish },
     { "iter", on_iter },     { "engines", on_engines }, { "done", on_done },
