@@ -201,8 +201,9 @@ int npuctl_cmd_serve(int argc, char **argv)
     int rc = serve_opts_parse(argc, argv, &o);
     if (rc || o.help)
         return rc;
-    if (mkdir(o.out, 0755) && errno != EEXIST)
-        return bad("--out %s: %s", o.out, strerror(errno));
+    struct stat st;
+    if (mkdir(o.out, 0755) && (errno != EEXIST || stat(o.out, &st) || !S_ISDIR(st.st_mode)))
+        return bad("--out %s: cannot make this directory", o.out);
     struct npu_image_header h;
     struct model_config cfg;
     uint64_t image_bytes = 0, blob_bytes = 0;
