@@ -40,8 +40,6 @@ struct request {
 
 static struct request reqs[REQ_MAX];
 static struct model_core mc;
-#define m (mc.m)
-#define cfg (mc.cfg)
 
 static int report_done(int status)
 {
@@ -83,7 +81,8 @@ static uint32_t parse_requests(void)
         for (uint32_t r = 0; r < n && r < REQ_MAX && plen <= TOKENS_MAX; r++) {
             reqs[r].len = plen;
             for (uint32_t i = 0; i < plen; i++)
-                reqs[r].tokens[i] = (uint32_t)((i * 7919ull + r * 104729ull + 1) % cfg.vocab_size);
+                reqs[r].tokens[i] =
+                    (uint32_t)((i * 7919ull + r * 104729ull + 1) % mc.cfg.vocab_size);
         }
         if (n == 0 || n > REQ_MAX || plen > TOKENS_MAX) {
             printf("MODEL error: requests=1..%u, prompt_len=1..%u\n", REQ_MAX, TOKENS_MAX);
@@ -112,7 +111,7 @@ static uint32_t parse_requests(void)
 /* Each request against the model and the plan. */
 static int check_requests(uint32_t nreq, uint32_t n_new)
 {
-    const struct npu_plan *p = m.plan;
+    const struct npu_plan *p = mc.m.plan;
     if (nreq > p->max_batch) {
         printf("MODEL error: %" PRIu32 " requests; the image's plan takes max_batch %" PRIu32
                "\n", nreq, p->max_batch);
@@ -120,10 +119,10 @@ static int check_requests(uint32_t nreq, uint32_t n_new)
     }
     for (uint32_t r = 0; r < nreq; r++) {
         for (uint32_t i = 0; i < reqs[r].len; i++)
-            if (reqs[r].tokens[i] >= cfg.vocab_size) {
+            if (reqs[r].tokens[i] >= mc.cfg.vocab_size) {
                 printf("MODEL error: request %" PRIu32 ": prompt token %" PRIu32 " = %" PRIu32
                        " is not below vocab_size %" PRIu32 "\n", r, i, reqs[r].tokens[i],
-                       cfg.vocab_size);
+                       mc.cfg.vocab_size);
                 return NPU_ERR_RANGE;
             }
         if ((uint64_t)reqs[r].len + n_new > p->max_seq || reqs[r].len + n_new > TOKENS_MAX) {
@@ -139,7 +138,7 @@ static int check_requests(uint32_t nreq, uint32_t n_new)
 /* Iteration t's runs: joined requests with tokens left, prompts first come first served. */
 static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec_run *runs)
 {
-    uint32_t n = 0, budget = m.plan->max_tokens;
+    uint32_t n = 0, budget = mc.m.plan->max_tokens;
     for (uint32_t r = 0; r < nreq && budget > 0; r++) {
         struct request *q = &reqs[r];
         if (t < q->start || q->generated == n_new)
@@ -153,7 +152,7 @@ static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec
         runs[n++] = (struct exec_run){ .req = r, .pos = pos, .count = count,
                                        .tokens = &q->tokens[pos],
                                        .wants_token = pos + count >= q->len,
-                                       .ring_row = (uint64_t)r * m.plan->max_seq };
+                                       .ring_row = (uint64_t)r * mc.m.plan->max_seq };
     }
     return n;
 }
@@ -174,8 +173,8 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
         if (n == 0)
             continue; /* nobody has joined yet */
         struct exec_batch b = { .runs = runs, .nruns = n, .layer0 = 0,
-                                .layer1 = cfg.num_layers };
-        int rc = exec_iteration(&m, ops, nops, &b, out, logit);
+                                .layer1 = mc.cfg.num_layers };
+        int rc = exec_iteration(&mc.m, ops, nops, &b, out, logit);
         if (rc != NPU_OK)
             return rc;
         for (uint32_t i = 0; i < n; i++) {
@@ -185,7 +184,7 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
             if (!runs[i].wants_token)
                 continue;
             q->tokens[q->len + q->generated] = out[i];
-            if (m.rank == 0)
+            if (mc.m.rank == 0)
                 printf("MODEL req=%" PRIu32 " step=%" PRIu32 " token=%" PRIu32 " logit=%.7g\n",
                        runs[i].req, q->generated, out[i], (double)logit[i]);
             q->generated++;
@@ -213,7 +212,7 @@ int main(void)
     if (rc == NPU_OK) {
         char what[48];
         snprintf(what, sizeof(what), "requests=%" PRIu32 " new=%" PRIu32, nreq, n_new);
-        report_run(&m, m.comm, what, hal_time_ps() - t0);
+        report_run(&mc.m, mc.m.comm, what, hal_time_ps() - t0);
     }
     else
         printf("MODEL failed rc=%d (core %u)\n", rc, hal_self()->core_id);

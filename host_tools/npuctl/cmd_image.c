@@ -21,27 +21,12 @@
 #include "npu_enums.h"
 #include "npu_memmap.h"
 
-#define image_opts npuctl_image_opts
-
-/* Prints the message as every npuctl error is printed; the exit status of a usage error. */
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    char msg[NPUCTL_ERR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    npuctl_print_error("%s", msg);
-    return NPUCTL_EXIT_USAGE;
-}
-
 static int parse_u32(const char *opt, const char *v, uint32_t *out)
 {
     char *end;
     unsigned long long n = v ? strtoull(v, &end, 0) : 0;
     if (!v || *v == '-' || end == v || *end || n > UINT32_MAX)
-        return bad("%s: '%s' is not a whole number", opt, v ? v : "(missing)");
+        return npuctl_usage_error("%s: '%s' is not a whole number", opt, v ? v : "(missing)");
     *out = (uint32_t)n;
     return 0;
 }
@@ -65,8 +50,10 @@ static int parse_partition(const char *v, uint32_t *part)
                 g = strcmp(tok, npu_gemm_name((enum npu_gemm)i)) == 0 ? i : g;
         }
         if (which < 0 || (eq && g < 0))
-            return bad("--partition: '%s' (%s)", v, "mn|k|auto, or GEMM=mn|k|auto,... with "
-                       "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
+            return npuctl_usage_error(
+                "--partition: '%s' (%s)", v,
+                "mn|k|auto, or GEMM=mn|k|auto,... with "
+                "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
         for (int i = 0; i < NPU_GEMM_COUNT; i++)
             if (g < 0 || g == i)
                 part[i] = (uint32_t)which;
@@ -82,7 +69,7 @@ static int parse_enum(const char *opt, const char *v, const char *const *names, 
             *out = i;
             return 0;
         }
-    return bad("%s: unknown value '%s'", opt, v ? v : "(missing)");
+    return npuctl_usage_error("%s: unknown value '%s'", opt, v ? v : "(missing)");
 }
 
 static int parse_routing(const char *v, struct npu_plan_request *req)
@@ -94,14 +81,14 @@ static int parse_routing(const char *v, struct npu_plan_request *req)
     char *end;
     double a = v && strncmp(v, "skewed:", 7) == 0 ? strtod(v + 7, &end) : -1.0;
     if (a < 0.0 || a > 4.0 || *end)
-        return bad("--routing: '%s' (%s)", v ? v : "(missing)",
-                   "uniform, or skewed:ALPHA with a Zipf exponent 0..4");
+        return npuctl_usage_error("--routing: '%s' (%s)", v ? v : "(missing)",
+                                  "uniform, or skewed:ALPHA with a Zipf exponent 0..4");
     req->routing = NPU_ROUTING_SKEWED;
     req->routing_skew_milli = (uint32_t)(a * 1000.0 + 0.5);
     return 0;
 }
 
-static int parse_option(struct image_opts *o, const char *opt, const char *v)
+static int parse_option(struct npuctl_image_opts *o, const char *opt, const char *v)
 {
     static const char *const places[] = { "linear", "interleaved", "ring", "mesh2d" };
     static const char *const modes[] = { "functional", "performance" };
@@ -130,7 +117,7 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
         return rc;
     }
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
-                                                   : bad("%s needs a value", opt);
+                                                   : npuctl_usage_error("%s needs a value", opt);
     else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
     else if (!strcmp(opt, "--weights")) {
         static const char *const ws[] = { "auto", "stream" };
@@ -157,7 +144,7 @@ static int parse_option(struct image_opts *o, const char *opt, const char *v)
         return rc;
     } else
         return NPUCTL_IMAGE_UNKNOWN;
-    return v ? 0 : bad("%s needs a value", opt);
+    return v ? 0 : npuctl_usage_error("%s needs a value", opt);
 }
 
 int npuctl_image_option(struct npuctl_image_opts *o, const char *opt, const char *v)
@@ -171,20 +158,20 @@ void npuctl_image_opts_init(struct npuctl_image_opts *o)
     npu_plan_request_init(&o->req);
 }
 
-static int parse_image_args(int argc, char **argv, struct image_opts *o, bool need_out)
+static int parse_image_args(int argc, char **argv, struct npuctl_image_opts *o, bool need_out)
 {
     npuctl_image_opts_init(o);
     for (int i = 0; i < argc; i += 2) {
         int rc = parse_option(o, argv[i], i + 1 < argc ? argv[i + 1] : NULL);
         if (rc == NPUCTL_IMAGE_UNKNOWN)
-            return bad("unknown option '%s' (npuctl help plan)", argv[i]);
+            return npuctl_usage_error("unknown option '%s' (npuctl help plan)", argv[i]);
         if (rc)
             return rc;
     }
     if (!o->model)
-        return bad("--model NAME|PATH is required");
+        return npuctl_usage_error("--model NAME|PATH is required");
     if (need_out && !o->out)
-        return bad("-o FILE is required");
+        return npuctl_usage_error("-o FILE is required");
     return 0;
 }
 
@@ -205,7 +192,7 @@ static void resolve_model(const char *model, char *path, size_t len)
     snprintf(path, len, "%s/models/tiny/%s.toml", src, model);
 }
 
-static int plan_and_build(const struct image_opts *o, struct npu_built_image *img)
+static int plan_and_build(const struct npuctl_image_opts *o, struct npu_built_image *img)
 {
     struct model_config cfg;
     return npuctl_image_build(o, img, &cfg, stdout);
@@ -224,7 +211,7 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
         npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), cpath,
                                  sizeof(cpath), err, sizeof(err)) ||
         chip_config_load(&chip, cpath, err, sizeof(err)))
-        return bad("%s", err);
+        return npuctl_usage_error("%s", err);
     struct npu_plan_chip pc = { .mesh_rows = chip.mesh_rows, .mesh_cols = chip.mesh_cols,
                                 .sram_bytes = chip.sram_bytes, .hbm_bytes = chip.hbm_bytes,
                                 .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols };
@@ -240,7 +227,7 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
 
 int npuctl_cmd_plan(int argc, char **argv)
 {
-    struct image_opts o;
+    struct npuctl_image_opts o;
     struct npu_built_image img;
     int rc = parse_image_args(argc, argv, &o, false);
     if (rc == 0)
@@ -252,7 +239,7 @@ int npuctl_cmd_plan(int argc, char **argv)
 
 int npuctl_cmd_build_image(int argc, char **argv)
 {
-    struct image_opts o;
+    struct npuctl_image_opts o;
     struct npu_built_image img;
     int rc = parse_image_args(argc, argv, &o, true);
     if (rc == 0)
@@ -266,7 +253,7 @@ int npuctl_cmd_build_image(int argc, char **argv)
         printf("image: %s, %" PRIu64 " bytes, checksum %#018" PRIx64 "\n", o.out, img.bytes,
                ((const struct npu_image_header *)img.data)->checksum);
     npu_built_image_free(&img);
-    return ok ? 0 : bad("-o %s: cannot write the image", o.out);
+    return ok ? 0 : npuctl_usage_error("-o %s: cannot write the image", o.out);
 }
 
 /*
@@ -277,17 +264,17 @@ int npuctl_cmd_build_image(int argc, char **argv)
 int npuctl_cmd_flash(int argc, char **argv)
 {
     if (argc < 1 || argv[0][0] == '-')
-        return bad("flash: IMAGE is required");
+        return npuctl_usage_error("flash: IMAGE is required");
     const char *image = argv[0];
     struct npu_image_header h = { 0 };
     FILE *f = fopen(image, "rb");
     if (!f)
-        return bad("flash: cannot open %s", image);
+        return npuctl_usage_error("flash: cannot open %s", image);
     size_t got = fread(&h, 1, sizeof(h), f);
     long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
     fclose(f);
     if (size < 0)
-        return bad("flash: cannot read %s", image);
+        return npuctl_usage_error("flash: cannot read %s", image);
     bool header_ok = got == sizeof(h) && h.magic == NPU_IMAGE_MAGIC;
     bool chip_given = false, mode_given = false;
     for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)

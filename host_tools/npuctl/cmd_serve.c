@@ -32,18 +32,6 @@
 #include "rt/trace.h"
 #include "serve_opts.h"
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    char msg[NPUCTL_ERR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    npuctl_print_error("%s", msg);
-    return NPUCTL_EXIT_USAGE;
-}
-
 /* The scheduler's parameters against the built plan, as the control core will check them:
    a bad one is reported now, before the run. */
 static int check_sched(const struct serve_opts *o, const struct npu_image_header *h,
@@ -59,13 +47,15 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;
     if (h->plan.max_tokens > RT_MB_TOKENS_MAX)
-        return bad("--max-tokens %u: the serve firmware's mailbox takes at most %u rows",
-                   h->plan.max_tokens, RT_MB_TOKENS_MAX);
+        return npuctl_usage_error(
+            "--max-tokens %u: the serve firmware's mailbox takes at most %u rows",
+            h->plan.max_tokens, RT_MB_TOKENS_MAX);
     if (kvc_init(&kvc, &kc) != NPU_OK)
-        return bad("the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
-                   kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
+        return npuctl_usage_error(
+            "the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
+            kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
     if (sched_init(&sched, &sp, &none, 0, &kvc, err, sizeof(err)) != NPU_OK)
-        return bad("--sched %s: %s", rt_sched_kind_name(sp.kind), err);
+        return npuctl_usage_error("--sched %s: %s", rt_sched_kind_name(sp.kind), err);
     return 0;
 }
 
@@ -74,7 +64,7 @@ static int write_file(const char *path, const void *data, size_t bytes)
     FILE *f = fopen(path, "wb");
     bool ok = f && fwrite(data, 1, bytes, f) == bytes;
     ok = f && fclose(f) == 0 && ok;
-    return ok ? 0 : bad("cannot write %s: %s", path, strerror(errno));
+    return ok ? 0 : npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
 }
 
 /* DIR/trace.jsonl: the trace as served, with the prompt ids the chip is given (the trace's
@@ -88,11 +78,11 @@ static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, ui
             continue;
         e->input_ids = malloc(e->input_length * sizeof(*e->input_ids));
         if (!e->input_ids)
-            return bad("out of memory");
+            return npuctl_usage_error("out of memory");
         trace_synth_ids(o->seed, i, e->input_length, vocab, e->input_ids);
     }
     snprintf(path, sizeof(path), "%s/trace.jsonl", o->out);
-    return trace_write_jsonl(path, t, err, sizeof(err)) ? bad("%s", err) : 0;
+    return trace_write_jsonl(path, t, err, sizeof(err)) ? npuctl_usage_error("%s", err) : 0;
 }
 
 /* Trace, image and blob into the output directory; the image's header and model back. */
@@ -102,18 +92,18 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
     struct rt_trace t;
     if (trace_read_jsonl(o->trace, &t, err, sizeof(err)) != NPU_OK)
-        return bad("%s", err);
+        return npuctl_usage_error("%s", err);
     struct npu_built_image img = { 0 };
     FILE *plan = NULL;
     snprintf(path, sizeof(path), "%s/plan.txt", o->out);
     plan = fopen(path, "w");
     if (!plan)
-        return bad("cannot write %s: %s", path, strerror(errno));
+        return npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
     int rc = npuctl_image_build(&o->image, &img, cfg, plan);
     if (fclose(plan) && rc == 0)
-        rc = bad("cannot write %s", path);
-    if (rc == 0)
-        rc = trace_check_ids(&t, cfg->vocab_size, err, sizeof(err)) ? bad("%s", err) : 0;
+        rc = npuctl_usage_error("cannot write %s", path);
+    if (rc == 0 && trace_check_ids(&t, cfg->vocab_size, err, sizeof(err)))
+        rc = npuctl_usage_error("%s", err);
     if (rc == 0) {
         memcpy(h, img.data, sizeof(*h));
         *image_bytes = img.bytes;
@@ -127,7 +117,7 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
         size_t bytes = 0;
         bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
         rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, &blob, &bytes, err,
-                              sizeof(err)) ? bad("%s", err) : 0;
+                              sizeof(err)) ? npuctl_usage_error("%s", err) : 0;
         if (rc == 0 && functional)
             rc = write_served_trace(o, &t, cfg->vocab_size);
         snprintf(path, sizeof(path), "%s/trace.bin", o->out);
@@ -153,7 +143,7 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
     snprintf(path, sizeof(path), "%s/console.log", o->out);
     if (serve_log_parse(path, &log, err, sizeof(err)) != NPU_OK) {
         serve_log_free(&log);
-        return bad("%s", err);
+        return npuctl_usage_error("%s", err);
     }
     struct rt_summary s = { 0 };
     snprintf(path, sizeof(path), "%s/chip_stats.json", o->out);
@@ -203,7 +193,7 @@ int npuctl_cmd_serve(int argc, char **argv)
         return rc;
     struct stat st;
     if (mkdir(o.out, 0755) && (errno != EEXIST || stat(o.out, &st) || !S_ISDIR(st.st_mode)))
-        return bad("--out %s: cannot make this directory", o.out);
+        return npuctl_usage_error("--out %s: cannot make this directory", o.out);
     struct npu_image_header h;
     struct model_config cfg;
     uint64_t image_bytes = 0, blob_bytes = 0;

@@ -36,25 +36,13 @@ static const char trace_usage[] =
     "npuctl trace show FILE\n"
     "  Requests, span, mean rate, and mean, std and p90 of the input and output lengths.\n";
 
-static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int bad(const char *fmt, ...)
-{
-    char msg[NPUCTL_ERR_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    npuctl_print_error("%s", msg);
-    return NPUCTL_EXIT_USAGE;
-}
-
 static int parse_u64(const char *opt, const char *v, uint64_t max, uint64_t *out)
 {
     char *end;
     unsigned long long n = v && *v != '-' ? strtoull(v, &end, 0) : 0;
     if (!v || *v == '-' || end == v || *end || n > max)
-        return bad("%s: '%s' is not a whole number up to %" PRIu64, opt, v ? v : "(missing)",
-                   max);
+        return npuctl_usage_error("%s: '%s' is not a whole number up to %" PRIu64, opt,
+                                  v ? v : "(missing)", max);
     *out = n;
     return 0;
 }
@@ -73,8 +61,8 @@ static int parse_num(const char *opt, const char *v, bool zero_ok, double *out)
     char *end;
     double x = v ? strtod(v, &end) : NAN;
     if (!v || end == v || *end || !isfinite(x) || x < 0 || (x == 0 && !zero_ok))
-        return bad("%s: '%s' is not a %s number", opt, v ? v : "(missing)",
-                   zero_ok ? "non-negative" : "positive");
+        return npuctl_usage_error("%s: '%s' is not a %s number", opt, v ? v : "(missing)",
+                                  zero_ok ? "non-negative" : "positive");
     *out = x;
     return 0;
 }
@@ -159,12 +147,12 @@ static void print_summary(FILE *f, const struct rt_trace *t, const struct rt_len
 static int trace_show(int argc, char **argv)
 {
     if (argc != 1 || argv[0][0] == '-')
-        return bad("trace show: exactly one FILE is required%s%s",
-                   argc > 0 ? ", not " : "", argc > 0 ? argv[argc > 1] : "");
+        return npuctl_usage_error("trace show: exactly one FILE is required%s%s",
+                                  argc > 0 ? ", not " : "", argc > 0 ? argv[argc > 1] : "");
     char err[NPUCTL_ERR_MAX];
     struct rt_trace t;
     if (trace_read_jsonl(argv[0], &t, err, sizeof(err)))
-        return bad("%s", err);
+        return npuctl_usage_error("%s", err);
     printf("trace: %s\n", argv[0]);
     print_summary(stdout, &t, NULL, NULL);
     trace_free(&t);
@@ -177,7 +165,7 @@ static int write_and_report(const struct rt_trace *t, const char *out, const cha
 {
     char err[NPUCTL_ERR_MAX];
     if (trace_write_jsonl(out, t, err, sizeof(err)))
-        return bad("-o %s", err);
+        return npuctl_usage_error("-o %s", err);
     FILE *f = strcmp(out, "-") == 0 ? stderr : stdout;
     fprintf(f, "trace: %s (%s)\n", out, what);
     print_summary(f, t, in, outd);
@@ -221,7 +209,7 @@ static int parse_gen_option(struct gen_opts *o, const char *opt, const char *v)
 {
     int rc = 0;
     if (!v)
-        return bad("%s needs a value (npuctl trace --help)", opt);
+        return npuctl_usage_error("%s needs a value (npuctl trace --help)", opt);
     if (!strcmp(opt, "--count"))
         o->count_set = true, rc = parse_u32(opt, v, &o->p.count);
     else if (!strcmp(opt, "--rate"))
@@ -236,10 +224,10 @@ static int parse_gen_option(struct gen_opts *o, const char *opt, const char *v)
         o->out = v;
     else if (!strcmp(opt, "--arrival")) {
         if (strcmp(v, "poisson") && strcmp(v, "gamma"))
-            return bad("--arrival: unknown value '%s' (poisson or gamma)", v);
+            return npuctl_usage_error("--arrival: unknown value '%s' (poisson or gamma)", v);
         o->p.arrival = strcmp(v, "gamma") ? RT_ARRIVAL_POISSON : RT_ARRIVAL_GAMMA;
     } else if (!parse_override(o, opt, v, &rc))
-        return bad("trace gen: unknown option '%s' (npuctl trace --help)", opt);
+        return npuctl_usage_error("trace gen: unknown option '%s' (npuctl trace --help)", opt);
     return rc;
 }
 
@@ -264,16 +252,19 @@ static int parse_gen_args(int argc, char **argv, struct gen_opts *o)
             return rc;
     }
     if (!o->count_set || !o->rate_set || !o->out)
-        return bad("trace gen: %s is required", !o->count_set ? "--count N"
-                                                : !o->rate_set ? "--rate R" : "-o FILE");
+        return npuctl_usage_error("trace gen: %s is required", !o->count_set  ? "--count N"
+                                                               : !o->rate_set ? "--rate R"
+                                                                              : "-o FILE");
     if (o->p.count == 0)
-        return bad("--count: a trace needs at least 1 request");
+        return npuctl_usage_error("--count: a trace needs at least 1 request");
     if (o->p.arrival == RT_ARRIVAL_GAMMA && !o->cv_set)
-        return bad("--arrival gamma needs --cv C (the gaps' coefficient of variation)");
+        return npuctl_usage_error(
+            "--arrival gamma needs --cv C (the gaps' coefficient of variation)");
     if (o->p.arrival == RT_ARRIVAL_POISSON && o->cv_set)
-        return bad("--cv applies to --arrival gamma only (Poisson gaps have cv 1)");
+        return npuctl_usage_error("--cv applies to --arrival gamma only (Poisson gaps have cv 1)");
     if (trace_len_preset(o->lengths, &o->p.input, &o->p.output))
-        return bad("--lengths: unknown preset '%s' (sharegpt, arxiv or tiny)", o->lengths);
+        return npuctl_usage_error("--lengths: unknown preset '%s' (sharegpt, arxiv or tiny)",
+                                  o->lengths);
     apply_overrides(o->ov[0], &o->p.input);
     apply_overrides(o->ov[1], &o->p.output);
     return 0;
@@ -288,7 +279,7 @@ static int trace_gen_cmd(int argc, char **argv)
     if (rc)
         return rc;
     if (trace_gen(&o.p, &t, err, sizeof(err)))
-        return bad("trace gen: %s", err);
+        return npuctl_usage_error("trace gen: %s", err);
     if (o.p.arrival == RT_ARRIVAL_GAMMA)
         snprintf(what, sizeof(what), "gamma arrivals cv %g", o.p.cv);
     else
@@ -310,17 +301,19 @@ static int trace_import_cmd(int argc, char **argv)
         const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (opt[0] != '-' || !strcmp(opt, "-")) {
             if (in)
-                return bad("trace import: one input file, not '%s' and '%s'", in, opt);
+                return npuctl_usage_error("trace import: one input file, not '%s' and '%s'", in,
+                                          opt);
             in = opt;
             continue;
         }
         if (!strcmp(opt, "--format") || !strcmp(opt, "-o") || !strcmp(opt, "--out") ||
             !strcmp(opt, "--limit")) {
             if (!v)
-                return bad("%s needs a value (npuctl trace --help)", opt);
+                return npuctl_usage_error("%s needs a value (npuctl trace --help)", opt);
             i++;
         } else
-            return bad("trace import: unknown option '%s' (npuctl trace --help)", opt);
+            return npuctl_usage_error("trace import: unknown option '%s' (npuctl trace --help)",
+                                      opt);
         if (!strcmp(opt, "--format"))
             format = v;
         else if (!strcmp(opt, "--limit")) {
@@ -330,16 +323,19 @@ static int trace_import_cmd(int argc, char **argv)
             out = v;
     }
     if (!format || !in || !out)
-        return bad("trace import: %s is required", !format ? "--format azure|burstgpt|vidur"
-                                                   : !in ? "the input file IN" : "-o FILE");
+        return npuctl_usage_error("trace import: %s is required",
+                                  !format ? "--format azure|burstgpt|vidur"
+                                  : !in   ? "the input file IN"
+                                          : "-o FILE");
     int fmt = trace_format_parse(format);
     if (fmt < 0)
-        return bad("--format: unknown value '%s' (azure, burstgpt or vidur)", format);
+        return npuctl_usage_error("--format: unknown value '%s' (azure, burstgpt or vidur)",
+                                  format);
     char err[NPUCTL_ERR_MAX], what[NPUCTL_PATH_MAX + 64];
     struct rt_trace t;
     if (trace_import_limit(in, (enum rt_trace_format)fmt, (size_t)limit, &t, err,
                            sizeof(err)))
-        return bad("%s", err);
+        return npuctl_usage_error("%s", err);
     snprintf(what, sizeof(what), "imported from %s, %s format", in, format);
     int rc = write_and_report(&t, out, what, NULL, NULL);
     trace_free(&t);
@@ -358,7 +354,7 @@ int npuctl_cmd_trace(int argc, char **argv)
         }
     if (argc < 1) {
         fputs(trace_usage, stderr);
-        return bad("trace: gen, import or show is required");
+        return npuctl_usage_error("trace: gen, import or show is required");
     }
     if (!strcmp(argv[0], "gen"))
         return trace_gen_cmd(argc - 1, argv + 1);
@@ -366,6 +362,6 @@ int npuctl_cmd_trace(int argc, char **argv)
         return trace_import_cmd(argc - 1, argv + 1);
     if (!strcmp(argv[0], "show"))
         return trace_show(argc - 1, argv + 1);
-    return bad("trace: unknown subcommand '%s' (gen, import or show; npuctl trace --help)",
-               argv[0]);
+    return npuctl_usage_error(
+        "trace: unknown subcommand '%s' (gen, import or show; npuctl trace --help)", argv[0]);
 }

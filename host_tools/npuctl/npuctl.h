@@ -142,6 +142,8 @@ int npuctl_build_gdb_argv(const struct npuctl_run_opts *opts, const struct npuct
 /* ---- util.c: messages, argv vectors, shell quoting */
 
 void npuctl_print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints the message as npuctl_print_error does; returns NPUCTL_EXIT_USAGE. */
+int npuctl_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void npuctl_free_argv(char **argv);
 /* Joins argv into one shell-quoted line (malloc'd, free with free()). */
 int npuctl_quote_argv(char *const *argv, char **line_out);

@@ -138,3 +138,14 @@ int npuctl_quote_argv(char *const *argv, char **line_out)
     *line_out = buf;
     return NPU_OK;
 }
+
+int npuctl_usage_error(const char *fmt, ...)
+{
+    char msg[NPUCTL_ERR_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    npuctl_print_error("%s", msg);
+    return NPUCTL_EXIT_USAGE;
+}

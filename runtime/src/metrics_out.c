@@ -49,12 +49,6 @@ static json_t *dist_object(const struct rt_dist *d)
     return o;
 }
 
-/* Derived from the energy at write time so the chip stats may be read after summarising. */
-static double energy_per(const struct rt_summary *s, uint64_t tokens)
-{
-    return s->energy.valid && tokens ? s->energy.total / (double)tokens : 0.0;
-}
-
 static json_t *energy_object(const struct rt_energy *e)
 {
     if (!e->valid)
@@ -108,9 +102,8 @@ static void summary_chip(json_t *o, const struct rt_summary *s)
     set_int(o, "hbm_bytes", s->hbm_bytes);
     set_int(o, "noc_byte_hops", s->noc_byte_hops);
     json_object_set_new(o, "energy_j", energy_object(&s->energy));
-    set_real(o, "energy_per_token_j",
-             energy_per(s, s->total_input_tokens + s->total_output_tokens));
-    set_real(o, "energy_per_output_token_j", energy_per(s, s->total_output_tokens));
+    set_real(o, "energy_per_token_j", s->energy_per_token_j);
+    set_real(o, "energy_per_output_token_j", s->energy_per_output_token_j);
     set_int(o, "iterations", s->iterations);
     set_real(o, "mean_decode_batch", s->mean_decode_batch);
 }
@@ -251,7 +244,7 @@ static void report_energy(FILE *f, const struct rt_summary *s)
     fprintf(f, "  energy/token   %.4f mJ (mac %.4f, vector %.4f, sram %.4f, hbm %.4f, "
                "noc %.4f, static %.4f); %.4f mJ per output token\n",
             e->total * k, e->mac * k, e->vector * k, e->sram * k, e->hbm * k, e->noc * k,
-            e->stat * k, energy_per(s, s->total_output_tokens) * 1e3);
+            e->stat * k, s->energy_per_output_token_j * 1e3);
 }
 
 void metrics_print_report(FILE *f, const struct rt_summary *s, const struct rt_slo *slo)
