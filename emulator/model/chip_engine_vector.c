@@ -43,6 +43,7 @@ static const struct vop vops[] = {
     [NPU_VECTOR_OP_TOPK] = { VECTOR_OP_TOPK, NONE, TOPK_VAL, TOPK_IDX },
     [NPU_VECTOR_OP_ARGMAX] = { VECTOR_OP_ARGMAX, NONE, NONE, ROWS_U32 },
     [NPU_VECTOR_OP_MASK] = { VECTOR_OP_MASK, NONE, MAT, NONE },
+    [NPU_VECTOR_OP_FILL] = { VECTOR_OP_FILL, NONE, MAT, NONE },
 };
 #define NVOPS (sizeof(vops) / sizeof(vops[0]))
 
@@ -151,6 +152,9 @@ int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
     if (v->op == VECTOR_OP_MASK && !mask_window_ok(d))
         return fail(err, errlen, NPU_ERR_INVAL, core,
                     "MASK window s0 is not a finite whole number >= 0");
+    if (v->op == VECTOR_OP_FILL && (d->a != d->c || d->lda != d->ldc))
+        return fail(err, errlen, NPU_ERR_INVAL, core,
+                    "FILL: x must name the same buffer as out");
     if (!collect(e, core, d, v, s, &n))
         return fail(err, errlen, NPU_ERR_RANGE, core,
                     "a vector operand is outside this core's SRAM or its leading dimension "
@@ -170,6 +174,8 @@ uint64_t chip_engine_vector_bytes(const struct npu_desc *d)
 {
     const struct vop *v = &vops[d->op];
     uint64_t elems = (uint64_t)d->m * d->n, total = elems * type_bytes(d, 0);
+    if (v->op == VECTOR_OP_FILL) /* x is not read */
+        total = 0;
     if (v->b == MAT)
         total += elems * type_bytes(d, 1);
     if (v->c == MAT)
@@ -240,6 +246,8 @@ static int run_rowwise(const struct chip_engines *e, const struct npu_desc *d,
     case VECTOR_OP_MASK:
         return vector_mask(&(struct vector_mask_args){ x, out, d->m, d->n, s0,
                                                        (int32_t)d->s1, d->k });
+    case VECTOR_OP_FILL:
+        return vector_fill(&(struct vector_fill_args){ out, d->m, d->n, s0 });
     default:
         return NPU_ERR_INVAL;
     }

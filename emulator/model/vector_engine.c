@@ -368,6 +368,18 @@ int vector_mask(const struct vector_mask_args *a)
     return NPU_OK;
 }
 
+int vector_fill(const struct vector_fill_args *a)
+{
+    struct region out = reg_out(&a->out, a->rows, a->cols);
+    int rc = regions_check(NULL, 0, &out, 1, true);
+    if (rc)
+        return rc;
+    for (uint32_t r = 0; r < a->rows; r++)
+        for (uint32_t c = 0; c < a->cols; c++)
+            out_at(&a->out, r, c, a->value);
+    return NPU_OK;
+}
+
 /* ---- timing ---- */
 
 static const struct {
@@ -379,6 +391,7 @@ static const struct {
     [VECTOR_OP_ROW_MAX] = { 1, 1 }, [VECTOR_OP_EXP_SUM] = { 6, 1 }, [VECTOR_OP_RESCALE] = { 1, 1 },
     [VECTOR_OP_ROW_DIV] = { 2, 0 }, [VECTOR_OP_SOFTMAX] = { 9, 2 }, [VECTOR_OP_ROPE] = { 7, 0 },
     [VECTOR_OP_TOPK] = { 8, 1 },    [VECTOR_OP_ARGMAX] = { 2, 1 },  [VECTOR_OP_MASK] = { 1, 0 },
+    [VECTOR_OP_FILL] = { 1, 0 },
 };
 
 int vector_engine_cfg_check(const struct vector_engine_cfg *cfg)

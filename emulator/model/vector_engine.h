@@ -51,6 +51,7 @@ enum vector_op {
     VECTOR_OP_TOPK,    /* vector_topk() */
     VECTOR_OP_ARGMAX,  /* vector_argmax() */
     VECTOR_OP_MASK,    /* vector_mask() */
+    VECTOR_OP_FILL,    /* vector_fill() */
     VECTOR_OP_COUNT
 };
 
@@ -223,6 +224,14 @@ struct vector_mask_args {
     uint32_t rows_per_pos; /* 0 means 1 */
 };
 int vector_mask(const struct vector_mask_args *a);
+
+/* out = value in every element (zeroing accumulators and partial sums). */
+struct vector_fill_args {
+    struct vector_out out;
+    uint32_t rows, cols;
+    float value;
+};
+int vector_fill(const struct vector_fill_args *a);
 
 /* ---- timing ---- */
 

@@ -178,7 +178,7 @@ void exec_stage_layer(struct exec_model *m, uint32_t l)
     m->expert_span = g ? ((g->block_bytes + 63) & ~63ull) +
                              ((m->t[l][MT_E_UP]->block_bytes + 63) & ~63ull) +
                              ((m->t[l][MT_E_DOWN]->block_bytes + 63) & ~63ull) : 0;
-    assert(at + m->expert_span * m->cfg->num_experts <= m->stage + m->stage_bytes);
+    assert(!g || at + m->expert_span * g->blocks <= m->stage + m->stage_bytes);
 }
 
 void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
@@ -188,11 +188,12 @@ void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
         return; /* resident, or already staged this iteration */
     enum exec_cat was = m->cat;
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    uint64_t at = m->expert_stage + e * m->expert_span;
+    assert(e >= g->block0 && e - g->block0 < g->blocks && "the expert is this rank's");
+    uint64_t at = m->expert_stage + (e - g->block0) * m->expert_span;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
     for (int i = 0; i < 3; i++) {
         const struct npu_image_tensor *t = m->t[l][kinds[i]];
-        load_share(m, at, t, e, 1);
+        load_share(m, at, t, e - t->block0, 1);
         at += (t->block_bytes + 63) & ~63ull;
         m->stats[l].expert_bytes += t->block_bytes;
     }
@@ -200,11 +201,13 @@ void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
     exec_set_cat(m, was);
 }
 
-/* Where block `block` of this rank's share of (layer, kind) is in SRAM, or 0 if it must be
-   streamed from HBM (the LM head of a non-resident plan). */
+/* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
+   0 if it must be streamed from HBM (the LM head of a non-resident plan). */
 static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *t,
                            uint32_t layer, enum model_tensor_kind kind, uint32_t block)
 {
+    assert(block >= t->block0 && block - t->block0 < t->blocks && "a block this rank holds");
+    block -= t->block0; /* EP: the rank's first expert is its block 0 */
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->sram + t->sram_off + block * t->block_bytes;
     if (kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN) {
@@ -286,7 +289,8 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
 }
 
 /* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
-   columns; K takes x as this rank's column slice (ldx apart) and gives a partial y[rows][n]. */
+   columns; K takes x as this rank's column slice (ldx apart) and gives a partial y[rows][n];
+   EP gives y[rows][n] of a whole expert. */
 void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
                       uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
                       uint32_t n, uint32_t ldx)
@@ -294,9 +298,9 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
     const struct npu_image_tensor *t = m->t[layer][kind];
     uint64_t w = share_addr(m, t, layer, kind, block);
     assert(w && "local shares are staged or resident");
-    if (m->plan->partition[g] == NPU_PART_MN)
+    if (m->plan->partition[g] == NPU_PART_MN || m->plan->partition[g] == NPU_PART_EP)
         exec_gemm(m, y, x, w, rows, t->rows, t->cols, ldx, t->cols, t->rows, true, false,
-                  false);
+                  false); /* EP: the whole expert, y[rows][n] complete for these rows */
     else
         exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
 }

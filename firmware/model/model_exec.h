@@ -12,11 +12,13 @@
  * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
  * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
  * split over the tensor-parallel group, MN (output columns, one all-gather per GEMM) or K
- * (input columns, one all-reduce) per GEMM as the plan says; every other op runs on every
- * rank on replicated activations. Weights are resident in SRAM or staged one layer at a time
- * from HBM (experts: only those some row of the iteration routes to).
- * Not modelled: attention split over ranks, experts on other cores (M2N), pipeline stages,
- * overlap of weight staging with compute (a chain is sequential).
+ * (input columns, one all-reduce) per GEMM as the plan says, or, for the experts, EP (whole
+ * experts per rank, the combine an all-reduce); every other op runs on every rank on
+ * replicated activations. Weights are resident in SRAM or staged one layer at a time from
+ * HBM (experts: only those some row of the iteration routes to).
+ * Not modelled: attention split over ranks, dispatch of routed rows to other cores (M2N;
+ * under EP the rows are already on every rank), pipeline stages, overlap of weight staging
+ * with compute (a chain is sequential).
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H

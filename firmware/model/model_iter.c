@@ -105,7 +105,7 @@ int exec_load_resident(struct exec_model *m)
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     for (uint64_t i = 0; i < h->tensors_count; i++) {
         const struct npu_image_tensor *t = &ts[i];
-        if (t->sram_off == NPU_IMAGE_NOWHERE ||
+        if (t->sram_off == NPU_IMAGE_NOWHERE || t->blocks == 0 || /* EP: no experts here */
             (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank))
             continue;
         uint64_t bytes = t->block_bytes * t->blocks;

@@ -228,6 +228,8 @@ bool exec_ffn_paired(const struct exec_model *m, bool expert)
 {
     const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
     const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
+    if (expert && m->plan->partition[up] == NPU_PART_EP) /* whole experts, local rows */
+        return true;
     return m->tp > 1 && m->plan->partition[up] == NPU_PART_MN &&
            m->plan->partition[down] == NPU_PART_K;
 }
@@ -242,7 +244,8 @@ int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint
     const enum model_tensor_kind kg = expert ? MT_E_GATE : MT_W_GATE;
     const enum model_tensor_kind ku = expert ? MT_E_UP : MT_W_UP;
     const enum model_tensor_kind kd = expert ? MT_E_DOWN : MT_W_DOWN;
-    if (exec_ffn_paired(m, expert)) { /* hb[n][fs]: this rank's columns of the hidden */
+    if (exec_ffn_paired(m, expert)) { /* hb[n][fs]: this rank's columns of the hidden
+                                           (EP: all ff of a whole expert) */
         const uint32_t fs = m->t[l][kg]->rows;
         exec_wgemm_local(m, up, m->a.hb, x, n, l, kg, e, fs, d);
         exec_wgemm_local(m, up, m->a.hb2, x, n, l, ku, e, fs, d);

@@ -7,6 +7,10 @@
  * weights if the plan streams them, gather its rows, one SwiGLU over them, scale each row by
  * its weight, and scatter the rows to combine[row][j] (j: the choice's place in the row's
  * top-k). The k slots are summed in top-k order, the reference's order.
+ * Expert parallelism (plan partition ep): a rank holds whole experts and runs only those;
+ * the activations are replicated over the group, so every rank already holds the rows its
+ * experts need (the dispatch is the local gather) and the combine is one all-reduce of the
+ * partial outputs. The slots of other ranks' experts are zero on this rank (FILL).
  * Shapes: n tile rows, d hidden, E experts, k per row, ne rows of one expert.
  */
 #include <assert.h>
@@ -110,8 +114,24 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
         uint64_t r = pair_row[first[e] + i], j = pair_slot[first[e] + i];
         exec_copy(m, a->combine + (r * k + j) * row, a->eout + i * row, 1, row, row, row);
     }
-    m->expert_tokens[(uint64_t)l * c->num_experts + e] += ne;
     return NPU_OK;
+}
+
+/* The experts this rank runs: [*lo, *hi) (all of them unless the plan is EP). */
+static void own_experts(const struct exec_model *m, uint32_t l, uint32_t *lo, uint32_t *hi)
+{
+    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
+    *lo = g->block0, *hi = g->block0 + g->blocks;
+}
+
+/* EP: combine[n][k][d] = 0, so the slots of experts on other ranks add nothing here. */
+static void zero_combine(struct exec_model *m, uint32_t n)
+{
+    const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token;
+    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_FILL, .x = m->a.combine,
+                                         .out = m->a.combine, .rows = n * k, .cols = d,
+                                         .scalar = 0.0f, .x_type = m->dt, .y_type = m->dt,
+                                         .out_type = m->dt });
 }
 
 /* xb2[n][d] = sum over j of combine[n][j][d], in top-k order. */
@@ -154,7 +174,13 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
         return rc;
     choices(m, l, tile, idx, wgt);
     sort_pairs(m, n, idx, wgt);
-    for (uint32_t e = 0; rc == NPU_OK && e < E; e++)
+    uint32_t lo, hi;
+    own_experts(m, l, &lo, &hi);
+    if (hi - lo < E)
+        zero_combine(m, n);
+    for (uint32_t e = 0; e < E; e++) /* every rank knows the routing: all count it */
+        m->expert_tokens[(uint64_t)l * E + e] += first[e + 1] - first[e];
+    for (uint32_t e = lo; rc == NPU_OK && e < hi; e++)
         if (first[e + 1] > first[e])
             rc = run_expert(m, l, e);
     if (rc != NPU_OK)

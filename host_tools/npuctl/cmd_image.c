@@ -31,10 +31,15 @@ static int parse_u32(const char *opt, const char *v, uint32_t *out)
     return 0;
 }
 
-/* "mn", "k", "auto" for every GEMM, or a list "qkv=mn,o=k,...". */
+/* "mn", "k", "auto" for every GEMM, "ep" for both expert GEMMs, or a list
+   "qkv=mn,o=k,expert_up=ep,...". */
 static int parse_partition(const char *v, uint32_t *part)
 {
-    static const char *const words[] = { "auto", "mn", "k" };
+    static const struct { const char *word; uint32_t value; } words[] = {
+        { "auto", NPU_PLAN_AUTO }, { "mn", NPU_PART_MN }, { "k", NPU_PART_K },
+        { "ep", NPU_PART_EP },
+    };
+    const int nwords = (int)(sizeof(words) / sizeof(words[0]));
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", v);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
@@ -42,8 +47,8 @@ static int parse_partition(const char *v, uint32_t *part)
         char *eq = strchr(tok, '=');
         const char *val = eq ? eq + 1 : tok;
         int which = -1, g = -1;
-        for (int i = 0; i < 3; i++)
-            which = strcmp(val, words[i]) == 0 ? i : which;
+        for (int i = 0; i < nwords; i++)
+            which = strcmp(val, words[i].word) == 0 ? i : which;
         if (eq) {
             *eq = '\0';
             for (int i = 0; i < NPU_GEMM_COUNT; i++)
@@ -52,11 +57,12 @@ static int parse_partition(const char *v, uint32_t *part)
         if (which < 0 || (eq && g < 0))
             return npuctl_usage_error(
                 "--partition: '%s' (%s)", v,
-                "mn|k|auto, or GEMM=mn|k|auto,... with "
+                "mn|k|auto|ep, or GEMM=mn|k|auto|ep,... with "
                 "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
+        const bool ep_all = !eq && words[which].value == NPU_PART_EP;
         for (int i = 0; i < NPU_GEMM_COUNT; i++)
-            if (g < 0 || g == i)
-                part[i] = (uint32_t)which;
+            if (ep_all ? i == NPU_GEMM_EXP_UP || i == NPU_GEMM_EXP_DOWN : g < 0 || g == i)
+                part[i] = words[which].value;
     }
     return 0;
 }

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 2u
+#define NPU_IMAGE_VERSION 3u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -51,8 +51,11 @@ enum npu_gemm {
 };
 
 /* MN: a rank holds rows [r N / p, (r + 1) N / p) of W[N][K] and an all-gather completes
-   Y; K: columns [r K / p, ...) of W, and an all-reduce sums the partial Y. */
-enum npu_partition { NPU_PART_MN = 1, NPU_PART_K = 2 };
+   Y; K: columns [r K / p, ...) of W, and an all-reduce sums the partial Y. EP (expert
+   GEMMs only, both of them): expert parallelism, rank r holds whole experts
+   [r E / p, (r + 1) E / p) and runs the rows routed to them; one all-reduce of the partial
+   MoE outputs is the combine (docs/images.md, "Expert parallelism"). */
+enum npu_partition { NPU_PART_MN = 1, NPU_PART_K = 2, NPU_PART_EP = 4 };
 
 enum npu_image_mode { NPU_IMAGE_FUNCTIONAL = 0, NPU_IMAGE_PERFORMANCE = 1 };
 
@@ -90,9 +93,11 @@ struct npu_image_tensor {
     uint32_t kind;          /* enum model_tensor_kind */
     uint32_t layer;
     uint32_t rank;          /* NPU_IMAGE_IDLE: not split (every rank reads the same copy) */
-    uint32_t blocks;        /* experts: E; else 1 */
+    uint32_t blocks;        /* experts: E, or under EP the rank's experts (maybe 0); else 1 */
     uint32_t rows, cols;    /* one block's share: [rows][cols] */
     uint32_t row0, col0;    /* where the share starts in the whole tensor's block */
+    uint32_t block0;        /* the first block held: the rank's first expert under EP */
+    uint32_t reserved;      /* 0 */
     uint64_t hbm_off;       /* image offset of the share (all blocks) */
     uint64_t sram_off;      /* offset from the core's SRAM base, or NPU_IMAGE_NOWHERE */
     uint64_t block_bytes;
@@ -179,5 +184,7 @@ int npu_image_check_chip(const struct npu_image_header *h, const struct npu_imag
 
 const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);
+/* Whether the plan runs the experts expert-parallel (both expert GEMMs EP). */
+bool npu_plan_is_ep(const struct npu_plan *p);
 
 #endif

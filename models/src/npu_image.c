@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model_weights.h"
 #include "npu_regs.h"
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
-_Static_assert(sizeof(struct npu_image_tensor) == 56, "tensor entry layout");
+_Static_assert(sizeof(struct npu_image_tensor) == 64, "tensor entry layout");
 _Static_assert(sizeof(struct npu_image_core) == 128, "core entry layout");
 _Static_assert(sizeof(struct npu_prog_op) == 8, "program op layout");
 
@@ -61,7 +62,8 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     p->tp, p->stages, p->rect_rows, p->rect_cols, p->rect_row0,
                     p->rect_col0, h->mesh_rows, h->mesh_cols);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
-        if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K)
+        if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K &&
+            !(p->partition[g] == NPU_PART_EP && npu_plan_is_ep(p)))
             return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u",
                         npu_gemm_name((enum npu_gemm)g), p->partition[g]);
     if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
@@ -103,7 +105,10 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
                         uint64_t i, char *err, size_t errlen)
 {
     uint64_t bytes = t->block_bytes * t->blocks;
-    if (t->blocks == 0 || t->block_bytes > UINT64_MAX / t->blocks ||
+    const bool expert = t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN;
+    if ((t->blocks == 0 && !(expert && npu_plan_is_ep(&h->plan))) ||
+        (!expert && t->block0 != 0) || t->block0 > UINT32_MAX - t->blocks || t->reserved ||
+        (t->blocks && t->block_bytes > UINT64_MAX / t->blocks) ||
         !inside(t->hbm_off, bytes, 1, h->weights_off + h->weights_bytes) ||
         t->hbm_off < h->weights_off)
         return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u): %"
@@ -214,7 +219,13 @@ const char *npu_gemm_name(enum npu_gemm g)
     return (unsigned)g < NPU_GEMM_COUNT ? names[g] : "?";
 }
 
+bool npu_plan_is_ep(const struct npu_plan *p)
+{
+    return p->partition[NPU_GEMM_EXP_UP] == NPU_PART_EP &&
+           p->partition[NPU_GEMM_EXP_DOWN] == NPU_PART_EP;
+}
+
 const char *npu_partition_name(enum npu_partition p)
 {
-    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : "?";
+    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : p == NPU_PART_EP ? "ep" : "?";
 }

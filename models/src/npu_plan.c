@@ -66,9 +66,12 @@ struct planner {
     size_t errlen;
 };
 
-static void add_entry(struct planner *pl, const struct model_tensor *t, uint32_t rank,
-                      uint32_t blocks, uint32_t rows, uint32_t cols, uint32_t row0,
-                      uint32_t col0)
+/* One share: blocks [block0, block0 + blocks) of rows [row0, + rows) x cols [col0, + cols). */
+struct share {
+    uint32_t rank, block0, blocks, rows, cols, row0, col0;
+};
+
+static void add_entry(struct planner *pl, const struct model_tensor *t, struct share sh)
 {
     if (pl->ntensors == pl->cap) {
         pl->cap = pl->cap ? pl->cap * 2 : 256;
@@ -77,34 +80,40 @@ static void add_entry(struct planner *pl, const struct model_tensor *t, uint32_t
         if (!pl->tensors || !pl->sources)
             abort(); /* host out of memory */
     }
-    uint64_t block = (uint64_t)rows * cols * pl->eb;
+    uint64_t block = (uint64_t)sh.rows * sh.cols * pl->eb;
     pl->tensors[pl->ntensors] = (struct npu_image_tensor){
-        .kind = t->kind, .layer = t->layer, .rank = rank, .blocks = blocks, .rows = rows,
-        .cols = cols, .row0 = row0, .col0 = col0, .hbm_off = pl->weights_end,
-        .sram_off = NPU_IMAGE_NOWHERE, .block_bytes = block,
+        .kind = t->kind, .layer = t->layer, .rank = sh.rank, .blocks = sh.blocks,
+        .rows = sh.rows, .cols = sh.cols, .row0 = sh.row0, .col0 = sh.col0,
+        .block0 = sh.block0, .hbm_off = pl->weights_end, .sram_off = NPU_IMAGE_NOWHERE,
+        .block_bytes = block,
     };
     pl->sources[pl->ntensors++] = *t;
-    pl->weights_end = align_up(pl->weights_end + block * blocks, 64);
+    pl->weights_end = align_up(pl->weights_end + block * sh.blocks, 64);
 }
 
-/* One entry for a replicated tensor, or one share per rank for a split one. */
+/* One entry for a replicated tensor, or one share per rank for a split one (under EP, an
+   expert tensor's share is the rank's whole experts). */
 static void plan_tensor(const struct model_tensor *t, void *ctx)
 {
     struct planner *pl = ctx;
     int g = tensor_gemm(t->kind);
     if (g < 0) {
-        add_entry(pl, t, NPU_IMAGE_IDLE, 1, t->rows, t->cols, 0, 0);
+        add_entry(pl, t, (struct share){ NPU_IMAGE_IDLE, 0, 1, t->rows, t->cols, 0, 0 });
         return;
     }
     const uint32_t blocks = (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
                                 ? pl->cfg->num_experts : 1;
     const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
-    const bool mn = pl->plan.partition[g] == NPU_PART_MN;
+    const enum npu_partition part = (enum npu_partition)pl->plan.partition[g];
+    const bool mn = part == NPU_PART_MN;
     for (uint32_t r = 0; r < p; r++) {
-        uint32_t n = mn ? out : in;
+        uint32_t n = part == NPU_PART_EP ? blocks : mn ? out : in;
         uint32_t lo = (uint32_t)((uint64_t)n * r / p), hi = (uint32_t)((uint64_t)n * (r + 1) / p);
-        add_entry(pl, t, r, blocks, mn ? hi - lo : out, mn ? in : hi - lo, mn ? lo : 0,
-                  mn ? 0 : lo);
+        if (part == NPU_PART_EP)
+            add_entry(pl, t, (struct share){ r, lo, hi - lo, out, in, 0, 0 });
+        else
+            add_entry(pl, t, (struct share){ r, 0, blocks, mn ? hi - lo : out,
+                                             mn ? in : hi - lo, mn ? lo : 0, mn ? 0 : lo });
     }
 }
 
@@ -137,21 +146,45 @@ static bool gemm_used(const struct model_config *c, enum npu_gemm g)
    activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
    others K below the hidden size and MN from it on, the NPU paper's section 5.6) and the
    check that every split dimension gives each rank at least one row or column. */
+static uint32_t auto_partition(const struct planner *pl, enum npu_gemm g)
+{
+    if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP)
+        return NPU_PART_MN;
+    if (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN)
+        return NPU_PART_K;
+    return pl->plan.max_tokens < pl->cfg->hidden_size ? NPU_PART_K : NPU_PART_MN;
+}
+
+/* Expert parallelism: both expert GEMMs or neither, and only for experts. */
+static int check_ep(struct planner *pl)
+{
+    const uint32_t *part = pl->plan.partition;
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
+        if (part[g] == NPU_PART_EP && g != NPU_GEMM_EXP_UP && g != NPU_GEMM_EXP_DOWN)
+            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: ep applies to "
+                        "the expert GEMMs only", npu_gemm_name((enum npu_gemm)g));
+    if ((part[NPU_GEMM_EXP_UP] == NPU_PART_EP) != (part[NPU_GEMM_EXP_DOWN] == NPU_PART_EP))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition: expert_up and expert_down "
+                    "must both be ep (experts are whole on their ranks) or neither");
+    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && pl->cfg->arch != MODEL_MOE)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: %s has no experts",
+                    pl->cfg->name);
+    return NPU_OK;
+}
+
 static int plan_partitions(struct planner *pl, const struct npu_plan_request *req)
 {
     const struct model_config *c = pl->cfg;
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++) {
         uint32_t part = req->partition[g];
-        if (part == NPU_PLAN_AUTO && (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP))
-            part = NPU_PART_MN;
-        else if (part == NPU_PLAN_AUTO && (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN))
-            part = NPU_PART_K;
-        else if (part == NPU_PLAN_AUTO)
-            part = pl->plan.max_tokens < c->hidden_size ? NPU_PART_K : NPU_PART_MN;
-        if (part != NPU_PART_MN && part != NPU_PART_K)
-            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn "
-                        "or k", npu_gemm_name((enum npu_gemm)g), part);
+        if (part == NPU_PLAN_AUTO)
+            part = auto_partition(pl, (enum npu_gemm)g);
+        if (part != NPU_PART_MN && part != NPU_PART_K && part != NPU_PART_EP)
+            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn, "
+                        "k or ep", npu_gemm_name((enum npu_gemm)g), part);
         pl->plan.partition[g] = part;
+        if (part == NPU_PART_EP)
+            continue; /* whole experts per rank: nothing is split */
         uint32_t n, k;
         gemm_dims(c, (enum npu_gemm)g, &n, &k);
         uint32_t dim = part == NPU_PART_MN ? n : k;
@@ -169,7 +202,7 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
                         npu_gemm_name((enum npu_gemm)g), part == NPU_PART_MN ? "N" : "K", dim,
                         pl->plan.tp);
     }
-    return NPU_OK;
+    return check_ep(pl);
 }
 
 /* The TP group's rectangle: the whole mesh, whole rows, or a rows x cols block at (0, 0). */
@@ -251,7 +284,7 @@ static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t lay
         if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank))
             continue; /* embeddings stay in HBM: rows are read as tokens need them */
         if (layer < 0 ? true : (!global && t->layer == (uint32_t)layer))
-            sum += t->block_bytes * t->blocks;
+            sum += align_up(t->block_bytes, 64) * t->blocks; /* as exec_stage_* lay them out */
     }
     return sum;
 }
@@ -283,14 +316,17 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
     }
     stage = align_up(stage, 64);
     core->x_bytes = xb, core->kv_bytes = kvb;
-    pl->plan.x_in_sram = at + xb + stage <= avail;
+    /* the three choices hold for every rank: a rank can only move things to HBM (the
+       caller repeats the ranks until no rank changes them) */
+    pl->plan.x_in_sram = pl->plan.x_in_sram && at + xb + stage <= avail;
     core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.x_in_sram ? xb : 0;
     /* with a block pool in SRAM, the ring is the spill space in HBM (section 4.2) */
-    pl->plan.kv_in_sram = pl->kv_pool == 0 && at + kvb + stage <= avail;
+    pl->plan.kv_in_sram = pl->plan.kv_in_sram && pl->kv_pool == 0 &&
+                          at + kvb + stage <= avail;
     core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.kv_in_sram ? kvb : 0;
-    pl->plan.weights_resident = !stream && at + all <= avail;
+    pl->plan.weights_resident = pl->plan.weights_resident && !stream && at + all <= avail;
     core->sram_weights = core->sram_stage = at;
     if (pl->plan.weights_resident)
         core->sram_weights_bytes = all, at += align_up(all, 64);
@@ -397,11 +433,13 @@ static void fill_weights(const struct planner *pl, uint8_t *image)
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         const struct npu_image_tensor *t = &pl->tensors[i];
         const struct model_tensor *src = &pl->sources[i];
-        const uint64_t out = src->rows / t->blocks, in = src->cols;
+        const bool expert = t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN;
+        const uint64_t out = src->rows / (expert ? pl->cfg->num_experts : 1), in = src->cols;
         uint8_t *dst = image + t->hbm_off;
         for (uint64_t b = 0; b < t->blocks; b++)
             for (uint64_t r = 0; r < t->rows; r++) {
-                model_tensor_fill(row, src, pl->cfg->seed, (b * out + t->row0 + r) * in + t->col0,
+                model_tensor_fill(row, src, pl->cfg->seed,
+                                  ((t->block0 + b) * out + t->row0 + r) * in + t->col0,
                                   t->cols);
                 for (uint64_t j = 0; j < t->cols; j++, dst += pl->eb) {
                     uint16_t h = num_fp32_to_bf16(row[j]); /* exact: values are bf16 */
@@ -561,6 +599,29 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     return NPU_OK;
 }
 
+/* Every rank's SRAM plan. Where the residual rows, the KV ring and the weights go is one
+   choice for all ranks (the firmware reads it from the plan), and ranks' shares may differ
+   (EP: some ranks hold no experts), so the ranks are planned again until no rank had to
+   move anything more to HBM. */
+static int plan_ranks_sram(struct planner *pl, const struct noc_group *group,
+                           struct npu_image_core *cores, const struct npu_act_layout *act)
+{
+    struct npu_plan *p = &pl->plan;
+    p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
+    for (;;) {
+        const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
+        for (uint32_t r = 0; r < p->tp; r++) {
+            uint32_t core = group->core[r];
+            cores[core].rank = r;
+            int rc = plan_sram(pl, r, &cores[core], act, pl->stream);
+            if (rc != NPU_OK)
+                return rc;
+        }
+        if ((p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident) == was)
+            return NPU_OK;
+    }
+}
+
 static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct npu_prog_op *ops,
                       uint32_t *nops)
 {
@@ -582,11 +643,7 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     if (rc != NPU_OK)
         return fail(pl->err, pl->errlen, rc, "placement %u of a %ux%u group on the %ux%u mesh",
                     p->placement, p->rect_rows, p->rect_cols, pl->chip->mesh_rows, cols);
-    for (uint32_t r = 0; rc == NPU_OK && r < p->tp; r++) {
-        uint32_t core = group.core[r];
-        cores[core].rank = r;
-        rc = plan_sram(pl, r, &cores[core], &act, pl->stream);
-    }
+    rc = plan_ranks_sram(pl, &group, cores, &act);
     if (rc != NPU_OK)
         return rc;
     if (p->weights_resident) {

@@ -702,6 +702,33 @@ static void test_mask_bf16_and_in_place(void **state)
     assert_memory_equal(xb, want, sizeof(xb));
 }
 
+/* FILL writes the value into every element of a strided region (in the out's type), over
+   NaN and infinities too (it never reads them), and leaves the gaps between rows alone. */
+static void test_fill(void **state)
+{
+    (void)state;
+    float o[3 * 5];
+    for (int i = 0; i < 15; i++)
+        o[i] = i % 2 ? NAN : INFINITY;
+    struct vector_fill_args a = { { o, 5, NUM_FP32 }, 3, 4, 0.0f };
+    assert_int_equal(vector_fill(&a), NPU_OK);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 5; c++)
+            if (c < 4)
+                assert_true(o[r * 5 + c] == 0.0f && !signbit(o[r * 5 + c]));
+            else
+                assert_false(isfinite(o[r * 5 + c]));
+    uint16_t b[4] = { 0 };
+    struct vector_fill_args f = { { b, 2, NUM_BF16 }, 2, 2, 1.00390625f };
+    assert_int_equal(vector_fill(&f), NPU_OK);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(b[i], num_fp32_to_bf16(1.00390625f));
+    f.rows = 0;
+    assert_int_equal(vector_fill(&f), NPU_ERR_INVAL);
+    f.rows = 2, f.out.ld = 1; /* rows would overlap */
+    assert_int_equal(vector_fill(&f), NPU_ERR_INVAL);
+}
+
 static void test_mask_errors(void **state)
 {
     (void)state;
@@ -793,7 +820,7 @@ static void test_timing(void **state)
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_MASK, 64, 4), 2 + 10);
     assert_int_equal(vector_op_alu_ops(VECTOR_OP_MASK), vector_op_alu_ops(VECTOR_OP_ADD));
     static const uint32_t ops[VECTOR_OP_COUNT] = { 1, 1, 1, 1, 4, 7, 8, 1, 4, 1, 6, 1, 2, 9,
-                                                   7, 8, 2, 1 };
+                                                   7, 8, 2, 1, 1 };
     for (int op = 0; op < VECTOR_OP_COUNT; op++) {
         assert_int_equal(vector_op_alu_ops((enum vector_op)op), ops[op]);
         uint64_t prev = 0, first = vector_op_cycles(&cfg, (enum vector_op)op, 1, 3);
@@ -842,6 +869,7 @@ int main(void)
         cmocka_unit_test(test_mask_window),
         cmocka_unit_test(test_mask_bf16_and_in_place),
         cmocka_unit_test(test_mask_errors),
+        cmocka_unit_test(test_fill),
         cmocka_unit_test(test_mask_online_softmax_fully_masked_block),
         cmocka_unit_test(test_invalid_arguments),
         cmocka_unit_test(test_timing),

@@ -47,6 +47,17 @@ case $case in
 no-stages)
     expect 2 "tiny-dense: 4 layers do not split into 3 pipeline stages" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --stages 3 -o "$tmp/x.img" ;;
+ep-half)
+    expect 2 "partition: expert_up and expert_down must both be ep" \
+        "$npuctl" build-image --model "$root/models/tiny/tiny-moe.toml" --chip mesh-2x2 \
+        --partition expert_up=ep -o "$tmp/x.img" ;;
+ep-dense)
+    expect 2 "partition ep: tiny-dense has no experts" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition ep -o "$tmp/x.img" ;;
+ep-not-expert)
+    expect 2 "partition of qkv: ep applies to the expert GEMMs only" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition qkv=ep \
+        -o "$tmp/x.img" ;;
 tp-not-rectangle)
     expect 2 "tp 3 is not a rectangle of the 2x2 mesh" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --tp 3 -o "$tmp/x.img" ;;
