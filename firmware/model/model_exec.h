@@ -16,9 +16,13 @@
  * experts per rank, the combine an all-reduce); every other op runs on every rank on
  * replicated activations. Weights are resident in SRAM or staged one layer at a time from
  * HBM (experts: only those some row of the iteration routes to).
+ * Pipeline stages: a stage's ranks run its layers; the residual rows pass to the same rank
+ * of the next stage over the NoC (SEND / RECV), and the last stage sends the tokens back to
+ * every other stage. Stages run one after another within an iteration: no micro-batches.
  * Not modelled: attention split over ranks, dispatch of routed rows to other cores (M2N;
- * under EP the rows are already on every rank), pipeline stages, overlap of weight staging
- * with compute (a chain is sequential).
+ * under EP the rows are already on every rank), overlap of pipeline stages across
+ * iterations or micro-batches, overlap of weight staging with compute (a chain is
+ * sequential).
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H
@@ -82,6 +86,12 @@ struct exec_model {
     const uint8_t *image;                  /* at the base of HBM */
     uint32_t rank, tp;
     struct noc_comm *comm;                 /* NULL when tp == 1 */
+    /* pipeline stages: this core's stage, and the cores of its rank in the neighbouring
+       stages (prev: RECV's sender; next: SEND's receiver) */
+    uint32_t pipe_stage, pipe_stages;
+    uint16_t pipe_core[EXEC_LAYERS_MAX];   /* [stage]: the core of this rank (stages <= layers) */
+    uint32_t pipe_recvs, token_recvs;      /* residual and token messages received so far */
+    uint64_t pipe_prev_x;                  /* HBM residual rows: the previous stage's copy */
     uint32_t eb;                           /* activation / weight element bytes */
     enum npu_dtype dt;
     uint64_t sram;                         /* this core's SRAM base */
@@ -106,6 +116,18 @@ struct exec_model {
     uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
     uint32_t steps;                        /* descriptors completed so far */
 };
+
+/* ---- model_pipe.c: pipeline stages */
+
+/* Residual rows [row0, row0 + rows) to the same rows of this rank in the next stage; waits
+   until they landed (rows in SRAM), or tells it they are ready (rows in HBM). */
+int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows);
+/* Waits for those rows of the previous stage (in HBM: then copies them from its rows). */
+int exec_pipe_recv(struct exec_model *m, uint32_t row0, uint32_t rows);
+/* Last stage: the argmax of its nw token rows to this rank of every other stage. */
+int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw);
+/* Other stages: waits for those tokens (then in a.argmax). */
+int exec_pipe_recv_tokens(struct exec_model *m);
 
 /* ---- model_exec.c: chains, GEMMs, staging, embeddings, head */
 

@@ -106,7 +106,8 @@ int exec_load_resident(struct exec_model *m)
     for (uint64_t i = 0; i < h->tensors_count; i++) {
         const struct npu_image_tensor *t = &ts[i];
         if (t->sram_off == NPU_IMAGE_NOWHERE || t->blocks == 0 || /* EP: no experts here */
-            (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank))
+            (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank) ||
+            npu_plan_tensor_stage(m->plan, t) != m->pipe_stage)
             continue;
         uint64_t bytes = t->block_bytes * t->blocks;
         exec_copy(m, m->sram + t->sram_off, (uint64_t)(uintptr_t)m->image + t->hbm_off, 1,
@@ -181,6 +182,25 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
     return rc;
 }
 
+/* out[i] (and logit[i] when `logits`) of each run that wants a token, from the argmax
+   buffer (the w-th such run's token is its w-th entry). Performance mode: no data, token 0. */
+static void read_tokens(const struct exec_model *m, const struct exec_run *runs,
+                        uint32_t nruns, bool logits, uint32_t *out, float *logit)
+{
+    const uint32_t V = m->cfg->vocab_size;
+    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->a.argmax;
+    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->a.logits;
+    for (uint32_t i = 0, w = 0; i < nruns; i++) {
+        if (!runs[i].wants_token)
+            continue;
+        uint32_t t = m->plan->mode ? 0 : am[w];
+        out[i] = t;
+        logit[i] = m->plan->mode || !logits
+                   ? 0.0f : num_load(lg, (size_t)w * V + t, m->eb == 4 ? NUM_FP32 : NUM_BF16);
+        w++;
+    }
+}
+
 /* Final norm, LM head and argmax of each run's last row that wants a token. */
 static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
                 uint32_t *out, float *logit)
@@ -211,17 +231,25 @@ static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nrun
                                          .aux = m->a.argmax, .rows = nw, .cols = V,
                                          .ldaux = 1, .x_type = m->dt });
     rc = exec_flush(m);
-    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->a.argmax;
-    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->a.logits;
-    for (uint32_t i = 0, w = 0; rc == NPU_OK && i < nruns; i++) {
-        if (!runs[i].wants_token)
-            continue;
-        uint32_t t = m->plan->mode ? 0 : am[w]; /* performance mode: no data, token 0 */
-        out[i] = t;
-        logit[i] = m->plan->mode ? 0.0f
-                   : num_load(lg, (size_t)w * V + t, m->eb == 4 ? NUM_FP32 : NUM_BF16);
-        w++;
-    }
+    if (rc == NPU_OK && m->pipe_stages > 1)
+        rc = exec_pipe_send_tokens(m, nw);
+    if (rc == NPU_OK)
+        read_tokens(m, runs, nruns, true, out, logit);
+    return rc;
+}
+
+/* Not the last stage: the tokens the last stage sent (their logits stay there). */
+static int tokens_from_last_stage(struct exec_model *m, const struct exec_run *runs,
+                                  uint32_t nruns, uint32_t *out, float *logit)
+{
+    bool any = false;
+    for (uint32_t i = 0; i < nruns; i++)
+        any |= runs[i].wants_token;
+    if (!any)
+        return NPU_OK;
+    int rc = exec_pipe_recv_tokens(m);
+    if (rc == NPU_OK)
+        read_tokens(m, runs, nruns, false, out, logit);
     return rc;
 }
 
@@ -251,10 +279,17 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
         if (op->kind == NPU_OP_STAGE) {
             m->layer = op->layer;
             exec_stage_layer(m, op->layer);
+        } else if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
+            /* the rows that ran the sending stage's last layer, on both sides */
+            m->layer = op->kind == NPU_OP_SEND ? op->layer : op->layer + 1;
+            rc = op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - row0)
+                                         : exec_pipe_recv(m, row0, rows - row0);
         } else {
             rc = layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - row0);
         }
     }
+    if (rc == NPU_OK && m->pipe_stage + 1 < m->pipe_stages)
+        rc = tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
     m->layer = m->cfg->num_layers;
     exec_set_cat(m, EXEC_CAT_OTHER);
     return rc;

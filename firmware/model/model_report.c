@@ -11,7 +11,10 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+#include "noc/noc.h"
 #include "npu/hal.h"
+
+#define SEM_REPORT 5u /* pipeline stages report one after another: +1 is a stage's turn */
 
 static const char *const cat_names[EXEC_CAT_COUNT] = { "attn", "ffn", "coll", "weights",
                                                        "other" };
@@ -60,15 +63,50 @@ static void add_stats(struct exec_stats *sum, const struct exec_stats *s)
     sum->expert_bytes += s->expert_bytes;
 }
 
+/* This core's stage's layers [*l0, *l1). */
+static void stage_layers(const struct exec_model *m, uint32_t *l0, uint32_t *l1)
+{
+    *l0 = m->pipe_stage * m->plan->stage_layers, *l1 = *l0 + m->plan->stage_layers;
+}
+
 static void print_routing(const struct exec_model *m)
 {
     const struct model_config *c = m->cfg;
-    for (uint32_t l = 0; c->arch == MODEL_MOE && l < c->num_layers; l++) {
+    uint32_t l0, l1;
+    stage_layers(m, &l0, &l1);
+    for (uint32_t l = l0; c->arch == MODEL_MOE && l < l1; l++) {
         printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over the run */
         for (uint32_t e = 0; e < c->num_experts; e++)
             printf("%s%" PRIu64, e ? "," : "", m->expert_tokens[l * c->num_experts + e]);
         printf("\n");
     }
+}
+
+/* Stage rank 0's lines: its layers, what ran outside them, its sums and rooflines; the
+   last stage ends with `MODEL done`. */
+static void print_stage(struct exec_model *m, const char *what, uint64_t chip_ps,
+                        const struct exec_stats *sum, const struct exec_stats *layers)
+{
+    const struct model_config *c = m->cfg;
+    uint32_t l0, l1;
+    stage_layers(m, &l0, &l1);
+    print_routing(m);
+    if (!hal_bootarg_has("quiet_layers"))
+        for (uint32_t l = l0; l < l1; l++) {
+            char label[24];
+            snprintf(label, sizeof(label), "layer=%" PRIu32, l);
+            print_row(label, &m->stats[l]);
+        }
+    char label[40];
+    snprintf(label, sizeof(label), m->pipe_stages > 1 ? "stage=%u layer=outside" : "layer=outside",
+             m->pipe_stage);
+    print_row(label, &m->stats[c->num_layers]);
+    snprintf(label, sizeof(label), m->pipe_stages > 1 ? "stage=%u layers=all" : "layers=all",
+             m->pipe_stage);
+    print_row(label, layers);
+    print_rooflines(sum);
+    if (m->pipe_stage + 1 == m->pipe_stages)
+        printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
 }
 
 void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, uint64_t chip_ps)
@@ -82,19 +120,10 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
             add_stats(&layers, &m->stats[l]);
         expert += m->stats[l].expert_bytes;
     }
-    if (m->rank == 0) {
-        print_routing(m);
-        if (!hal_bootarg_has("quiet_layers"))
-            for (uint32_t l = 0; l < c->num_layers; l++) {
-                char label[24];
-                snprintf(label, sizeof(label), "layer=%" PRIu32, l);
-                print_row(label, &m->stats[l]);
-            }
-        print_row("layer=outside", &m->stats[c->num_layers]);
-        print_row("layers=all", &layers);
-        print_rooflines(&sum);
-        printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
-    }
+    if (m->rank == 0 && m->pipe_stage > 0)
+        noc_sem_wait(SEM_REPORT, 1); /* the stages' lines come in stage order */
+    if (m->rank == 0)
+        print_stage(m, what, chip_ps, &sum, &layers);
     /* Every rank's traffic, one rank at a time (a barrier between two ranks' lines keeps
        the console lines whole). */
     for (uint32_t r = 0; r < m->tp; r++) {
@@ -108,4 +137,7 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
         if (comm)
             noc_barrier(comm);
     }
+    if (m->rank == 0 && m->pipe_stage + 1 < m->pipe_stages)
+        noc_sem_inc(&(struct noc_sem_args){ .core = m->pipe_core[m->pipe_stage + 1],
+                                            .sem = SEM_REPORT, .value = 1 });
 }

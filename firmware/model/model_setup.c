@@ -2,6 +2,7 @@
 /* An NPU core's set-up from the image, shared by the model and serve images. */
 #include "model_setup.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,11 @@ void model_core_post_done(uint32_t sem)
 
 static int join_group(struct model_core *mc, const struct npu_plan *p)
 {
+    uint32_t row0, col0;
+    npu_plan_stage_origin(p, mc->core->stage, &row0, &col0);
     struct noc_group_args ga = {
         .placement = (enum noc_placement)p->placement,
-        .rect = { (uint16_t)p->rect_row0, (uint16_t)p->rect_col0, (uint16_t)p->rect_rows,
+        .rect = { (uint16_t)row0, (uint16_t)col0, (uint16_t)p->rect_rows,
                   (uint16_t)p->rect_cols },
         .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
     struct noc_comm_config cc = { .group = &mc->group, .slot = 0,
@@ -33,6 +36,24 @@ static int join_group(struct model_core *mc, const struct npu_plan *p)
         rc = noc_comm_init(&mc->comm, &cc);
     mc->m.comm = &mc->comm;
     return rc;
+}
+
+/* The core of this core's rank in every stage (pipeline stages), and where the previous
+   stage keeps its residual rows if they are in HBM. In SRAM, they and the tile buffers sit
+   at the same offset on every core (the planner lays SRAM out alike), which model_pipe.c
+   relies on. */
+static void find_peers(struct model_core *mc, const struct npu_image_header *h)
+{
+    const struct npu_image_core *cores = (const void *)((const uint8_t *)h + h->cores_off);
+    for (uint32_t i = 0; i < h->cores_count; i++) {
+        if (cores[i].rank != mc->core->rank || cores[i].stage >= EXEC_LAYERS_MAX)
+            continue;
+        mc->m.pipe_core[cores[i].stage] = (uint16_t)i;
+        if (cores[i].stage + 1 == mc->core->stage)
+            mc->m.pipe_prev_x = (uint64_t)(uintptr_t)h + cores[i].x_off;
+        assert((!h->plan.x_in_sram || cores[i].x_off == mc->core->x_off) &&
+               cores[i].sram_act == mc->core->sram_act);
+    }
 }
 
 int model_core_setup(struct model_core *mc)
@@ -51,7 +72,10 @@ int model_core_setup(struct model_core *mc)
     }
     mc->m = (struct exec_model){ .cfg = &mc->cfg, .plan = &h->plan, .image = image,
                                  .rank = mc->core->rank, .tp = h->plan.tp, .stats = mc->stats,
-                                 .expert_tokens = mc->expert_tokens };
+                                 .expert_tokens = mc->expert_tokens,
+                                 .pipe_stage = mc->core->stage,
+                                 .pipe_stages = h->plan.stages };
+    find_peers(mc, h);
     if (h->plan.tp > 1)
         rc = join_group(mc, &h->plan);
     if (rc == NPU_OK)

@@ -58,7 +58,7 @@ static int serve_iteration(struct rt_mailbox *mb)
     int rc = exec_iteration(&mc.m, mc.ops, mc.nops, &b, out, logit);
     if (rc != NPU_OK)
         return rc;
-    if (mc.m.rank == 0)
+    if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages) /* where the logits are */
         for (uint32_t i = 0; i < b.nruns; i++)
             if (b.runs[i].wants_token)
                 mb->out_token[i] = out[i], mb->out_logit[i] = logit[i];

@@ -86,6 +86,14 @@ struct npu_plan {
     uint32_t x_in_sram;          /* 1: the iteration's residual rows in SRAM; 0: in HBM */
     uint32_t kv_sram_blocks;     /* KV blocks of kv_block positions in each core's SRAM pool */
     uint64_t kv_ring_rows;       /* positions of the KV ring (SRAM or HBM, kv_in_sram) */
+    /* Pipeline stages: stage s runs layers [s x stage_layers, (s + 1) x stage_layers) on
+       its own tp-rank group; the last stage also runs the head. The stages' rectangles
+       fill a grid of stage_grid_cols rectangles per row from (rect_row0, rect_col0),
+       row by row and back and forth, so that consecutive stages are neighbours
+       (npu_plan_stage_origin). */
+    uint32_t stage_layers;
+    uint32_t stage_grid_cols;
+    uint32_t reserved[2];        /* 0 */
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
@@ -126,6 +134,8 @@ enum npu_prog_kind {
     NPU_OP_FFN = 4,       /* norm, dense SwiGLU, residual */
     NPU_OP_MOE = 5,       /* norm, router, top-k, grouped experts, combine, residual */
     NPU_OP_HEAD = 6,      /* final norm, LM head and argmax of each request's last row */
+    NPU_OP_SEND = 7,      /* residual rows after layer `layer` to the next stage's rank */
+    NPU_OP_RECV = 8,      /* residual rows after layer `layer` from the previous stage */
 };
 
 struct npu_prog_op {
@@ -186,5 +196,10 @@ const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);
 /* Whether the plan runs the experts expert-parallel (both expert GEMMs EP). */
 bool npu_plan_is_ep(const struct npu_plan *p);
+/* The pipeline stage that holds tensor t (the embedding: 0; final norm, LM head: last). */
+uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t);
+/* The mesh position of the first core of stage s's rectangle. */
+void npu_plan_stage_origin(const struct npu_plan *p, uint32_t s, uint32_t *row0,
+                           uint32_t *col0);
 
 #endif

@@ -55,12 +55,19 @@ static bool inside(uint64_t off, uint64_t count, uint64_t size, uint64_t limit)
 static int check_plan(const struct npu_image_header *h, char *err, size_t errlen)
 {
     const struct npu_plan *p = &h->plan;
-    if (p->tp == 0 || p->stages != 1 || p->tp != p->rect_rows * p->rect_cols ||
-        p->rect_row0 + p->rect_rows > h->mesh_rows || p->rect_col0 + p->rect_cols > h->mesh_cols)
+    uint32_t last_row0 = 0, last_col0 = 0;
+    if (p->stages >= 1 && p->stages <= 1024)
+        npu_plan_stage_origin(p, p->stages - 1, &last_row0, &last_col0);
+    if (p->tp == 0 || p->stages == 0 || p->stages > 1024 || p->stage_layers == 0 ||
+        p->stage_grid_cols == 0 || p->reserved[0] || p->reserved[1] ||
+        p->tp != p->rect_rows * p->rect_cols ||
+        (uint64_t)last_row0 + p->rect_rows > h->mesh_rows ||
+        (uint64_t)p->rect_col0 + (uint64_t)p->stage_grid_cols * p->rect_cols > h->mesh_cols)
         return fail(err, errlen, NPU_ERR_FORMAT,
-                    "plan: tp %u, stages %u, rectangle %ux%u at (%u,%u) on a %ux%u mesh",
-                    p->tp, p->stages, p->rect_rows, p->rect_cols, p->rect_row0,
-                    p->rect_col0, h->mesh_rows, h->mesh_cols);
+                    "plan: tp %u, stages %u of %u layers, rectangle %ux%u at (%u,%u), last "
+                    "stage at (%u,%u), on a %ux%u mesh", p->tp, p->stages, p->stage_layers,
+                    p->rect_rows, p->rect_cols, p->rect_row0, p->rect_col0, last_row0,
+                    last_col0, h->mesh_rows, h->mesh_cols);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K &&
             !(p->partition[g] == NPU_PART_EP && npu_plan_is_ep(p)))
@@ -82,9 +89,9 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
 static int check_core(const struct npu_image_header *h, const struct npu_image_core *c,
                       uint64_t i, char *err, size_t errlen)
 {
-    if (c->rank != NPU_IMAGE_IDLE && c->rank >= h->plan.tp)
-        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": rank %u of %u", i,
-                    c->rank, h->plan.tp);
+    if (c->rank != NPU_IMAGE_IDLE && (c->rank >= h->plan.tp || c->stage >= h->plan.stages))
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": rank %u of %u, stage %u "
+                    "of %u", i, c->rank, h->plan.tp, c->stage, h->plan.stages);
     if (!inside(c->prog_first, c->prog_count, 1, h->prog_count))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": program ops %u+%u of %"
                     PRIu64, i, c->prog_first, c->prog_count, h->prog_count);
@@ -223,6 +230,23 @@ bool npu_plan_is_ep(const struct npu_plan *p)
 {
     return p->partition[NPU_GEMM_EXP_UP] == NPU_PART_EP &&
            p->partition[NPU_GEMM_EXP_DOWN] == NPU_PART_EP;
+}
+
+uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t)
+{
+    if (t->kind == MT_EMBED)
+        return 0;
+    if (t->kind == MT_FINAL_NORM || t->kind == MT_LM_HEAD)
+        return p->stages - 1;
+    return t->layer / p->stage_layers;
+}
+
+void npu_plan_stage_origin(const struct npu_plan *p, uint32_t s, uint32_t *row0, uint32_t *col0)
+{
+    const uint32_t cols = p->stage_grid_cols ? p->stage_grid_cols : 1;
+    const uint32_t gr = s / cols, gc = gr % 2 ? cols - 1 - s % cols : s % cols;
+    *row0 = p->rect_row0 + gr * p->rect_rows;
+    *col0 = p->rect_col0 + gc * p->rect_cols;
 }
 
 const char *npu_partition_name(enum npu_partition p)

@@ -61,24 +61,26 @@ uint64_t npu_kv_row_bytes(const struct model_config *c, const struct npu_plan *p
 
 uint64_t npu_kv_pool_bytes(const struct model_config *c, const struct npu_plan *p)
 {
-    return 2ull * c->num_layers * p->kv_sram_blocks * p->kv_block * npu_kv_row_bytes(c, p);
+    return 2ull * p->stage_layers * p->kv_sram_blocks * p->kv_block * npu_kv_row_bytes(c, p);
 }
 
 uint64_t npu_kv_ring_bytes(const struct model_config *c, const struct npu_plan *p)
 {
-    return 2ull * c->num_layers * p->kv_ring_rows * npu_kv_row_bytes(c, p);
+    return 2ull * p->stage_layers * p->kv_ring_rows * npu_kv_row_bytes(c, p);
 }
 
 uint64_t npu_kv_pool_offset(const struct model_config *c, const struct npu_plan *p, bool v,
                             uint32_t layer, uint32_t block, uint32_t pos)
 {
-    const uint64_t blocks = ((uint64_t)v * c->num_layers + layer) * p->kv_sram_blocks + block;
+    const uint64_t local = layer % p->stage_layers; /* a core keeps its stage's layers */
+    const uint64_t blocks = ((uint64_t)v * p->stage_layers + local) * p->kv_sram_blocks + block;
     return (blocks * p->kv_block + pos) * npu_kv_row_bytes(c, p);
 }
 
 uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan *p, bool v,
                             uint32_t layer, uint64_t row)
 {
-    const uint64_t rows = ((uint64_t)v * c->num_layers + layer) * p->kv_ring_rows + row;
+    const uint64_t local = layer % p->stage_layers;
+    const uint64_t rows = ((uint64_t)v * p->stage_layers + local) * p->kv_ring_rows + row;
     return rows * npu_kv_row_bytes(c, p);
 }

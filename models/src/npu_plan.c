@@ -211,26 +211,29 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
     const struct npu_plan_chip *ch = pl->chip;
     const uint32_t ncores = ch->mesh_rows * ch->mesh_cols;
     struct npu_plan *p = &pl->plan;
-    p->tp = req->tp ? req->tp : ncores;
     p->stages = req->stages ? req->stages : 1;
+    p->tp = req->tp ? req->tp : ncores / p->stages;
     if (p->stages > pl->cfg->num_layers || pl->cfg->num_layers % p->stages)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: %u layers do not split into %u "
                     "pipeline stages of equal size", pl->cfg->name, pl->cfg->num_layers,
                     p->stages);
-    if (p->stages != 1)
-        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "pipeline stages (%u) are not built "
-                    "yet: plans have one stage (docs/images.md)", p->stages);
-    if (p->tp > ncores)
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u needs more cores than %s has "
-                    "(%u)", p->tp, ch->name, ncores);
-    for (uint32_t cols = ch->mesh_cols; cols >= 1; cols--)
-        if (p->tp % cols == 0 && p->tp / cols <= ch->mesh_rows) {
-            p->rect_rows = p->tp / cols, p->rect_cols = cols;
-            break;
-        }
+    p->stage_layers = pl->cfg->num_layers / p->stages;
+    if (p->tp == 0 || (uint64_t)p->tp * p->stages > ncores)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u x %u stage(s) needs more cores "
+                    "than %s has (%u)", p->tp, p->stages, ch->name, ncores);
+    /* the widest rectangle of tp cores whose stages fit a grid of such rectangles */
+    for (uint32_t cols = ch->mesh_cols; cols >= 1 && p->rect_rows == 0; cols--) {
+        uint32_t rows = p->tp / cols, per_row = ch->mesh_cols / cols;
+        if (p->tp % cols || rows > ch->mesh_rows)
+            continue;
+        per_row = per_row < p->stages ? per_row : p->stages;
+        if ((uint64_t)(p->stages + per_row - 1) / per_row * rows <= ch->mesh_rows)
+            p->rect_rows = rows, p->rect_cols = cols, p->stage_grid_cols = per_row;
+    }
     if (p->rect_rows == 0)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u is not a rectangle of the "
-                    "%ux%u mesh", p->tp, ch->mesh_rows, ch->mesh_cols);
+                    "%ux%u mesh%s", p->tp, ch->mesh_rows, ch->mesh_cols,
+                    p->stages > 1 ? " that its stages can stack into" : "");
     p->placement = req->placement < 0 ? 2 /* ring */ : (uint32_t)req->placement;
     if (p->placement > 3)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "placement %u", p->placement);
@@ -274,14 +277,16 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
 }
 
 
-/* Bytes of rank r's shares of layer l (every rank has the replicated tensors too). */
-static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t layer)
+/* Bytes of the shares of rank r of stage st in layer l, or in all of the stage's layers if
+   l < 0 (every rank has the replicated tensors too). */
+static uint64_t layer_bytes(const struct planner *pl, uint32_t st, uint32_t rank, int64_t layer)
 {
     uint64_t sum = 0;
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         const struct npu_image_tensor *t = &pl->tensors[i];
         bool global = t->kind == MT_EMBED || t->kind == MT_FINAL_NORM || t->kind == MT_LM_HEAD;
-        if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank))
+        if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank) ||
+            npu_plan_tensor_stage(&pl->plan, t) != st)
             continue; /* embeddings stay in HBM: rows are read as tokens need them */
         if (layer < 0 ? true : (!global && t->layer == (uint32_t)layer))
             sum += align_up(t->block_bytes, 64) * t->blocks; /* as exec_stage_* lay them out */
@@ -292,8 +297,8 @@ static uint64_t layer_bytes(const struct planner *pl, uint32_t rank, int64_t lay
 /* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
    shares when they fit, else a staging buffer for the largest layer), the NPU paper's
    section 4.2 order. */
-static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *core,
-                     const struct npu_act_layout *act, bool stream)
+static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
+                     struct npu_image_core *core, const struct npu_act_layout *act, bool stream)
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
@@ -309,9 +314,9 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
                     pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
     const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
     const uint64_t kvb = align_up(npu_kv_ring_bytes(c, p), 64);
-    uint64_t stage = 0, all = layer_bytes(pl, rank, -1);
-    for (uint32_t l = 0; l < c->num_layers; l++) {
-        uint64_t b = layer_bytes(pl, rank, (int64_t)l);
+    uint64_t stage = 0, all = layer_bytes(pl, st, rank, -1);
+    for (uint32_t l = st * p->stage_layers; l < (st + 1) * p->stage_layers; l++) {
+        uint64_t b = layer_bytes(pl, st, rank, (int64_t)l);
         stage = b > stage ? b : stage;
     }
     stage = align_up(stage, 64);
@@ -343,30 +348,32 @@ static int plan_sram(struct planner *pl, uint32_t rank, struct npu_image_core *c
     return NPU_OK;
 }
 
-/* Resident plans: each rank's shares (and replicated tensors) get SRAM offsets in order.
-   The same offsets serve every rank, since a rank only reads its own entries. */
+/* Resident plans: each rank's shares (and replicated tensors) get SRAM offsets in order,
+   per stage. The same offsets serve every rank, since a rank only reads its own entries. */
 static void place_resident(struct planner *pl, const struct npu_image_core *core0)
 {
-    uint64_t *next = calloc(pl->plan.tp, sizeof(*next));
+    const uint32_t tp = pl->plan.tp;
+    uint64_t *next = calloc((size_t)tp * pl->plan.stages, sizeof(*next)); /* [stage][rank] */
     if (!next)
         abort();
-    for (uint32_t r = 0; r < pl->plan.tp; r++)
+    for (uint32_t r = 0; r < tp * pl->plan.stages; r++)
         next[r] = core0->sram_weights;
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         struct npu_image_tensor *t = &pl->tensors[i];
         uint64_t bytes = align_up(t->block_bytes * t->blocks, 64);
+        uint64_t *row = next + (size_t)npu_plan_tensor_stage(&pl->plan, t) * tp;
         if (t->kind == MT_EMBED)
             continue;
         if (t->rank == NPU_IMAGE_IDLE) { /* replicated: the same offset on every rank */
             uint64_t at = 0;
-            for (uint32_t r = 0; r < pl->plan.tp; r++)
-                at = next[r] > at ? next[r] : at;
+            for (uint32_t r = 0; r < tp; r++)
+                at = row[r] > at ? row[r] : at;
             t->sram_off = at;
-            for (uint32_t r = 0; r < pl->plan.tp; r++)
-                next[r] = at + bytes;
+            for (uint32_t r = 0; r < tp; r++)
+                row[r] = at + bytes;
         } else {
-            t->sram_off = next[t->rank];
-            next[t->rank] += bytes;
+            t->sram_off = row[t->rank];
+            row[t->rank] += bytes;
         }
     }
     free(next);
@@ -385,7 +392,8 @@ static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint3
         for (uint64_t j = 0; j < pl->ntensors; j++) {
             const struct npu_image_tensor *t = &pl->tensors[j];
             if (t->sram_off != NPU_IMAGE_NOWHERE &&
-                (t->rank == NPU_IMAGE_IDLE || t->rank == c->rank)) {
+                (t->rank == NPU_IMAGE_IDLE || t->rank == c->rank) &&
+                npu_plan_tensor_stage(&pl->plan, t) == c->stage) {
                 uint64_t e = align_up(t->sram_off + t->block_bytes * t->blocks, 64);
                 end = e > end ? e : end;
             }
@@ -401,13 +409,19 @@ static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint3
     return NPU_OK;
 }
 
-/* The layer program: the same for every rank of the one stage. */
-static uint32_t plan_program(const struct planner *pl, struct npu_prog_op *ops)
+/* Stage st's layer program (the same for every rank of the stage): its input (the
+   embeddings, or the previous stage's residual rows), its layers, its output (the next
+   stage's input, or the head). */
+static uint32_t plan_program(const struct planner *pl, uint32_t st, struct npu_prog_op *ops)
 {
     const struct model_config *c = pl->cfg;
+    const uint32_t l0 = st * pl->plan.stage_layers, l1 = l0 + pl->plan.stage_layers;
     uint32_t n = 0;
-    ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_EMBED };
-    for (uint32_t l = 0; l < c->num_layers; l++) {
+    if (st == 0)
+        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_EMBED };
+    else
+        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_RECV, .layer = l0 - 1 };
+    for (uint32_t l = l0; l < l1; l++) {
         if (!pl->plan.weights_resident)
             ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_STAGE, .layer = l };
         ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_ATTENTION, .layer = l,
@@ -417,7 +431,10 @@ static uint32_t plan_program(const struct planner *pl, struct npu_prog_op *ops)
                                                                       : NPU_OP_FFN,
                                          .layer = l };
     }
-    ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_HEAD };
+    if (st + 1 < pl->plan.stages)
+        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_SEND, .layer = l1 - 1 };
+    else
+        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_HEAD };
     return n;
 }
 
@@ -458,8 +475,14 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
     fprintf(f, "plan: %s on %s (%ux%u), %s, %s\n", pl->cfg->name, pl->chip->name,
             pl->chip->mesh_rows, pl->chip->mesh_cols,
             p->mode ? "performance" : "functional", p->dtype ? "bf16" : "fp32");
-    fprintf(f, "  tp %u (%ux%u cores at (0,0), %s placement), %u stage(s)\n", p->tp,
-            p->rect_rows, p->rect_cols, places[p->placement], p->stages);
+    fprintf(f, "  tp %u (%ux%u cores at (0,0), %s placement), %u stage(s) of %u layers", p->tp,
+            p->rect_rows, p->rect_cols, places[p->placement], p->stages, p->stage_layers);
+    for (uint32_t st = 0; p->stages > 1 && st < p->stages; st++) {
+        uint32_t r0, c0;
+        npu_plan_stage_origin(p, st, &r0, &c0);
+        fprintf(f, "%s(%u,%u)", st ? " " : ", stages at ", r0, c0);
+    }
+    fprintf(f, "\n");
     fprintf(f, "  partition:");
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         if (gemm_used(pl->cfg, (enum npu_gemm)g))
@@ -507,7 +530,7 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
     const uint64_t avail = pl->chip->sram_bytes -
                            NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
                                                  pl->chip->mesh_cols);
-    const uint64_t block = 2ull * c->num_layers * p->kv_block * npu_kv_row_bytes(c, p);
+    const uint64_t block = 2ull * p->stage_layers * p->kv_block * npu_kv_row_bytes(c, p);
     const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + p->kv_block - 1) / p->kv_block);
     uint64_t room = UINT64_MAX;
     p->kv_sram_blocks = 0;
@@ -603,23 +626,46 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
    choice for all ranks (the firmware reads it from the plan), and ranks' shares may differ
    (EP: some ranks hold no experts), so the ranks are planned again until no rank had to
    move anything more to HBM. */
-static int plan_ranks_sram(struct planner *pl, const struct noc_group *group,
+static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
                            struct npu_image_core *cores, const struct npu_act_layout *act)
 {
     struct npu_plan *p = &pl->plan;
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
     for (;;) {
         const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
-        for (uint32_t r = 0; r < p->tp; r++) {
-            uint32_t core = group->core[r];
-            cores[core].rank = r;
-            int rc = plan_sram(pl, r, &cores[core], act, pl->stream);
-            if (rc != NPU_OK)
-                return rc;
-        }
+        for (uint32_t st = 0; st < p->stages; st++)
+            for (uint32_t r = 0; r < p->tp; r++) {
+                uint32_t core = groups[st].core[r];
+                cores[core].rank = r, cores[core].stage = st;
+                int rc = plan_sram(pl, st, r, &cores[core], act, pl->stream);
+                if (rc != NPU_OK)
+                    return rc;
+            }
         if ((p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident) == was)
-            return NPU_OK;
+            break;
     }
+    return NPU_OK;
+}
+
+/* The NoC groups of the stages: the same placement in each stage's rectangle. */
+static int plan_stage_groups(struct planner *pl, struct noc_group *groups)
+{
+    const struct npu_plan *p = &pl->plan;
+    for (uint32_t st = 0; st < p->stages; st++) {
+        uint32_t row0, col0;
+        npu_plan_stage_origin(p, st, &row0, &col0);
+        struct noc_group_args ga = {
+            .placement = (enum noc_placement)p->placement,
+            .rect = { (uint16_t)row0, (uint16_t)col0, (uint16_t)p->rect_rows,
+                      (uint16_t)p->rect_cols },
+            .mesh_rows = pl->chip->mesh_rows, .mesh_cols = pl->chip->mesh_cols };
+        int rc = noc_group_init(&groups[st], &ga);
+        if (rc != NPU_OK)
+            return fail(pl->err, pl->errlen, rc, "placement %u of a %ux%u group at (%u,%u) on "
+                        "the %ux%u mesh", p->placement, p->rect_rows, p->rect_cols, row0, col0,
+                        pl->chip->mesh_rows, pl->chip->mesh_cols);
+    }
+    return NPU_OK;
 }
 
 static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct npu_prog_op *ops,
@@ -631,23 +677,16 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     npu_act_layout(pl->cfg, p, &act);
     for (uint32_t i = 0; i < ncores; i++)
         cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
-    /* Rank r is the core the NoC driver's placement makes rank r, so a rank's share is
-       where the collectives expect its chunk. */
-    struct noc_group group;
-    struct noc_group_args ga = {
-        .placement = (enum noc_placement)p->placement,
-        .rect = { (uint16_t)p->rect_row0, (uint16_t)p->rect_col0, (uint16_t)p->rect_rows,
-                  (uint16_t)p->rect_cols },
-        .mesh_rows = pl->chip->mesh_rows, .mesh_cols = cols };
-    int rc = noc_group_init(&group, &ga);
-    if (rc != NPU_OK)
-        return fail(pl->err, pl->errlen, rc, "placement %u of a %ux%u group on the %ux%u mesh",
-                    p->placement, p->rect_rows, p->rect_cols, pl->chip->mesh_rows, cols);
-    rc = plan_ranks_sram(pl, &group, cores, &act);
+    /* Rank r of a stage is the core the NoC driver's placement makes rank r, so a rank's
+       share is where the collectives expect its chunk. */
+    static struct noc_group groups[NOC_GROUP_MAX];
+    int rc = plan_stage_groups(pl, groups);
+    if (rc == NPU_OK)
+        rc = plan_ranks_sram(pl, groups, cores, &act);
     if (rc != NPU_OK)
         return rc;
     if (p->weights_resident) {
-        place_resident(pl, &cores[group.core[0]]);
+        place_resident(pl, &cores[groups[0].core[0]]);
         rc = resident_ends(pl, cores, ncores);
         if (rc != NPU_OK)
             return rc;
@@ -655,10 +694,18 @@ static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct n
     rc = plan_kv_pool(pl, cores, ncores);
     if (rc != NPU_OK)
         return rc;
-    *nops = plan_program(pl, ops);
+    uint32_t first[NOC_GROUP_MAX + 1];
+    *nops = 0;
+    for (uint32_t st = 0; st < p->stages; st++) {
+        first[st] = *nops;
+        *nops += plan_program(pl, st, ops + *nops);
+    }
+    first[p->stages] = *nops;
     for (uint32_t i = 0; i < ncores; i++)
-        if (cores[i].rank != NPU_IMAGE_IDLE)
-            cores[i].prog_first = 0, cores[i].prog_count = *nops;
+        if (cores[i].rank != NPU_IMAGE_IDLE) {
+            cores[i].prog_first = first[cores[i].stage];
+            cores[i].prog_count = first[cores[i].stage + 1] - first[cores[i].stage];
+        }
     return NPU_OK;
 }
 
@@ -681,7 +728,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     plan_tied_head(&pl);
     const uint32_t ncores = chip->mesh_rows * chip->mesh_cols;
     struct npu_image_core *cores = calloc(ncores, sizeof(*cores));
-    struct npu_prog_op *ops = calloc(3u * cfg->num_layers + 2, sizeof(*ops));
+    struct npu_prog_op *ops = calloc(3u * cfg->num_layers + 2u * cfg->num_layers + 4,
+                                     sizeof(*ops)); /* stages <= layers: 2 ends each */
     uint32_t nops = 0;
     if (!cores || !ops)
         abort();

@@ -27,119 +27,7 @@
 #include "npu_layout.h"
 #include "npu_plan.h"
 
-static char err[1024];
-
-/* models/chips/mesh-2x2.toml and mesh-4x4.toml. */
-static const struct npu_plan_chip mesh2x2 = { .name = "mesh-2x2", .mesh_rows = 2,
-                                              .mesh_cols = 2, .sram_bytes = 0x400000,
-                                              .hbm_bytes = 0x4000000, .sa_rows = 16,
-                                              .sa_cols = 16 };
-static const struct npu_plan_chip mesh4x4 = { .name = "mesh-4x4", .mesh_rows = 4,
-                                              .mesh_cols = 4, .sram_bytes = 0x200000,
-                                              .hbm_bytes = 0x10000000, .sa_rows = 16,
-                                              .sa_cols = 16 };
-
-struct model {
-    struct model_config cfg;
-    char *text;
-};
-static struct model dense, moe;
-
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *text = malloc((size_t)n + 1);
-    assert_non_null(text);
-    assert_int_equal(fread(text, 1, (size_t)n, f), (size_t)n);
-    text[n] = '\0';
-    fclose(f);
-    return text;
-}
-
-static void load(struct model *m, const char *rel)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/models/%s", NPU_SOURCE_DIR, rel);
-    if (model_config_load(&m->cfg, path, err, sizeof(err)) != NPU_OK)
-        fail_msg("%s: %s", rel, err);
-    m->text = read_text(path);
-}
-
-static int setup(void **state)
-{
-    (void)state;
-    load(&dense, "tiny/tiny-dense.toml");
-    load(&moe, "tiny/tiny-moe.toml");
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    free(dense.text), free(moe.text);
-    return 0;
-}
-
-/* A request with short sequences, so that every tiny plan fits both meshes' HBM. */
-static struct npu_plan_request request(uint32_t tp, uint32_t partition, uint32_t mode)
-{
-    struct npu_plan_request r;
-    npu_plan_request_init(&r);
-    r.tp = tp;
-    r.mode = mode;
-    r.max_seq = 64;
-    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
-        r.partition[g] = partition;
-    return r;
-}
-
-static struct npu_built_image build(const struct model *m, const struct npu_plan_chip *chip,
-                                    const struct npu_plan_request *req)
-{
-    struct npu_built_image img;
-    int rc = npu_plan_build(&m->cfg, m->text, chip, req, &img, NULL, err, sizeof(err));
-    if (rc != NPU_OK)
-        fail_msg("%s on %s (tp %u): rc %d: %s", m->cfg.name, chip->name, req->tp, rc, err);
-    assert_non_null(img.data);
-    return img;
-}
-
-static void expect_plan_refusal(const struct model *m, const struct npu_plan_chip *chip,
-                                const struct npu_plan_request *req, const char *needle)
-{
-    struct npu_built_image img = { (uint8_t *)1, 1 };
-    err[0] = '\0';
-    int rc = npu_plan_build(&m->cfg, m->text, chip, req, &img, NULL, err, sizeof(err));
-    if (rc >= 0 || !strstr(err, needle))
-        fail_msg("%s on %s: rc %d, message '%s', wanted '%s'", m->cfg.name, chip->name, rc,
-                 err, needle);
-    assert_null(img.data);
-}
-
-static const struct npu_image_header *hdr(const struct npu_built_image *img)
-{
-    return (const struct npu_image_header *)img->data;
-}
-
-static struct npu_image_tensor *tensors(const struct npu_built_image *img)
-{
-    return (struct npu_image_tensor *)(img->data + hdr(img)->tensors_off);
-}
-
-static struct npu_image_core *cores(const struct npu_built_image *img)
-{
-    return (struct npu_image_core *)(img->data + hdr(img)->cores_off);
-}
-
-static const struct npu_prog_op *prog(const struct npu_built_image *img)
-{
-    return (const struct npu_prog_op *)(img->data + hdr(img)->prog_off);
-}
+#include "image_fixture.h"
 
 static struct npu_image_chip check_chip_of(const struct npu_plan_chip *c, bool performance)
 {
@@ -395,10 +283,8 @@ static void test_plan_refusals(void **state)
     struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
     req.stages = 3;
     expect_plan_refusal(&dense, &mesh2x2, &req, "4 layers do not split into 3 pipeline");
-    req.stages = 2;
-    expect_plan_refusal(&dense, &mesh2x2, &req, "not built");
-    req.stages = 4; /* divides, but still not built */
-    expect_plan_refusal(&dense, &mesh2x2, &req, "not built");
+    req.stages = 2, req.tp = 4; /* 2 x 4 cores on a 2x2 mesh */
+    expect_plan_refusal(&dense, &mesh2x2, &req, "tp 4 x 2 stage(s) needs more cores");
 
     req = request(3, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
     expect_plan_refusal(&dense, &mesh2x2, &req, "tp 3 is not a rectangle of the 2x2 mesh");
@@ -523,7 +409,10 @@ static void test_shares_cover(void **state)
 static void check_weights(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
                           uint32_t part, uint32_t dtype)
 {
-    struct npu_plan_request req = request(tp, part, NPU_IMAGE_FUNCTIONAL);
+    struct npu_plan_request req = request(tp, part == NPU_PART_EP ? NPU_PART_MN : part,
+                                          NPU_IMAGE_FUNCTIONAL);
+    if (part == NPU_PART_EP) /* whole experts per rank, the rest MN */
+        req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.dtype = (int)dtype;
     struct npu_built_image img = build(m, chip, &req);
     const struct npu_image_header *h = hdr(&img);
@@ -539,13 +428,15 @@ static void check_weights(const struct model *m, const struct npu_plan_chip *chi
         float *whole = malloc(t->elems * sizeof(float));
         assert_non_null(whole);
         model_tensor_fill(whole, t, m->cfg.seed, 0, t->elems);
-        const uint64_t out = t->rows / s->blocks, in = t->cols;
+        const uint64_t out = t->rows / (is_expert(t->kind) ? m->cfg.num_experts : 1);
+        const uint64_t in = t->cols;
         assert_int_equal(s->block_bytes, (uint64_t)s->rows * s->cols * eb);
         const uint8_t *p = img.data + s->hbm_off;
         for (uint64_t b = 0; b < s->blocks; b++)
             for (uint64_t r = 0; r < s->rows; r++)
                 for (uint64_t c = 0; c < s->cols; c++, p += eb) {
-                    float want = whole[(b * out + s->row0 + r) * in + s->col0 + c], got;
+                    float want = whole[((s->block0 + b) * out + s->row0 + r) * in + s->col0 +
+                                       c], got;
                     if (eb == 4) {
                         memcpy(&got, p, 4);
                     } else { /* bf16: the top half of the fp32 value */
@@ -577,6 +468,8 @@ static void test_functional_weights(void **state)
     check_weights(&moe, &mesh2x2, 4, NPU_PART_K, NPU_IMAGE_FP32);
     check_weights(&moe, &mesh2x2, 2, NPU_PART_MN, NPU_IMAGE_BF16);
     check_weights(&dense, &mesh4x4, 3, NPU_PART_K, NPU_IMAGE_FP32);
+    check_weights(&moe, &mesh2x2, 4, NPU_PART_EP, NPU_IMAGE_FP32);   /* 2 experts a rank */
+    check_weights(&moe, &mesh4x4, 16, NPU_PART_EP, NPU_IMAGE_BF16);  /* 8 ranks without */
 }
 
 /* ---- per core ---- */

@@ -47,6 +47,9 @@ case $case in
 no-stages)
     expect 2 "tiny-dense: 4 layers do not split into 3 pipeline stages" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --stages 3 -o "$tmp/x.img" ;;
+stages-cores)
+    expect 2 "tp 4 x 2 stage\(s\) needs more cores than mesh-2x2 has \(4\)" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --tp 4 --stages 2 -o "$tmp/x.img" ;;
 ep-half)
     expect 2 "partition: expert_up and expert_down must both be ep" \
         "$npuctl" build-image --model "$root/models/tiny/tiny-moe.toml" --chip mesh-2x2 \

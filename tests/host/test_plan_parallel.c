@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The planner's expert parallelism and pipeline stages (docs/images.md): which rank holds
+ * which experts, which core runs which stage and program, and the refusals.
+ */
+#include "image_fixture.h"
+
+#include "model_weights.h"
+
+static bool is_expert_kind(uint32_t kind)
+{
+    return kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN;
+}
+
+/* EP over tp ranks: every expert tensor of every layer has one entry per rank, holding the
+   whole experts [r E / tp, (r + 1) E / tp) (possibly none), so each expert is on exactly
+   one rank; the other tensors are split as the rest of the plan says. */
+static void check_ep(const struct npu_plan_chip *chip, uint32_t tp)
+{
+    struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    struct npu_built_image img = build(&moe, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_tensor *ts = tensors(&img);
+    const uint32_t E = moe.cfg.num_experts, L = moe.cfg.num_layers;
+    assert_true(npu_plan_is_ep(&h->plan));
+    uint32_t owner[3][8][64]; /* [kind][layer][expert]: owning rank + 1 */
+    memset(owner, 0, sizeof(owner));
+    assert_true(E <= 64 && L <= 8);
+    for (uint64_t i = 0; i < h->tensors_count; i++) {
+        const struct npu_image_tensor *t = &ts[i];
+        if (!is_expert_kind(t->kind))
+            continue;
+        assert_true(t->rank < tp);
+        assert_int_equal(t->block0, (uint64_t)E * t->rank / tp);
+        assert_int_equal(t->block0 + t->blocks, (uint64_t)E * (t->rank + 1) / tp);
+        assert_int_equal(t->row0, 0);
+        assert_int_equal(t->col0, 0);
+        assert_int_equal(t->rows * t->cols, t->kind == MT_E_DOWN
+                         ? moe.cfg.hidden_size * moe.cfg.moe_intermediate_size
+                         : moe.cfg.moe_intermediate_size * moe.cfg.hidden_size);
+        for (uint32_t e = t->block0; e < t->block0 + t->blocks; e++) {
+            assert_int_equal(owner[t->kind - MT_E_GATE][t->layer][e], 0);
+            owner[t->kind - MT_E_GATE][t->layer][e] = t->rank + 1;
+        }
+    }
+    for (uint32_t k = 0; k < 3; k++)
+        for (uint32_t l = 0; l < L; l++)
+            for (uint32_t e = 0; e < E; e++)
+                assert_int_not_equal(owner[k][l][e], 0);
+    char text[4096];
+    assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);
+    npu_built_image_free(&img);
+}
+
+static void test_ep_shares(void **state)
+{
+    (void)state;
+    check_ep(&mesh2x2, 4);  /* 8 experts: 2 a rank */
+    check_ep(&mesh4x4, 6);  /* 1, 1, 2, 1, 1, 2 */
+    check_ep(&mesh4x4, 16); /* ranks 0, 2, 4, ... hold none */
+}
+
+static void test_ep_refusals(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.partition[NPU_GEMM_EXP_UP] = NPU_PART_EP;
+    expect_plan_refusal(&moe, &mesh2x2, &req, "must both be ep");
+    req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.partition[NPU_GEMM_O] = NPU_PART_EP;
+    expect_plan_refusal(&moe, &mesh2x2, &req, "partition of o: ep applies to the expert");
+    req = request(4, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "has no experts");
+}
+
+/* Stage s of S runs layers [s L / S, (s + 1) L / S) on tp ranks: every (stage, rank) is
+   one core; its program starts with the embedding (stage 0) or RECV of the previous
+   stage's last layer, runs its layers in order, and ends with SEND of its last layer or
+   the head (last stage); consecutive stages are mesh neighbours. */
+static void check_stages(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
+                         uint32_t stages)
+{
+    struct npu_plan_request req = request(tp, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.stages = stages;
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_core *cs = cores(&img);
+    const struct npu_prog_op *ops = prog(&img);
+    const uint32_t per = m->cfg.num_layers / stages;
+    uint8_t seen[16][16] = { { 0 } };
+    assert_int_equal(h->plan.stages, stages);
+    assert_int_equal(h->plan.stage_layers, per);
+    for (uint32_t i = 0; i < h->cores_count; i++) {
+        const struct npu_image_core *c = &cs[i];
+        if (c->rank == NPU_IMAGE_IDLE)
+            continue;
+        assert_true(c->rank < tp && c->stage < stages);
+        assert_int_equal(seen[c->stage][c->rank]++, 0);
+        uint32_t r0, c0;
+        npu_plan_stage_origin(&h->plan, c->stage, &r0, &c0);
+        const uint32_t row = i / chip->mesh_cols, col = i % chip->mesh_cols;
+        assert_true(row >= r0 && row < r0 + h->plan.rect_rows);
+        assert_true(col >= c0 && col < c0 + h->plan.rect_cols);
+        const struct npu_prog_op *p = ops + c->prog_first;
+        const uint32_t n = c->prog_count, l0 = c->stage * per;
+        assert_int_equal(p[0].kind, c->stage ? NPU_OP_RECV : NPU_OP_EMBED);
+        if (c->stage)
+            assert_int_equal(p[0].layer, l0 - 1);
+        assert_int_equal(p[n - 1].kind, c->stage + 1 < stages ? NPU_OP_SEND : NPU_OP_HEAD);
+        if (c->stage + 1 < stages)
+            assert_int_equal(p[n - 1].layer, l0 + per - 1);
+        for (uint32_t k = 1; k + 1 < n; k++)
+            assert_true(p[k].layer >= l0 && p[k].layer < l0 + per);
+    }
+    for (uint32_t s = 0; s + 1 < stages; s++) { /* neighbours: one rectangle apart */
+        uint32_t ra, ca, rb, cb;
+        npu_plan_stage_origin(&h->plan, s, &ra, &ca);
+        npu_plan_stage_origin(&h->plan, s + 1, &rb, &cb);
+        assert_int_equal((ra != rb) + (ca != cb), 1);
+    }
+    for (uint32_t s = 0; s < stages; s++)
+        for (uint32_t r = 0; r < tp; r++)
+            assert_int_equal(seen[s][r], 1);
+    char text[4096];
+    assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);
+    npu_built_image_free(&img);
+}
+
+static void test_stages(void **state)
+{
+    (void)state;
+    check_stages(&dense, &mesh2x2, 2, 2);
+    check_stages(&dense, &mesh2x2, 1, 4); /* around the 2x2 mesh */
+    check_stages(&moe, &mesh4x4, 4, 4);
+    check_stages(&moe, &mesh4x4, 8, 2);
+    check_stages(&dense, &mesh4x4, 2, 4);
+}
+
+static void test_stage_refusals(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.stages = 3;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "4 layers do not split into 3 pipeline");
+    req.stages = 2, req.tp = 4;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "tp 4 x 2 stage(s) needs more cores");
+    req = request(7, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+    req.stages = 2; /* 14 cores, but 7 is only a 7 x 1 rectangle */
+    expect_plan_refusal(&dense, &mesh4x4, &req, "that its stages can stack into");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ep_shares),
+        cmocka_unit_test(test_ep_refusals),
+        cmocka_unit_test(test_stages),
+        cmocka_unit_test(test_stage_refusals),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
