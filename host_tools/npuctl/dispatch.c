@@ -73,7 +73,7 @@ static const struct npuctl_command commands[] = {
       "  (tile buffers, residual, KV cache, weights resident or staged), HBM. A plan that\n"
       "  does not divide the model or fit the chip is refused with the numbers (exit 2).\n"
       "  --tp N                ranks of the tensor-parallel group (default: every core)\n"
-      "  --stages S            pipeline stages (only 1 is built)\n"
+      "  --stages S            pipeline stages: S groups of tp cores, L/S layers each\n"
       "  --placement linear|interleaved|ring|mesh2d  (default ring)\n"
       "  --partition P         mn|k|auto for every GEMM, or GEMM=P,... with GEMM one of\n"
       "                        qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head\n"

@@ -7,7 +7,7 @@
  *
  * Modelled: FCFS queues in arrival (index) order, admission against max_batch, the rows of
  * an iteration and the KV cache, request lifetimes. Not modelled: preemption, priorities,
- * PD disaggregation (refused by sched_init), pipeline stages. Deterministic: no clock of
+ * PD disaggregation (refused by sched_init), micro-batches over pipeline stages. Deterministic: no clock of
  * its own (the caller passes chip time), no randomness.
  */
 #include "rt/sched.h"

@@ -23,7 +23,10 @@
  *   layered-chunked  layered within each chunk of `chunk` tokens
  *   pd-fusion   the NPU paper, section 4.3.2: budget units per iteration, a decode costs 1,
  *               a prefill chunk of `chunk` tokens costs `prefill_units`; decodes first
- * Not built: PD disaggregation (sched_init refuses it), pipeline stages.
+ * Pipeline stages are the cores' business (docs/images.md): a plan's stages run every
+ * iteration one after another, and layered prefill works whether its groups coincide with
+ * the stages or not. Not built: PD disaggregation (sched_init refuses it), overlapping
+ * iterations or micro-batches over the stages.
  */
 #ifndef RT_SCHED_H
 #define RT_SCHED_H
