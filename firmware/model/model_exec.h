@@ -11,12 +11,20 @@
  * (bounded SRAM for any context), causal and sliding-window masks, output projection, dense
  * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
  * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
- * split over the tensor-parallel group, MN (output columns, one all-gather per GEMM) or K
- * (input columns, one all-reduce) per GEMM as the plan says; every other op runs on every
- * rank on replicated activations. Weights are resident in SRAM or staged one layer at a time
- * from HBM (experts: only those some row of the iteration routes to).
+ * split over the tensor-parallel group per GEMM as the plan says: MN (output columns, one
+ * all-gather per GEMM), K (input columns, one all-reduce) or 2D (blocks of W on the R x C
+ * grid of a mesh2d group: an all-reduce along the grid row, then an all-gather along the
+ * grid column, the NoC driver's line collectives); an FFN with MN up and K down GEMMs keeps
+ * its hidden split (one all-reduce), any other combination, 2D included, completes each GEMM.
+ * Every other op runs on every rank on replicated activations (so a 2D rank reads its K
+ * columns of X as a strided view, it is not sent them). Weights are resident in SRAM or
+ * staged one layer at a time from HBM (experts: only those some row of the iteration routes
+ * to).
  * Not modelled: attention split over ranks, experts on other cores (M2N), pipeline stages,
- * overlap of weight staging with compute (a chain is sequential).
+ * overlap of weight staging with compute (a chain is sequential), 2-D partition of the
+ * activations (Table 2's input/R C: here X is replicated), and the paper's iterated 2-D
+ * schedule (Figure 3-c interleaves compute with the row and column steps; here the GEMM
+ * runs first, then the two collectives).
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H

@@ -31,10 +31,11 @@ static int parse_u32(const char *opt, const char *v, uint32_t *out)
     return 0;
 }
 
-/* "mn", "k", "auto" for every GEMM, or a list "qkv=mn,o=k,...". */
+/* "mn", "k", "2d", "auto" for every GEMM, or a list "qkv=mn,o=k,...". */
 static int parse_partition(const char *v, uint32_t *part)
 {
-    static const char *const words[] = { "auto", "mn", "k" };
+    /* index = NPU_PLAN_AUTO, NPU_PART_MN, NPU_PART_K, NPU_PART_2D */
+    static const char *const words[] = { "auto", "mn", "k", "2d" };
     char buf[256];
     snprintf(buf, sizeof(buf), "%s", v);
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
@@ -42,7 +43,7 @@ static int parse_partition(const char *v, uint32_t *part)
         char *eq = strchr(tok, '=');
         const char *val = eq ? eq + 1 : tok;
         int which = -1, g = -1;
-        for (int i = 0; i < 3; i++)
+        for (int i = 0; i < (int)(sizeof(words) / sizeof(words[0])); i++)
             which = strcmp(val, words[i]) == 0 ? i : which;
         if (eq) {
             *eq = '\0';
@@ -52,7 +53,7 @@ static int parse_partition(const char *v, uint32_t *part)
         if (which < 0 || (eq && g < 0))
             return npuctl_usage_error(
                 "--partition: '%s' (%s)", v,
-                "mn|k|auto, or GEMM=mn|k|auto,... with "
+                "mn|k|2d|auto, or GEMM=mn|k|2d|auto,... with "
                 "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
         for (int i = 0; i < NPU_GEMM_COUNT; i++)
             if (g < 0 || g == i)

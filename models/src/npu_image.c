@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "noc/placement.h"
 #include "npu_regs.h"
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
@@ -61,9 +62,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     p->tp, p->stages, p->rect_rows, p->rect_cols, p->rect_row0,
                     p->rect_col0, h->mesh_rows, h->mesh_cols);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
-        if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K)
-            return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u",
-                        npu_gemm_name((enum npu_gemm)g), p->partition[g]);
+        if (p->partition[g] < NPU_PART_MN || p->partition[g] > NPU_PART_2D ||
+            (p->partition[g] == NPU_PART_2D && p->tp > 1 && p->placement != NOC_PLACE_MESH2D))
+            return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u (placement "
+                        "%u)", npu_gemm_name((enum npu_gemm)g), p->partition[g], p->placement);
     if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
         p->max_tokens < p->max_batch || p->tile_rows == 0 || p->max_seq == 0 ||
         p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED || p->kv_sram_blocks > 8192 ||
@@ -216,5 +218,5 @@ const char *npu_gemm_name(enum npu_gemm g)
 
 const char *npu_partition_name(enum npu_partition p)
 {
-    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : "?";
+    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : p == NPU_PART_2D ? "2d" : "?";
 }

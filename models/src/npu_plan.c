@@ -87,7 +87,16 @@ static void add_entry(struct planner *pl, const struct model_tensor *t, uint32_t
     pl->weights_end = align_up(pl->weights_end + block * blocks, 64);
 }
 
-/* One entry for a replicated tensor, or one share per rank for a split one. */
+/* Part k of n split in p: [*lo, *lo + *len). */
+static void split(uint32_t n, uint32_t p, uint32_t k, uint32_t *lo, uint32_t *len)
+{
+    *lo = (uint32_t)((uint64_t)n * k / p);
+    *len = (uint32_t)((uint64_t)n * (k + 1) / p) - *lo;
+}
+
+/* One entry for a replicated tensor, or one share per rank for a split one: rank r of the
+   grid of rows_p x cols_p ranks (MN: p x 1, K: 1 x p, 2D: the group's rectangle) holds the
+   block (r / cols_p, r % cols_p) of W[out][in]. */
 static void plan_tensor(const struct model_tensor *t, void *ctx)
 {
     struct planner *pl = ctx;
@@ -99,12 +108,15 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
     const uint32_t blocks = (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
                                 ? pl->cfg->num_experts : 1;
     const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
-    const bool mn = pl->plan.partition[g] == NPU_PART_MN;
+    const uint32_t part = pl->plan.partition[g];
+    const uint32_t rows_p = part == NPU_PART_MN ? p : part == NPU_PART_K ? 1
+                                                                          : pl->plan.rect_rows;
+    const uint32_t cols_p = p / rows_p;
     for (uint32_t r = 0; r < p; r++) {
-        uint32_t n = mn ? out : in;
-        uint32_t lo = (uint32_t)((uint64_t)n * r / p), hi = (uint32_t)((uint64_t)n * (r + 1) / p);
-        add_entry(pl, t, r, blocks, mn ? hi - lo : out, mn ? in : hi - lo, mn ? lo : 0,
-                  mn ? 0 : lo);
+        uint32_t row0, rows, col0, cols;
+        split(out, rows_p, r / cols_p, &row0, &rows);
+        split(in, cols_p, r % cols_p, &col0, &cols);
+        add_entry(pl, t, r, blocks, rows, cols, row0, col0);
     }
 }
 
@@ -133,10 +145,41 @@ static bool gemm_used(const struct model_config *c, enum npu_gemm g)
     return true;
 }
 
+/* 2-D over the group's R x C grid: the grid is a mesh2d group's (its rows and columns are
+   what the line collectives run along), and the blocks are equal (row blocks are the
+   column all-gather's chunks; equal column blocks as the NPU paper's Table 2 has them). */
+static int check_2d(struct planner *pl, enum npu_gemm g)
+{
+    const struct model_config *c = pl->cfg;
+    const struct npu_plan *p = &pl->plan;
+    const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
+    uint32_t n, k;
+    gemm_dims(c, g, &n, &k);
+    if (p->tp > 1 && p->placement != NOC_PLACE_MESH2D)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "%s: the %s GEMM's 2-D partition "
+                    "needs --placement mesh2d (its %ux%u grid of ranks is a mesh2d group's, "
+                    "whose rows and columns the collectives run along); the placement is %s",
+                    c->name, npu_gemm_name(g), R, C,
+                    noc_placement_name((enum noc_placement)p->placement));
+    if (!gemm_used(c, g))
+        return NPU_OK;
+    if (n % R || (g == NPU_GEMM_QKV && q % R))
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's N dimension (%u) "
+                    "is not a multiple of the grid's %u rows (tp %u as %ux%u): 2-D row blocks "
+                    "must be equal for the column all-gather", c->name, npu_gemm_name(g),
+                    n % R ? n : q, R, p->tp, R, C);
+    if (k % C)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's K dimension (%u) "
+                    "is not a multiple of the grid's %u columns (tp %u as %ux%u): 2-D column "
+                    "blocks must be equal", c->name, npu_gemm_name(g), k, C, p->tp, R, C);
+    return NPU_OK;
+}
+
 /* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
    activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
-   others K below the hidden size and MN from it on, the NPU paper's section 5.6) and the
-   check that every split dimension gives each rank at least one row or column. */
+   others K below the hidden size and MN from it on, the NPU paper's section 5.6; 2D only
+   when asked for) and the check that every split dimension gives each rank at least one row
+   or column. */
 static int plan_partitions(struct planner *pl, const struct npu_plan_request *req)
 {
     const struct model_config *c = pl->cfg;
@@ -148,10 +191,16 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
             part = NPU_PART_K;
         else if (part == NPU_PLAN_AUTO)
             part = pl->plan.max_tokens < c->hidden_size ? NPU_PART_K : NPU_PART_MN;
-        if (part != NPU_PART_MN && part != NPU_PART_K)
-            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn "
-                        "or k", npu_gemm_name((enum npu_gemm)g), part);
+        if (part != NPU_PART_MN && part != NPU_PART_K && part != NPU_PART_2D)
+            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn, "
+                        "k or 2d", npu_gemm_name((enum npu_gemm)g), part);
         pl->plan.partition[g] = part;
+        if (part == NPU_PART_2D) {
+            int rc = check_2d(pl, (enum npu_gemm)g);
+            if (rc != NPU_OK)
+                return rc;
+            continue;
+        }
         uint32_t n, k;
         gemm_dims(c, (enum npu_gemm)g, &n, &k);
         uint32_t dim = part == NPU_PART_MN ? n : k;
