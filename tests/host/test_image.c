@@ -324,6 +324,22 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     expect_image_refusal(b, n, "core 1: rank");
 
+    /* A partition the firmware does not know, and 2D on a group that is not mesh2d (its
+       line collectives need the grid). */
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_O] = 99;
+    reseal(b, n);
+    expect_image_refusal(b, n, "plan: partition of o is 99");
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_QKV] = NPU_PART_2D; /* the image is ring-placed */
+    reseal(b, n);
+    expect_image_refusal(b, n, "plan: partition of qkv is 3 (placement 2)");
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_QKV] = NPU_PART_2D;
+    h->plan.placement = 3;
+    reseal(b, n);
+    assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
+
     /* Trailing bytes are refused too. */
     uint8_t *longer = calloc(1, n + 8);
     assert_non_null(longer);
