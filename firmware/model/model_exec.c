@@ -221,43 +221,69 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     return kind == MT_LM_HEAD ? 0 : m->staged[kind];
 }
 
-/* This rank's part of Y for share rows [r0, r1) of W at w (the rows of a streamed chunk). */
+/*
+ * This rank's part of Y for share rows [r0, r1) of W at w (the rows of a streamed chunk),
+ * over the share's K columns [col0, col0 + cols) of x (MN: all of them). K gives Y[:, r0:r1]
+ * (partial); MN and 2D give the share's output columns as Y^T rows into ytmp, the layout in
+ * which they are the all-gather's chunks (one row: Y itself is that layout).
+ */
 static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t x,
                        uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
                        uint32_t r1, uint32_t n, uint32_t k)
 {
-    const uint64_t eb = m->eb;
+    const uint64_t eb = m->eb, xs = x + (uint64_t)t->col0 * eb;
     if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
-        exec_gemm(m, y + r0 * eb, x + (uint64_t)t->col0 * eb, w, rows, r1 - r0, t->cols, k,
-                  t->cols, n, true, false, false);
-    } else if (rows == 1) {                 /* MN, one row: Y[0][lo + r0 .. lo + r1) */
-        exec_gemm(m, y + (t->row0 + r0) * eb, x, w, 1, r1 - r0, k, k, k, n, true, false,
+        exec_gemm(m, y + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n, true, false,
                   false);
-    } else {                                /* MN: Y^T rows lo + r0 .. into ytmp */
-        exec_gemm(m, m->a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, x, r1 - r0, rows, k,
-                  k, k, rows, true, false, false);
+    } else if (rows == 1) {                 /* one row: Y[0][row0 + r0 .. row0 + r1) */
+        exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, 1, r1 - r0, t->cols, k, t->cols, n,
+                  true, false, false);
+    } else {                                /* Y^T rows row0 + r0 .. into ytmp */
+        exec_gemm(m, m->a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, xs, r1 - r0, rows,
+                  t->cols, t->cols, k, rows, true, false, false);
     }
 }
 
-/* After the shares: the collective that completes Y on every rank. */
+/* 2D: rank (i, j) holds its partial Y^T[N_i] over K_j; the all-reduce along grid row i (the
+   ranks of N_i) completes it, the all-gather along grid column j (one rank per N_i) brings
+   every block. A grid of one row or one column has one of the two to do. */
+static int complete_2d(struct exec_model *m, uint64_t yt, uint32_t rows, uint32_t n,
+                       const struct npu_image_tensor *t)
+{
+    int rc = NPU_OK;
+    if (m->plan->rect_cols > 1) {
+        struct noc_coll_args a = { .buf = yt + (uint64_t)t->row0 * rows * m->eb,
+                                   .count = (uint64_t)t->rows * rows, .dtype = m->dt };
+        rc = noc_allreduce_line(m->comm, &a, NOC_LINE_ROWS);
+    }
+    if (rc == NPU_OK && m->plan->rect_rows > 1) {
+        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->dt };
+        rc = noc_allgather_line(m->comm, &a, NOC_LINE_COLS);
+    }
+    return rc;
+}
+
+/* After the shares: the collectives that complete Y on every rank. */
 static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, uint32_t rows,
-                    uint32_t n)
+                    uint32_t n, const struct npu_image_tensor *t)
 {
     if (m->tp == 1)
         return NPU_OK;
     enum exec_cat was = m->cat;
     exec_set_cat(m, EXEC_CAT_COLL);
+    const uint64_t yt = rows == 1 ? y : m->a.ytmp; /* where MN and 2D left Y^T */
     int rc;
     if (part == NPU_PART_K) {
         struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->dt };
         rc = noc_allreduce(m->comm, &a);
-    } else {
-        struct noc_coll_args a = { .buf = rows == 1 ? y : m->a.ytmp,
-                                   .count = (uint64_t)rows * n, .dtype = m->dt };
+    } else if (part == NPU_PART_MN) {
+        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->dt };
         rc = noc_allgather(m->comm, &a);
+    } else {
+        rc = complete_2d(m, yt, rows, n, t);
     }
     exec_set_cat(m, was);
-    if (rc == NPU_OK && part == NPU_PART_MN && rows > 1) /* Y = I Y^T^T: back to rows */
+    if (rc == NPU_OK && part != NPU_PART_K && rows > 1) /* Y = I Y^T^T: back to rows */
         exec_gemm(m, y, m->a.ident, m->a.ytmp, rows, n, rows, m->ident_ld, rows, n, true, false,
                   false);
     return rc;
@@ -285,7 +311,7 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
         }
     }
     int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
-    return rc != NPU_OK ? rc : complete(m, part, y, rows, n);
+    return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
 }
 
 /* This rank's share alone (no collective): MN gives y[rows][share rows] of the output

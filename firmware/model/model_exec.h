@@ -11,18 +11,25 @@
  * (bounded SRAM for any context), causal and sliding-window masks, output projection, dense
  * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
  * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
- * split over the tensor-parallel group, MN (output columns, one all-gather per GEMM) or K
- * (input columns, one all-reduce) per GEMM as the plan says, or, for the experts, EP (whole
- * experts per rank, the combine an all-reduce); every other op runs on every rank on
- * replicated activations. Weights are resident in SRAM or staged one layer at a time from
- * HBM (experts: only those some row of the iteration routes to).
+ * split over the tensor-parallel group per GEMM as the plan says: MN (output columns, one
+ * all-gather per GEMM), K (input columns, one all-reduce) or 2D (blocks of W on the R x C
+ * grid of a mesh2d group: an all-reduce along the grid row, then an all-gather along the
+ * grid column, the NoC driver's line collectives); an FFN with MN up and K down GEMMs keeps
+ * its hidden split (one all-reduce), any other combination, 2D included, completes each GEMM.
+ * The experts may instead be EP (whole experts per rank, the combine an all-reduce).
+ * Every other op runs on every rank on replicated activations (so a 2D rank reads its K
+ * columns of X as a strided view, it is not sent them). Weights are resident in SRAM or
+ * staged one layer at a time from HBM (experts: only those some row of the iteration routes
+ * to).
  * Pipeline stages: a stage's ranks run its layers; the residual rows pass to the same rank
  * of the next stage over the NoC (SEND / RECV), and the last stage sends the tokens back to
  * every other stage. Stages run one after another within an iteration: no micro-batches.
  * Not modelled: attention split over ranks, dispatch of routed rows to other cores (M2N;
  * under EP the rows are already on every rank), overlap of pipeline stages across
  * iterations or micro-batches, overlap of weight staging with compute (a chain is
- * sequential).
+ * sequential), 2-D partition of the activations (Table 2's input/R C: here X is
+ * replicated), and the paper's iterated 2-D schedule (Figure 3-c interleaves compute with
+ * the row and column steps; here the GEMM runs first, then the two collectives).
  */
 #ifndef MODEL_EXEC_H
 #define MODEL_EXEC_H

@@ -31,13 +31,13 @@ static int parse_u32(const char *opt, const char *v, uint32_t *out)
     return 0;
 }
 
-/* "mn", "k", "auto" for every GEMM, "ep" for both expert GEMMs, or a list
-   "qkv=mn,o=k,expert_up=ep,...". */
+/* "mn", "k", "2d", "auto" for every GEMM, "ep" for both expert GEMMs, or a list
+   "qkv=mn,o=2d,expert_up=ep,...". */
 static int parse_partition(const char *v, uint32_t *part)
 {
     static const struct { const char *word; uint32_t value; } words[] = {
         { "auto", NPU_PLAN_AUTO }, { "mn", NPU_PART_MN }, { "k", NPU_PART_K },
-        { "ep", NPU_PART_EP },
+        { "2d", NPU_PART_2D }, { "ep", NPU_PART_EP },
     };
     const int nwords = (int)(sizeof(words) / sizeof(words[0]));
     char buf[256];
@@ -57,7 +57,7 @@ static int parse_partition(const char *v, uint32_t *part)
         if (which < 0 || (eq && g < 0))
             return npuctl_usage_error(
                 "--partition: '%s' (%s)", v,
-                "mn|k|auto|ep, or GEMM=mn|k|auto|ep,... with "
+                "mn|k|2d|auto|ep, or GEMM=mn|k|2d|auto|ep,... with "
                 "GEMM one of qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head");
         const bool ep_all = !eq && words[which].value == NPU_PART_EP;
         for (int i = 0; i < NPU_GEMM_COUNT; i++)

@@ -51,11 +51,14 @@ enum npu_gemm {
 };
 
 /* MN: a rank holds rows [r N / p, (r + 1) N / p) of W[N][K] and an all-gather completes
-   Y; K: columns [r K / p, ...) of W, and an all-reduce sums the partial Y. EP (expert
+   Y; K: columns [r K / p, ...) of W, and an all-reduce sums the partial Y. 2D: the ranks
+   are the R x C grid of a mesh2d group (R, C = rect_rows, rect_cols; rank r = i C + j) and
+   rank (i, j) holds the block [i N / R, ...) x [j K / C, ...) of W; an all-reduce along grid
+   row i completes Y[:, N_i], an all-gather along grid column j completes Y. EP (expert
    GEMMs only, both of them): expert parallelism, rank r holds whole experts
    [r E / p, (r + 1) E / p) and runs the rows routed to them; one all-reduce of the partial
    MoE outputs is the combine (docs/images.md, "Expert parallelism"). */
-enum npu_partition { NPU_PART_MN = 1, NPU_PART_K = 2, NPU_PART_EP = 4 };
+enum npu_partition { NPU_PART_MN = 1, NPU_PART_K = 2, NPU_PART_2D = 3, NPU_PART_EP = 4 };
 
 enum npu_image_mode { NPU_IMAGE_FUNCTIONAL = 0, NPU_IMAGE_PERFORMANCE = 1 };
 

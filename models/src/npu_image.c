@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_weights.h"
+#include "noc/placement.h"
 #include "npu_regs.h"
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
@@ -69,10 +70,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     p->rect_rows, p->rect_cols, p->rect_row0, p->rect_col0, last_row0,
                     last_col0, h->mesh_rows, h->mesh_cols);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
-        if (p->partition[g] != NPU_PART_MN && p->partition[g] != NPU_PART_K &&
-            !(p->partition[g] == NPU_PART_EP && npu_plan_is_ep(p)))
-            return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u",
-                        npu_gemm_name((enum npu_gemm)g), p->partition[g]);
+        if (p->partition[g] < NPU_PART_MN || p->partition[g] > NPU_PART_EP ||
+            (p->partition[g] == NPU_PART_EP && !npu_plan_is_ep(p)) ||
+            (p->partition[g] == NPU_PART_2D && p->tp > 1 && p->placement != NOC_PLACE_MESH2D))
+            return fail(err, errlen, NPU_ERR_FORMAT, "plan: partition of %s is %u (placement "
+                        "%u)", npu_gemm_name((enum npu_gemm)g), p->partition[g], p->placement);
     if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
         p->max_tokens < p->max_batch || p->tile_rows == 0 || p->max_seq == 0 ||
         p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED || p->kv_sram_blocks > 8192 ||
@@ -251,5 +253,6 @@ void npu_plan_stage_origin(const struct npu_plan *p, uint32_t s, uint32_t *row0,
 
 const char *npu_partition_name(enum npu_partition p)
 {
-    return p == NPU_PART_MN ? "mn" : p == NPU_PART_K ? "k" : p == NPU_PART_EP ? "ep" : "?";
+    static const char *const names[] = { "?", "mn", "k", "2d", "ep" };
+    return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "?";
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* The planner: model + chip + plan request -> image (npu_plan.h, docs/images.md). */
-#include "npu_plan.h"
+#include "npu_plan_internal.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -12,22 +12,6 @@
 #include "npu_layout.h"
 #include "npu_numeric.h"
 #include "npu_regs.h"
-
-#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
-
-static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return code;
-}
-
-static uint64_t align_up(uint64_t v, uint64_t a)
-{
-    return (v + a - 1) / a * a;
-}
 
 void npu_plan_request_init(struct npu_plan_request *req)
 {
@@ -50,21 +34,6 @@ static int tensor_gemm(enum model_tensor_kind k)
     }
 }
 
-/* Planner state while building. */
-struct planner {
-    const struct model_config *cfg;
-    const struct npu_plan_chip *chip;
-    struct npu_plan plan;
-    struct npu_image_tensor *tensors;
-    struct model_tensor *sources;   /* the generator's tensor of each entry */
-    uint64_t ntensors, cap;
-    uint64_t weights_off, weights_end;
-    uint32_t eb;
-    bool stream;
-    int64_t kv_pool;                /* the request's kv_sram_blocks: -1 auto, 0 none, N */
-    char *err;
-    size_t errlen;
-};
 
 /* One share: blocks [block0, block0 + blocks) of rows [row0, + rows) x cols [col0, + cols). */
 struct share {
@@ -91,8 +60,17 @@ static void add_entry(struct planner *pl, const struct model_tensor *t, struct s
     pl->weights_end = align_up(pl->weights_end + block * sh.blocks, 64);
 }
 
-/* One entry for a replicated tensor, or one share per rank for a split one (under EP, an
-   expert tensor's share is the rank's whole experts). */
+/* Part k of n split in p: [*lo, *lo + *len). */
+static void split(uint32_t n, uint32_t p, uint32_t k, uint32_t *lo, uint32_t *len)
+{
+    *lo = (uint32_t)((uint64_t)n * k / p);
+    *len = (uint32_t)((uint64_t)n * (k + 1) / p) - *lo;
+}
+
+/* One entry for a replicated tensor, or one share per rank for a split one: rank r of the
+   grid of rows_p x cols_p ranks (MN: p x 1, K: 1 x p, 2D: the group's rectangle) holds the
+   block (r / cols_p, r % cols_p) of W[out][in]; under EP an expert tensor's share is the
+   rank's whole experts. */
 static void plan_tensor(const struct model_tensor *t, void *ctx)
 {
     struct planner *pl = ctx;
@@ -104,16 +82,20 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
     const uint32_t blocks = (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
                                 ? pl->cfg->num_experts : 1;
     const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
-    const enum npu_partition part = (enum npu_partition)pl->plan.partition[g];
-    const bool mn = part == NPU_PART_MN;
+    const uint32_t part = pl->plan.partition[g];
+    const uint32_t rows_p = part == NPU_PART_MN ? p : part == NPU_PART_2D ? pl->plan.rect_rows
+                                                                           : 1;
+    const uint32_t cols_p = p / rows_p;
     for (uint32_t r = 0; r < p; r++) {
-        uint32_t n = part == NPU_PART_EP ? blocks : mn ? out : in;
-        uint32_t lo = (uint32_t)((uint64_t)n * r / p), hi = (uint32_t)((uint64_t)n * (r + 1) / p);
-        if (part == NPU_PART_EP)
-            add_entry(pl, t, (struct share){ r, lo, hi - lo, out, in, 0, 0 });
-        else
-            add_entry(pl, t, (struct share){ r, 0, blocks, mn ? hi - lo : out,
-                                             mn ? in : hi - lo, mn ? lo : 0, mn ? 0 : lo });
+        uint32_t row0, rows, col0, cols, e0, ne;
+        if (part == NPU_PART_EP) {
+            split(blocks, p, r, &e0, &ne);
+            add_entry(pl, t, (struct share){ r, e0, ne, out, in, 0, 0 });
+            continue;
+        }
+        split(out, rows_p, r / cols_p, &row0, &rows);
+        split(in, cols_p, r % cols_p, &col0, &cols);
+        add_entry(pl, t, (struct share){ r, 0, blocks, rows, cols, row0, col0 });
     }
 }
 
@@ -142,10 +124,41 @@ static bool gemm_used(const struct model_config *c, enum npu_gemm g)
     return true;
 }
 
+/* 2-D over the group's R x C grid: the grid is a mesh2d group's (its rows and columns are
+   what the line collectives run along), and the blocks are equal (row blocks are the
+   column all-gather's chunks; equal column blocks as the NPU paper's Table 2 has them). */
+static int check_2d(struct planner *pl, enum npu_gemm g)
+{
+    const struct model_config *c = pl->cfg;
+    const struct npu_plan *p = &pl->plan;
+    const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
+    uint32_t n, k;
+    gemm_dims(c, g, &n, &k);
+    if (p->tp > 1 && p->placement != NOC_PLACE_MESH2D)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "%s: the %s GEMM's 2-D partition "
+                    "needs --placement mesh2d (its %ux%u grid of ranks is a mesh2d group's, "
+                    "whose rows and columns the collectives run along); the placement is %s",
+                    c->name, npu_gemm_name(g), R, C,
+                    noc_placement_name((enum noc_placement)p->placement));
+    if (!gemm_used(c, g))
+        return NPU_OK;
+    if (n % R || (g == NPU_GEMM_QKV && q % R))
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's N dimension (%u) "
+                    "is not a multiple of the grid's %u rows (tp %u as %ux%u): 2-D row blocks "
+                    "must be equal for the column all-gather", c->name, npu_gemm_name(g),
+                    n % R ? n : q, R, p->tp, R, C);
+    if (k % C)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's K dimension (%u) "
+                    "is not a multiple of the grid's %u columns (tp %u as %ux%u): 2-D column "
+                    "blocks must be equal", c->name, npu_gemm_name(g), k, C, p->tp, R, C);
+    return NPU_OK;
+}
+
 /* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
    activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
-   others K below the hidden size and MN from it on, the NPU paper's section 5.6) and the
-   check that every split dimension gives each rank at least one row or column. */
+   others K below the hidden size and MN from it on, the NPU paper's section 5.6; 2D and EP
+   only when asked for) and the check that every split dimension gives each rank at least
+   one row or column. */
 static uint32_t auto_partition(const struct planner *pl, enum npu_gemm g)
 {
     if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP)
@@ -179,12 +192,18 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
         uint32_t part = req->partition[g];
         if (part == NPU_PLAN_AUTO)
             part = auto_partition(pl, (enum npu_gemm)g);
-        if (part != NPU_PART_MN && part != NPU_PART_K && part != NPU_PART_EP)
+        if (part < NPU_PART_MN || part > NPU_PART_EP)
             return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn, "
-                        "k or ep", npu_gemm_name((enum npu_gemm)g), part);
+                        "k, 2d or ep", npu_gemm_name((enum npu_gemm)g), part);
         pl->plan.partition[g] = part;
         if (part == NPU_PART_EP)
             continue; /* whole experts per rank: nothing is split */
+        if (part == NPU_PART_2D) {
+            int rc = check_2d(pl, (enum npu_gemm)g);
+            if (rc != NPU_OK)
+                return rc;
+            continue;
+        }
         uint32_t n, k;
         gemm_dims(c, (enum npu_gemm)g, &n, &k);
         uint32_t dim = part == NPU_PART_MN ? n : k;
@@ -277,167 +296,6 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
 }
 
 
-/* Bytes of the shares of rank r of stage st in layer l, or in all of the stage's layers if
-   l < 0 (every rank has the replicated tensors too). */
-static uint64_t layer_bytes(const struct planner *pl, uint32_t st, uint32_t rank, int64_t layer)
-{
-    uint64_t sum = 0;
-    for (uint64_t i = 0; i < pl->ntensors; i++) {
-        const struct npu_image_tensor *t = &pl->tensors[i];
-        bool global = t->kind == MT_EMBED || t->kind == MT_FINAL_NORM || t->kind == MT_LM_HEAD;
-        if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank) ||
-            npu_plan_tensor_stage(&pl->plan, t) != st)
-            continue; /* embeddings stay in HBM: rows are read as tokens need them */
-        if (layer < 0 ? true : (!global && t->layer == (uint32_t)layer))
-            sum += align_up(t->block_bytes, 64) * t->blocks; /* as exec_stage_* lay them out */
-    }
-    return sum;
-}
-
-/* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
-   shares when they fit, else a staging buffer for the largest layer), the NPU paper's
-   section 4.2 order. */
-static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
-                     struct npu_image_core *core, const struct npu_act_layout *act, bool stream)
-{
-    const struct model_config *c = pl->cfg;
-    const struct npu_plan *p = &pl->plan;
-    const uint64_t avail = pl->chip->sram_bytes -
-                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
-                                                 pl->chip->mesh_cols);
-    uint64_t at = NPU_IMAGE_APP_BASE;
-    core->comm_scratch = at, at += NPU_IMAGE_COMM_SCRATCH;
-    core->sram_act = at, core->sram_act_bytes = act->bytes, at += align_up(act->bytes, 64);
-    if (at > avail)
-        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: the tile buffers (tile_rows "
-                    "%u) need %.2f MiB of SRAM per core, %.2f MiB are free", c->name,
-                    pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
-    const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
-    const uint64_t kvb = align_up(npu_kv_ring_bytes(c, p), 64);
-    uint64_t stage = 0, all = layer_bytes(pl, st, rank, -1);
-    for (uint32_t l = st * p->stage_layers; l < (st + 1) * p->stage_layers; l++) {
-        uint64_t b = layer_bytes(pl, st, rank, (int64_t)l);
-        stage = b > stage ? b : stage;
-    }
-    stage = align_up(stage, 64);
-    core->x_bytes = xb, core->kv_bytes = kvb;
-    /* the three choices hold for every rank: a rank can only move things to HBM (the
-       caller repeats the ranks until no rank changes them) */
-    pl->plan.x_in_sram = pl->plan.x_in_sram && at + xb + stage <= avail;
-    core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
-    at += pl->plan.x_in_sram ? xb : 0;
-    /* with a block pool in SRAM, the ring is the spill space in HBM (section 4.2) */
-    pl->plan.kv_in_sram = pl->plan.kv_in_sram && pl->kv_pool == 0 &&
-                          at + kvb + stage <= avail;
-    core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
-    at += pl->plan.kv_in_sram ? kvb : 0;
-    pl->plan.weights_resident = pl->plan.weights_resident && !stream && at + all <= avail;
-    core->sram_weights = core->sram_stage = at;
-    if (pl->plan.weights_resident)
-        core->sram_weights_bytes = all, at += align_up(all, 64);
-    else
-        core->sram_stage_bytes = stage, at += stage;
-    core->sram_end = at;
-    if (at > avail)
-        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u needs %.2f "
-                    "MiB of SRAM: tile buffers %.2f, staging of one layer's weights %.2f (the "
-                    "residual and the KV cache already moved to HBM); the core has %.2f MiB "
-                    "free. Use a larger tp or smaller tile_rows", c->name, pl->chip->name,
-                    p->tp, rank, MIB(at - NPU_IMAGE_APP_BASE), MIB(act->bytes), MIB(stage),
-                    MIB(avail - NPU_IMAGE_APP_BASE));
-    return NPU_OK;
-}
-
-/* Resident plans: each rank's shares (and replicated tensors) get SRAM offsets in order,
-   per stage. The same offsets serve every rank, since a rank only reads its own entries. */
-static void place_resident(struct planner *pl, const struct npu_image_core *core0)
-{
-    const uint32_t tp = pl->plan.tp;
-    uint64_t *next = calloc((size_t)tp * pl->plan.stages, sizeof(*next)); /* [stage][rank] */
-    if (!next)
-        abort();
-    for (uint32_t r = 0; r < tp * pl->plan.stages; r++)
-        next[r] = core0->sram_weights;
-    for (uint64_t i = 0; i < pl->ntensors; i++) {
-        struct npu_image_tensor *t = &pl->tensors[i];
-        uint64_t bytes = align_up(t->block_bytes * t->blocks, 64);
-        uint64_t *row = next + (size_t)npu_plan_tensor_stage(&pl->plan, t) * tp;
-        if (t->kind == MT_EMBED)
-            continue;
-        if (t->rank == NPU_IMAGE_IDLE) { /* replicated: the same offset on every rank */
-            uint64_t at = 0;
-            for (uint32_t r = 0; r < tp; r++)
-                at = row[r] > at ? row[r] : at;
-            t->sram_off = at;
-            for (uint32_t r = 0; r < tp; r++)
-                row[r] = at + bytes;
-        } else {
-            t->sram_off = row[t->rank];
-            row[t->rank] += bytes;
-        }
-    }
-    free(next);
-}
-
-/* Resident plans: each core's weights end where its last share (or replicated tensor,
-   placed at the same offset on every rank, after the largest rank's shares) ends. */
-static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
-{
-    const uint64_t avail = pl->chip->sram_bytes - NPU_IMAGE_NOC_RESERVE((uint64_t)ncores);
-    for (uint32_t i = 0; i < ncores; i++) {
-        struct npu_image_core *c = &cores[i];
-        if (c->rank == NPU_IMAGE_IDLE)
-            continue;
-        uint64_t end = c->sram_weights;
-        for (uint64_t j = 0; j < pl->ntensors; j++) {
-            const struct npu_image_tensor *t = &pl->tensors[j];
-            if (t->sram_off != NPU_IMAGE_NOWHERE &&
-                (t->rank == NPU_IMAGE_IDLE || t->rank == c->rank) &&
-                npu_plan_tensor_stage(&pl->plan, t) == c->stage) {
-                uint64_t e = align_up(t->sram_off + t->block_bytes * t->blocks, 64);
-                end = e > end ? e : end;
-            }
-        }
-        c->sram_weights_bytes = end - c->sram_weights;
-        c->sram_end = end;
-        if (end > avail)
-            return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u's "
-                        "resident weights end at %.2f MiB of SRAM, %.2f MiB are usable",
-                        pl->cfg->name, pl->chip->name, pl->plan.tp, c->rank, MIB(end),
-                        MIB(avail));
-    }
-    return NPU_OK;
-}
-
-/* Stage st's layer program (the same for every rank of the stage): its input (the
-   embeddings, or the previous stage's residual rows), its layers, its output (the next
-   stage's input, or the head). */
-static uint32_t plan_program(const struct planner *pl, uint32_t st, struct npu_prog_op *ops)
-{
-    const struct model_config *c = pl->cfg;
-    const uint32_t l0 = st * pl->plan.stage_layers, l1 = l0 + pl->plan.stage_layers;
-    uint32_t n = 0;
-    if (st == 0)
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_EMBED };
-    else
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_RECV, .layer = l0 - 1 };
-    for (uint32_t l = l0; l < l1; l++) {
-        if (!pl->plan.weights_resident)
-            ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_STAGE, .layer = l };
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_ATTENTION, .layer = l,
-                                         .flags = model_is_sliding_layer(c, l)
-                                                      ? NPU_OP_SLIDING : 0 };
-        ops[n++] = (struct npu_prog_op){ .kind = c->arch == MODEL_MOE ? NPU_OP_MOE
-                                                                      : NPU_OP_FFN,
-                                         .layer = l };
-    }
-    if (st + 1 < pl->plan.stages)
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_SEND, .layer = l1 - 1 };
-    else
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_HEAD };
-    return n;
-}
-
 /* Functional images carry the weights: each share generated from the model's seed. */
 static void fill_weights(const struct planner *pl, uint8_t *image)
 {
@@ -518,48 +376,6 @@ static void plan_tied_head(struct planner *pl)
     plan_tensor(&head, pl);
 }
 
-/* The KV block pool: after everything else in SRAM (the NPU paper's section 4.2 gives KV
-   blocks and weights what the buffers leave; weights come first here, since a streamed
-   layer costs every iteration and a spilled KV position only its attention reads). The
-   same number of blocks on every rank: auto takes what the fullest rank has left, capped
-   at what max_batch requests of max_seq positions can use. */
-static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
-{
-    const struct model_config *c = pl->cfg;
-    struct npu_plan *p = &pl->plan;
-    const uint64_t avail = pl->chip->sram_bytes -
-                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
-                                                 pl->chip->mesh_cols);
-    const uint64_t block = 2ull * p->stage_layers * p->kv_block * npu_kv_row_bytes(c, p);
-    const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + p->kv_block - 1) / p->kv_block);
-    uint64_t room = UINT64_MAX;
-    p->kv_sram_blocks = 0;
-    if (pl->kv_pool == 0)
-        return NPU_OK;
-    for (uint32_t i = 0; i < ncores; i++)
-        if (cores[i].rank != NPU_IMAGE_IDLE) {
-            uint64_t end = align_up(cores[i].sram_end, 64);
-            uint64_t r = end < avail ? (avail - end) / block : 0;
-            room = r < room ? r : room;
-        }
-    uint64_t want = pl->kv_pool < 0 ? (room < cap ? room : cap) : (uint64_t)pl->kv_pool;
-    if (pl->kv_pool < 0 && want > 8192)
-        want = 8192; /* the control core's KV manager tracks at most 8192 blocks */
-    if (want > room || want > 8192)
-        return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: %llu KV blocks of %u "
-                    "positions (%.2f MiB each) do not fit: SRAM has room for %llu per core "
-                    "(at most 8192)", c->name, pl->chip->name, (unsigned long long)want,
-                    p->kv_block, MIB(block), (unsigned long long)room);
-    p->kv_sram_blocks = (uint32_t)want;
-    for (uint32_t i = 0; i < ncores; i++)
-        if (cores[i].rank != NPU_IMAGE_IDLE) {
-            cores[i].kv_pool_off = align_up(cores[i].sram_end, 64);
-            cores[i].kv_pool_bytes = want * block;
-            cores[i].sram_end = cores[i].kv_pool_off + cores[i].kv_pool_bytes;
-        }
-    return NPU_OK;
-}
-
 /* HBM after the weights: each rank's KV segments and residual rows unless in SRAM. */
 static uint64_t plan_hbm(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
 {
@@ -622,93 +438,6 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     return NPU_OK;
 }
 
-/* Every rank's SRAM plan. Where the residual rows, the KV ring and the weights go is one
-   choice for all ranks (the firmware reads it from the plan), and ranks' shares may differ
-   (EP: some ranks hold no experts), so the ranks are planned again until no rank had to
-   move anything more to HBM. */
-static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
-                           struct npu_image_core *cores, const struct npu_act_layout *act)
-{
-    struct npu_plan *p = &pl->plan;
-    p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
-    for (;;) {
-        const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
-        for (uint32_t st = 0; st < p->stages; st++)
-            for (uint32_t r = 0; r < p->tp; r++) {
-                uint32_t core = groups[st].core[r];
-                cores[core].rank = r, cores[core].stage = st;
-                int rc = plan_sram(pl, st, r, &cores[core], act, pl->stream);
-                if (rc != NPU_OK)
-                    return rc;
-            }
-        if ((p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident) == was)
-            break;
-    }
-    return NPU_OK;
-}
-
-/* The NoC groups of the stages: the same placement in each stage's rectangle. */
-static int plan_stage_groups(struct planner *pl, struct noc_group *groups)
-{
-    const struct npu_plan *p = &pl->plan;
-    for (uint32_t st = 0; st < p->stages; st++) {
-        uint32_t row0, col0;
-        npu_plan_stage_origin(p, st, &row0, &col0);
-        struct noc_group_args ga = {
-            .placement = (enum noc_placement)p->placement,
-            .rect = { (uint16_t)row0, (uint16_t)col0, (uint16_t)p->rect_rows,
-                      (uint16_t)p->rect_cols },
-            .mesh_rows = pl->chip->mesh_rows, .mesh_cols = pl->chip->mesh_cols };
-        int rc = noc_group_init(&groups[st], &ga);
-        if (rc != NPU_OK)
-            return fail(pl->err, pl->errlen, rc, "placement %u of a %ux%u group at (%u,%u) on "
-                        "the %ux%u mesh", p->placement, p->rect_rows, p->rect_cols, row0, col0,
-                        pl->chip->mesh_rows, pl->chip->mesh_cols);
-    }
-    return NPU_OK;
-}
-
-static int plan_cores(struct planner *pl, struct npu_image_core *cores, struct npu_prog_op *ops,
-                      uint32_t *nops)
-{
-    const struct npu_plan *p = &pl->plan;
-    const uint32_t cols = pl->chip->mesh_cols, ncores = pl->chip->mesh_rows * cols;
-    struct npu_act_layout act;
-    npu_act_layout(pl->cfg, p, &act);
-    for (uint32_t i = 0; i < ncores; i++)
-        cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
-    /* Rank r of a stage is the core the NoC driver's placement makes rank r, so a rank's
-       share is where the collectives expect its chunk. */
-    static struct noc_group groups[NOC_GROUP_MAX];
-    int rc = plan_stage_groups(pl, groups);
-    if (rc == NPU_OK)
-        rc = plan_ranks_sram(pl, groups, cores, &act);
-    if (rc != NPU_OK)
-        return rc;
-    if (p->weights_resident) {
-        place_resident(pl, &cores[groups[0].core[0]]);
-        rc = resident_ends(pl, cores, ncores);
-        if (rc != NPU_OK)
-            return rc;
-    }
-    rc = plan_kv_pool(pl, cores, ncores);
-    if (rc != NPU_OK)
-        return rc;
-    uint32_t first[NOC_GROUP_MAX + 1];
-    *nops = 0;
-    for (uint32_t st = 0; st < p->stages; st++) {
-        first[st] = *nops;
-        *nops += plan_program(pl, st, ops + *nops);
-    }
-    first[p->stages] = *nops;
-    for (uint32_t i = 0; i < ncores; i++)
-        if (cores[i].rank != NPU_IMAGE_IDLE) {
-            cores[i].prog_first = first[cores[i].stage];
-            cores[i].prog_count = first[cores[i].stage + 1] - first[cores[i].stage];
-        }
-    return NPU_OK;
-}
-
 int npu_plan_build(const struct model_config *cfg, const char *config_text,
                    const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                    struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
@@ -733,7 +462,7 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     uint32_t nops = 0;
     if (!cores || !ops)
         abort();
-    rc = plan_cores(&pl, cores, ops, &nops);
+    rc = npu_planner_cores(&pl, cores, ops, &nops);
     /* Default tile and block sizes shrink until the tile buffers fit a small core. */
     while (rc == NPU_ERR_NOMEM) {
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
@@ -743,7 +472,7 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
             pl.plan.kv_block = b / 2;
         if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
-        rc = plan_cores(&pl, cores, ops, &nops);
+        rc = npu_planner_cores(&pl, cores, ops, &nops);
     }
     if (rc == NPU_OK)
         rc = write_image(&pl, config_text, cores, ops, nops, out);

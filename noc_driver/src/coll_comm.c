@@ -154,7 +154,9 @@ static const char *kind_name(uint32_t kind)
 {
     static const char *const names[] = { "?", "barrier", "broadcast", "allgather",
                                          "reduce_scatter", "allreduce", "alltoall",
-                                         "m2n_dispatch", "m2n_combine" };
+                                         "m2n_dispatch", "m2n_combine", "allgather_rows",
+                                         "allgather_cols", "allreduce_rows",
+                                         "allreduce_cols" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 

@@ -33,6 +33,10 @@ enum coll_kind {
     COLL_ALLTOALL,
     COLL_M2N_DISPATCH,
     COLL_M2N_COMBINE,
+    COLL_ALLGATHER_ROWS, /* line collectives of a MESH2D group (noc_allgather_line, ...) */
+    COLL_ALLGATHER_COLS,
+    COLL_ALLREDUCE_ROWS,
+    COLL_ALLREDUCE_COLS,
 };
 
 /* Local checks a rank reports in its header (0: passed). */

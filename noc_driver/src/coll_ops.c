@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Barrier, all-gather, reduce-scatter, all-reduce (1-D rings and MESH2D rows-then-columns)
- * and broadcast (noc/collective.h).
+ * Barrier, all-gather, reduce-scatter, all-reduce (1-D rings and MESH2D rows-then-columns),
+ * the line collectives of a MESH2D grid, and broadcast (noc/collective.h).
  */
+#include <assert.h>
+
 #include "coll_internal.h"
 #include "npu/hal.h"
 
@@ -17,6 +19,11 @@ static bool dtype_ok(enum npu_dtype dt)
     return dt == NPU_DTYPE_BF16 || dt == NPU_DTYPE_FP32;
 }
 
+static bool is_2d(const struct noc_comm *c)
+{
+    return c->group.placement == NOC_PLACE_MESH2D;
+}
+
 /* The header of a collective on buffer a->buf; local checks included. */
 static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind,
                       const struct noc_coll_args *a)
@@ -27,8 +34,8 @@ static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll
     h->root = a->root;
     h->buf = a->buf;
     if (a->count == 0 || a->count > COLL_COUNT_MAX || !dtype_ok(a->dtype) ||
-        a->root >= c->group.size)
-        h->fault = COLL_BAD_ARGS;
+        a->root >= c->group.size || (kind >= COLL_ALLGATHER_ROWS && !is_2d(c)))
+        h->fault = COLL_BAD_ARGS; /* line collectives need a grid */
     else
         h->fault = (uint8_t)coll_check_buffer(c, a->buf, a->count, coll_elem_bytes(a->dtype));
 }
@@ -68,11 +75,6 @@ static void ring_col(const struct noc_comm *c, const struct noc_coll_args *a,
         bounds[k] = coll_bound(a->count, c->group.size, k * cols);
     *r = (struct coll_ring){ .ranks = line, .len = rows, .pos = c->rank / cols,
                              .bounds = bounds, .dtype = a->dtype };
-}
-
-static bool is_2d(const struct noc_comm *c)
-{
-    return c->group.placement == NOC_PLACE_MESH2D;
 }
 
 static int gather(struct noc_comm *c, const struct noc_coll_args *a)
@@ -150,6 +152,65 @@ int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a)
 int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a)
 {
     return run(c, COLL_ALLREDUCE, a, allreduce_body);
+}
+
+/* The grid line through this rank (a row, or a column), as a ring of its own: the buffer
+   is the line's, split among the line's ranks. */
+static void ring_line(const struct noc_comm *c, const struct noc_coll_args *a, bool rows,
+                      struct coll_ring *r)
+{
+    const uint32_t cols = c->group.grid_cols, i = c->rank / cols, j = c->rank % cols;
+    const uint32_t len = rows ? cols : c->group.grid_rows;
+    for (uint32_t k = 0; k < len; k++)
+        line[k] = (uint16_t)(rows ? i * cols + k : k * cols + j);
+    for (uint32_t k = 0; k <= len; k++)
+        bounds[k] = coll_bound(a->count, len, k);
+    *r = (struct coll_ring){ .ranks = line, .len = len, .pos = rows ? j : i,
+                             .bounds = bounds, .dtype = a->dtype };
+}
+
+/* All-gather (reduce false) or all-reduce along every line: a 1-D ring per line. */
+static int line_body(struct noc_comm *c, const struct noc_coll_args *a, bool rows,
+                     bool reduce)
+{
+    struct coll_ring r;
+    ring_line(c, a, rows, &r);
+    int rc = reduce ? coll_ring_reduce_scatter(c, &r) : NPU_OK;
+    return rc == NPU_OK ? coll_ring_allgather(c, &r) : rc;
+}
+
+static int gather_rows(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return line_body(c, a, true, false);
+}
+
+static int gather_cols(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return line_body(c, a, false, false);
+}
+
+static int reduce_rows(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return line_body(c, a, true, true);
+}
+
+static int reduce_cols(struct noc_comm *c, const struct noc_coll_args *a)
+{
+    return line_body(c, a, false, true);
+}
+
+int noc_allgather_line(struct noc_comm *c, const struct noc_coll_args *a, enum noc_line dim)
+{
+    assert((unsigned)dim <= NOC_LINE_COLS);
+    return dim == NOC_LINE_ROWS ? run(c, COLL_ALLGATHER_ROWS, a, gather_rows)
+                                : run(c, COLL_ALLGATHER_COLS, a, gather_cols);
+}
+
+int noc_allreduce_line(struct noc_comm *c, const struct noc_coll_args *a, enum noc_line dim)
+{
+    assert((unsigned)dim <= NOC_LINE_COLS);
+    return dim == NOC_LINE_ROWS ? run(c, COLL_ALLREDUCE_ROWS, a, reduce_rows)
+                                : run(c, COLL_ALLREDUCE_COLS, a, reduce_cols);
 }
 
 /* A chain from the root in rank order, pipelined in segments: each rank forwards a segment

@@ -76,7 +76,8 @@ static inline int teardown(void **state)
     return 0;
 }
 
-/* A request with short sequences, so that every tiny plan fits both meshes' HBM. */
+/* A request with short sequences, so that every tiny plan fits both meshes' HBM (2D: on the
+   mesh2d placement it needs). */
 static inline struct npu_plan_request request(uint32_t tp, uint32_t partition,
                                               uint32_t mode)
 {
@@ -87,6 +88,8 @@ static inline struct npu_plan_request request(uint32_t tp, uint32_t partition,
     r.max_seq = 64;
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         r.partition[g] = partition;
+    if (partition == NPU_PART_2D)
+        r.placement = 3;
     return r;
 }
 

@@ -209,6 +209,22 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     expect_image_refusal(b, n, "core 1: rank");
 
+    /* A partition the firmware does not know, and 2D on a group that is not mesh2d (its
+       line collectives need the grid). */
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_O] = 99;
+    reseal(b, n);
+    expect_image_refusal(b, n, "plan: partition of o is 99");
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_QKV] = NPU_PART_2D; /* the image is ring-placed */
+    reseal(b, n);
+    expect_image_refusal(b, n, "plan: partition of qkv is 3 (placement 2)");
+    memcpy(b, img.data, n);
+    h->plan.partition[NPU_GEMM_QKV] = NPU_PART_2D;
+    h->plan.placement = 3;
+    reseal(b, n);
+    assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
+
     /* Trailing bytes are refused too. */
     uint8_t *longer = calloc(1, n + 8);
     assert_non_null(longer);
@@ -295,6 +311,23 @@ static void test_plan_refusals(void **state)
     expect_plan_refusal(&dense, &mesh4x4, &req, "not a multiple of tp 12");
     expect_plan_refusal(&moe, &mesh4x4, &req, "not a multiple of tp 12");
 
+    /* 2D: the grid is a mesh2d group's; its blocks must be equal. */
+    req = request(0, NPU_PART_2D, NPU_IMAGE_FUNCTIONAL);
+    req.placement = -1;
+    expect_plan_refusal(&dense, &mesh4x4, &req, "the qkv GEMM's 2-D partition needs "
+                        "--placement mesh2d (its 4x4 grid of ranks is a mesh2d group's, whose "
+                        "rows and columns the collectives run along); the placement is ring");
+    req.placement = 3;
+    req.tp = 12; /* a 3x4 grid: 64 kv columns (and 128 q) do not split in 3 row blocks */
+    expect_plan_refusal(&dense, &mesh4x4, &req, "tiny-dense: the qkv GEMM's N dimension (64) "
+                        "is not a multiple of the grid's 3 rows (tp 12 as 3x4)");
+    req.tp = 8;
+    req.partition[NPU_GEMM_QKV] = NPU_PART_K;
+    struct model odd = dense; /* an FFN of 250: 2x4 blocks of ffn_down's K do not divide */
+    odd.cfg.intermediate_size = 250;
+    expect_plan_refusal(&odd, &mesh4x4, &req, "tiny-dense: the ffn_down GEMM's K dimension "
+                        "(250) is not a multiple of the grid's 4 columns (tp 8 as 2x4)");
+
     /* HBM too small for the weights and KV cache. */
     struct npu_plan_chip small_hbm = mesh2x2;
     small_hbm.hbm_bytes = 0x100000;
@@ -319,8 +352,26 @@ static void test_plan_refusals(void **state)
 
 /* ---- shares ---- */
 
-/* Every split tensor's shares over the ranks cover it exactly once; replicated tensors are
-   one whole entry. */
+/* The block of W[out][in] rank r must hold: MN rows, K columns, 2D the block (r / C, r % C)
+   of the R x C grid of the group's rectangle (equal blocks), as rows x cols at (row0, col0). */
+static void expected_share(const struct npu_plan *p, uint32_t part, uint32_t r, uint32_t out,
+                           uint32_t in, uint32_t want[4])
+{
+    const uint32_t R = part == NPU_PART_MN ? p->tp : part == NPU_PART_K ? 1 : p->rect_rows;
+    const uint32_t C = p->tp / R, i = r / C, j = r % C;
+    if (part == NPU_PART_2D) {
+        assert_int_equal(R * C, p->rect_rows * p->rect_cols);
+        assert_int_equal(out % R, 0);
+        assert_int_equal(in % C, 0);
+    }
+    want[0] = (uint32_t)((uint64_t)out * i / R); /* row0, rows, col0, cols */
+    want[1] = (uint32_t)((uint64_t)out * (i + 1) / R) - want[0];
+    want[2] = (uint32_t)((uint64_t)in * j / C);
+    want[3] = (uint32_t)((uint64_t)in * (j + 1) / C) - want[2];
+}
+
+/* Every split tensor's shares over the ranks cover it exactly once, each rank its block of
+   the partition; replicated tensors are one whole entry. */
 static void check_shares(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
                          uint32_t part)
 {
@@ -340,8 +391,7 @@ static void check_shares(const struct model *m, const struct npu_plan_chip *chip
                            t->kind != MT_Q_NORM && t->kind != MT_K_NORM &&
                            t->kind != MT_FFN_NORM && t->kind != MT_ROUTER &&
                            t->kind != MT_FINAL_NORM;
-        const uint32_t span = part == NPU_PART_MN ? out : in;
-        uint8_t *seen = calloc(span, 1), ranks[64] = { 0 };
+        uint8_t *seen = calloc((size_t)out * in, 1), ranks[64] = { 0 };
         assert_non_null(seen);
         uint32_t entries = 0;
         for (uint64_t e = 0; e < h->tensors_count; e++) {
@@ -361,28 +411,25 @@ static void check_shares(const struct model *m, const struct npu_plan_chip *chip
             }
             assert_true(s->rank < tp);
             assert_int_equal(ranks[s->rank]++, 0);
-            uint32_t lo, len;
-            if (part == NPU_PART_MN) { /* whole rows [row0, row0 + rows) */
-                assert_int_equal(s->col0, 0);
-                assert_int_equal(s->cols, in);
-                assert_int_equal(s->rows, out / tp); /* equal shares for the all-gather */
-                lo = s->row0, len = s->rows;
-            } else { /* whole columns [col0, col0 + cols) */
-                assert_int_equal(s->row0, 0);
-                assert_int_equal(s->rows, out);
-                lo = s->col0, len = s->cols;
-            }
-            assert_true(len >= 1 && lo + len <= span);
-            for (uint32_t x = lo; x < lo + len; x++)
-                seen[x]++;
+            uint32_t want[4];
+            expected_share(&h->plan, part, s->rank, out, in, want);
+            if (part == NPU_PART_MN)
+                assert_int_equal(want[1], out / tp); /* equal shares for the all-gather */
+            assert_int_equal(s->row0, want[0]);
+            assert_int_equal(s->rows, want[1]);
+            assert_int_equal(s->col0, want[2]);
+            assert_int_equal(s->cols, want[3]);
+            assert_true(s->rows >= 1 && s->cols >= 1);
+            for (uint32_t y = s->row0; y < s->row0 + s->rows; y++)
+                for (uint32_t x = s->col0; x < s->col0 + s->cols; x++)
+                    seen[(size_t)y * in + x]++;
         }
         assert_int_equal(entries, split ? tp : 1);
-        if (split)
-            for (uint32_t x = 0; x < span; x++)
-                if (seen[x] != 1)
-                    fail_msg("%s tp %u %s: tensor kind %u layer %u: %s %u covered %u times",
-                             m->cfg.name, tp, part == NPU_PART_MN ? "mn" : "k", t->kind,
-                             t->layer, part == NPU_PART_MN ? "row" : "column", x, seen[x]);
+        for (size_t x = 0; split && x < (size_t)out * in; x++)
+            if (seen[x] != 1)
+                fail_msg("%s tp %u %s: tensor kind %u layer %u: element [%zu][%zu] covered %u "
+                         "times", m->cfg.name, tp, npu_partition_name((enum npu_partition)part),
+                         t->kind, t->layer, x / in, x % in, seen[x]);
         free(seen);
     }
     /* Entries that are no tensor of the model: none. */
@@ -401,6 +448,13 @@ static void test_shares_cover(void **state)
     check_shares(&moe, &mesh4x4, 16, NPU_PART_K);
     check_shares(&dense, &mesh4x4, 3, NPU_PART_K); /* uneven columns: 42, 43, 43 */
     check_shares(&dense, &mesh2x2, 2, NPU_PART_MN);
+    /* 2D: blocks of the 2x2, 4x4 and 2x4 grids (tp 8 on 4x4 is two rows of 4), and 1x2 */
+    check_shares(&dense, &mesh2x2, 4, NPU_PART_2D);
+    check_shares(&moe, &mesh2x2, 4, NPU_PART_2D);
+    check_shares(&dense, &mesh4x4, 16, NPU_PART_2D);
+    check_shares(&moe, &mesh4x4, 16, NPU_PART_2D);
+    check_shares(&moe, &mesh4x4, 8, NPU_PART_2D);
+    check_shares(&dense, &mesh2x2, 2, NPU_PART_2D);
 }
 
 /* ---- weights ---- */
@@ -470,6 +524,7 @@ static void test_functional_weights(void **state)
     check_weights(&dense, &mesh4x4, 3, NPU_PART_K, NPU_IMAGE_FP32);
     check_weights(&moe, &mesh2x2, 4, NPU_PART_EP, NPU_IMAGE_FP32);   /* 2 experts a rank */
     check_weights(&moe, &mesh4x4, 16, NPU_PART_EP, NPU_IMAGE_BF16);  /* 8 ranks without */
+    check_weights(&moe, &mesh4x4, 8, NPU_PART_2D, NPU_IMAGE_BF16);
 }
 
 /* ---- per core ---- */

@@ -68,6 +68,18 @@ mn-unequal)
     expect 2 "the qkv GEMM's N dimension \(128\) is not a multiple of tp 12" \
         "$npuctl" build-image --model "$dense" --chip mesh-4x4 --tp 12 --partition mn \
         -o "$tmp/x.img" ;;
+2d-not-mesh2d)
+    expect 2 "tiny-dense: the qkv GEMM's 2-D partition needs --placement mesh2d \(its 2x2 grid of ranks is a mesh2d group's, whose rows and columns the collectives run along\); the placement is ring" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition 2d -o "$tmp/x.img" ;;
+2d-rows-unequal)
+    expect 2 "tiny-dense: the qkv GEMM's N dimension \(64\) is not a multiple of the grid's 3 rows \(tp 12 as 3x4\)" \
+        "$npuctl" build-image --model "$dense" --chip mesh-4x4 --tp 12 --partition 2d \
+        --placement mesh2d -o "$tmp/x.img" ;;
+2d-cols-unequal)
+    sed 's/^intermediate_size = .*/intermediate_size = 250/' "$dense" > "$tmp/ffn250.toml"
+    expect 2 "tiny-dense: the ffn_down GEMM's K dimension \(250\) is not a multiple of the grid's 4 columns \(tp 8 as 2x4\)" \
+        "$npuctl" build-image --model "$tmp/ffn250.toml" --chip mesh-4x4 --tp 8 --partition 2d \
+        --placement mesh2d -o "$tmp/x.img" ;;
 too-large)
     expect 2 "qwen3-4b on mesh-2x2: the tile buffers \(tile_rows 8\) need [0-9.]+ MiB of SRAM per core, [0-9.]+ MiB are free" \
         "$npuctl" build-image --model qwen3-4b --chip mesh-2x2 --max-seq 64 -o "$tmp/x.img" ;;

@@ -27,7 +27,15 @@
  * Reduction order (part of the contract, so a host loop in the same order matches bit for
  * bit): ring reductions (not MESH2D) sum chunk c as in[c+1] + in[c+2] + ... + in[c] (ranks
  * modulo size), each addition rounded to dtype; MESH2D reduces along the grid's columns
- * first, in the same ring order over the rows of a column, then along its rows.
+ * first, in the same ring order over the rows of a column, then along its rows. A line
+ * collective (below) is a 1-D ring over the line's ranks in line order.
+ *
+ * Line collectives: on a MESH2D group (rank = i * grid_cols + j), every grid row (or every
+ * grid column) runs the collective on its own ranks at the same time, each line on its own
+ * buffers, as if it were a group of its own: the 2-D tensor partition's all-reduce along a
+ * row and all-gather along a column. They use the group's communicator (its slot, scratch
+ * and agreement: every rank of the whole group calls, and the headers check that all call
+ * the same line collective with the same count), so no further slot is needed.
  */
 #ifndef NOC_COLLECTIVE_H
 #define NOC_COLLECTIVE_H
@@ -95,6 +103,15 @@ int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a);
 /* In place: afterwards every buf holds the element-wise sum over ranks (reduce-scatter,
    then all-gather). */
 int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a);
+
+/* The lines of a MESH2D grid: NOC_LINE_ROWS, grid row i (its grid_cols ranks in order of
+   j); NOC_LINE_COLS, grid column j (its grid_rows ranks in order of i). */
+enum noc_line { NOC_LINE_ROWS = 0, NOC_LINE_COLS = 1 };
+/* As noc_allgather and noc_allreduce, over each line of the grid separately: `count` is the
+   line's buffer, and the rank at position k of its line owns chunk [k * count / len, (k + 1)
+   * count / len). NPU_ERR_INVAL on every rank if the group is not MESH2D. */
+int noc_allgather_line(struct noc_comm *c, const struct noc_coll_args *a, enum noc_line line);
+int noc_allreduce_line(struct noc_comm *c, const struct noc_coll_args *a, enum noc_line line);
 
 /* All-to-all: buf holds size blocks of count elements, block q for rank q; recv gets size
    blocks, block q from rank q. */

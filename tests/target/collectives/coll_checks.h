@@ -22,6 +22,7 @@ enum coll_check {
     CCHECK_MISMATCH,   /* counts that differ across ranks fail on every rank */
     CCHECK_BAD_BUFFER, /* a buffer outside SRAM fails on every rank */
     CCHECK_BAD_GROUP,  /* a rank with another group: every rank fails, nobody hangs */
+    CCHECK_LINES,      /* all-gather and all-reduce along the rows or columns of a grid */
     CCHECK__COUNT
 };
 
@@ -41,6 +42,8 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
     [CCHECK_MISMATCH] = "counts that differ across ranks: NPU_ERR_INVAL on every rank",
     [CCHECK_BAD_BUFFER] = "a buffer outside SRAM: NPU_ERR_RANGE on every rank",
     [CCHECK_BAD_GROUP] = "a rank calling with another group: every rank fails, none hangs",
+    [CCHECK_LINES] = "line collectives: all-gather and all-reduce along every row or column "
+                     "of a mesh2d grid (bit exact); refused on a ring group",
 };
 
 /* One collective case run by the members of each group tiled over the mesh. */
@@ -50,11 +53,17 @@ struct coll_case {
     uint32_t kind;             /* enum coll_check of the collective */
     uint64_t count;
     enum npu_dtype dtype;
+    uint32_t variant;          /* CCHECK_LINES: COLL_LINE_* bits */
 };
+#define COLL_LINE_COLS 1u      /* along the columns (else the rows) */
+#define COLL_LINE_REDUCE 2u    /* all-reduce (else all-gather) */
 
 /* Runs case `cs` on this core if it belongs to one of its groups; checks the result. */
 void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch);
 void coll_api_check(uint64_t data);
 void coll_error_checks(uint64_t data, uint64_t scratch);
+/* The line collectives (coll_lines.c): every case, and one case on this core's comm. */
+void coll_lines_cases(uint64_t data);
+void coll_lines_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t buf);
 
 #endif

@@ -245,6 +245,8 @@ void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
             run_alltoall(cs, data, buf2_of(data));
         } else if (cs->kind == CCHECK_M2N) {
             run_m2n(cs, data, buf2_of(data));
+        } else if (cs->kind == CCHECK_LINES) {
+            coll_lines_run(cs, &case_comm, data);
         } else {
             run_ring_kind(cs, data);
         }
@@ -329,6 +331,7 @@ int main(void)
     coll_api_check(data);
     noc_barrier(&mesh_comm);
     run_all_cases(data);
+    coll_lines_cases(data);
     coll_error_checks(data, scratch_of(data));
     return checks_done();
 }

@@ -32,7 +32,7 @@ float coll_add(float a, float b, enum npu_dtype dt)
 }
 
 /* Ring order over `len` members starting after position `pos`: member(pos + 1), ... */
-static float ring_sum(const uint32_t *labels, uint32_t len, uint32_t pos, uint64_t e,
+float coll_ring_sum(const uint32_t *labels, uint32_t len, uint32_t pos, uint64_t e,
                       enum npu_dtype dt)
 {
     float acc = coll_val(labels[(pos + 1) % len], e);
@@ -47,7 +47,7 @@ float coll_reduced(const struct noc_group *g, uint32_t owner, uint64_t e, enum n
     if (g->placement != NOC_PLACE_MESH2D) {
         for (uint32_t k = 0; k < g->size; k++)
             labels[k] = k;
-        return ring_sum(labels, g->size, owner, e, dt);
+        return coll_ring_sum(labels, g->size, owner, e, dt);
     }
     /* Columns first (row blocks, ring over the rows), then along the owner's row. */
     const uint32_t rows = g->grid_rows, cols = g->grid_cols;
@@ -57,7 +57,7 @@ float coll_reduced(const struct noc_group *g, uint32_t owner, uint64_t e, enum n
         uint32_t col = (j + k) % cols;
         for (uint32_t r = 0; r < rows; r++)
             labels[r] = r * cols + col;
-        float col_sum = ring_sum(labels, rows, i, e, dt);
+        float col_sum = coll_ring_sum(labels, rows, i, e, dt);
         acc = k == 1 ? col_sum : coll_add(acc, col_sum, dt);
     }
     return acc;

@@ -18,6 +18,11 @@ float coll_load(uint64_t addr, uint64_t e, enum npu_dtype dt);
 /* a + b as the vector engine's ADD computes it (fp32, then rounded to dt). */
 float coll_add(float a, float b, enum npu_dtype dt);
 
+/* The sum a 1-D ring over members labels[0..len) leaves in element e of the chunk of the
+   member at position pos: labels[pos + 1] + labels[pos + 2] + ... + labels[pos]. */
+float coll_ring_sum(const uint32_t *labels, uint32_t len, uint32_t pos, uint64_t e,
+                    enum npu_dtype dt);
+
 /* The sum the ring reduction leaves in element e of the chunk of `owner`. */
 float coll_reduced(const struct noc_group *g, uint32_t owner, uint64_t e, enum npu_dtype dt);
 

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/* The planner's state and helpers, shared by its two files (npu_plan.c: group, shapes,
+   partitions, tensors, the image; npu_plan_cores.c: each core's SRAM, programs, KV pool). */
+#ifndef NPU_PLAN_INTERNAL_H
+#define NPU_PLAN_INTERNAL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model_weights.h"
+#include "npu_plan.h"
+
+#define MIB(x) ((double)(x) / (1024.0 * 1024.0))
+
+static inline int fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+static inline uint64_t align_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+
+/* Planner state while building. */
+struct planner {
+    const struct model_config *cfg;
+    const struct npu_plan_chip *chip;
+    struct npu_plan plan;
+    struct npu_image_tensor *tensors;
+    struct model_tensor *sources;   /* the generator's tensor of each entry */
+    uint64_t ntensors, cap;
+    uint64_t weights_off, weights_end;
+    uint32_t eb;
+    bool stream;
+    int64_t kv_pool;                /* the request's kv_sram_blocks: -1 auto, 0 none, N */
+    char *err;
+    size_t errlen;
+};
+
+/* Every core's entry (rank, stage, SRAM map, program) and the stages' programs into ops;
+   0 or a negative npu_status with the message in pl->err. */
+int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
+                      struct npu_prog_op *ops, uint32_t *nops);
+
+#endif
