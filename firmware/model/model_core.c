@@ -184,7 +184,8 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
             if (!runs[i].wants_token)
                 continue;
             q->tokens[q->len + q->generated] = out[i];
-            if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages) /* where the logits are */
+            /* the last stage's rank 0: where the logits are */
+            if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages)
                 printf("MODEL req=%" PRIu32 " step=%" PRIu32 " token=%" PRIu32 " logit=%.7g\n",
                        runs[i].req, q->generated, out[i], (double)logit[i]);
             q->generated++;

@@ -166,7 +166,7 @@ void exec_stage_layer(struct exec_model *m, uint32_t l)
     uint64_t at = m->stage;
     for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
         const struct npu_image_tensor *t = m->t[l][kind];
-        if (!t || kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN)
+        if (!t || model_tensor_is_expert(kind))
             continue;
         m->staged[kind] = at;
         load_share(m, at, t, 0, t->blocks);
@@ -210,7 +210,7 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     block -= t->block0; /* EP: the rank's first expert is its block 0 */
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->sram + t->sram_off + block * t->block_bytes;
-    if (kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN) {
+    if (model_tensor_is_expert(kind)) {
         uint64_t at = m->expert_stage + block * m->expert_span;
         if (kind != MT_E_GATE)
             at += (m->t[layer][MT_E_GATE]->block_bytes + 63) & ~63ull;

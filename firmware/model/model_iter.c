@@ -112,7 +112,7 @@ int exec_load_resident(struct exec_model *m)
         uint64_t bytes = t->block_bytes * t->blocks;
         exec_copy(m, m->sram + t->sram_off, (uint64_t)(uintptr_t)m->image + t->hbm_off, 1,
                   bytes, bytes, bytes);
-        if (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
+        if (model_tensor_is_expert(t->kind))
             m->stats[m->cfg->num_layers].expert_bytes += bytes; /* at load, once */
     }
     exec_set_cat(m, EXEC_CAT_OTHER);

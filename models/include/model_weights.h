@@ -14,6 +14,7 @@
 #ifndef MODEL_WEIGHTS_H
 #define MODEL_WEIGHTS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "model_config.h"
@@ -40,5 +41,11 @@ void model_tensors_each(const struct model_config *m,
 /* Writes the n values of tensor t starting at value `first` (for filling in pieces). */
 void model_tensor_fill(float *dst, const struct model_tensor *t, uint64_t seed,
                        uint64_t first, uint64_t n);
+
+/* Whether tensors of this kind hold experts (E blocks, one per expert). */
+static inline bool model_tensor_is_expert(uint32_t kind)
+{
+    return kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN;
+}
 
 #endif

@@ -114,7 +114,7 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
                         uint64_t i, char *err, size_t errlen)
 {
     uint64_t bytes = t->block_bytes * t->blocks;
-    const bool expert = t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN;
+    const bool expert = model_tensor_is_expert(t->kind);
     if ((t->blocks == 0 && !(expert && npu_plan_is_ep(&h->plan))) ||
         (!expert && t->block0 != 0) || t->block0 > UINT32_MAX - t->blocks || t->reserved ||
         (t->blocks && t->block_bytes > UINT64_MAX / t->blocks) ||

@@ -79,8 +79,7 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
         add_entry(pl, t, (struct share){ NPU_IMAGE_IDLE, 0, 1, t->rows, t->cols, 0, 0 });
         return;
     }
-    const uint32_t blocks = (t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN)
-                                ? pl->cfg->num_experts : 1;
+    const uint32_t blocks = model_tensor_is_expert(t->kind) ? pl->cfg->num_experts : 1;
     const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
     const uint32_t part = pl->plan.partition[g];
     const uint32_t rows_p = part == NPU_PART_MN ? p : part == NPU_PART_2D ? pl->plan.rect_rows
@@ -308,7 +307,7 @@ static void fill_weights(const struct planner *pl, uint8_t *image)
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         const struct npu_image_tensor *t = &pl->tensors[i];
         const struct model_tensor *src = &pl->sources[i];
-        const bool expert = t->kind >= MT_E_GATE && t->kind <= MT_E_DOWN;
+        const bool expert = model_tensor_is_expert(t->kind);
         const uint64_t out = src->rows / (expert ? pl->cfg->num_experts : 1), in = src->cols;
         uint8_t *dst = image + t->hbm_off;
         for (uint64_t b = 0; b < t->blocks; b++)

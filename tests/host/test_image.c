@@ -60,11 +60,6 @@ static const struct model_tensor *source_of(const struct tensor_list *l,
     return NULL;
 }
 
-static bool is_expert(uint32_t kind)
-{
-    return kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN;
-}
-
 /* Rewrites the header's checksum after an edit, so the check gets past it. */
 static void reseal(uint8_t *data, uint64_t bytes)
 {
@@ -385,7 +380,7 @@ static void check_shares(const struct model *m, const struct npu_plan_chip *chip
         assert_int_equal(h->plan.partition[g], part);
     for (uint32_t i = 0; i < list.n; i++) {
         const struct model_tensor *t = &list.t[i];
-        const uint32_t blocks = is_expert(t->kind) ? m->cfg.num_experts : 1;
+        const uint32_t blocks = model_tensor_is_expert(t->kind) ? m->cfg.num_experts : 1;
         const uint32_t out = t->rows / blocks, in = t->cols;
         const bool split = t->kind != MT_EMBED && t->kind != MT_ATTN_NORM &&
                            t->kind != MT_Q_NORM && t->kind != MT_K_NORM &&
@@ -482,7 +477,8 @@ static void check_weights(const struct model *m, const struct npu_plan_chip *chi
         float *whole = malloc(t->elems * sizeof(float));
         assert_non_null(whole);
         model_tensor_fill(whole, t, m->cfg.seed, 0, t->elems);
-        const uint64_t out = t->rows / (is_expert(t->kind) ? m->cfg.num_experts : 1);
+        const uint64_t out =
+            t->rows / (model_tensor_is_expert(t->kind) ? m->cfg.num_experts : 1);
         const uint64_t in = t->cols;
         assert_int_equal(s->block_bytes, (uint64_t)s->rows * s->cols * eb);
         const uint8_t *p = img.data + s->hbm_off;

@@ -7,11 +7,6 @@
 
 #include "model_weights.h"
 
-static bool is_expert_kind(uint32_t kind)
-{
-    return kind == MT_E_GATE || kind == MT_E_UP || kind == MT_E_DOWN;
-}
-
 /* EP over tp ranks: every expert tensor of every layer has one entry per rank, holding the
    whole experts [r E / tp, (r + 1) E / tp) (possibly none), so each expert is on exactly
    one rank; the other tensors are split as the rest of the plan says. */
@@ -29,7 +24,7 @@ static void check_ep(const struct npu_plan_chip *chip, uint32_t tp)
     assert_true(E <= 64 && L <= 8);
     for (uint64_t i = 0; i < h->tensors_count; i++) {
         const struct npu_image_tensor *t = &ts[i];
-        if (!is_expert_kind(t->kind))
+        if (!model_tensor_is_expert(t->kind))
             continue;
         assert_true(t->rank < tp);
         assert_int_equal(t->block0, (uint64_t)E * t->rank / tp);
