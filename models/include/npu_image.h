@@ -36,7 +36,10 @@
    driver keeps at the top of SRAM (it checks noc_reserved_bytes() fits). */
 #define NPU_IMAGE_COMM_SEGMENT 16384u
 #define NPU_IMAGE_COMM_SCRATCH 0x40000u
-#define NPU_IMAGE_NOC_RESERVE(ncores) (4ull * (64ull * (ncores) + 16384ull) + 0x10000ull)
+#define NPU_IMAGE_NOC_RESERVE(ncores) (4ull * (64ull * (ncores) + 32768ull) + 0x10000ull)
+/* Expert parallelism dispatches over the NoC with an all-to-all-v whose count matrix, ranks x
+   experts, must fit the driver's mailbox (NOC_M2N_PAIRS_MAX). */
+#define NPU_IMAGE_A2A_COUNTS_MAX 8192u
 
 /* The weight GEMMs whose partition a plan chooses (the NPU paper's Table 2). */
 enum npu_gemm {

@@ -12,14 +12,13 @@
 #include "npu/noc_endpoint.h"
 #include "npu/wait.h"
 
-static uint32_t segs_of(const struct noc_comm *c, uint64_t bytes)
+uint32_t coll_segments(const struct noc_comm *c, uint64_t bytes)
 {
     return (uint32_t)((bytes + c->cfg.segment_bytes - 1) / c->cfg.segment_bytes);
 }
 
-/* Writes [src, src + bytes) to dst on dst_core in segments (none if bytes is 0). */
-static void emit_block(struct coll_stream *st, uint64_t src, uint64_t dst, uint64_t bytes,
-                       uint32_t dst_core)
+void coll_emit_block(struct coll_stream *st, uint64_t src, uint64_t dst, uint64_t bytes,
+                     uint32_t dst_core)
 {
     const uint64_t seg = st->c->cfg.segment_bytes;
     for (uint64_t off = 0; off < bytes; off += seg) {
@@ -38,10 +37,10 @@ static int alltoall_body(struct noc_comm *c, uint64_t block_bytes)
     coll_stream_begin(&st, c);
     for (uint32_t s = 0; s < size; s++) {
         uint32_t q = (c->rank + 1 + s) % size; /* ... and our own block last */
-        emit_block(&st, h[c->rank].buf + q * block_bytes, h[q].buf2 + c->rank * block_bytes,
-                   block_bytes, c->group.core[q]);
+        coll_emit_block(&st, h[c->rank].buf + q * block_bytes,
+                        h[q].buf2 + c->rank * block_bytes, block_bytes, c->group.core[q]);
     }
-    *coll_arrive_expect(c) += size * segs_of(c, block_bytes);
+    *coll_arrive_expect(c) += size * coll_segments(c, block_bytes);
     return coll_stream_finish(&st);
 }
 
@@ -134,31 +133,29 @@ static void m2n_header(const struct noc_comm *c, struct coll_header *h, enum col
                                               coll_elem_bytes(a->dtype));
 }
 
-/* Senders multicast their count rows; every rank then has the whole matrix. */
-static int m2n_exchange_counts(struct noc_comm *c, const struct noc_m2n_args *a)
+int coll_exchange_counts(struct noc_comm *c, const uint32_t *row, uint32_t entries,
+                         uint32_t rows)
 {
     struct coll_expect *ex = coll_expect_of(c);
-    const uint32_t m = a->senders, n = c->group.size - m;
     const struct noc_rect *r = &c->group.rect;
-    if (c->rank < m) {
+    if (row) {
         static struct npu_desc d;
+        const uint32_t bytes = entries * (uint32_t)sizeof(uint32_t);
         struct noc_multicast_args mc = {
-            .src = (uint64_t)(uintptr_t)a->counts,
-            .dst_offset = coll_counts_offset(c) + (uint64_t)c->rank * n * sizeof(uint32_t),
-            .rows = 1, .row_bytes = n * (uint32_t)sizeof(uint32_t),
-            .src_stride = n * (uint32_t)sizeof(uint32_t),
-            .dst_stride = n * (uint32_t)sizeof(uint32_t), .row0 = r->row0, .col0 = r->col0,
-            .row1 = (uint16_t)(r->row0 + r->rows - 1),
+            .src = (uint64_t)(uintptr_t)row,
+            .dst_offset = coll_counts_offset(c) + (uint64_t)c->rank * bytes,
+            .rows = 1, .row_bytes = bytes, .src_stride = bytes, .dst_stride = bytes,
+            .row0 = r->row0, .col0 = r->col0, .row1 = (uint16_t)(r->row0 + r->rows - 1),
             .col1 = (uint16_t)(r->col0 + r->cols - 1),
             .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_COUNTS),
-                      .signal_value = 1, .keep_data = true },
+                      .signal_value = 1, .keep_data = true }, /* performance mode too */
         };
         noc_multicast_desc(&d, &mc);
         int rc = engine_submit(&d, 1);
         if (rc != NPU_OK)
             return rc;
     }
-    ex->counts += m;
+    ex->counts += rows;
     return hal_sem_wait(coll_sem(c, COLL_SEM_COUNTS), ex->counts);
 }
 
@@ -206,9 +203,9 @@ static void m2n_emit_dispatch(struct coll_stream *st, const struct noc_m2n_plan 
     const uint32_t m = p->senders, n = p->receivers, i = c->rank;
     for (uint32_t s = 0; s < n; s++) {
         uint32_t j = (i + s) % n;
-        emit_block(st, h[i].buf + send_offset(p, i, j) * eb,
-                   h[m + j].buf2 + recv_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
-                   c->group.core[m + j]);
+        coll_emit_block(st, h[i].buf + send_offset(p, i, j) * eb,
+                        h[m + j].buf2 + recv_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
+                        c->group.core[m + j]);
     }
 }
 
@@ -221,9 +218,9 @@ static void m2n_emit_combine(struct coll_stream *st, const struct noc_m2n_plan *
     const uint32_t m = p->senders, n = p->receivers, j = c->rank - m;
     for (uint32_t s = 0; s < m; s++) {
         uint32_t i = (j + s) % m;
-        emit_block(st, h[m + j].buf2 + recv_offset(p, i, j) * eb,
-                   h[i].buf2 + send_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
-                   c->group.core[i]);
+        coll_emit_block(st, h[m + j].buf2 + recv_offset(p, i, j) * eb,
+                        h[i].buf2 + send_offset(p, i, j) * eb, p->counts[i * n + j] * eb,
+                        c->group.core[i]);
     }
 }
 
@@ -235,10 +232,10 @@ static uint32_t m2n_arrivals(const struct noc_comm *c, const struct noc_m2n_plan
     uint32_t segs = 0;
     if (!combine && c->rank >= m)
         for (uint32_t i = 0; i < m; i++)
-            segs += segs_of(c, p->counts[i * n + c->rank - m] * eb);
+            segs += coll_segments(c, p->counts[i * n + c->rank - m] * eb);
     if (combine && c->rank < m)
         for (uint32_t j = 0; j < n; j++)
-            segs += segs_of(c, p->counts[c->rank * n + j] * eb);
+            segs += coll_segments(c, p->counts[c->rank * n + j] * eb);
     return segs;
 }
 
@@ -264,7 +261,8 @@ int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
     int rc = coll_agree(c, &h);
     if (rc != NPU_OK)
         return rc;
-    rc = m2n_exchange_counts(c, a);
+    rc = coll_exchange_counts(c, c->rank < a->senders ? a->counts : NULL,
+                              c->group.size - a->senders, a->senders);
     if (rc == NPU_OK) {
         plan->senders = a->senders;
         plan->receivers = c->group.size - a->senders;

@@ -156,7 +156,8 @@ static const char *kind_name(uint32_t kind)
                                          "reduce_scatter", "allreduce", "alltoall",
                                          "m2n_dispatch", "m2n_combine", "allgather_rows",
                                          "allgather_cols", "allreduce_rows",
-                                         "allreduce_cols" };
+                                         "allreduce_cols", "alltoallv_dispatch",
+                                         "alltoallv_combine" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
@@ -182,7 +183,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
     static const char *const faults[] = {
         "", "a buffer outside its SRAM (or over the communicator's scratch)",
         "bad arguments (count, dtype, root, senders or counts)",
-        "M2N counts beyond the driver's limits",
+        "M2N or all-to-all-v counts beyond the driver's limits",
         "too many of its own descriptors queued on the NoC or vector engine",
         "it gave up waiting for the others' headers" };
     const struct coll_header *h = coll_headers(c);

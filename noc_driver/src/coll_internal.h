@@ -37,6 +37,8 @@ enum coll_kind {
     COLL_ALLGATHER_COLS,
     COLL_ALLREDUCE_ROWS,
     COLL_ALLREDUCE_COLS,
+    COLL_A2AV_DISPATCH, /* all-to-all-v by buckets (noc_alltoallv_dispatch, ...) */
+    COLL_A2AV_COMBINE,
 };
 
 /* Local checks a rank reports in its header (0: passed). */
@@ -44,7 +46,8 @@ enum coll_fault {
     COLL_OK = 0,
     COLL_BAD_BUFFER,   /* a buffer outside this core's SRAM (or in the driver's part) */
     COLL_BAD_ARGS,     /* zero count, unknown dtype, root or senders out of range */
-    COLL_BAD_COUNTS,   /* M2N: more pairs than NOC_M2N_PAIRS_MAX, or a plan too small */
+    COLL_BAD_COUNTS,   /* M2N, all-to-all-v: more than NOC_M2N_PAIRS_MAX counts, or a plan
+                          too small */
     COLL_BUSY,         /* the caller keeps too many descriptors queued on NoC or vector */
     COLL_ABORT,        /* this rank gave up waiting for the others' headers */
 };
@@ -56,8 +59,8 @@ struct coll_header {
     uint8_t kind, dtype, placement, fault;
     uint16_t rank, size;
     struct noc_rect rect;
-    uint32_t root;            /* broadcast root; M2N senders */
-    uint32_t capacity;        /* M2N receiver: recv_capacity (elements) */
+    uint32_t root;            /* broadcast root; M2N senders; all-to-all-v: bucket map hash */
+    uint32_t capacity;        /* M2N receiver, all-to-all-v: recv_capacity (elements) */
     uint64_t count;
     uint64_t buf, buf2;       /* this rank's buffers (global addresses) */
     uint64_t scratch;         /* this rank's scratch (tokens land there) */
@@ -129,6 +132,16 @@ struct coll_write {
     uint32_t wait2_sem, wait2_value;
 };
 void coll_emit_write(struct coll_stream *st, const struct coll_write *w);
+/* Writes [src, src + bytes) to dst on dst_core in segments (none if bytes is 0). */
+void coll_emit_block(struct coll_stream *st, uint64_t src, uint64_t dst, uint64_t bytes,
+                     uint32_t dst_core);
+/* Segments of a block of `bytes`. */
+uint32_t coll_segments(const struct noc_comm *c, uint64_t bytes);
+/* M2N and all-to-all-v: `row` (entries counts, in this core's SRAM; NULL: this rank sends
+   none) is multicast to every member's counts area at entry rank x entries; waits until
+   `rows` rows have landed here. */
+int coll_exchange_counts(struct noc_comm *c, const uint32_t *row, uint32_t entries,
+                         uint32_t rows);
 
 /* Ring phases over `ring` (ranks in ring order; this rank at position `pos`). Parts k =
    [bounds[k], bounds[k + 1]) elements of buf (each rank's buf from its header). A phase

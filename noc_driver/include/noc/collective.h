@@ -55,7 +55,7 @@
     (1024ull + 2ull * NOC_COMM_RECV_SLOTS * (uint64_t)(segment_bytes))
 #define NOC_COMM_TIMEOUT_DEFAULT_PS 100000000000ull /* 100 ms of chip time */
 #define NOC_COMM_QUEUED_MAX 64u /* descriptors the caller may leave queued on NoC, vector */
-#define NOC_M2N_PAIRS_MAX 4096u                   /* senders x receivers */
+#define NOC_M2N_PAIRS_MAX 8192u /* M2N senders x receivers; all-to-all-v ranks x buckets */
 
 struct noc_comm_config {
     const struct noc_group *group;
@@ -148,6 +148,36 @@ int noc_m2n_dispatch(struct noc_comm *c, const struct noc_m2n_args *a,
                      struct noc_m2n_plan *plan);
 int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
                     const struct noc_m2n_plan *plan);
+
+/*
+ * All-to-all-v by buckets (MoE dispatch with the experts spread over the whole group, every
+ * rank both sender and receiver). `buckets` buckets (experts) are owned by the ranks in
+ * order: rank q owns [bucket_first[q], bucket_first[q + 1]). Every rank's send buffer holds
+ * its buckets one after another (bucket 0 first, counts[b] elements each). Dispatch leaves in
+ * rank q's recv, sender by sender (0, 1, ...), that sender's elements of q's buckets in
+ * bucket order; noc_alltoallv_recv_offset finds them. The count matrix [size][buckets] is
+ * kept in `plan` (the caller's storage); the combine sends every block back from recv to
+ * where it came from in the sender's send buffer. Every rank passes the same bucket_first.
+ */
+struct noc_alltoallv_plan {
+    uint32_t buckets;
+    const uint32_t *bucket_first; /* [size + 1]: 0, ..., buckets (non-decreasing) */
+    uint32_t *counts;             /* [size][buckets], filled by dispatch */
+    uint32_t capacity;            /* entries of counts */
+};
+struct noc_alltoallv_args {
+    const uint32_t *counts;       /* dispatch: buckets entries (in this core's SRAM) */
+    uint64_t send, recv;          /* this rank's buffers (global SRAM addresses) */
+    uint64_t recv_capacity;       /* elements recv can hold */
+    enum npu_dtype dtype;
+};
+int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *a,
+                           struct noc_alltoallv_plan *plan);
+int noc_alltoallv_combine(struct noc_comm *c, const struct noc_alltoallv_args *a,
+                          const struct noc_alltoallv_plan *plan);
+/* Element offset, in the recv buffer of the owner of bucket b, of sender i's elements of b. */
+uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
+                                   uint32_t i, uint32_t b);
 
 /* Bytes at the top of every core's SRAM that the driver keeps for its mailboxes: the
    applications' SRAM ends at sram_size - this. */

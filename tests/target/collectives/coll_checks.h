@@ -18,6 +18,7 @@ enum coll_check {
     CCHECK_ALLREDUCE,
     CCHECK_ALLTOALL,
     CCHECK_M2N,
+    CCHECK_ALLTOALLV,  /* all-to-all-v by buckets (MoE dispatch over the whole group) */
     CCHECK_API,        /* async write/read, barriers, semaphores, multicast, circular buffer */
     CCHECK_MISMATCH,   /* counts that differ across ranks fail on every rank */
     CCHECK_BAD_BUFFER, /* a buffer outside SRAM fails on every rank */
@@ -37,6 +38,9 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
     [CCHECK_ALLREDUCE] = "all-reduce matches the host sum in the documented order (bit exact)",
     [CCHECK_ALLTOALL] = "all-to-all delivers every block exactly",
     [CCHECK_M2N] = "M2N dispatch with variable sizes (zeros included) and combine back",
+    [CCHECK_ALLTOALLV] = "all-to-all-v by buckets: every (sender, bucket) block where "
+                         "noc_alltoallv_recv_offset says, ranks owning no bucket included, "
+                         "and the receivers' changes combined back into the send buffers",
     [CCHECK_API] = "NoC API: async write/read with barriers, remote semaphore inc/set, "
                    "multicast, circular buffer with wrap-around",
     [CCHECK_MISMATCH] = "counts that differ across ranks: NPU_ERR_INVAL on every rank",

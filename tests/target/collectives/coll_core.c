@@ -28,6 +28,8 @@ static struct noc_group case_group, mesh_group;
 static struct noc_comm case_comm, mesh_comm;
 static uint32_t m2n_counts[NOC_GROUP_MAX];
 static uint32_t plan_store[NOC_M2N_PAIRS_MAX];
+static uint32_t a2av_counts[2 * NOC_GROUP_MAX]; /* in SRAM, as the image is */
+static uint32_t a2av_first[NOC_GROUP_MAX + 1];
 
 /* This core's free SRAM (the same layout on every core): buf, buf2 (3/8 of it each), then
    the scratch of the case communicators and of the whole-mesh one. */
@@ -56,7 +58,7 @@ static uint64_t scratch_of(uint64_t data)
 static const char *kind_name(uint32_t kind)
 {
     static const char *const names[] = { "placement", "barrier", "broadcast", "allgather",
-                                         "reduce_scatter", "allreduce", "alltoall", "m2n" };
+                                         "reduce_scatter", "allreduce", "alltoall", "m2n", "alltoallv" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
@@ -233,6 +235,65 @@ static void run_m2n(const struct coll_case *cs, uint64_t buf, uint64_t recv)
            cs->count, rc, bad);
 }
 
+/* Elements sender i has for bucket b: 0 to 3 times a base (zeros included); the base is the
+   case count, shrunk on big groups so that every receiver's blocks fit its buffer. */
+static uint32_t a2av_count(const struct coll_case *cs, uint32_t i, uint32_t b)
+{
+    const uint64_t size = case_group.size;
+    const uint64_t base = size <= 4 ? cs->count : (cs->count * 4 + size - 1) / size;
+    return (uint32_t)(((i * 5 + b * 3 + 1) % 4) * base);
+}
+
+/* Receivers check every block, negate it; the combine must bring the negation back. */
+static uint64_t a2av_receive(const struct coll_case *cs, const struct noc_alltoallv_plan *p,
+                             uint64_t recv)
+{
+    const uint32_t size = case_group.size, q = case_comm.rank;
+    uint64_t bad = 0;
+    for (uint32_t i = 0; i < size; i++)
+        for (uint32_t b = p->bucket_first[q]; b < p->bucket_first[q + 1]; b++) {
+            uint64_t at = noc_alltoallv_recv_offset(p, size, i, b);
+            bad += p->counts[i * p->buckets + b] != a2av_count(cs, i, b);
+            for (uint64_t e = 0; e < a2av_count(cs, i, b); e++) {
+                float v = coll_load(recv, at + e, cs->dtype);
+                bad += v != coll_val(i * 1000 + b, e);
+                coll_store(recv, at + e, -v, cs->dtype);
+            }
+        }
+    return bad;
+}
+
+/* Buckets over the ranks unevenly (count 1: fewer buckets than ranks, so some own none). */
+static void run_alltoallv(const struct coll_case *cs, uint64_t buf, uint64_t recv)
+{
+    const uint32_t size = case_group.size, rank = case_comm.rank;
+    const uint32_t buckets = cs->count == 1 ? (size + 1) / 2 : size + size / 2 + 1;
+    for (uint32_t q = 0; q <= size; q++)
+        a2av_first[q] = q * buckets / size;
+    struct noc_alltoallv_plan plan = { .buckets = buckets, .bucket_first = a2av_first,
+                                       .counts = plan_store, .capacity = NOC_M2N_PAIRS_MAX };
+    struct noc_alltoallv_args a = { .counts = a2av_counts, .send = buf, .recv = recv,
+                                    .recv_capacity = region_bytes() / 4, .dtype = cs->dtype };
+    uint64_t sent = 0, bad = 0;
+    for (uint32_t b = 0; b < buckets; b++) {
+        a2av_counts[b] = a2av_count(cs, rank, b);
+        for (uint64_t e = 0; e < a2av_counts[b]; e++)
+            coll_store(buf, sent + e, coll_val(rank * 1000 + b, e), cs->dtype);
+        sent += a2av_counts[b];
+    }
+    int rc = noc_alltoallv_dispatch(&case_comm, &a, &plan);
+    if (rc == NPU_OK)
+        bad += a2av_receive(cs, &plan, recv);
+    if (rc == NPU_OK)
+        rc = noc_alltoallv_combine(&case_comm, &a, &plan);
+    for (uint32_t b = 0, at = 0; rc == NPU_OK && b < buckets; at += a2av_count(cs, rank, b++))
+        for (uint64_t e = 0; e < a2av_count(cs, rank, b); e++)
+            bad += coll_load(buf, at + e, cs->dtype) != -coll_val(rank * 1000 + b, e);
+    expect(rc == NPU_OK && bad == 0, cs->kind, "alltoallv %s %ux%u count %" PRIu64 ", %u "
+           "buckets: rc %d, %" PRIu64 " wrong elements", noc_placement_name(cs->placement),
+           cs->rows, cs->cols, cs->count, buckets, rc, bad);
+}
+
 void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
 {
     (void)scratch;
@@ -245,6 +306,8 @@ void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
             run_alltoall(cs, data, buf2_of(data));
         } else if (cs->kind == CCHECK_M2N) {
             run_m2n(cs, data, buf2_of(data));
+        } else if (cs->kind == CCHECK_ALLTOALLV) {
+            run_alltoallv(cs, data, buf2_of(data));
         } else if (cs->kind == CCHECK_LINES) {
             coll_lines_run(cs, &case_comm, data);
         } else {
@@ -295,7 +358,7 @@ static void run_all_cases(uint64_t data)
                                           { 8, 8 } };
     for (uint32_t p = 0; p < NOC_PLACE_COUNT; p++)
         for (uint32_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
-            for (uint32_t kind = CCHECK_BARRIER; kind <= CCHECK_M2N; kind++)
+            for (uint32_t kind = CCHECK_BARRIER; kind <= CCHECK_ALLTOALLV; kind++)
                 for (uint32_t ci = 0; ci < 3; ci++) {
                     uint32_t size = shapes[s][0] * shapes[s][1];
                     struct coll_case cs = {

@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * All-to-all-v by buckets (noc/collective.h): the MoE dispatch and combine when the experts
+ * are spread over the whole group and every rank has rows to route. Each rank multicasts its
+ * per-bucket counts (keep_data: the metadata moves in performance mode too), so every rank
+ * knows the [size][buckets] matrix and computes every block's place; then each sender writes
+ * its block for rank q straight into q's recv buffer, starting with q = rank + 1 and going
+ * round (at any moment the ranks write to different destinations). The combine is the same
+ * traffic backwards, from the receivers' recv buffers into the senders' send buffers.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "coll_internal.h"
+#include "npu/hal.h"
+
+/* First bucket of rank q, and one past its last. */
+static uint32_t lo_of(const struct noc_alltoallv_plan *p, uint32_t q)
+{
+    return p->bucket_first[q];
+}
+
+static uint32_t hi_of(const struct noc_alltoallv_plan *p, uint32_t q)
+{
+    return p->bucket_first[q + 1];
+}
+
+/* Elements sender i has for rank q: its counts of q's buckets. */
+static uint64_t block_count(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t q)
+{
+    uint64_t n = 0;
+    for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++)
+        n += p->counts[(uint64_t)i * p->buckets + b];
+    return n;
+}
+
+/* Element offset of sender i's block for q: in i's send buffer, and in q's recv buffer. */
+static uint64_t send_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t q)
+{
+    uint64_t off = 0;
+    for (uint32_t b = 0; b < lo_of(p, q); b++)
+        off += p->counts[(uint64_t)i * p->buckets + b];
+    return off;
+}
+
+static uint64_t recv_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t q)
+{
+    uint64_t off = 0;
+    for (uint32_t k = 0; k < i; k++)
+        off += block_count(p, k, q);
+    return off;
+}
+
+uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
+                                   uint32_t i, uint32_t b)
+{
+    uint32_t q = 0;
+    while (q + 1 < size && hi_of(p, q) <= b)
+        q++;
+    uint64_t off = recv_offset(p, i, q);
+    for (uint32_t k = lo_of(p, q); k < b; k++)
+        off += p->counts[(uint64_t)i * p->buckets + k];
+    return off;
+}
+
+/* FNV-1a of the bucket map: the ranks' maps must agree (the header's root). */
+static uint32_t map_hash(const uint32_t *first, uint32_t size)
+{
+    uint32_t h = 2166136261u;
+    for (uint32_t q = 0; q <= size; q++)
+        h = (h ^ first[q]) * 16777619u;
+    return h;
+}
+
+static bool map_ok(const struct noc_alltoallv_plan *p, uint32_t size)
+{
+    if (!p->bucket_first || p->bucket_first[0] != 0 || p->bucket_first[size] != p->buckets)
+        return false;
+    for (uint32_t q = 0; q < size; q++)
+        if (p->bucket_first[q] > p->bucket_first[q + 1])
+            return false;
+    return true;
+}
+
+/* The header with this rank's local checks. */
+static void a2av_header(const struct noc_comm *c, struct coll_header *h, enum coll_kind kind,
+                        const struct noc_alltoallv_args *a, const struct noc_alltoallv_plan *p)
+{
+    const uint32_t size = c->group.size;
+    const uint64_t eb = coll_elem_bytes(a->dtype);
+    coll_header_init(c, h, kind);
+    h->dtype = (uint8_t)a->dtype;
+    h->count = p->buckets;
+    h->buf = a->send;
+    h->buf2 = a->recv;
+    h->capacity = a->recv_capacity > UINT32_MAX ? UINT32_MAX : (uint32_t)a->recv_capacity;
+    if (p->buckets == 0 || !map_ok(p, size) ||
+        (a->dtype != NPU_DTYPE_BF16 && a->dtype != NPU_DTYPE_FP32)) {
+        h->fault = COLL_BAD_ARGS;
+        return;
+    }
+    h->root = map_hash(p->bucket_first, size);
+    if ((uint64_t)size * p->buckets > NOC_M2N_PAIRS_MAX ||
+        p->capacity < (uint64_t)size * p->buckets) {
+        h->fault = COLL_BAD_COUNTS;
+        return;
+    }
+    uint64_t sent = 0;
+    if (kind == COLL_A2AV_DISPATCH) {
+        if (!a->counts ||
+            coll_check_buffer(c, (uint64_t)(uintptr_t)a->counts, p->buckets, 4) != COLL_OK) {
+            h->fault = COLL_BAD_ARGS;
+            return;
+        }
+        for (uint32_t b = 0; b < p->buckets; b++)
+            sent += a->counts[b];
+    } else { /* the plan dispatch filled: what this rank sent, and now gets back */
+        sent = send_offset(p, c->rank, size);
+    }
+    h->fault = (uint8_t)coll_check_buffer(c, a->send, sent, eb);
+    if (h->fault == COLL_OK)
+        h->fault = (uint8_t)coll_check_buffer(c, a->recv, a->recv_capacity, eb);
+}
+
+/* Every rank's total fits its recv_capacity? (Judged alike on every rank.) */
+static int a2av_check_capacity(const struct noc_comm *c, const struct noc_alltoallv_plan *p)
+{
+    const struct coll_header *h = coll_headers(c);
+    for (uint32_t q = 0; q < c->group.size; q++) {
+        uint64_t total = recv_offset(p, c->group.size, q);
+        if (total > h[q].capacity) {
+            printf("noc: rank %u: alltoallv_dispatch #%u refused: rank %u receives %llu "
+                   "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
+                   (unsigned)c->seq, (unsigned)q, (unsigned long long)total,
+                   (unsigned)h[q].capacity);
+            return NPU_ERR_INVAL;
+        }
+    }
+    return NPU_OK;
+}
+
+/* Dispatch: this rank's block for every q, into q's recv. Combine: every sender's block in
+   this rank's recv, back into the sender's send buffer. */
+static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p, bool combine,
+                     enum npu_dtype dt)
+{
+    const struct coll_header *h = coll_headers(c);
+    const uint32_t size = c->group.size, me = c->rank;
+    const uint64_t eb = coll_elem_bytes(dt);
+    struct coll_stream st;
+    uint32_t arrivals = 0;
+    coll_stream_begin(&st, c);
+    for (uint32_t s = 1; s <= size; s++) {
+        uint32_t q = (me + s) % size; /* ... and this rank itself last */
+        if (!combine)
+            coll_emit_block(&st, h[me].buf + send_offset(p, me, q) * eb,
+                            h[q].buf2 + recv_offset(p, me, q) * eb, block_count(p, me, q) * eb,
+                            c->group.core[q]);
+        else
+            coll_emit_block(&st, h[me].buf2 + recv_offset(p, q, me) * eb,
+                            h[q].buf + send_offset(p, q, me) * eb, block_count(p, q, me) * eb,
+                            c->group.core[q]);
+        arrivals += coll_segments(c, (combine ? block_count(p, me, q) : block_count(p, q, me)) *
+                                         eb);
+    }
+    *coll_arrive_expect(c) += arrivals;
+    return coll_stream_finish(&st);
+}
+
+int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *a,
+                           struct noc_alltoallv_plan *plan)
+{
+    struct coll_header h;
+    a2av_header(c, &h, COLL_A2AV_DISPATCH, a, plan);
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = coll_exchange_counts(c, a->counts, plan->buckets, c->group.size);
+    if (rc == NPU_OK) {
+        memcpy(plan->counts, coll_counts_area(c),
+               (size_t)c->group.size * plan->buckets * sizeof(uint32_t));
+        rc = a2av_check_capacity(c, plan);
+    }
+    if (rc == NPU_OK)
+        rc = a2av_move(c, plan, false, a->dtype);
+    coll_done(c);
+    return rc;
+}
+
+int noc_alltoallv_combine(struct noc_comm *c, const struct noc_alltoallv_args *a,
+                          const struct noc_alltoallv_plan *plan)
+{
+    struct coll_header h;
+    a2av_header(c, &h, COLL_A2AV_COMBINE, a, plan);
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = a2av_move(c, plan, true, a->dtype);
+    coll_done(c);
+    return rc;
+}
