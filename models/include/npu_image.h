@@ -202,6 +202,9 @@ const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);
 /* Whether the plan runs the experts expert-parallel (both expert GEMMs EP). */
 bool npu_plan_is_ep(const struct npu_plan *p);
+/* EP: the first of the experts rank r holds, r x E / tp (rank r holds [first(r), first(r + 1));
+   r = tp gives E). */
+uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank);
 /* The pipeline stage that holds tensor t (the embedding: 0; final norm, LM head: last). */
 uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t);
 /* The mesh position of the first core of stage s's rectangle. */

@@ -32,6 +32,13 @@ struct npu_act_layout {
     uint64_t rweight;              /* [T][k] fp32: 1 / (weight of a row's choice) */
     uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
     uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs */
+    /* Expert parallelism over p > 1 ranks (else empty): a rank routes its slice of S =
+       ceil(T / p) rows and serves the rows routed to its experts (at most min(k, ceil(E /
+       p)) per row of the tile). */
+    uint64_t ep_send;              /* [S x k][d] eb: the slice's rows by expert, then results */
+    uint64_t ep_recv;              /* [T x min(k, ceil(E / p))][d] eb: rows for its experts */
+    uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
+    uint64_t ep_counts;            /* uint32 [E]: elements the slice routes to each expert */
     uint64_t hx;                   /* [B][d] eb: each request's last row */
     uint64_t logits;               /* [B][V] eb */
     uint64_t argmax;               /* uint32 [B] */

@@ -234,6 +234,11 @@ bool npu_plan_is_ep(const struct npu_plan *p)
            p->partition[NPU_GEMM_EXP_DOWN] == NPU_PART_EP;
 }
 
+uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank)
+{
+    return (uint32_t)((uint64_t)experts * rank / p->tp);
+}
+
 uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t)
 {
     if (t->kind == MT_EMBED)

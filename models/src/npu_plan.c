@@ -87,8 +87,9 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
     const uint32_t cols_p = p / rows_p;
     for (uint32_t r = 0; r < p; r++) {
         uint32_t row0, rows, col0, cols, e0, ne;
-        if (part == NPU_PART_EP) {
-            split(blocks, p, r, &e0, &ne);
+        if (part == NPU_PART_EP) { /* the firmware's dispatch finds the owners alike */
+            e0 = npu_plan_expert_first(&pl->plan, blocks, r);
+            ne = npu_plan_expert_first(&pl->plan, blocks, r + 1) - e0;
             add_entry(pl, t, (struct share){ r, e0, ne, out, in, 0, 0 });
             continue;
         }
@@ -181,6 +182,12 @@ static int check_ep(struct planner *pl)
     if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && pl->cfg->arch != MODEL_MOE)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: %s has no experts",
                     pl->cfg->name);
+    const uint64_t counts = (uint64_t)pl->plan.tp * pl->cfg->num_experts;
+    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && counts > NPU_IMAGE_A2A_COUNTS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: the dispatch's count "
+                    "matrix, %u ranks x %u experts = %llu entries, exceeds the NoC driver's %u",
+                    pl->plan.tp, pl->cfg->num_experts, (unsigned long long)counts,
+                    NPU_IMAGE_A2A_COUNTS_MAX);
     return NPU_OK;
 }
 
