@@ -57,6 +57,10 @@ ep-half)
 ep-dense)
     expect 2 "partition ep: tiny-dense has no experts" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition ep -o "$tmp/x.img" ;;
+ep-counts)
+    expect 2 "256 ranks x 128 experts = 32768 entries, exceeds the NoC driver's 8192" \
+        "$npuctl" plan --model qwen3-30b-a3b --chip small-256 --mode performance --tp 256 \
+        --partition mn,ep,lm_head=k --max-tokens 256 --max-batch 1 --max-seq 512 ;;
 ep-not-expert)
     expect 2 "partition of qkv: ep applies to the expert GEMMs only" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition qkv=ep \
