@@ -86,6 +86,12 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat)
     m->cat_noc0 = noc;
 }
 
+void exec_set_layer(struct exec_model *m, uint32_t layer)
+{
+    exec_set_cat(m, m->cat); /* what is queued belongs to the layer that queued it */
+    m->layer = layer;
+}
+
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate)

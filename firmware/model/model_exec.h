@@ -7,16 +7,18 @@
  * chain of engine descriptors on this core, every descriptor waiting for the one before.
  *
  * Modelled: RMSNorm, QKV, q/k RMSNorm, RoPE, the KV cache (a request's positions in its SRAM
- * pool blocks, then in its segment of the ring, in SRAM or HBM as the plan says), attention over blocks of the cache with an online softmax
- * (bounded SRAM for any context), causal and sliding-window masks, output projection, dense
- * SwiGLU, MoE (router, top-k, the rows of each expert gathered, one grouped GEMM chain per
- * expert, weighted combine in top-k order), final norm, LM head, argmax. Weight GEMMs are
+ * pool blocks, then in its segment of the ring, in SRAM or HBM as the plan says), attention
+ * over blocks of the cache with an online softmax (bounded SRAM for any context), causal
+ * and sliding-window masks, output projection, dense SwiGLU, MoE (router, top-k, the rows of
+ * each expert gathered, one grouped GEMM chain per expert, weighted combine in top-k order),
+ * final norm, LM head, argmax. Weight GEMMs are
  * split over the tensor-parallel group per GEMM as the plan says: MN (output columns, one
  * all-gather per GEMM), K (input columns, one all-reduce) or 2D (blocks of W on the R x C
  * grid of a mesh2d group: an all-reduce along the grid row, then an all-gather along the
  * grid column, the NoC driver's line collectives); an FFN with MN up and K down GEMMs keeps
  * its hidden split (one all-reduce), any other combination, 2D included, completes each GEMM.
- * The experts may instead be EP (whole experts per rank, the combine an all-reduce).
+ * The experts may instead be EP (whole experts per rank; each rank routes a slice of the rows
+ * and dispatches them to the experts' owners over the NoC, model_moe_ep.c).
  * Every other op runs on every rank on replicated activations (so a 2D rank reads its K
  * columns of X as a strided view, it is not sent them). Weights are resident in SRAM or
  * staged one layer at a time from HBM (experts: only those some row of the iteration routes
@@ -24,8 +26,7 @@
  * Pipeline stages: a stage's ranks run its layers; the residual rows pass to the same rank
  * of the next stage over the NoC (SEND / RECV), and the last stage sends the tokens back to
  * every other stage. Stages run one after another within an iteration: no micro-batches.
- * Not modelled: attention split over ranks, dispatch of routed rows to other cores (M2N;
- * under EP the rows are already on every rank), overlap of pipeline stages across
+ * Not modelled: attention split over ranks, overlap of pipeline stages across
  * iterations or micro-batches, overlap of weight staging with compute (a chain is
  * sequential), 2-D partition of the activations (Table 2's input/R C: here X is
  * replicated), and the paper's iterated 2-D schedule (Figure 3-c interleaves compute with
@@ -152,6 +153,9 @@ struct npu_desc;
 struct vector_op_args;
 int exec_flush(struct exec_model *m);
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);
+/* Charges what ran and what is queued to the current layer, then moves on to `layer`
+   (num_layers: outside the layers). */
+void exec_set_layer(struct exec_model *m, uint32_t layer);
 void exec_vec(struct exec_model *m, struct vector_op_args v);
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);

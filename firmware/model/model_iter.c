@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model_exec.h"
+#include "model_moe.h"
 #include "npu/engine.h"
 #include "npu/hal.h"
 #include "npu/vector.h"
@@ -80,6 +81,12 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->eb = npu_dtype_bytes(p->dtype);
     m->dt = p->dtype == NPU_IMAGE_BF16 ? NPU_DTYPE_BF16 : NPU_DTYPE_FP32;
     npu_act_layout(c, p, &m->a);
+    if (m->a.bytes > core->sram_act_bytes) { /* an image planned by another layout */
+        printf("MODEL error: core %u: the tile buffers need %llu bytes, the image planned "
+               "%llu\n", hal_self()->core_id, (unsigned long long)m->a.bytes,
+               (unsigned long long)core->sram_act_bytes);
+        return NPU_ERR_FORMAT;
+    }
     place_layout(m, m->sram + core->sram_act);
     const uint64_t hbm = (uint64_t)(uintptr_t)m->image;
     m->x_in_sram = p->x_in_sram;
@@ -89,6 +96,8 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
     m->stage = m->sram + core->sram_stage, m->stage_bytes = core->sram_stage_bytes;
     index_tensors(m);
+    if (m->tp > 1 && npu_plan_is_ep(p) && !exec_moe_ep_owns(m))
+        return NPU_ERR_FORMAT;
     write_identity(m);
     m->layer = c->num_layers;
     m->cat = EXEC_CAT_OTHER, m->cat_t0 = hal_time_ps();
@@ -156,7 +165,7 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
                     const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
-    m->layer = op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer;
+    exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     int rc = NPU_OK;
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += m->plan->tile_rows) {
         static struct exec_tile tile;
@@ -209,7 +218,7 @@ static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nrun
     const uint32_t d = c->hidden_size, V = c->vocab_size;
     const uint64_t row = (uint64_t)d * m->eb;
     uint32_t nw = 0, r = 0;
-    m->layer = c->num_layers;
+    exec_set_layer(m, c->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
         if (runs[i].wants_token)
@@ -277,11 +286,11 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
         if (first == b->nruns)
             continue; /* no rows in this layer: nothing to stage or run */
         if (op->kind == NPU_OP_STAGE) {
-            m->layer = op->layer;
+            exec_set_layer(m, op->layer);
             exec_stage_layer(m, op->layer);
         } else if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
             /* the rows that ran the sending stage's last layer, on both sides */
-            m->layer = op->kind == NPU_OP_SEND ? op->layer : op->layer + 1;
+            exec_set_layer(m, op->kind == NPU_OP_SEND ? op->layer : op->layer + 1);
             rc = op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - row0)
                                          : exec_pipe_recv(m, row0, rows - row0);
         } else {
@@ -290,7 +299,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     }
     if (rc == NPU_OK && m->pipe_stage + 1 < m->pipe_stages)
         rc = tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
-    m->layer = m->cfg->num_layers;
+    exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     return rc;
 }

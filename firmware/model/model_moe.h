@@ -34,5 +34,8 @@ void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t 
 
 /* model_moe_ep.c: the MoE op under expert parallelism over tp > 1 ranks. */
 int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+/* Whether this rank's expert shares are the experts the dispatch sends it (the image's
+   tensor table against npu_plan_expert_first); says which layer is not on the console. */
+bool exec_moe_ep_owns(const struct exec_model *m);
 
 #endif

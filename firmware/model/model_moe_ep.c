@@ -16,10 +16,15 @@
  * its rows through the dispatch alone. Expert-load bytes are counted by the expert's owner;
  * every rank counts the routed tokens from the dispatch's count matrix.
  */
+#include <stdio.h>
+
 #include "model_moe.h"
 #include "noc/collective.h"
 #include "npu/hal.h"
 #include "npu/vector.h"
+
+_Static_assert(NPU_IMAGE_A2A_COUNTS_MAX == NOC_M2N_PAIRS_MAX,
+               "the planner's limit on ranks x experts is the driver's count matrix");
 
 /* The dispatch's bucket map (expert owners) and count matrix [p][E]. */
 static uint32_t owner_first[NOC_GROUP_MAX + 1];
@@ -33,6 +38,24 @@ static struct noc_alltoallv_plan dispatch_plan(const struct exec_model *m)
     return (struct noc_alltoallv_plan){ .buckets = E, .bucket_first = owner_first,
                                         .counts = counts_store,
                                         .capacity = NOC_M2N_PAIRS_MAX };
+}
+
+bool exec_moe_ep_owns(const struct exec_model *m)
+{
+    const uint32_t E = m->cfg->num_experts;
+    const uint32_t lo = npu_plan_expert_first(m->plan, E, m->rank);
+    const uint32_t hi = npu_plan_expert_first(m->plan, E, m->rank + 1);
+    for (uint32_t l = 0; l < m->cfg->num_layers; l++)
+        for (uint32_t k = MT_E_GATE; k <= MT_E_DOWN; k++) {
+            const struct npu_image_tensor *t = m->t[l][k];
+            if (t && (t->block0 != lo || t->blocks != hi - lo)) {
+                printf("MODEL error: core %u: rank %u holds experts [%u, %u) of layer %u, "
+                       "the dispatch sends it [%u, %u)\n", hal_self()->core_id, m->rank,
+                       t->block0, t->block0 + t->blocks, l, lo, hi);
+                return false;
+            }
+        }
+    return true;
 }
 
 static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint32_t n)

@@ -31,7 +31,8 @@ struct npu_act_layout {
     uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */
     uint64_t rweight;              /* [T][k] fp32: 1 / (weight of a row's choice) */
     uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
-    uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs */
+    uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs
+                                      (EP: [S][k][d], the rank's slice) */
     /* Expert parallelism over p > 1 ranks (else empty): a rank routes its slice of S =
        ceil(T / p) rows and serves the rows routed to its experts (at most min(k, ceil(E /
        p)) per row of the tile). */

@@ -97,11 +97,13 @@ static int check_core(const struct npu_image_header *h, const struct npu_image_c
     if (!inside(c->prog_first, c->prog_count, 1, h->prog_count))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": program ops %u+%u of %"
                     PRIu64, i, c->prog_first, c->prog_count, h->prog_count);
-    if (c->rank != NPU_IMAGE_IDLE && (c->sram_end > h->sram_bytes ||
-                                      c->sram_act < NPU_IMAGE_APP_BASE))
+    /* the NoC driver's mailboxes are at the top of SRAM */
+    const uint64_t res = NPU_IMAGE_NOC_RESERVE((uint64_t)h->mesh_rows * h->mesh_cols);
+    const uint64_t top = h->sram_bytes > res ? h->sram_bytes - res : 0;
+    if (c->rank != NPU_IMAGE_IDLE && (c->sram_end > top || c->sram_act < NPU_IMAGE_APP_BASE))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": SRAM plan [%#" PRIx64
                     ", %#" PRIx64 ") outside [%#x, %#" PRIx64 ")", i, c->sram_act,
-                    c->sram_end, NPU_IMAGE_APP_BASE, h->sram_bytes);
+                    c->sram_end, NPU_IMAGE_APP_BASE, top);
     if (c->rank != NPU_IMAGE_IDLE && c->kv_pool_bytes &&
         (c->kv_pool_off < NPU_IMAGE_APP_BASE || !inside(c->kv_pool_off, c->kv_pool_bytes, 1,
                                                         c->sram_end)))

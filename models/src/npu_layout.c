@@ -42,9 +42,9 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);
     o->rweight = take(&at, t * k * 4);
     o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
-    o->combine = take(&at, t * k * d * eb);
     const uint64_t p_ep = npu_plan_is_ep(p) && p->tp > 1 ? p->tp : 0;
     const uint64_t slice = p_ep ? (t + p_ep - 1) / p_ep : 0;
+    o->combine = take(&at, (p_ep ? slice : t) * k * d * eb); /* EP: the rank's slice only */
     const uint64_t per_rank = p_ep ? (e + p_ep - 1) / p_ep : 0;
     o->ep_send = take(&at, slice * k * d * eb);
     o->ep_recv = take(&at, t * (k < per_rank ? k : per_rank) * d * eb);

@@ -152,11 +152,21 @@ int coll_exchange_counts(struct noc_comm *c, const uint32_t *row, uint32_t entri
         };
         noc_multicast_desc(&d, &mc);
         int rc = engine_submit(&d, 1);
-        if (rc != NPU_OK)
+        if (rc != NPU_OK) {
+            coll_break(c); /* the others wait for a row that will not come */
             return rc;
+        }
     }
     ex->counts += rows;
-    return hal_sem_wait(coll_sem(c, COLL_SEM_COUNTS), ex->counts);
+    int rc = hal_sem_wait_until(coll_sem(c, COLL_SEM_COUNTS), ex->counts,
+                                hal_time_ps() + c->cfg.timeout_ps);
+    if (rc != NPU_OK) {
+        printf("noc: rank %u: call #%u: count rows missing after %llu ns\n",
+               (unsigned)c->rank, (unsigned)c->seq,
+               (unsigned long long)(c->cfg.timeout_ps / 1000));
+        coll_break(c); /* COUNTS is out of step on this core now */
+    }
+    return rc;
 }
 
 /* Element offset, in receiver j's buffer, of the block from sender i. */

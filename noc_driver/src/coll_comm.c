@@ -62,7 +62,8 @@ uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k)
     return count * k / parts;
 }
 
-/* Mailbox layout at the top of SRAM: per slot, per parity: headers, then M2N counts. */
+/* Mailbox layout at the top of SRAM: per slot, per parity: headers, then the M2N
+   and all-to-all-v counts. */
 static uint64_t parity_bytes(void)
 {
     return (uint64_t)hal_chip()->ncores * sizeof(struct coll_header) +

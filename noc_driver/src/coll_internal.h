@@ -19,7 +19,7 @@ enum coll_sem {
     COLL_SEM_VDONE,    /* +1 per reduction of this core done */
     COLL_SEM_CREDIT,   /* +1 per receive slot the next rank has freed */
     COLL_SEM_SENT,     /* +1 per data write of this core landed (acknowledged) */
-    COLL_SEM_COUNTS,   /* +1 per M2N count row landed */
+    COLL_SEM_COUNTS,   /* +1 per M2N or all-to-all-v count row landed */
     COLL_SEM_PER_SLOT,
 };
 #define COLL_PHASES_MAX 4u /* the 2-D all-reduce: columns, rows, rows, columns */

@@ -165,6 +165,33 @@ static int error_comm(struct noc_comm *c, struct noc_group *g, uint64_t scratch,
     return rc == NPU_OK ? noc_comm_init(c, &cfg) : rc;
 }
 
+/* All-to-all-v refusals on the 2 x 2 group: bucket maps that differ, then a receiver whose
+   blocks exceed its recv_capacity; both NPU_ERR_INVAL on every rank, and a good call after. */
+static void a2av_refusals(struct noc_comm *c, uint64_t data)
+{
+    static uint32_t counts[4] = { 8, 8, 8, 8 }, first[5], store[16];
+    const uint32_t rank = c->rank;
+    for (uint32_t q = 0; q <= 4; q++)
+        first[q] = q;
+    first[1] = rank == 0 ? 0 : 1; /* rank 0 thinks rank 0 owns no bucket */
+    struct noc_alltoallv_plan plan = { .buckets = 4, .bucket_first = first, .counts = store,
+                                       .capacity = 16 };
+    struct noc_alltoallv_args a = { .counts = counts, .send = data, .recv = data + 4096,
+                                    .recv_capacity = 64, .dtype = NPU_DTYPE_FP32 };
+    int rc = noc_alltoallv_dispatch(c, &a, &plan);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-to-all-v with another bucket "
+           "map: rc %d, want NPU_ERR_INVAL", rank, rc);
+    first[1] = 1;
+    a.recv_capacity = rank == 1 ? 16 : 64; /* rank 1 gets 4 x 8 elements */
+    rc = noc_alltoallv_dispatch(c, &a, &plan);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-to-all-v over rank 1's "
+           "recv_capacity: rc %d, want NPU_ERR_INVAL", rank, rc);
+    a.recv_capacity = 64;
+    rc = noc_alltoallv_dispatch(c, &a, &plan);
+    expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-to-all-v after the refusals: "
+           "rc %d", rank, rc);
+}
+
 void coll_error_checks(uint64_t data, uint64_t scratch)
 {
     static struct noc_group g;
@@ -190,12 +217,13 @@ void coll_error_checks(uint64_t data, uint64_t scratch)
     rc = noc_allreduce(&c, &a); /* the communicator still works after refusals */
     expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-reduce after the refusals: "
            "rc %d", rank, rc);
+    a2av_refusals(&c, data);
     /* Rank 3 (core (1,0) on the ring) calls on a 1 x 2 group of its own row: its row
        partner sees a foreign header, ranks 0 and 1 miss rank 3's and time out (20 us). */
     if (rank == 3) {
         static struct noc_group g2;
         rc = error_comm(&c, &g2, scratch, (struct noc_rect){ 1, 0, 1, 2 });
-        c.seq = 3; /* as if it had taken part so far */
+        c.seq = 6; /* as if it had taken part so far */
     }
     if (rc == NPU_OK)
         rc = noc_allreduce(&c, &a);

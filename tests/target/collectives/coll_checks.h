@@ -43,7 +43,8 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
                          "and the receivers' changes combined back into the send buffers",
     [CCHECK_API] = "NoC API: async write/read with barriers, remote semaphore inc/set, "
                    "multicast, circular buffer with wrap-around",
-    [CCHECK_MISMATCH] = "counts that differ across ranks: NPU_ERR_INVAL on every rank",
+    [CCHECK_MISMATCH] = "counts that differ across ranks, all-to-all-v bucket maps that "
+                        "differ or blocks over a recv_capacity: NPU_ERR_INVAL on every rank",
     [CCHECK_BAD_BUFFER] = "a buffer outside SRAM: NPU_ERR_RANGE on every rank",
     [CCHECK_BAD_GROUP] = "a rank calling with another group: every rank fails, none hangs",
     [CCHECK_LINES] = "line collectives: all-gather and all-reduce along every row or column "

@@ -58,7 +58,8 @@ static uint64_t scratch_of(uint64_t data)
 static const char *kind_name(uint32_t kind)
 {
     static const char *const names[] = { "placement", "barrier", "broadcast", "allgather",
-                                         "reduce_scatter", "allreduce", "alltoall", "m2n", "alltoallv" };
+                                         "reduce_scatter", "allreduce", "alltoall", "m2n",
+                                         "alltoallv" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
