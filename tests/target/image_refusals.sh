@@ -13,20 +13,7 @@ trap 'rm -rf "$tmp"' EXIT
 dense=$root/models/tiny/tiny-dense.toml
 
 # expect STATUS REGEX CMD...: CMD exits STATUS and prints a line matching REGEX.
-expect() {
-    want=$1 re=$2
-    shift 2
-    set +e
-    "$@" > "$tmp/out.txt" 2>&1
-    got=$?
-    set -e
-    if [ "$got" -ne "$want" ] || ! grep -Eq "$re" "$tmp/out.txt"; then
-        echo "image_refusals $case: wanted exit $want and /$re/, got exit $got:" >&2
-        cat "$tmp/out.txt" >&2
-        exit 1
-    fi
-    grep -E "$re" "$tmp/out.txt" | head -1
-}
+. "$(dirname "$0")/lib/expect.sh"
 
 # A good image of tiny-dense on mesh-2x2, one core, room for 2 requests of 16 positions.
 good() {

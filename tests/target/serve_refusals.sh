@@ -13,20 +13,7 @@ t=$tmp/t.jsonl
 printf '%s\n' '{"timestamp": 0.5, "input_length": 8, "output_length": 4}' \
     '{"timestamp": 1.0, "input_length": 5, "output_length": 3}' > "$t"
 
-expect() {
-    want=$1 re=$2
-    shift 2
-    set +e
-    "$@" > "$tmp/out.txt" 2>&1
-    got=$?
-    set -e
-    if [ "$got" -ne "$want" ] || ! grep -Eq -- "$re" "$tmp/out.txt"; then
-        echo "serve_refusals $case: wanted exit $want and /$re/, got exit $got:" >&2
-        cat "$tmp/out.txt" >&2
-        exit 1
-    fi
-    grep -E -- "$re" "$tmp/out.txt" | head -1
-}
+. "$(dirname "$0")/lib/expect.sh"
 
 not_run() {
     if [ -e "$tmp/out/console.log" ]; then
