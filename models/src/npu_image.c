@@ -172,13 +172,13 @@ int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen)
     const struct npu_image_header *h = image;
     if (bytes < sizeof(*h))
         return fail(err, errlen, NPU_ERR_FORMAT, "truncated: %" PRIu64
-                    " bytes, the header alone has %zu", bytes, sizeof(*h));
+                    " bytes, the header alone has %u", bytes, (unsigned)sizeof(*h));
     if (h->magic != NPU_IMAGE_MAGIC)
         return fail(err, errlen, NPU_ERR_FORMAT, "not a model image (bad magic)");
     if (h->version != NPU_IMAGE_VERSION || h->header_bytes != sizeof(*h))
         return fail(err, errlen, NPU_ERR_FORMAT, "format version %u (header %u bytes); this "
-                    "build reads version %u (%zu bytes)", h->version, h->header_bytes,
-                    NPU_IMAGE_VERSION, sizeof(*h));
+                    "build reads version %u (%u bytes)", h->version, h->header_bytes,
+                    NPU_IMAGE_VERSION, (unsigned)sizeof(*h)); /* newlib-nano: no %zu */
     if (h->file_bytes != bytes)
         return fail(err, errlen, NPU_ERR_FORMAT, "%s: %" PRIu64 " bytes, the header says %"
                     PRIu64, bytes < h->file_bytes ? "truncated" : "trailing bytes", bytes,
