@@ -22,7 +22,7 @@ void model_core_post_done(uint32_t sem)
 static int join_group(struct model_core *mc, const struct npu_plan *p)
 {
     uint32_t row0, col0;
-    npu_plan_stage_origin(p, mc->core->stage, &row0, &col0);
+    npu_plan_instance_stage_origin(p, mc->core->instance, mc->core->stage, &row0, &col0);
     struct noc_group_args ga = {
         .placement = (enum noc_placement)p->placement,
         .rect = { (uint16_t)row0, (uint16_t)col0, (uint16_t)p->rect_rows,
@@ -46,7 +46,8 @@ static void find_peers(struct model_core *mc, const struct npu_image_header *h)
 {
     const struct npu_image_core *cores = (const void *)((const uint8_t *)h + h->cores_off);
     for (uint32_t i = 0; i < h->cores_count; i++) {
-        if (cores[i].rank != mc->core->rank || cores[i].stage >= EXEC_LAYERS_MAX)
+        if (cores[i].rank != mc->core->rank || cores[i].instance != mc->core->instance ||
+            cores[i].stage >= EXEC_LAYERS_MAX)
             continue;
         mc->m.pipe_core[cores[i].stage] = (uint16_t)i;
         if (cores[i].stage + 1 == mc->core->stage)

@@ -106,6 +106,7 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "-o") || !strcmp(opt, "--out")) o->out = v;
     else if (!strcmp(opt, "--tp")) return parse_u32(opt, v, &r->tp);
     else if (!strcmp(opt, "--stages")) return parse_u32(opt, v, &r->stages);
+    else if (!strcmp(opt, "--instances")) return parse_u32(opt, v, &r->instances);
     else if (!strcmp(opt, "--max-batch")) return parse_u32(opt, v, &r->max_batch);
     else if (!strcmp(opt, "--max-tokens")) return parse_u32(opt, v, &r->max_tokens);
     else if (!strcmp(opt, "--max-seq")) return parse_u32(opt, v, &r->max_seq);

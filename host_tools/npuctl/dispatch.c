@@ -74,6 +74,8 @@ static const struct npuctl_command commands[] = {
       "  does not divide the model or fit the chip is refused with the numbers (exit 2).\n"
       "  --tp N                ranks of the tensor-parallel group (default: every core)\n"
       "  --stages S            pipeline stages: S groups of tp cores, L/S layers each\n"
+      "  --instances I         I copies of the plan in bands of cols/I columns, each with\n"
+      "                        its own KV cache (serving with --sched pd-disagg)\n"
       "  --placement linear|interleaved|ring|mesh2d  (default ring)\n"
       "  --partition P         mn|k|2d|auto for every GEMM, or GEMM=P,... with GEMM one of\n"
       "                        qkv, o, ffn_up, ffn_down, expert_up, expert_down, lm_head\n"

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 4u
+#define NPU_IMAGE_VERSION 5u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -99,7 +99,11 @@ struct npu_plan {
        (npu_plan_stage_origin). */
     uint32_t stage_layers;
     uint32_t stage_grid_cols;
-    uint32_t reserved[2];        /* 0 */
+    /* Instances (data-parallel replicas, for PD disaggregation: docs/serving.md): instance
+       i is the plan above shifted i x instance_cols columns right, with its own KV cache and
+       residual rows; every instance reads the same weight shares in HBM. */
+    uint32_t instances;          /* >= 1 */
+    uint32_t instance_cols;      /* columns of each instance's band */
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
@@ -121,6 +125,8 @@ struct npu_image_tensor {
 struct npu_image_core {
     uint32_t rank;          /* NPU_IMAGE_IDLE: outside the plan */
     uint32_t stage;
+    uint32_t instance;      /* of plan.instances */
+    uint32_t reserved;      /* 0 */
     uint32_t prog_first, prog_count; /* its ops in the program table */
     uint64_t sram_act, sram_act_bytes;     /* tile buffers and scratch */
     uint64_t sram_stage, sram_stage_bytes; /* staged layer weights (0 bytes if resident) */
@@ -207,7 +213,10 @@ bool npu_plan_is_ep(const struct npu_plan *p);
 uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank);
 /* The pipeline stage that holds tensor t (the embedding: 0; final norm, LM head: last). */
 uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t);
-/* The mesh position of the first core of stage s's rectangle. */
+/* Stage s's rectangle origin in instance `inst`. */
+void npu_plan_instance_stage_origin(const struct npu_plan *p, uint32_t inst, uint32_t s,
+                                    uint32_t *row0, uint32_t *col0);
+/* The mesh position of the first core of stage s's rectangle (instance 0). */
 void npu_plan_stage_origin(const struct npu_plan *p, uint32_t s, uint32_t *row0,
                            uint32_t *col0);
 

@@ -20,7 +20,9 @@
 
 struct npu_plan_request {
     uint32_t tp;                        /* ranks (0: every core of the chip) */
-    uint32_t stages;                    /* pipeline stages (only 1 is built) */
+    uint32_t stages;                    /* pipeline stages */
+    uint32_t instances;                 /* data-parallel instances, each in a band of
+                                           mesh_cols / instances columns (0: 1) */
     int placement;                      /* enum noc_placement; -1: ring */
     uint32_t partition[NPU_GEMM_COUNT]; /* enum npu_partition or NPU_PLAN_AUTO */
     uint32_t mode;                      /* enum npu_image_mode */

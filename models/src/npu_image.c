@@ -13,7 +13,7 @@
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
 _Static_assert(sizeof(struct npu_image_tensor) == 64, "tensor entry layout");
-_Static_assert(sizeof(struct npu_image_core) == 128, "core entry layout");
+_Static_assert(sizeof(struct npu_image_core) == 136, "core entry layout");
 _Static_assert(sizeof(struct npu_prog_op) == 8, "program op layout");
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -60,15 +60,17 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
     if (p->stages >= 1 && p->stages <= 1024)
         npu_plan_stage_origin(p, p->stages - 1, &last_row0, &last_col0);
     if (p->tp == 0 || p->stages == 0 || p->stages > 1024 || p->stage_layers == 0 ||
-        p->stage_grid_cols == 0 || p->reserved[0] || p->reserved[1] ||
+        p->stage_grid_cols == 0 || p->instances == 0 || p->instances > 64 ||
         p->tp != p->rect_rows * p->rect_cols ||
         (uint64_t)last_row0 + p->rect_rows > h->mesh_rows ||
-        (uint64_t)p->rect_col0 + (uint64_t)p->stage_grid_cols * p->rect_cols > h->mesh_cols)
+        (uint64_t)p->stage_grid_cols * p->rect_cols > p->instance_cols ||
+        (uint64_t)p->rect_col0 + (uint64_t)p->instances * p->instance_cols > h->mesh_cols)
         return fail(err, errlen, NPU_ERR_FORMAT,
                     "plan: tp %u, stages %u of %u layers, rectangle %ux%u at (%u,%u), last "
-                    "stage at (%u,%u), on a %ux%u mesh", p->tp, p->stages, p->stage_layers,
-                    p->rect_rows, p->rect_cols, p->rect_row0, p->rect_col0, last_row0,
-                    last_col0, h->mesh_rows, h->mesh_cols);
+                    "stage at (%u,%u), %u instance(s) of %u columns, on a %ux%u mesh", p->tp,
+                    p->stages, p->stage_layers, p->rect_rows, p->rect_cols, p->rect_row0,
+                    p->rect_col0, last_row0, last_col0, p->instances, p->instance_cols,
+                    h->mesh_rows, h->mesh_cols);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         if (p->partition[g] < NPU_PART_MN || p->partition[g] > NPU_PART_EP ||
             (p->partition[g] == NPU_PART_EP && !npu_plan_is_ep(p)) ||
@@ -91,9 +93,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
 static int check_core(const struct npu_image_header *h, const struct npu_image_core *c,
                       uint64_t i, char *err, size_t errlen)
 {
-    if (c->rank != NPU_IMAGE_IDLE && (c->rank >= h->plan.tp || c->stage >= h->plan.stages))
+    if (c->rank != NPU_IMAGE_IDLE && (c->rank >= h->plan.tp || c->stage >= h->plan.stages ||
+                                      c->instance >= h->plan.instances || c->reserved))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": rank %u of %u, stage %u "
-                    "of %u", i, c->rank, h->plan.tp, c->stage, h->plan.stages);
+                    "of %u, instance %u of %u", i, c->rank, h->plan.tp, c->stage,
+                    h->plan.stages, c->instance, h->plan.instances);
     if (!inside(c->prog_first, c->prog_count, 1, h->prog_count))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": program ops %u+%u of %"
                     PRIu64, i, c->prog_first, c->prog_count, h->prog_count);
@@ -256,6 +260,13 @@ void npu_plan_stage_origin(const struct npu_plan *p, uint32_t s, uint32_t *row0,
     const uint32_t gr = s / cols, gc = gr % 2 ? cols - 1 - s % cols : s % cols;
     *row0 = p->rect_row0 + gr * p->rect_rows;
     *col0 = p->rect_col0 + gc * p->rect_cols;
+}
+
+void npu_plan_instance_stage_origin(const struct npu_plan *p, uint32_t inst, uint32_t s,
+                                    uint32_t *row0, uint32_t *col0)
+{
+    npu_plan_stage_origin(p, s, row0, col0);
+    *col0 += inst * p->instance_cols;
 }
 
 const char *npu_partition_name(enum npu_partition p)

@@ -234,8 +234,14 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
 static int plan_group(struct planner *pl, const struct npu_plan_request *req)
 {
     const struct npu_plan_chip *ch = pl->chip;
-    const uint32_t ncores = ch->mesh_rows * ch->mesh_cols;
     struct npu_plan *p = &pl->plan;
+    p->instances = req->instances ? req->instances : 1;
+    if (p->instances > 64 || ch->mesh_cols % p->instances)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u instances: the %u columns of %s "
+                    "do not split into that many bands (at most 64)", p->instances,
+                    ch->mesh_cols, ch->name);
+    p->instance_cols = ch->mesh_cols / p->instances;
+    const uint32_t band = p->instance_cols, ncores = ch->mesh_rows * band;
     p->stages = req->stages ? req->stages : 1;
     p->tp = req->tp ? req->tp : ncores / p->stages;
     if (p->stages > pl->cfg->num_layers || pl->cfg->num_layers % p->stages)
@@ -245,10 +251,12 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
     p->stage_layers = pl->cfg->num_layers / p->stages;
     if (p->tp == 0 || (uint64_t)p->tp * p->stages > ncores)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u x %u stage(s) needs more cores "
-                    "than %s has (%u)", p->tp, p->stages, ch->name, ncores);
-    /* the widest rectangle of tp cores whose stages fit a grid of such rectangles */
-    for (uint32_t cols = ch->mesh_cols; cols >= 1 && p->rect_rows == 0; cols--) {
-        uint32_t rows = p->tp / cols, per_row = ch->mesh_cols / cols;
+                    "than %s has (%u%s)", p->tp, p->stages, ch->name, ncores,
+                    p->instances > 1 ? " per instance" : "");
+    /* the widest rectangle of tp cores whose stages fit a grid of such rectangles in the
+       instance's band of columns */
+    for (uint32_t cols = band; cols >= 1 && p->rect_rows == 0; cols--) {
+        uint32_t rows = p->tp / cols, per_row = band / cols;
         if (p->tp % cols || rows > ch->mesh_rows)
             continue;
         per_row = per_row < p->stages ? per_row : p->stages;
@@ -257,8 +265,9 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
     }
     if (p->rect_rows == 0)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "tp %u is not a rectangle of the "
-                    "%ux%u mesh%s", p->tp, ch->mesh_rows, ch->mesh_cols,
-                    p->stages > 1 ? " that its stages can stack into" : "");
+                    "%ux%u mesh%s%s", p->tp, ch->mesh_rows, band,
+                    p->stages > 1 ? " that its stages can stack into" : "",
+                    p->instances > 1 ? " (one instance's band)" : "");
     p->placement = req->placement < 0 ? 2 /* ring */ : (uint32_t)req->placement;
     if (p->placement > 3)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "placement %u", p->placement);
@@ -346,6 +355,8 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
         npu_plan_stage_origin(p, st, &r0, &c0);
         fprintf(f, "%s(%u,%u)", st ? " " : ", stages at ", r0, c0);
     }
+    if (p->instances > 1)
+        fprintf(f, ", %u instances in bands of %u columns", p->instances, p->instance_cols);
     fprintf(f, "\n");
     fprintf(f, "  partition:");
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)

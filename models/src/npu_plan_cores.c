@@ -259,6 +259,22 @@ static int plan_stage_groups(struct planner *pl, struct noc_group *groups)
     return NPU_OK;
 }
 
+/* Instances 1.. are instance 0's cores shifted by whole bands: the same ranks, SRAM maps
+   and programs (write_image gives each core its own HBM segments). */
+static void replicate_instances(const struct npu_plan *p, struct npu_image_core *cores,
+                                uint32_t rows, uint32_t cols)
+{
+    for (uint32_t r = 0; r < rows; r++)
+        for (uint32_t c = 0; c < p->instance_cols; c++) {
+            const struct npu_image_core *src = &cores[r * cols + c];
+            for (uint32_t inst = 1; src->rank != NPU_IMAGE_IDLE && inst < p->instances; inst++) {
+                struct npu_image_core *dst = &cores[r * cols + c + inst * p->instance_cols];
+                *dst = *src;
+                dst->instance = inst;
+            }
+        }
+}
+
 int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
                       struct npu_prog_op *ops, uint32_t *nops)
 {
@@ -297,5 +313,6 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
             cores[i].prog_first = first[cores[i].stage];
             cores[i].prog_count = first[cores[i].stage + 1] - first[cores[i].stage];
         }
+    replicate_instances(p, cores, pl->chip->mesh_rows, cols);
     return NPU_OK;
 }

@@ -7,7 +7,7 @@
  *
  * Modelled: FCFS queues in arrival (index) order, admission against max_batch, the rows of
  * an iteration and the KV cache, request lifetimes. Not modelled: preemption, priorities,
- * PD disaggregation (refused by sched_init), micro-batches over pipeline stages. Deterministic: no clock of
+ * micro-batches over pipeline stages. PD disaggregation is sched_pd.c. Deterministic: no clock of
  * its own (the caller passes chip time), no randomness.
  */
 #include "rt/sched.h"
@@ -111,7 +111,7 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
     }
     if (p->kind == RT_SCHED_PD_DISAGG) {
         if (err && errlen)
-            snprintf(err, errlen, "pd-disagg: not built");
+            snprintf(err, errlen, "pd-disagg: planned by pd_init (rt/sched_pd.h)");
         return NPU_ERR_STATE;
     }
     const char *kind = sched_names[p->kind];

@@ -973,7 +973,7 @@ static void test_init_refuses(void **state)
     expect_refused(p, NPU_ERR_INVAL, "chunked: chunk 0 must be >= max_batch 8");
     p.chunk = 7;
     expect_refused(p, NPU_ERR_INVAL, "chunk 7");
-    expect_refused(params(RT_SCHED_PD_DISAGG), NPU_ERR_STATE, "pd-disagg: not built");
+    expect_refused(params(RT_SCHED_PD_DISAGG), NPU_ERR_STATE, "pd-disagg: planned by pd_init");
     p = params(RT_SCHED_STATIC);
     p.max_batch = RT_SCHED_RUNNING_MAX + 1;
     p.max_tokens = 4096;

@@ -23,10 +23,10 @@
  *   layered-chunked  layered within each chunk of `chunk` tokens
  *   pd-fusion   the NPU paper, section 4.3.2: budget units per iteration, a decode costs 1,
  *               a prefill chunk of `chunk` tokens costs `prefill_units`; decodes first
+ *   pd-disagg   prefill and decode on different instances of the plan: rt/sched_pd.h
  * Pipeline stages are the cores' business (docs/images.md): a plan's stages run every
  * iteration one after another, and layered prefill works whether its groups coincide with
- * the stages or not. Not built: PD disaggregation (sched_init refuses it), overlapping
- * iterations or micro-batches over the stages.
+ * the stages or not. Not built: overlapping iterations or micro-batches over the stages.
  */
 #ifndef RT_SCHED_H
 #define RT_SCHED_H
@@ -75,6 +75,8 @@ struct rt_run {
     uint32_t pos, count;     /* positions [pos, pos + count) */
     bool prefill;            /* prompt rows (else one decode row) */
     bool wants_token;        /* its last row gives a token this iteration */
+    bool pull;               /* pd-disagg: first decode on this instance; its prompt's KV
+                                comes from its prefill instance first (rt/sched_pd.h) */
 };
 
 struct rt_iter_plan {
@@ -105,7 +107,8 @@ struct rt_sched {
 };
 
 /* 0; NPU_ERR_INVAL with a message in err for bad parameters (zero chunk for a chunked
-   policy, budget below prefill_units, ...); NPU_ERR_STATE for pd-disagg (not built). */
+   policy, budget below prefill_units, ...); NPU_ERR_STATE for pd-disagg, which has its
+   own scheduler (rt/sched_pd.h). */
 int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_request *reqs,
                uint32_t nreqs, struct rt_kvc *kvc, char *err, size_t errlen);
 
