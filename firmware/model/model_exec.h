@@ -125,6 +125,28 @@ struct exec_model {
     uint32_t steps;                        /* descriptors completed so far */
 };
 
+/* ---- model_kv_pull.c: PD disaggregation */
+
+/* A request's KV cache on some core: that core's block pool and ring (global addresses),
+   its blocks and ring segment. */
+struct exec_kv_cache {
+    uint64_t sram;                         /* the SRAM base of the core holding it */
+    uint64_t pool, ring;
+    const uint32_t *blocks;
+    uint32_t nblocks;
+    uint64_t ring_row;
+};
+
+struct exec_kv_pull {
+    struct exec_kv_cache src, dst;         /* src: another core's; dst: this core's */
+    uint32_t count;                        /* positions [0, count) */
+    uint64_t bounce, bounce_bytes;         /* this core's SRAM, free during the pull */
+};
+
+/* Copies K and V of positions [0, count) of this core's stage's layers from src into dst
+   and waits until they landed. 0, or the engine's refusal (printed). */
+int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p);
+
 /* ---- model_pipe.c: pipeline stages */
 
 /* Residual rows [row0, row0 + rows) to the same rows of this rank in the next stage; waits

@@ -2,10 +2,13 @@
 /*
  * Serve image, NPU cores (docs/serving.md, "Control core and cores"): after the set-up the
  * model image also does (model_setup.c), a core runs the iterations the control core posts
- * in its mailbox (rt/mailbox.h) until told to stop: for each, it waits for RT_SEM_GO, reads
- * the iteration's runs, their token ids and KV blocks, interprets its layer program over
- * them (model_exec.h), and reports back through the control core's RT_SEM_DONE; rank 0
- * first writes the tokens. On stop every rank prints its report (model_report.c).
+ * in its instance's mailbox (rt/mailbox.h) until told to stop: for each, it waits for
+ * RT_SEM_GO, reads the iteration's runs, their token ids and KV blocks, pulls the prompt KV
+ * of runs new to this (decode) instance from the prefill instance's core of its rank and
+ * stage (model_kv_pull.c), interprets its layer program over the runs (model_exec.h), and
+ * answers through the instance's lead core, which tells the control core once every core of
+ * the instance has; rank 0 first writes the tokens. On stop every rank prints its report
+ * (model_report.c).
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -16,16 +19,96 @@
 #include "npu/engine.h"
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "noc/noc.h"
 #include "rt/mailbox.h"
 
 static struct model_core mc;
 static struct exec_run runs[RT_MB_RUNS_MAX];
 static uint32_t out[RT_MB_RUNS_MAX];
 static float logit[RT_MB_RUNS_MAX];
+/* this core's instance: its lead core (rank 0 of stage 0) and cores; and the core of this
+   rank and stage in every instance (the source of a pull) */
+static uint32_t lead, ninst_cores;
+static uint32_t peer[RT_MB_INSTANCES_MAX];
 
 static struct rt_mailbox *mailbox(void)
 {
-    return (struct rt_mailbox *)(uintptr_t)(hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET);
+    return rt_mailbox_at(hal_chip()->dram_base, mc.core->instance);
+}
+
+static const struct npu_image_core *image_cores(const struct npu_image_header **h)
+{
+    *h = (const void *)(uintptr_t)hal_chip()->hbm_base;
+    return (const void *)((const uint8_t *)*h + (*h)->cores_off);
+}
+
+static void find_instance_cores(void)
+{
+    const struct npu_image_header *h;
+    const struct npu_image_core *cores = image_cores(&h);
+    for (uint32_t i = 0; i < h->cores_count; i++) {
+        const struct npu_image_core *c = &cores[i];
+        if (c->rank == NPU_IMAGE_IDLE)
+            continue;
+        if (c->instance == mc.core->instance) {
+            ninst_cores++;
+            if (c->rank == 0 && c->stage == 0)
+                lead = i;
+        }
+        if (c->rank == mc.core->rank && c->stage == mc.core->stage &&
+            c->instance < RT_MB_INSTANCES_MAX)
+            peer[c->instance] = i;
+    }
+}
+
+/* This core's round `seq` is done: the lead gathers its instance's cores, then tells the
+   control core which instance finished which round, and wakes it. */
+static void post_round_done(uint32_t seq)
+{
+    if (hal_self()->core_id != lead) {
+        struct hal_sem_post_args g = { .core = lead, .sem = RT_SEM_GATHER,
+                                       .op = NPU_SEM_OP_INC, .value = 1 };
+        hal_sem_post(&g);
+        return;
+    }
+    hal_sem_wait(RT_SEM_GATHER, seq * (ninst_cores - 1));
+    struct hal_sem_post_args answer = { .core = hal_chip()->ncores,
+                                        .sem = RT_SEM_ANSWER0 + mc.core->instance,
+                                        .op = NPU_SEM_OP_SET, .value = seq };
+    hal_sem_post(&answer); /* lands before the DONE below, at the same chip time */
+    model_core_post_done(RT_SEM_DONE);
+}
+
+/* Run i's pull: the prompt's KV from the prefill instance's core of this rank and stage. */
+static int pull_run(const struct rt_mailbox *mb, uint32_t i)
+{
+    const struct rt_mb_run *r = &mb->runs[i];
+    const struct npu_image_header *h;
+    const struct npu_image_core *src = &image_cores(&h)[peer[r->pull_instance]];
+    const uint64_t sram = noc_sram_addr(peer[r->pull_instance], 0);
+    const uint64_t hbm = (uint64_t)(uintptr_t)h;
+    struct exec_kv_pull p = {
+        .src = { .sram = sram, .pool = sram + src->kv_pool_off,
+                 .ring = (h->plan.kv_in_sram ? sram : hbm) + src->kv_off,
+                 .blocks = &mb->blocks[r->pull_block_first], .nblocks = r->pull_nblocks,
+                 .ring_row = r->pull_ring_row },
+        .dst = { .sram = mc.m.sram, .pool = mc.m.kv_pool, .ring = mc.m.kv_ring,
+                 .blocks = &mb->blocks[r->block_first], .nblocks = r->nblocks,
+                 .ring_row = r->ring_row },
+        .count = r->pos,
+        .bounce = mc.m.sram + mc.core->sram_act, .bounce_bytes = mc.core->sram_act_bytes };
+    return exec_kv_pull(&mc.m, &p);
+}
+
+static int pull_runs(const struct rt_mailbox *mb)
+{
+    int rc = NPU_OK;
+    exec_set_layer(&mc.m, mc.cfg.num_layers); /* charged outside the layers */
+    exec_set_cat(&mc.m, EXEC_CAT_OTHER);
+    for (uint32_t i = 0; rc == NPU_OK && i < mb->nruns; i++)
+        if (mb->runs[i].flags & RT_MB_PULL)
+            rc = pull_run(mb, i);
+    return rc;
 }
 
 /* The mailbox's runs as the interpreter's; the control core checked every index. */
@@ -55,7 +138,9 @@ static int serve_iteration(struct rt_mailbox *mb)
     uint64_t before[4], after[4];
     busy_now(before);
     struct exec_batch b = read_batch(mb);
-    int rc = exec_iteration(&mc.m, mc.ops, mc.nops, &b, out, logit);
+    int rc = pull_runs(mb);
+    if (rc == NPU_OK)
+        rc = exec_iteration(&mc.m, mc.ops, mc.nops, &b, out, logit);
     if (rc != NPU_OK)
         return rc;
     if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages) /* where the logits are */
@@ -78,11 +163,13 @@ int main(void)
         return NPU_EXIT_OK; /* outside the plan: the control core does not wait for it */
     if (rc == NPU_OK)
         rc = model_core_load(&mc);
+    find_instance_cores();
     /* a core that failed to set up still answers every iteration, so the control core
        hears of it instead of waiting forever; it reports the failure and runs nothing */
     uint64_t busy_ps = 0; /* chip time spent in iterations */
     uint32_t served = 0;
-    for (uint32_t seq = 1;; seq++) {
+    uint32_t seq = 1;
+    for (;; seq++) {
         if (rc == NPU_OK)
             exec_set_cat(&mc.m, EXEC_CAT_OTHER); /* closes the accounting ... */
         hal_sem_wait(RT_SEM_GO, seq);
@@ -101,7 +188,7 @@ int main(void)
             printf("SERVE core-failed core=%u n=%" PRIu32 " rc=%d\n", hal_self()->core_id,
                    seq, rc);
         }
-        model_core_post_done(RT_SEM_DONE);
+        post_round_done(seq);
     }
     /* after a failure anywhere, no rank reports: the report's barriers would wait for a
        rank that is not there */
@@ -110,6 +197,6 @@ int main(void)
         snprintf(what, sizeof(what), "iterations=%" PRIu32, served);
         report_run(&mc.m, mc.m.comm, what, busy_ps);
     }
-    model_core_post_done(RT_SEM_DONE);
+    post_round_done(seq); /* the STOP round */
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
 }

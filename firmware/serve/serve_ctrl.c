@@ -75,34 +75,72 @@ static int make_requests(void)
     return NPU_OK;
 }
 
-/* The KV manager and the scheduler from the image's plan and the bootargs. */
+/* Every instance's KV manager, then the scheduler from the image's plan and the bootargs. */
 static int make_scheduler(uint32_t layers)
 {
     const struct npu_plan *p = &sv.image->plan;
     struct rt_kvc_config kc = { .block_tokens = p->kv_block, .sram_blocks = p->kv_sram_blocks,
                                 .ring_rows = p->kv_ring_rows };
     const char *name = hal_bootarg_value("sched");
-    char kind[24] = "chunked", err[160];
+    char kind[24] = "chunked", err[160] = "";
     if (name)
         snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, " "), name);
+    int k = rt_sched_kind_parse(kind), rc = k < 0 ? NPU_ERR_INVAL : NPU_OK;
+    for (uint32_t i = 0; rc == NPU_OK && i < sv.ninst; i++)
+        rc = kvc_init(&sv.inst[i].kvc, &kc);
+    if (rc != NPU_OK)
+        snprintf(err, sizeof(err), "scheduler '%s' or KV cache (%u blocks) refused", kind,
+                 p->kv_sram_blocks);
+    sv.pd_mode = k == RT_SCHED_PD_DISAGG;
     struct rt_sched_params sp = {
-        .kind = (enum rt_sched_kind)rt_sched_kind_parse(kind), .num_layers = layers,
+        .kind = (enum rt_sched_kind)k, .num_layers = layers,
         .max_batch = p->max_batch, .max_tokens = p->max_tokens,
         .chunk = bootarg_u32("chunk", 512), .groups = bootarg_u32("groups", 0),
         .group_tokens = bootarg_u32("group_tokens", 512), .budget = bootarg_u32("budget", 0),
         .prefill_units = bootarg_u32("prefill_units", 0) };
-    int rc = rt_sched_kind_parse(kind) < 0 ? NPU_ERR_INVAL : kvc_init(&sv.kvc, &kc);
-    if (rc == NPU_OK)
-        rc = sched_init(&sv.sched, &sp, sv.reqs, sv.nreqs, &sv.kvc, err, sizeof(err));
-    else
-        snprintf(err, sizeof(err), "scheduler '%s' or KV cache (%u blocks) refused", kind,
-                 p->kv_sram_blocks);
+    if (rc == NPU_OK && sv.pd_mode)
+        rc = serve_pd_init(&sv, layers, err, sizeof(err));
+    else if (rc == NPU_OK && sv.ninst > 1) {
+        snprintf(err, sizeof(err), "the image has %u instances: only --sched pd-disagg runs "
+                 "more than one", sv.ninst);
+        rc = NPU_ERR_INVAL;
+    } else if (rc == NPU_OK)
+        rc = sched_init(&sv.sched, &sp, sv.reqs, sv.nreqs, &sv.inst[0].kvc, err, sizeof(err));
     if (rc != NPU_OK)
         printf("SERVE abort reason=bad_sched %s\n", err);
     else
         printf("SERVE begin requests=%" PRIu32 " sched=%s layers=%" PRIu32 " blocks=%" PRIu32
-               " ring=%" PRIu64 "\n", sv.nreqs, kind, layers, kc.sram_blocks, kc.ring_rows);
+               " ring=%" PRIu64 " instances=%" PRIu32 "\n", sv.nreqs, kind, layers,
+               kc.sram_blocks, kc.ring_rows, sv.ninst);
     return rc;
+}
+
+/* The plan's cores by instance, and each instance's mailbox. */
+static int find_cores(void)
+{
+    const struct npu_image_core *cores = (const void *)((const uint8_t *)sv.image +
+                                                        sv.image->cores_off);
+    sv.ninst = sv.image->plan.instances;
+    if (sv.ninst > RT_MB_INSTANCES_MAX) {
+        printf("SERVE abort reason=bad_image %" PRIu32 " instances: the control core serves at "
+               "most %u\n", sv.ninst, RT_MB_INSTANCES_MAX);
+        return NPU_ERR_RANGE;
+    }
+    for (uint32_t i = 0; i < sv.ninst; i++) {
+        sv.inst[i].mb = rt_mailbox_at(hal_chip()->dram_base, i);
+        memset(sv.inst[i].mb, 0, sizeof(*sv.inst[i].mb));
+    }
+    for (uint32_t c = 0; c < sv.image->cores_count; c++)
+        if (cores[c].rank != NPU_IMAGE_IDLE) {
+            if (c >= RT_MB_CORES_MAX) {
+                printf("SERVE abort reason=bad_image core %" PRIu32 " is beyond the mailbox's "
+                       "%u cores\n", c, RT_MB_CORES_MAX);
+                return NPU_ERR_RANGE;
+            }
+            struct serve_inst *in = &sv.inst[cores[c].instance];
+            in->cores[in->ncores++] = c;
+        }
+    return NPU_OK;
 }
 
 static int setup(void)
@@ -121,26 +159,16 @@ static int setup(void)
     }
     sv.vocab = cfg.vocab_size, sv.max_seq = sv.image->plan.max_seq;
     sv.engine_trace = hal_bootarg_has("engine_trace");
-    sv.mb = (struct rt_mailbox *)(uintptr_t)(hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET);
-    memset(sv.mb, 0, sizeof(*sv.mb));
-    const struct npu_image_core *cores = (const void *)((const uint8_t *)sv.image +
-                                                        sv.image->cores_off);
     extern char __image_end[];
     if ((uint64_t)(uintptr_t)__image_end > hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET ||
         hal_chip()->dram_size < RT_TRACE_DRAM_OFFSET) {
         printf("SERVE abort reason=bad_image the control image or the DRAM size leaves no "
-               "room for the mailbox at DRAM + %u MiB\n", RT_MAILBOX_DRAM_OFFSET >> 20);
+               "room for the mailboxes at DRAM + %u MiB\n", RT_MAILBOX_DRAM_OFFSET >> 20);
         return NPU_ERR_NOMEM;
     }
-    for (uint32_t c = 0; c < sv.image->cores_count; c++)
-        if (cores[c].rank != NPU_IMAGE_IDLE) {
-            if (c >= RT_MB_CORES_MAX) {
-                printf("SERVE abort reason=bad_image core %" PRIu32 " is beyond the mailbox's "
-                       "%u cores\n", c, RT_MB_CORES_MAX);
-                return NPU_ERR_RANGE;
-            }
-            sv.cores[sv.ncores++] = c;
-        }
+    rc = find_cores();
+    if (rc != NPU_OK)
+        return rc;
     rc = load_trace();
     if (rc == NPU_OK)
         rc = make_requests();
@@ -150,12 +178,15 @@ static int setup(void)
 }
 
 /* Requests that arrived by now: their arrive lines, and reject lines for those refused. */
-static void take_arrivals(void)
+void serve_take_arrivals(struct serve *v)
 {
-    uint32_t first = sv.sched.next_arrival;
-    sched_arrive(&sv.sched, hal_time_ps(), sv.max_seq);
-    for (uint32_t i = first; i < sv.sched.next_arrival; i++) {
-        const struct rt_request *q = &sv.reqs[i];
+    uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival, last;
+    if (v->pd_mode)
+        pd_arrive(&v->pd, hal_time_ps(), v->max_seq), last = v->pd.next_arrival;
+    else
+        sched_arrive(&v->sched, hal_time_ps(), v->max_seq), last = v->sched.next_arrival;
+    for (uint32_t i = first; i < last; i++) {
+        const struct rt_request *q = &v->reqs[i];
         printf("SERVE arrive id=%" PRIu32 " t=%" PRIu64 " input=%" PRIu32 " output=%" PRIu32
                "\n", i, q->arrival_ps, q->input_len, q->output_len);
         if (q->state == RT_REQ_REJECTED)
@@ -164,24 +195,33 @@ static void take_arrivals(void)
     }
 }
 
-/* Admit lines of the requests the scheduler has just admitted. */
-static void announce_admissions(void)
+static void announce(struct serve *v, uint32_t r, const struct rt_kv_seq *kv)
 {
-    for (uint32_t i = 0; i < sv.sched.nrunning; i++) {
-        uint32_t r = sv.sched.running[i];
-        if (sv.announced[r])
-            continue;
-        sv.announced[r] = true;
-        printf("SERVE admit id=%" PRIu32 " t=%" PRIu64 " blocks=%" PRIu32 " ring=%" PRIu64 "\n",
-               r, hal_time_ps(), sv.reqs[r].kv.reserved, sv.reqs[r].kv.ring_rows);
+    if (v->announced[r])
+        return;
+    v->announced[r] = true;
+    printf("SERVE admit id=%" PRIu32 " t=%" PRIu64 " blocks=%" PRIu32 " ring=%" PRIu64 "\n",
+           r, hal_time_ps(), kv->reserved, kv->ring_rows);
+}
+
+/* Admit lines of the requests just admitted (pd-disagg: to a prefill instance). */
+void serve_announce_admissions(struct serve *v, const struct rt_iter_plan *it)
+{
+    if (v->pd_mode) {
+        for (uint32_t i = 0; i < it->nruns; i++)
+            if (it->runs[i].prefill)
+                announce(v, it->runs[i].req, &v->pd.pkv[it->runs[i].req]);
+        return;
     }
+    for (uint32_t i = 0; i < v->sched.nrunning; i++)
+        announce(v, v->sched.running[i], &v->reqs[v->sched.running[i]].kv);
 }
 
 /* Finish lines of the iteration's requests that are done. */
-static void announce_finishes(const struct rt_iter_plan *it)
+void serve_announce_finishes(struct serve *v, const struct rt_iter_plan *it)
 {
     for (uint32_t i = 0; i < it->nruns; i++) {
-        const struct rt_request *q = &sv.reqs[it->runs[i].req];
+        const struct rt_request *q = &v->reqs[it->runs[i].req];
         if (q->state == RT_REQ_FINISHED && it->runs[i].wants_token)
             printf("SERVE finish id=%" PRIu32 " t=%" PRIu64 "\n", it->runs[i].req,
                    hal_time_ps());
@@ -193,16 +233,16 @@ static int serve_all(void)
 {
     static struct rt_iter_plan it;
     for (;;) {
-        take_arrivals();
+        serve_take_arrivals(&sv);
         if (sched_done(&sv.sched))
             return NPU_OK;
         if (sched_next(&sv.sched, &it)) {
-            announce_admissions();
+            serve_announce_admissions(&sv, &it);
             int rc = serve_run_iteration(&sv, &it);
             if (rc != NPU_OK)
                 return rc;
             sched_complete(&sv.sched, &it);
-            announce_finishes(&it);
+            serve_announce_finishes(&sv, &it);
             continue;
         }
         uint64_t next = sched_next_arrival_ps(&sv.sched);
@@ -219,11 +259,13 @@ int main(void)
     if (setup() != NPU_OK)
         return NPU_EXIT_FAIL; /* the cores are never released */
     hal_release_cores();
-    int rc = serve_all();
+    int rc = sv.pd_mode ? serve_pd_all(&sv) : serve_all();
     uint64_t end = hal_time_ps();
     serve_stop_cores(&sv);
     if (rc == NPU_OK)
         printf("SERVE done t=%" PRIu64 " finished=%" PRIu32 " rejected=%" PRIu32
-               " iterations=%" PRIu32 "\n", end, sv.sched.finished, sv.sched.rejected, sv.seq - 1);
+               " iterations=%" PRIu32 "\n", end,
+               sv.pd_mode ? sv.pd.finished : sv.sched.finished,
+               sv.pd_mode ? sv.pd.rejected : sv.sched.rejected, sv.iterations);
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
 }

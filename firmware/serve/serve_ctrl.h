@@ -10,7 +10,20 @@
 #include "rt/kvc.h"
 #include "rt/mailbox.h"
 #include "rt/sched.h"
+#include "rt/sched_pd.h"
 #include "rt/trace_blob.h"
+
+/* One instance of the plan: its cores, mailbox and KV cache. */
+struct serve_inst {
+    struct rt_mailbox *mb;
+    uint32_t cores[RT_MB_CORES_MAX];
+    uint32_t ncores;
+    uint32_t seq;                     /* rounds posted to its cores */
+    uint32_t n;                       /* the log's number of the iteration it runs */
+    uint64_t t0;                      /* chip time that iteration was posted */
+    struct rt_kvc kvc;
+    struct rt_iter_plan it;           /* pd-disagg: the iteration it runs */
+};
 
 struct serve {
     const struct npu_image_header *image;
@@ -19,18 +32,37 @@ struct serve {
     uint32_t nreqs, vocab, max_seq;
     uint32_t *last_token;             /* [nreqs]: each request's newest token */
     bool *announced;                  /* [nreqs]: its admit line is printed */
-    struct rt_kvc kvc;
+    bool pd_mode;                     /* --sched pd-disagg: pd, else sched on instance 0 */
     struct rt_sched sched;
-    struct rt_mailbox *mb;
-    uint32_t cores[RT_MB_CORES_MAX];  /* the plan's cores */
-    uint32_t ncores;
-    uint32_t seq;                     /* iterations posted */
+    struct rt_pd pd;
+    struct serve_inst inst[RT_MB_INSTANCES_MAX];
+    uint32_t ninst;
+    uint32_t iterations;              /* iterations posted, over every instance */
+    uint32_t answers;                 /* RT_SEM_DONE answers taken */
     bool engine_trace;
 };
 
-/* serve_iter.c: runs one planned iteration on the cores and records its outputs. */
+/* serve_iter.c: writes instance i's mailbox for `it` and starts its cores. 0, or
+   NPU_ERR_NOMEM (printed) if the mailbox cannot hold the iteration. */
+int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it);
+/* Whether instance i's cores all answered its last round. */
+bool serve_answered(const struct serve *sv, uint32_t i);
+/* Waits for one more answer from any instance, or until deadline_ps (UINT64_MAX: none). */
+void serve_wait_answer(struct serve *sv, uint64_t deadline_ps);
+/* Instance i's iteration `it` ran: its tokens and its line. 0, or the failure (printed). */
+int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it);
+/* Instance 0: post, wait, finish. */
 int serve_run_iteration(struct serve *sv, struct rt_iter_plan *it);
-/* Posts STOP and waits for every core's report. */
+/* Posts STOP to each instance in turn and waits for its reports. */
 void serve_stop_cores(struct serve *sv);
+
+/* serve_ctrl.c: the arrive / admit / finish lines. */
+void serve_take_arrivals(struct serve *sv);
+void serve_announce_admissions(struct serve *sv, const struct rt_iter_plan *it);
+void serve_announce_finishes(struct serve *sv, const struct rt_iter_plan *it);
+
+/* serve_pd.c: serves every request with PD disaggregation; 0 or the error (printed). */
+int serve_pd_all(struct serve *sv);
+int serve_pd_init(struct serve *sv, uint32_t layers, char *err, size_t errlen);
 
 #endif

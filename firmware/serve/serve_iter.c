@@ -21,101 +21,165 @@ static uint32_t prompt_token(const struct serve *sv, uint32_t r, uint32_t pos)
     return (uint32_t)((pos * 7919ull + r * 104729ull + 1) % sv->vocab);
 }
 
-/* The mailbox's copy of run i; false if the mailbox's arrays are full (not expected:
-   the plan bounds rows and blocks). */
-static bool write_run(struct serve *sv, const struct rt_run *run, uint32_t i,
+/* The cache `run` uses on its instance, and for a pull the one it copies from. */
+static void run_caches(const struct serve *sv, const struct rt_run *run,
+                       const struct rt_kv_seq **seq, const struct rt_kvc **src_kvc,
+                       const struct rt_kv_seq **src)
+{
+    *seq = &sv->reqs[run->req].kv, *src = NULL, *src_kvc = NULL;
+    if (!sv->pd_mode)
+        return;
+    if (run->prefill)
+        *seq = &sv->pd.pkv[run->req];
+    if (run->pull)
+        *src = &sv->pd.pkv[run->req], *src_kvc = &sv->inst[sv->pd.pinst[run->req]].kvc;
+}
+
+/* The mailbox's copy of run k of instance i; false if the mailbox's arrays are full (not
+   expected: the plan bounds rows and blocks). */
+static bool write_run(struct serve *sv, uint32_t i, const struct rt_run *run, uint32_t k,
                       uint32_t *ntok, uint32_t *nblk)
 {
-    struct rt_mailbox *mb = sv->mb;
-    const struct rt_request *q = &sv->reqs[run->req];
-    const uint32_t held = q->kv.blocks;
-    if (*ntok + run->count > RT_MB_TOKENS_MAX || *nblk + held > RT_MB_BLOCKS_MAX)
+    struct serve_inst *in = &sv->inst[i];
+    const struct rt_kv_seq *q, *src;
+    const struct rt_kvc *src_kvc;
+    run_caches(sv, run, &q, &src_kvc, &src);
+    const uint32_t held = q->blocks, pulled = src ? src->blocks : 0;
+    if (*ntok + run->count > RT_MB_TOKENS_MAX || *nblk + held + pulled > RT_MB_BLOCKS_MAX)
         return false;
-    mb->runs[i] = (struct rt_mb_run){
+    in->mb->runs[k] = (struct rt_mb_run){
         .req = run->req, .pos = run->pos, .count = run->count,
-        .flags = (run->prefill ? RT_MB_PREFILL : 0) | (run->wants_token ? RT_MB_WANTS_TOKEN : 0),
+        .flags = (run->prefill ? RT_MB_PREFILL : 0) | (run->wants_token ? RT_MB_WANTS_TOKEN : 0) |
+                 (src ? RT_MB_PULL : 0),
         .token_first = *ntok, .block_first = *nblk, .nblocks = held,
-        .ring_row = q->kv.ring_row == RT_KVC_NO_RING ? 0 : q->kv.ring_row };
+        .ring_row = q->ring_row == RT_KVC_NO_RING ? 0 : q->ring_row };
     for (uint32_t j = 0; j < run->count; j++)
-        mb->tokens[*ntok + j] = run->prefill ? prompt_token(sv, run->req, run->pos + j)
-                                             : sv->last_token[run->req];
-    kvc_seq_block_ids(&sv->kvc, &q->kv, &mb->blocks[*nblk], held);
+        in->mb->tokens[*ntok + j] = run->prefill ? prompt_token(sv, run->req, run->pos + j)
+                                                 : sv->last_token[run->req];
+    kvc_seq_block_ids(&in->kvc, q, &in->mb->blocks[*nblk], held);
     *ntok += run->count, *nblk += held;
+    if (src) {
+        struct rt_mb_run *m = &in->mb->runs[k];
+        m->pull_instance = sv->pd.pinst[run->req], m->pull_block_first = *nblk;
+        m->pull_nblocks = pulled;
+        m->pull_ring_row = src->ring_row == RT_KVC_NO_RING ? 0 : src->ring_row;
+        kvc_seq_block_ids(src_kvc, src, &in->mb->blocks[*nblk], pulled);
+        *nblk += pulled;
+    }
     return true;
 }
 
-static void post_go(struct serve *sv)
+static void post_go(struct serve_inst *in)
 {
-    sv->seq++;
-    for (uint32_t c = 0; c < sv->ncores; c++) {
-        struct hal_sem_post_args go = { .core = sv->cores[c], .sem = RT_SEM_GO,
+    in->seq++;
+    for (uint32_t c = 0; c < in->ncores; c++) {
+        struct hal_sem_post_args go = { .core = in->cores[c], .sem = RT_SEM_GO,
                                         .op = NPU_SEM_OP_INC, .value = 1 };
         hal_sem_post(&go);
     }
 }
 
-static void print_iteration(const struct serve *sv, const struct rt_iter_plan *it,
-                            uint64_t t0, uint64_t t1)
+static void print_iteration(const struct serve *sv, uint32_t i, const struct rt_iter_plan *it,
+                            uint64_t t1)
 {
+    const struct serve_inst *in = &sv->inst[i];
+    uint32_t pulls = 0;
+    for (uint32_t k = 0; k < it->nruns; k++)
+        pulls += it->runs[k].pull;
     printf("SERVE iter n=%" PRIu32 " t0=%" PRIu64 " t1=%" PRIu64 " runs=%" PRIu32 " prefill=%"
            PRIu32 " decode=%" PRIu32 " group=%" PRIu32 " groups=%" PRIu32 " queue=%" PRIu32
-           " running=%" PRIu32 " blocks=%" PRIu32 "/%" PRIu32 " ring=%" PRIu64 "/%" PRIu64 "\n",
-           sv->seq, t0, t1, it->nruns, it->prefill_tokens, it->decode_tokens, it->group,
-           it->groups, sched_queue_len(&sv->sched), sv->sched.nrunning,
-           kvc_blocks_used(&sv->kvc), sv->kvc.cfg.sram_blocks, kvc_ring_rows_used(&sv->kvc),
-           sv->kvc.cfg.ring_rows);
+           " running=%" PRIu32 " blocks=%" PRIu32 "/%" PRIu32 " ring=%" PRIu64 "/%" PRIu64
+           " inst=%" PRIu32 " pulls=%" PRIu32 "\n",
+           in->n, in->t0, t1, it->nruns, it->prefill_tokens, it->decode_tokens, it->group,
+           it->groups, sv->pd_mode ? pd_queue_len(&sv->pd) : sched_queue_len(&sv->sched),
+           sv->pd_mode ? sv->pd.inst[i].nrunning : sv->sched.nrunning,
+           kvc_blocks_used(&in->kvc), in->kvc.cfg.sram_blocks, kvc_ring_rows_used(&in->kvc),
+           in->kvc.cfg.ring_rows, i, pulls);
     if (!sv->engine_trace)
         return;
-    for (uint32_t c = 0; c < sv->ncores; c++) {
-        const uint64_t *b = sv->mb->busy_ps[sv->cores[c]];
+    for (uint32_t c = 0; c < in->ncores; c++) {
+        const uint64_t *b = in->mb->busy_ps[in->cores[c]];
         printf("SERVE engines core=%" PRIu32 " n=%" PRIu32 " matrix=%" PRIu64 " vector=%" PRIu64
-               " dma=%" PRIu64 " noc=%" PRIu64 "\n", sv->cores[c], sv->seq, b[0], b[1], b[2],
+               " dma=%" PRIu64 " noc=%" PRIu64 "\n", in->cores[c], in->n, b[0], b[1], b[2],
                b[3]);
     }
 }
 
 /* Tokens of the runs that wanted one, at chip time t. */
-static void record_tokens(struct serve *sv, const struct rt_iter_plan *it, uint64_t t)
+static void record_tokens(struct serve *sv, uint32_t i, const struct rt_iter_plan *it,
+                          uint64_t t)
 {
-    for (uint32_t i = 0; i < it->nruns; i++) {
-        const struct rt_run *run = &it->runs[i];
+    for (uint32_t k = 0; k < it->nruns; k++) {
+        const struct rt_run *run = &it->runs[k];
         if (!run->wants_token)
             continue;
-        uint32_t tok = sv->mb->out_token[i];
+        uint32_t tok = sv->inst[i].mb->out_token[k];
         sv->last_token[run->req] = tok;
         printf("SERVE token id=%" PRIu32 " n=%" PRIu32 " t=%" PRIu64 " token=%" PRIu32 "\n",
                run->req, sv->reqs[run->req].generated, t, tok);
     }
 }
 
-int serve_run_iteration(struct serve *sv, struct rt_iter_plan *it)
+int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
 {
-    struct rt_mailbox *mb = sv->mb;
+    struct serve_inst *in = &sv->inst[i];
+    struct rt_mailbox *mb = in->mb;
     uint32_t ntok = 0, nblk = 0;
-    for (uint32_t i = 0; i < it->nruns; i++)
-        if (!write_run(sv, &it->runs[i], i, &ntok, &nblk)) {
-            printf("SERVE abort reason=mailbox_full n=%" PRIu32 "\n", sv->seq + 1);
+    for (uint32_t k = 0; k < it->nruns; k++)
+        if (!write_run(sv, i, &it->runs[k], k, &ntok, &nblk)) {
+            printf("SERVE abort reason=mailbox_full n=%" PRIu32 "\n", sv->iterations + 1);
             return NPU_ERR_NOMEM;
         }
     mb->cmd = RT_MB_RUN, mb->nruns = it->nruns, mb->nprefill = it->nprefill;
     mb->layer0 = it->layer0, mb->layer1 = it->layer1, mb->engine_trace = sv->engine_trace;
-    uint64_t t0 = hal_time_ps();
-    mb->seq = sv->seq + 1;
-    post_go(sv);
-    int rc = hal_sem_wait(RT_SEM_DONE, sv->seq * sv->ncores);
-    uint64_t t1 = hal_time_ps();
-    if (rc != NPU_OK || mb->failed) {
-        printf("SERVE abort reason=core_failed n=%" PRIu32 "\n", sv->seq);
-        return rc != NPU_OK ? rc : NPU_ERR_STATE;
-    }
-    record_tokens(sv, it, t1);
-    print_iteration(sv, it, t0, t1);
+    in->n = ++sv->iterations;
+    in->t0 = hal_time_ps();
+    mb->seq = in->seq + 1;
+    post_go(in);
     return NPU_OK;
+}
+
+bool serve_answered(const struct serve *sv, uint32_t i)
+{
+    return hal_sem_read(RT_SEM_ANSWER0 + i) == sv->inst[i].seq;
+}
+
+void serve_wait_answer(struct serve *sv, uint64_t deadline_ps)
+{
+    int rc = deadline_ps == UINT64_MAX
+                 ? hal_sem_wait(RT_SEM_DONE, sv->answers + 1)
+                 : hal_sem_wait_until(RT_SEM_DONE, sv->answers + 1, deadline_ps);
+    if (rc == NPU_OK)
+        sv->answers = hal_sem_read(RT_SEM_DONE);
+}
+
+int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
+{
+    const struct serve_inst *in = &sv->inst[i];
+    uint64_t t1 = hal_time_ps();
+    if (in->mb->failed) {
+        printf("SERVE abort reason=core_failed n=%" PRIu32 "\n", in->n);
+        return NPU_ERR_STATE;
+    }
+    record_tokens(sv, i, it, t1);
+    print_iteration(sv, i, it, t1);
+    return NPU_OK;
+}
+
+int serve_run_iteration(struct serve *sv, struct rt_iter_plan *it)
+{
+    int rc = serve_post(sv, 0, it);
+    while (rc == NPU_OK && !serve_answered(sv, 0))
+        serve_wait_answer(sv, UINT64_MAX);
+    return rc == NPU_OK ? serve_finish(sv, 0, it) : rc;
 }
 
 void serve_stop_cores(struct serve *sv)
 {
-    sv->mb->cmd = RT_MB_STOP;
-    post_go(sv);
-    hal_sem_wait(RT_SEM_DONE, sv->seq * sv->ncores);
+    for (uint32_t i = 0; i < sv->ninst; i++) { /* one instance's reports after another's */
+        sv->inst[i].mb->cmd = RT_MB_STOP;
+        post_go(&sv->inst[i]);
+        while (!serve_answered(sv, i))
+            serve_wait_answer(sv, UINT64_MAX);
+    }
 }

@@ -28,9 +28,29 @@
 #include "rt/mailbox.h"
 #include "rt/metrics.h"
 #include "rt/sched.h"
+#include "rt/sched_pd.h"
 #include "rt/serve_log.h"
 #include "rt/trace.h"
 #include "serve_opts.h"
+
+/* pd-disagg's parameters against the plan's instances, as serve_pd.c will check them. */
+static int check_pd(const struct serve_opts *o, const struct npu_image_header *h,
+                    const struct rt_sched_params *sp, struct rt_kvc *kvc)
+{
+    static struct rt_pd pd;
+    struct rt_kvc *kvcs[RT_PD_INSTANCES_MAX];
+    char err[NPUCTL_ERR_MAX];
+    for (uint32_t i = 0; i < RT_PD_INSTANCES_MAX; i++)
+        kvcs[i] = kvc;
+    struct rt_pd_params pp = {
+        .num_layers = sp->num_layers, .max_batch = sp->max_batch, .max_tokens = sp->max_tokens,
+        .chunk = sp->chunk, .instances = h->plan.instances,
+        .prefill_instances = o->prefill_instances ? o->prefill_instances
+                                                  : h->plan.instances / 2 };
+    if (pd_init(&pd, &pp, NULL, 0, kvcs, NULL, NULL, NULL, NULL, err, sizeof(err)) != NPU_OK)
+        return npuctl_usage_error("--sched pd-disagg: %s", err);
+    return 0;
+}
 
 /* The scheduler's parameters against the built plan, as the control core will check them:
    a bad one is reported now, before the run. */
@@ -54,6 +74,11 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
         return npuctl_usage_error(
             "the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
             kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
+    if (sp.kind == RT_SCHED_PD_DISAGG)
+        return check_pd(o, h, &sp, &kvc);
+    if (h->plan.instances > 1)
+        return npuctl_usage_error("--instances %u: only --sched pd-disagg serves more than one "
+                                  "instance", h->plan.instances);
     if (sched_init(&sched, &sp, &none, 0, &kvc, err, sizeof(err)) != NPU_OK)
         return npuctl_usage_error("--sched %s: %s", rt_sched_kind_name(sp.kind), err);
     return 0;

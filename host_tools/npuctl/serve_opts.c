@@ -61,6 +61,7 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     else if (!strcmp(opt, "--budget")) rc = parse_count(opt, v, &s->budget);
     else if (!strcmp(opt, "--prefill-units")) rc = parse_count(opt, v, &s->prefill_units);
     else if (!strcmp(opt, "--timeout")) rc = parse_count(opt, v, &o->timeout_s);
+    else if (!strcmp(opt, "--prefill-instances")) rc = parse_count(opt, v, &o->prefill_instances);
     else if (!strcmp(opt, "--slo-ttft-ms")) {
         rc = parse_num(opt, v, 0, 1e12, &x);
         o->slo.ttft_ms = x;
@@ -140,6 +141,11 @@ void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len)
     case RT_SCHED_PD_FUSION:
         snprintf(buf, len, "budget=%u prefill_units=%u chunk=%u", s->budget, s->prefill_units,
                  s->chunk);
+        break;
+    case RT_SCHED_PD_DISAGG:
+        snprintf(buf, len, "chunk=%u instances=%u prefill_instances=%u", s->chunk,
+                 o->image.req.instances,
+                 o->prefill_instances ? o->prefill_instances : o->image.req.instances / 2);
         break;
     default: snprintf(buf, len, "-"); break;
     }

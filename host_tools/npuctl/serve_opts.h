@@ -20,6 +20,7 @@ struct serve_opts {
     const char *trace, *out, *threads;
     uint64_t seed;                    /* prompt ids where the trace has none */
     uint32_t timeout_s;
+    uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
     size_t requests;                  /* filled once the trace is read */
     double rate;                      /* the trace's mean request rate, req/s */

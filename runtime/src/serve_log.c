@@ -276,6 +276,8 @@ static int on_iter(struct parse_ctx *c)
     rc = rc ? rc : get_u32(c, "running", false, &it->running);
     rc = rc ? rc : get_pair(c, "blocks", &bu, &bt);
     rc = rc ? rc : get_pair(c, "ring", &it->ring_used, &it->ring_total);
+    rc = rc ? rc : get_u32(c, "inst", false, &it->inst);
+    rc = rc ? rc : get_u32(c, "pulls", false, &it->pulls);
     if (rc == 0 && (bu > UINT32_MAX || bt > UINT32_MAX))
         rc = fail(c, NPU_ERR_FORMAT, "blocks= out of range");
     it->blocks_used = (uint32_t)bu;
@@ -309,6 +311,23 @@ static int on_done(struct parse_ctx *c)
     return rc;
 }
 
+/* pd-disagg: `instance id=I role=prefill|decode cores=N`, one per instance of the plan. */
+static int on_instance(struct parse_ctx *c)
+{
+    uint32_t id = 0, cores = 0;
+    const char *role = find_val(c, "role");
+    int rc = get_u32(c, "id", true, &id);
+    rc = rc ? rc : get_u32(c, "cores", true, &cores);
+    if (rc == 0 && (!role || (strcmp(role, "prefill") && strcmp(role, "decode"))))
+        return fail(c, NPU_ERR_FORMAT, "role='%s' is neither prefill nor decode",
+                    role ? role : "");
+    if (rc == 0 && role[0] == 'p')
+        c->log->prefill_instances++;
+    else if (rc == 0)
+        c->log->decode_instances++;
+    return rc;
+}
+
 /* A failed run: `abort reason=WORD ...` (control core) or `core-failed core=C ...` (a core).
    The run stays not done (the caller reports it incomplete); the reason is kept. */
 static int on_abort(struct parse_ctx *c)
@@ -325,6 +344,7 @@ static const struct {
     { "begin", on_begin },   { "arrive", on_arrive }, { "reject", on_reject },
     { "admit", on_admit },   { "token", on_token },   { "finish", on_finish },
     { "iter", on_iter },     { "engines", on_engines }, { "done", on_done },
+    { "instance", on_instance },
 };
 
 /* "WORD" at a word start of line (the console prefix ends with "] "). */

@@ -5,7 +5,8 @@
  * The control core prints one line per event on the chip console (each console line is
  * "[ T us WHO ] TEXT"; the parser looks for "SERVE " in TEXT and ignores the rest). Times
  * are chip picoseconds.
- *   SERVE begin requests=N sched=NAME layers=L blocks=B ring=R
+ *   SERVE begin requests=N sched=NAME layers=L blocks=B ring=R instances=I
+ *   SERVE instance id=I role=prefill|decode cores=N   (pd-disagg: one per instance)
  *   SERVE arrive id=I t=PS input=IN output=OUT  (one per request at its arrival, before
  *         its admit or reject)
  *   SERVE reject id=I t=PS reason=WORD
@@ -13,7 +14,9 @@
  *   SERVE token id=I n=K t=PS token=T          (K-th output token of request I, from 0)
  *   SERVE finish id=I t=PS
  *   SERVE iter n=N t0=PS t1=PS runs=R prefill=P decode=D group=G groups=NG queue=Q
- *         running=U blocks=USED/TOTAL ring=USED/TOTAL          (one line)
+ *         running=U blocks=USED/TOTAL ring=USED/TOTAL inst=I pulls=K   (one line; the
+ *         cache figures are instance I's; pulls: runs whose prompt KV came from a prefill
+ *         instance first; pd-disagg runs instances' iterations concurrently)
  *   SERVE engines core=C n=N matrix=PS vector=PS dma=PS noc=PS  (busy time of core C's
  *         engines during iteration N; only with the serve option engine_trace)
  *   SERVE done t=PS finished=F rejected=J iterations=N
@@ -45,6 +48,7 @@ struct rt_iter_record {
     uint32_t runs, prefill_tokens, decode_tokens, group, groups, queue, running;
     uint32_t blocks_used, blocks_total;
     uint64_t ring_used, ring_total;
+    uint32_t inst, pulls;        /* the instance that ran it; KV pulls it made */
 };
 
 struct rt_engine_record {
@@ -67,6 +71,7 @@ struct rt_serve_log {
     uint64_t end_ps;
     uint64_t expert_load_bytes;  /* summed over the cores' MODEL rank= lines */
     uint64_t iterations;         /* the done line's iterations= (niters without it) */
+    uint32_t prefill_instances, decode_instances; /* pd-disagg's instance lines */
 };
 
 /* Parses a run's console output. Requests are sized from the begin line and get their
