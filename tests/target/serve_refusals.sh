@@ -1,8 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Bad serving input (docs/serving.md, "Bad input"):  serve_refusals.sh NPUCTL CASE
-# A malformed trace line, timestamps out of order and an unknown scheduler parameter are
-# refused before the run (exit 2, naming the line or the option, no console written); a
+# A malformed trace line, timestamps out of order, an unknown scheduler parameter and
+# instances that do not suit the scheduler are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
 # outputs, while the others are served (exit 0).
 set -eu
@@ -38,6 +38,17 @@ unknown-parameter)
 bad-parameter)
     expect 2 "--sched chunked: .*chunk" "$npuctl" serve --trace "$t" --sched chunked \
         --chunk 2 --out "$tmp/out"
+    not_run ;;
+pd-instances)
+    # pd-disagg needs two instances at least; other policies serve exactly one
+    expect 2 "--sched pd-disagg: pd-disagg: instances .*1 must be in \\[2, 8\\]" \
+        "$npuctl" serve --trace "$t" --sched pd-disagg --out "$tmp/out"
+    not_run
+    expect 2 "--instances 2: only --sched pd-disagg serves more than one" \
+        "$npuctl" serve --trace "$t" --instances 2 --out "$tmp/out"
+    not_run
+    expect 2 "pd-disagg: prefill instances 2 must be in \\[1, 1\\]" "$npuctl" serve \
+        --trace "$t" --sched pd-disagg --instances 2 --prefill-instances 2 --out "$tmp/out"
     not_run ;;
 too-long)
     # max_seq 64: the 100 + 8 request is rejected as too_long, the others are served
