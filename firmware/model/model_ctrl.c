@@ -15,6 +15,7 @@
 #include "npu/hal.h"
 #include "npu/wait.h"
 #include "model_setup.h"
+#include "npu_image.h"
 
 #define DONE_SEM 0u
 
@@ -22,6 +23,12 @@ int main(void)
 {
     if (model_image_check() != NPU_OK)
         return NPU_EXIT_FAIL; /* the cores are never released */
+    const struct npu_image_header *h = (const void *)(uintptr_t)hal_chip()->hbm_base;
+    if (h->plan.instances != 1) {
+        printf("MODEL image refused: %u instances: the model image runs one (serve several "
+               "with npuctl serve --sched pd-disagg)\n", h->plan.instances);
+        return NPU_EXIT_FAIL;
+    }
     hal_release_cores();
     int rc = hal_sem_wait(DONE_SEM, hal_chip()->ncores);
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;

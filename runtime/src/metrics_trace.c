@@ -15,6 +15,12 @@
 
 #define TID_ITER 0
 #define TID_CORE0 1 /* core N is tid N + 1 */
+#define TID_INST0 1000000u /* pd-disagg: instance I > 0's iterations are tid TID_INST0 + I */
+
+static uint32_t iter_tid(uint32_t inst)
+{
+    return inst ? TID_INST0 + inst : TID_ITER;
+}
 
 struct trace_out {
     FILE *f;
@@ -75,6 +81,13 @@ static void trace_metadata(struct trace_out *t, const struct rt_serve_log *log,
              log->sched, log->sched[0] ? ")" : "");
     ev_meta(t, "process_name", TID_ITER, name);
     ev_meta(t, "thread_name", TID_ITER, "control core: iterations");
+    uint32_t ninst = 0;
+    for (size_t i = 0; i < log->niters; i++)
+        ninst = log->iters[i].inst >= ninst ? log->iters[i].inst + 1 : ninst;
+    for (uint32_t i = 1; i < ninst; i++) { /* instance 0 keeps the track above */
+        snprintf(name, sizeof(name), "control core: instance %u iterations", i);
+        ev_meta(t, "thread_name", iter_tid(i), name);
+    }
     uint32_t max_core = 0;
     for (size_t i = 0; i < log->nengines; i++)
         max_core = log->engines[i].core > max_core ? log->engines[i].core : max_core;
@@ -99,8 +112,12 @@ static const char *iter_name(const struct rt_iter_record *it)
     return it->decode_tokens ? "decode" : "idle";
 }
 
-static void ev_counter(struct trace_out *t, const char *name, uint64_t ts_ps, uint64_t v)
+/* A counter; instances other than 0 (pd-disagg) get their own, named "NAME inst I". */
+static void ev_counter(struct trace_out *t, const char *base, uint32_t inst, uint64_t ts_ps,
+                       uint64_t v)
 {
+    char name[64];
+    snprintf(name, sizeof(name), inst ? "%s inst %u" : "%s", base, inst);
     ev_open(t, "C", TID_ITER, name);
     fprintf(t->f, ", \"ts\": %.6f, \"args\": {", ps_to_us(ts_ps));
     put_str(t->f, name);
@@ -112,15 +129,16 @@ static void trace_iterations(struct trace_out *t, const struct rt_serve_log *log
     for (size_t i = 0; i < log->niters; i++) {
         const struct rt_iter_record *it = &log->iters[i];
         uint64_t dur = it->t1_ps > it->t0_ps ? it->t1_ps - it->t0_ps : 0;
-        ev_open(t, "X", TID_ITER, iter_name(it));
+        ev_open(t, "X", iter_tid(it->inst), iter_name(it));
         fprintf(t->f, ", \"ts\": %.6f, \"dur\": %.6f, \"args\": {\"n\": %llu, \"runs\": %u, "
-                      "\"prefill\": %u, \"decode\": %u, \"group\": %u, \"groups\": %u}}",
+                      "\"prefill\": %u, \"decode\": %u, \"group\": %u, \"groups\": %u, "
+                      "\"pulls\": %u}}",
                 ps_to_us(it->t0_ps), ps_to_us(dur), (unsigned long long)it->n, it->runs,
-                it->prefill_tokens, it->decode_tokens, it->group, it->groups);
-        ev_counter(t, "kv_blocks_used", it->t0_ps, it->blocks_used);
-        ev_counter(t, "ring_rows_used", it->t0_ps, it->ring_used);
-        ev_counter(t, "queue", it->t0_ps, it->queue);
-        ev_counter(t, "running", it->t0_ps, it->running);
+                it->prefill_tokens, it->decode_tokens, it->group, it->groups, it->pulls);
+        ev_counter(t, "kv_blocks_used", it->inst, it->t0_ps, it->blocks_used);
+        ev_counter(t, "ring_rows_used", it->inst, it->t0_ps, it->ring_used);
+        ev_counter(t, "queue", 0, it->t0_ps, it->queue);
+        ev_counter(t, "running", it->inst, it->t0_ps, it->running);
     }
 }
 

@@ -104,6 +104,15 @@ other-mode)
     expect 1 "MODEL image refused: a functional image on a machine in performance mode" \
         "$npuctl" flash "$tmp/good.img" --mode performance -- -append "prompt=1,2 new=2"
     never_released ;;
+instances)
+    "$npuctl" build-image --model "$dense" --chip mesh-2x2 --tp 2 --instances 2 --max-batch 2 \
+        --max-seq 16 -o "$tmp/two.img" > /dev/null
+    expect 1 "MODEL image refused: 2 instances: the model image runs one" \
+        "$npuctl" flash "$tmp/two.img" -- -append "prompt=1,2 new=2"
+    never_released ;;
+instances-bands)
+    expect 2 "3 instances: the 2 columns of mesh-2x2 do not split into that many bands" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --instances 3 -o "$tmp/x.img" ;;
 bad-token)
     good
     expect 1 "MODEL error: request 0: prompt token 1 = 600 is not below vocab_size 512" \
