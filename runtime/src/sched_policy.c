@@ -10,8 +10,8 @@
  *
  * Modelled: static batching, continuous batching (prefill first), Sarathi-style chunked
  * prefill, layered prefill (whole prompts or chunks, fixed or adaptive layer groups) and the
- * NPU paper's PD fusion. Not modelled: preemption, priorities, PD disaggregation, pipeline
- * stages, any cost model (the planners count rows, tokens and units, never time).
+ * NPU paper's PD fusion (PD disaggregation is sched_pd.c). Not modelled: preemption,
+ * priorities, pipeline stages, any cost model (the planners count rows, tokens and units, never time).
  */
 #include <assert.h>
 #include <string.h>
