@@ -362,6 +362,46 @@ static void test_perfetto(void **state)
     serve_log_free(&log);
 }
 
+static void expect_bad(const char *text, int line, const char *what);
+
+/* pd-disagg: instance lines, overlapping iterations of two instances, each on its track. */
+static void test_instances(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    write_text(tmp_path("pd.log"),
+               "[ 0.0 us ctrl ] SERVE begin requests=1 sched=pd-disagg instances=2\n"
+               "[ 0.0 us ctrl ] SERVE instance id=0 role=prefill cores=4\n"
+               "[ 0.0 us ctrl ] SERVE instance id=1 role=decode cores=4\n"
+               "[ 1.0 us ctrl ] SERVE iter n=1 t0=0 t1=9 prefill=8 blocks=1/8 inst=0\n"
+               "[ 1.0 us ctrl ] SERVE iter n=2 t0=5 t1=12 decode=1 blocks=2/8 inst=1 pulls=1\n");
+    if (serve_log_parse(tmp_path("pd.log"), &log, err, sizeof(err)))
+        fail_msg("%s", err);
+    assert_int_equal(log.prefill_instances, 1);
+    assert_int_equal(log.decode_instances, 1);
+    assert_int_equal(log.niters, 2);
+    assert_int_equal(log.iters[1].inst, 1);
+    assert_int_equal(log.iters[1].pulls, 1);
+    if (metrics_write_perfetto_labelled(tmp_path("pd.json"), &log, NULL, 0, err, sizeof(err)))
+        fail_msg("%s", err);
+    json_error_t je;
+    json_t *o = json_load_file(tmp_path("pd.json"), 0, &je);
+    assert_non_null(o);
+    json_t *ev = json_object_get(o, "traceEvents");
+    assert_int_equal(count_events(ev, "X", "prefill", 0), 1);
+    assert_int_equal(count_events(ev, "X", "decode", 1000001), 1); /* its own track */
+    assert_int_equal(count_events(ev, "M", "thread_name", 1000001), 1);
+    assert_int_equal(count_events(ev, "C", "kv_blocks_used", -1), 1);
+    assert_int_equal(count_events(ev, "C", "kv_blocks_used inst 1", -1), 1);
+    json_decref(o);
+    serve_log_free(&log);
+    const char *begin = "[ 0.0 us ctrl ] SERVE begin requests=1 sched=pd-disagg\n";
+    char text[256];
+    snprintf(text, sizeof(text), "%s%s", begin,
+             "[ 0.0 us ctrl ] SERVE instance id=0 role=both cores=4\n");
+    expect_bad(text, 2, "role='both' is neither prefill nor decode");
+}
+
 /* A log of the given lines must fail, naming `line` and containing `what`. */
 static void expect_bad(const char *text, int line, const char *what)
 {
@@ -472,7 +512,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     static const char *const files[] = { "requests.csv", "tokens.csv", "summary.json",
-                                         "trace.json", "bad.log", "stats.json", "bad.csv" };
+                                         "trace.json", "bad.log", "stats.json", "bad.csv",
+                                         "pd.log", "pd.json" };
     (void)state;
     for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++)
         unlink(tmp_path(files[i]));
@@ -487,7 +528,7 @@ int main(void)
         cmocka_unit_test(test_csv),          cmocka_unit_test(test_summary_json),
         cmocka_unit_test(test_perfetto),     cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_incomplete),   cmocka_unit_test(test_chip_stats_errors),
-        cmocka_unit_test(test_report),
+        cmocka_unit_test(test_report),       cmocka_unit_test(test_instances),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
