@@ -103,11 +103,17 @@ static int pull_run(const struct rt_mailbox *mb, uint32_t i)
 static int pull_runs(const struct rt_mailbox *mb)
 {
     int rc = NPU_OK;
-    exec_set_layer(&mc.m, mc.cfg.num_layers); /* charged outside the layers */
-    exec_set_cat(&mc.m, EXEC_CAT_OTHER);
-    for (uint32_t i = 0; rc == NPU_OK && i < mb->nruns; i++)
-        if (mb->runs[i].flags & RT_MB_PULL)
-            rc = pull_run(mb, i);
+    bool charged = false;
+    for (uint32_t i = 0; rc == NPU_OK && i < mb->nruns; i++) {
+        if (!(mb->runs[i].flags & RT_MB_PULL))
+            continue;
+        if (!charged) { /* pulls are charged outside the layers */
+            exec_set_layer(&mc.m, mc.cfg.num_layers);
+            exec_set_cat(&mc.m, EXEC_CAT_OTHER);
+            charged = true;
+        }
+        rc = pull_run(mb, i);
+    }
     return rc;
 }
 

@@ -180,12 +180,10 @@ static int setup(void)
 /* Requests that arrived by now: their arrive lines, and reject lines for those refused. */
 void serve_take_arrivals(struct serve *v)
 {
-    uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival, last;
-    if (v->pd_mode)
-        pd_arrive(&v->pd, hal_time_ps(), v->max_seq), last = v->pd.next_arrival;
-    else
-        sched_arrive(&v->sched, hal_time_ps(), v->max_seq), last = v->sched.next_arrival;
-    for (uint32_t i = first; i < last; i++) {
+    const uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival;
+    const uint32_t n = v->pd_mode ? pd_arrive(&v->pd, hal_time_ps(), v->max_seq)
+                                  : sched_arrive(&v->sched, hal_time_ps(), v->max_seq);
+    for (uint32_t i = first; i < first + n; i++) {
         const struct rt_request *q = &v->reqs[i];
         printf("SERVE arrive id=%" PRIu32 " t=%" PRIu64 " input=%" PRIu32 " output=%" PRIu32
                "\n", i, q->arrival_ps, q->input_len, q->output_len);

@@ -25,7 +25,7 @@ int serve_pd_init(struct serve *sv, uint32_t layers, char *err, size_t errlen)
         .num_layers = layers, .max_batch = p->max_batch, .max_tokens = p->max_tokens,
         .chunk = chunk ? (uint32_t)strtoul(chunk, NULL, 10) : p->max_tokens,
         .instances = sv->ninst,
-        .prefill_instances = arg ? (uint32_t)strtoul(arg, NULL, 10) : sv->ninst / 2 };
+        .prefill_instances = arg ? (uint32_t)strtoul(arg, NULL, 10) : rt_pd_prefill_default(sv->ninst) };
     struct rt_kvc *kvcs[RT_PD_INSTANCES_MAX];
     for (uint32_t i = 0; i < sv->ninst && i < RT_PD_INSTANCES_MAX; i++)
         kvcs[i] = &sv->inst[i].kvc;

@@ -145,7 +145,8 @@ void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len)
     case RT_SCHED_PD_DISAGG:
         snprintf(buf, len, "chunk=%u instances=%u prefill_instances=%u", s->chunk,
                  o->image.req.instances,
-                 o->prefill_instances ? o->prefill_instances : o->image.req.instances / 2);
+                 o->prefill_instances ? o->prefill_instances
+                                        : rt_pd_prefill_default(o->image.req.instances));
         break;
     default: snprintf(buf, len, "-"); break;
     }

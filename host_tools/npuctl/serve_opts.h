@@ -12,6 +12,7 @@
 #include "npu_image.h"
 #include "rt/metrics.h"
 #include "rt/sched.h"
+#include "rt/sched_pd.h"
 
 struct serve_opts {
     struct npuctl_image_opts image;   /* --model, --chip and the plan options */

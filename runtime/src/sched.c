@@ -246,8 +246,5 @@ bool sched_done(const struct rt_sched *s)
 
 uint32_t sched_queue_len(const struct rt_sched *s)
 {
-    uint32_t n = 0;
-    for (uint32_t i = s->queue_first; i < s->next_arrival; i++)
-        n += s->reqs[i].state == RT_REQ_QUEUED;
-    return n;
+    return rt_requests_queued(s->reqs, s->queue_first, s->next_arrival);
 }

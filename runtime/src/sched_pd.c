@@ -39,8 +39,10 @@ static int pd_check(const struct rt_pd_params *p, char *err, size_t errlen)
     if (p->prefill_instances < 1 || p->prefill_instances >= p->instances)
         return pd_refuse(err, errlen, "prefill instances", p->prefill_instances, 1,
                          p->instances - 1);
-    if (p->num_layers < 1 || p->max_tokens < 1)
-        return pd_refuse(err, errlen, "num_layers / max_tokens", 0, 1, UINT32_MAX);
+    if (p->num_layers < 1)
+        return pd_refuse(err, errlen, "num_layers", p->num_layers, 1, UINT32_MAX);
+    if (p->max_tokens < 1)
+        return pd_refuse(err, errlen, "max_tokens", p->max_tokens, 1, UINT32_MAX);
     if (p->max_batch < 1 || p->max_batch > RT_SCHED_RUNNING_MAX || p->max_batch > p->max_tokens)
         return pd_refuse(err, errlen, "max_batch", p->max_batch, 1,
                          p->max_tokens < RT_SCHED_RUNNING_MAX ? p->max_tokens
@@ -287,8 +289,5 @@ bool pd_done(const struct rt_pd *pd)
 
 uint32_t pd_queue_len(const struct rt_pd *pd)
 {
-    uint32_t n = 0;
-    for (uint32_t i = pd->queue_first; i < pd->next_arrival; i++)
-        n += pd->reqs[i].state == RT_REQ_QUEUED;
-    return n;
+    return rt_requests_queued(pd->reqs, pd->queue_first, pd->next_arrival);
 }

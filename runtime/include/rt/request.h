@@ -52,6 +52,16 @@ static inline uint32_t rt_request_max_len(const struct rt_request *r)
     return r->input_len + (r->output_len ? r->output_len - 1 : 0);
 }
 
+/* Requests QUEUED among reqs[first, end). */
+static inline uint32_t rt_requests_queued(const struct rt_request *reqs, uint32_t first,
+                                          uint32_t end)
+{
+    uint32_t n = 0;
+    for (uint32_t i = first; i < end; i++)
+        n += reqs[i].state == RT_REQ_QUEUED;
+    return n;
+}
+
 static inline bool rt_request_decoding(const struct rt_request *r)
 {
     return r->state == RT_REQ_RUNNING && r->prefilled == r->input_len;

@@ -65,6 +65,12 @@ struct rt_pd {
     uint64_t iterations;
 };
 
+/* The prefill instances when none are asked for: half of them (at least 1 of 2). */
+static inline uint32_t rt_pd_prefill_default(uint32_t instances)
+{
+    return instances / 2;
+}
+
 /* Roles by placement: instance bands left to right, prefill ones taken alternately from
    the two ends, decode ones in the centre. */
 void rt_pd_roles(uint32_t instances, uint32_t prefill_instances, enum rt_pd_role *roles);
