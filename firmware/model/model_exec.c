@@ -77,13 +77,15 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat)
     uint64_t now = hal_time_ps(), flops = engine_perf_read(NPU_PERF_FLOPS);
     uint64_t hbm = engine_perf_read(NPU_PERF_HBM_BYTES);
     uint64_t noc = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
+    uint64_t descs = engine_perf_read(NPU_PERF_DESCS);
     struct exec_stats *s = &m->stats[m->layer];
     s->ps[m->cat] += now - m->cat_t0;
     s->flops[m->cat] += flops - m->cat_flops0;
     s->hbm_bytes[m->cat] += hbm - m->cat_hbm0;
     s->noc_byte_hops[m->cat] += noc - m->cat_noc0;
+    s->descs[m->cat] += descs - m->cat_descs0;
     m->cat = cat, m->cat_t0 = now, m->cat_flops0 = flops, m->cat_hbm0 = hbm;
-    m->cat_noc0 = noc;
+    m->cat_noc0 = noc, m->cat_descs0 = descs;
 }
 
 void exec_set_layer(struct exec_model *m, uint32_t layer)

@@ -63,6 +63,7 @@ struct exec_stats {
     uint64_t flops[EXEC_CAT_COUNT];
     uint64_t hbm_bytes[EXEC_CAT_COUNT];
     uint64_t noc_byte_hops[EXEC_CAT_COUNT];
+    uint64_t descs[EXEC_CAT_COUNT]; /* engine descriptors (the emulator's work, per core) */
     uint64_t expert_bytes;  /* expert weights moved HBM -> SRAM */
 };
 
@@ -120,7 +121,7 @@ struct exec_model {
     uint64_t routing_table[256];           /* performance mode: cumulative popularity */
     uint32_t routing_layer;                /* the layer routing_table is for (+1; 0: none) */
     enum exec_cat cat;
-    uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0;
+    uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0, cat_descs0;
     uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
     uint32_t steps;                        /* descriptors completed so far */
 };

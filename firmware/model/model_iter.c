@@ -104,6 +104,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
     m->cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
     m->cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
+    m->cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
     return NPU_OK;
 }
 

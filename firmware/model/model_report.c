@@ -48,9 +48,10 @@ static void print_rooflines(const struct exec_stats *sum)
     for (int c = 0; c < EXEC_CAT_COUNT; c++) {
         double b = bound_ps(sum->flops[c], sum->hbm_bytes[c], sum->noc_byte_hops[c]);
         printf("MODEL roofline op=%s measured_us=%.3f bound_us=%.3f x_bound=%.2f gflop=%.3f "
-               "hbm_mib=%.3f noc_mib_hops=%.3f\n", cat_names[c], sum->ps[c] / 1e6, b / 1e6,
-               b > 0 ? sum->ps[c] / b : 0.0, sum->flops[c] / 1e9,
-               sum->hbm_bytes[c] / 1048576.0, sum->noc_byte_hops[c] / 1048576.0);
+               "hbm_mib=%.3f noc_mib_hops=%.3f descs=%" PRIu64 "\n", cat_names[c],
+               sum->ps[c] / 1e6, b / 1e6, b > 0 ? sum->ps[c] / b : 0.0, sum->flops[c] / 1e9,
+               sum->hbm_bytes[c] / 1048576.0, sum->noc_byte_hops[c] / 1048576.0,
+               sum->descs[c]);
     }
 }
 
@@ -59,6 +60,7 @@ static void add_stats(struct exec_stats *sum, const struct exec_stats *s)
     for (int c = 0; c < EXEC_CAT_COUNT; c++) {
         sum->ps[c] += s->ps[c], sum->flops[c] += s->flops[c];
         sum->hbm_bytes[c] += s->hbm_bytes[c], sum->noc_byte_hops[c] += s->noc_byte_hops[c];
+        sum->descs[c] += s->descs[c];
     }
     sum->expert_bytes += s->expert_bytes;
 }
