@@ -12,6 +12,12 @@
  *                     (one, or a row and a column for mesh2d), (ring length - 1) x the
  *                     longest step of the ring in hops x noc_hop_cycles (twice for
  *                     all-reduce)
+ * Every placement runs the ring algorithms (NOC_GATHER_RING). One more row per case,
+ * "multicast", runs the multicast all-gather (NOC_GATHER_AUTO: the buffers sit at the same
+ * offset everywhere) alone or after the ring reduce-scatter of an all-reduce; its gather
+ * half's bounds are those of XY multicast trees over an R x C rectangle: the busiest link
+ * carries max((R-1) C, C-1) of the p chunks, and the farthest destination is R-1 + C-1 hops
+ * away.
  * A whole-mesh barrier separates the cases. Buffers that do not fit in a core's free SRAM
  * are skipped (a BENCH skip line). `quick` runs 1 KiB, 64 KiB and 4 MiB on 4 and 16 cores.
  */
@@ -29,6 +35,9 @@
 
 enum op { OP_ALLGATHER, OP_REDUCE_SCATTER, OP_ALLREDUCE, OP__COUNT };
 static const char *const op_names[OP__COUNT] = { "allgather", "reduce_scatter", "allreduce" };
+
+/* Placements, then the multicast all-gather (on the ring placement). */
+#define ALGO_MULTICAST NOC_PLACE_COUNT
 
 static struct noc_group mesh_group, group;
 static struct noc_comm mesh_comm, comm;
@@ -89,8 +98,16 @@ static int run_op(enum op op, uint64_t bytes)
     }
 }
 
+/* The multicast all-gather's bounds: bandwidth (ps) and hops of its one pass. */
+static double mcast_bw_ps(uint64_t bytes, double gbps)
+{
+    const uint32_t r = group.rect.rows, c = group.rect.cols;
+    const uint32_t busiest = (r - 1) * c > c - 1 ? (r - 1) * c : c - 1;
+    return (double)busiest / group.size * bench_xfer_ps(bytes, gbps);
+}
+
 /* Rank 0: waits for every rank's span and prints the case. */
-static void report(enum op op, uint64_t bytes)
+static void report(enum op op, uint64_t bytes, bool mcast)
 {
     const struct hal_chip_info *c = hal_chip();
     const uint32_t p = group.size;
@@ -101,22 +118,31 @@ static void report(enum op op, uint64_t bytes)
         first = spans[k][0] < first ? spans[k][0] : first;
         last = spans[k][1] > last ? spans[k][1] : last;
     }
-    double factor = op == OP_ALLREDUCE ? 2.0 : 1.0;
-    double bw_ps = factor * (double)(p - 1) / p * bench_xfer_ps(bytes, c->noc_link_gbps);
-    uint64_t lat_ps = (uint64_t)factor * pass_hop_steps() * c->noc_hop_cycles * hal_cycle_ps();
+    double ring_bw = (double)(p - 1) / p * bench_xfer_ps(bytes, c->noc_link_gbps);
+    uint64_t ring_hops = pass_hop_steps();
+    double bw_ps = op == OP_ALLREDUCE ? 2.0 * ring_bw : ring_bw;
+    uint64_t hops = op == OP_ALLREDUCE ? 2 * ring_hops : ring_hops;
+    if (mcast) { /* the gather half is one multicast pass */
+        bw_ps = (op == OP_ALLREDUCE ? ring_bw : 0.0) + mcast_bw_ps(bytes, c->noc_link_gbps);
+        hops = (op == OP_ALLREDUCE ? ring_hops : 0) + group.rect.rows + group.rect.cols - 2;
+    }
+    uint64_t lat_ps = hops * c->noc_hop_cycles * hal_cycle_ps();
     printf("BENCH coll op=%s placement=%s p=%" PRIu32 " rows=%u cols=%u bytes=%" PRIu64
            " ps=%" PRIu64 " bw_ps=%.0f lat_ps=%" PRIu64 " eff=%.4f\n", op_names[op],
-           noc_placement_name(group.placement), p, group.rect.rows, group.rect.cols, bytes,
-           last - first, bw_ps, lat_ps, bw_ps / (double)(last - first));
+           mcast ? "multicast" : noc_placement_name(group.placement), p, group.rect.rows,
+           group.rect.cols, bytes, last - first, bw_ps, lat_ps, bw_ps / (double)(last - first));
 }
 
 /* One case on the members of the group; the others only take the closing barrier. */
-static void run_case(enum noc_placement pl, uint32_t side, enum op op, uint64_t bytes)
+static void run_case(uint32_t algo, uint32_t side, enum op op, uint64_t bytes)
 {
+    const bool mcast = algo == ALGO_MULTICAST;
+    const enum noc_placement pl = mcast ? NOC_PLACE_RING : (enum noc_placement)algo;
     struct noc_group_args ga = { .placement = pl, .rect = { 0, 0, (uint16_t)side,
                                                              (uint16_t)side },
                                  .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
-    struct noc_comm_config cc = { .group = &group, .slot = 0, .scratch = scratch_base() };
+    struct noc_comm_config cc = { .group = &group, .slot = 0, .scratch = scratch_base(),
+                                  .gather = mcast ? NOC_GATHER_AUTO : NOC_GATHER_RING };
     bool member = noc_group_init(&group, &ga) == NPU_OK &&
                   noc_group_rank_of(&group, hal_self()->core_id) >= 0 &&
                   noc_comm_init(&comm, &cc) == NPU_OK;
@@ -138,7 +164,7 @@ static void run_case(enum noc_placement pl, uint32_t side, enum op op, uint64_t 
         noc_write_async(&w);
         noc_write_barrier();
         if (comm.rank == 0)
-            report(op, bytes);
+            report(op, bytes, mcast);
     }
     noc_barrier(&mesh_comm);
 }
@@ -157,7 +183,9 @@ static void run_all(bool quick)
         if (side > hal_chip()->rows || side > hal_chip()->cols)
             continue;
         for (uint32_t op = 0; op < OP__COUNT; op++)
-            for (uint32_t pl = 0; pl < NOC_PLACE_COUNT; pl++)
+            for (uint32_t pl = 0; pl <= ALGO_MULTICAST; pl++) {
+                if (pl == ALGO_MULTICAST && op == OP_REDUCE_SCATTER)
+                    continue; /* nothing to gather */
                 for (uint64_t bytes = KIB; bytes <= 64 * KIB * KIB; bytes *= quick ? 64 : 4) {
                     if (!fits(bytes)) {
                         if (hal_self()->core_id == 0 && pl == 0 && op == 0)
@@ -166,8 +194,9 @@ static void run_all(bool quick)
                                    scratch_base() - bench_data_base());
                         continue;
                     }
-                    run_case((enum noc_placement)pl, side, (enum op)op, bytes);
+                    run_case(pl, side, (enum op)op, bytes);
                 }
+            }
     }
 }
 

@@ -24,7 +24,11 @@ static void coll_header(const struct bench_output *out)
            "bw bound: (p-1)/p x N / B (allgather, reduce_scatter), twice that (allreduce);\n"
            "          eff = bw bound / measured\n"
            "lat bound: ring steps x the ring's longest step in hops x hop latency (rows then\n"
-           "          columns for mesh2d; twice for allreduce)\n\n");
+           "          columns for mesh2d; twice for allreduce)\n"
+           "placements run the ring algorithms; 'multicast' is the one-step multicast\n"
+           "          all-gather (alone, or after the ring reduce-scatter of allreduce), its\n"
+           "          gather bounds those of XY multicast trees on the R x C rectangle:\n"
+           "          max((R-1) C, C-1)/p x N / B and R-1 + C-1 hops\n\n");
     printf("%-15s %-12s %3s %10s %13s %13s %13s %7s\n", "op", "placement", "p", "bytes",
            "measured us", "bw bound us", "lat bound us", "eff");
 }

@@ -121,7 +121,7 @@ int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg)
 {
     assert(c && cfg && cfg->group);
     uint32_t seg = cfg->segment_bytes ? cfg->segment_bytes : NOC_COMM_SEGMENT_DEFAULT;
-    if (cfg->slot >= NOC_COMM_SLOTS || seg % 4 || seg < 64 || seg > NOC_COMM_SEGMENT_MAX ||
+    if (cfg->slot >= NOC_COMM_SLOTS || cfg->gather > NOC_GATHER_RING || seg % 4 || seg < 64 || seg > NOC_COMM_SEGMENT_MAX ||
         !in_app_sram(cfg->scratch, NOC_COMM_SCRATCH_BYTES(seg)))
         return NPU_ERR_INVAL;
     if (expect[cfg->slot].broken)
@@ -202,6 +202,13 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
                      h[k].fault <= COLL_ABORT ? faults[h[k].fault] : "?");
             refuse(c, mine, msg);
             return h[k].fault == COLL_BAD_BUFFER ? NPU_ERR_RANGE : NPU_ERR_INVAL;
+        }
+        if ((mine->kind == COLL_ALLGATHER || mine->kind == COLL_ALLREDUCE) &&
+            h[k].capacity != h[0].capacity) {
+            snprintf(msg, sizeof(msg), "rank %" PRIu32 ": all-gather algorithm %" PRIu32
+                     " differs from rank 0's %" PRIu32, k, h[k].capacity, h[0].capacity);
+            refuse(c, mine, msg);
+            return NPU_ERR_INVAL;
         }
         if (h[k].count != h[0].count || h[k].dtype != h[0].dtype || h[k].root != h[0].root) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": count %" PRIu64 ", dtype %u, "

@@ -153,6 +153,10 @@ struct coll_ring {
     enum npu_dtype dtype;
 };
 int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
+/* Multicast all-gather of the whole group (coll_mcast.c): usable when the communicator
+   allows it and every rank's buffer is at the same SRAM offset (agreed headers). */
+bool coll_mcast_fits(const struct noc_comm *c);
+int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype);
 int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r);
 
 /* Scratch layout: tokens at 0, header staging at 512, two banks of receive slots from 1024

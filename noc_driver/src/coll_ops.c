@@ -33,6 +33,8 @@ static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll
     h->dtype = (uint8_t)a->dtype;
     h->root = a->root;
     h->buf = a->buf;
+    if (kind == COLL_ALLGATHER || kind == COLL_ALLREDUCE)
+        h->capacity = (uint32_t)c->cfg.gather; /* judged: every rank the same algorithm */
     if (a->count == 0 || a->count > COLL_COUNT_MAX || !dtype_ok(a->dtype) ||
         a->root >= c->group.size || (kind >= COLL_ALLGATHER_ROWS && !is_2d(c)))
         h->fault = COLL_BAD_ARGS; /* line collectives need a grid */
@@ -80,6 +82,8 @@ static void ring_col(const struct noc_comm *c, const struct noc_coll_args *a,
 static int gather(struct noc_comm *c, const struct noc_coll_args *a)
 {
     struct coll_ring r;
+    if (coll_mcast_fits(c))
+        return coll_mcast_allgather(c, a->count, a->dtype);
     if (!is_2d(c)) {
         ring_1d(c, a, &r);
         return coll_ring_allgather(c, &r);

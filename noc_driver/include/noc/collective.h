@@ -57,6 +57,12 @@
 #define NOC_COMM_QUEUED_MAX 64u /* descriptors the caller may leave queued on NoC, vector */
 #define NOC_M2N_PAIRS_MAX 8192u /* M2N senders x receivers; all-to-all-v ranks x buckets */
 
+/* How all-gathers (and the all-gather half of all-reduces) move data: AUTO multicasts each
+   rank's chunk to the group in one step when every rank's buffer is at the same SRAM offset
+   (checked on the agreed headers), else runs the ring; RING always runs the ring (or the
+   rows-then-columns rings of MESH2D). Every rank of a communicator must choose the same. */
+enum noc_gather_algo { NOC_GATHER_AUTO = 0, NOC_GATHER_RING = 1 };
+
 struct noc_comm_config {
     const struct noc_group *group;
     uint32_t slot;            /* 0..NOC_COMM_SLOTS-1: communicators that share a core and
@@ -66,6 +72,7 @@ struct noc_comm_config {
                                  (0: the default) */
     uint64_t timeout_ps;      /* how long a rank waits for the others, in the agreement and
                                  for each phase's traffic (0: the default) */
+    enum noc_gather_algo gather;
 };
 
 /* Per-rank state. (What the slot's semaphores should read is kept per core and slot, so

@@ -218,12 +218,20 @@ void coll_error_checks(uint64_t data, uint64_t scratch)
     expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-reduce after the refusals: "
            "rc %d", rank, rc);
     a2av_refusals(&c, data);
+    c.cfg.gather = rank == 2 ? NOC_GATHER_RING : NOC_GATHER_AUTO; /* a misconfigured rank */
+    rc = noc_allgather(&c, &a);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-gather with another algorithm "
+           "on rank 2: rc %d, want NPU_ERR_INVAL", rank, rc);
+    c.cfg.gather = NOC_GATHER_AUTO;
+    rc = noc_allgather(&c, &a);
+    expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-gather after it: rc %d", rank,
+           rc);
     /* Rank 3 (core (1,0) on the ring) calls on a 1 x 2 group of its own row: its row
        partner sees a foreign header, ranks 0 and 1 miss rank 3's and time out (20 us). */
     if (rank == 3) {
         static struct noc_group g2;
         rc = error_comm(&c, &g2, scratch, (struct noc_rect){ 1, 0, 1, 2 });
-        c.seq = 6; /* as if it had taken part so far */
+        c.seq = 8; /* as if it had taken part so far */
     }
     if (rc == NPU_OK)
         rc = noc_allreduce(&c, &a);

@@ -59,6 +59,9 @@ struct coll_case {
     uint64_t count;
     enum npu_dtype dtype;
     uint32_t variant;          /* CCHECK_LINES: COLL_LINE_* bits */
+    enum noc_gather_algo gather; /* the communicator's all-gather algorithm */
+    bool stagger;              /* rank r's buffer 64 r bytes further: offsets differ, so
+                                  NOC_GATHER_AUTO must fall back to the ring */
 };
 #define COLL_LINE_COLS 1u      /* along the columns (else the rows) */
 #define COLL_LINE_REDUCE 2u    /* all-reduce (else all-gather) */

@@ -79,7 +79,7 @@ static bool join_case_group(const struct coll_case *cs)
     };
     struct noc_comm_config cfg = { .group = &case_group, .slot = 0,
                                    .scratch = scratch_of(data_base()),
-                                   .segment_bytes = SEGMENT };
+                                   .segment_bytes = SEGMENT, .gather = cs->gather };
     int rc = noc_group_init(&case_group, &a);
     if (rc == NPU_OK)
         rc = noc_comm_init(&case_comm, &cfg);
@@ -147,6 +147,7 @@ static void keep_vector_busy(uint64_t region)
 static void run_ring_kind(const struct coll_case *cs, uint64_t buf)
 {
     const uint32_t rank = case_comm.rank, size = case_group.size;
+    buf += cs->stagger ? 64ull * rank : 0;
     struct noc_coll_args a = { .buf = buf, .count = cs->count, .dtype = cs->dtype };
     uint64_t lo = cs->count * rank / size, hi = cs->count * (rank + 1) / size, bad = 0;
     int rc;
@@ -175,9 +176,10 @@ static void run_ring_kind(const struct coll_case *cs, uint64_t buf)
         bad = mismatches(cs, buf, 0, cs->count, want_sum);
         break;
     }
-    expect(rc == NPU_OK && bad == 0, cs->kind, "%s %s %ux%u count %" PRIu64 ": rc %d, %" PRIu64
-           " wrong elements", kind_name(cs->kind), noc_placement_name(cs->placement),
-           cs->rows, cs->cols, cs->count, rc, bad);
+    expect(rc == NPU_OK && bad == 0, cs->kind, "%s %s %ux%u count %" PRIu64 " (%s%s): rc %d, %"
+           PRIu64 " wrong elements", kind_name(cs->kind), noc_placement_name(cs->placement),
+           cs->rows, cs->cols, cs->count, cs->gather == NOC_GATHER_RING ? "ring" : "auto",
+           cs->stagger ? ", staggered buffers" : "", rc, bad);
 }
 
 static void run_alltoall(const struct coll_case *cs, uint64_t buf, uint64_t recv)
@@ -371,6 +373,12 @@ static void run_all_cases(uint64_t data)
                     };
                     if (kind == CCHECK_BARRIER && ci > 0)
                         continue;
+                    coll_case_run(&cs, data, 0); /* auto: multicast all-gathers */
+                    if (kind != CCHECK_ALLGATHER && kind != CCHECK_ALLREDUCE)
+                        continue;
+                    cs.gather = NOC_GATHER_RING;
+                    coll_case_run(&cs, data, 0);
+                    cs.gather = NOC_GATHER_AUTO, cs.stagger = true; /* falls back to rings */
                     coll_case_run(&cs, data, 0);
                 }
 }

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Multicast all-gather (docs/noc-driver.md, "All-gather algorithms"): every rank multicasts
+ * its chunk to the group's rectangle in one descriptor and waits until every non-empty
+ * chunk has landed in its own buffer. One step instead of the ring's size - 1: the ring
+ * pays a hop latency and a descriptor per step and segment, the multicast one descriptor
+ * per rank whatever the group size. Link load: a link carries each chunk whose XY multicast
+ * tree crosses it, once (the emulator models a multicast as one flow over the union of its
+ * routes), about as much as the busiest link of a ring.
+ *
+ * Hazards:
+ * - A multicast writes one SRAM offset in every destination, so every rank's buffer must sit
+ *   at the same offset; coll_mcast_fits() checks that on the agreed headers (the same on
+ *   every rank, so every rank takes the same algorithm), else the caller runs the ring.
+ * - The rectangle includes the sender (loopback): its own chunk is rewritten in place with
+ *   the same bytes, and counted as a delivery like any other.
+ * - Inside an all-reduce the multicast follows the reduce-scatter: a rank multicasts its
+ *   chunk once its own sum is final, and every rank's reads and adds of that chunk's region
+ *   came before that sum (they are on its chain), so the multicast overwrites nothing still
+ *   in use. It signals its own phase's ARRIVE semaphore, so it may land early.
+ */
+#include <assert.h>
+
+#include "coll_internal.h"
+#include "npu/hal.h"
+#include "npu/noc_endpoint.h"
+
+/* Offset of rank k's buffer in its own SRAM (from its header). */
+static uint64_t buf_offset(const struct noc_comm *c, uint32_t k)
+{
+    const struct coll_header *h = &coll_headers(c)[k];
+    return h->buf - npu_map_instance_base(NPU_MAP_SRAM, c->group.core[k]);
+}
+
+bool coll_mcast_fits(const struct noc_comm *c)
+{
+    if (c->cfg.gather == NOC_GATHER_RING)
+        return false;
+    const uint64_t off = buf_offset(c, 0);
+    for (uint32_t k = 1; k < c->group.size; k++)
+        if (buf_offset(c, k) != off)
+            return false;
+    return true;
+}
+
+int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype)
+{
+    const uint64_t eb = coll_elem_bytes(dtype), off = buf_offset(c, c->rank);
+    const uint64_t lo = coll_bound(count, c->group.size, c->rank);
+    const uint64_t bytes = (coll_bound(count, c->group.size, c->rank + 1) - lo) * eb;
+    uint32_t chunks = 0; /* non-empty chunks: the multicasts that land here */
+    for (uint32_t k = 0; k < c->group.size; k++)
+        chunks += coll_bound(count, c->group.size, k + 1) > coll_bound(count, c->group.size, k);
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    if (bytes > 0) {
+        assert(bytes <= UINT32_MAX && "a chunk is in SRAM");
+        const struct noc_rect *r = &c->group.rect;
+        struct noc_multicast_args m = {
+            .src = coll_headers(c)[c->rank].buf + lo * eb, .dst_offset = off + lo * eb,
+            .rows = 1, .row_bytes = (uint32_t)bytes, .src_stride = (uint32_t)bytes,
+            .dst_stride = (uint32_t)bytes, .row0 = r->row0, .col0 = r->col0,
+            .row1 = (uint16_t)(r->row0 + r->rows - 1),
+            .col1 = (uint16_t)(r->col0 + r->cols - 1),
+            .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c),
+                      .signal_value = 1, .signal2 = true,
+                      .signal2_core = (uint16_t)hal_self()->core_id,
+                      .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT),
+                      .signal2_value = 1 },
+        };
+        noc_multicast_desc(coll_stream_next(&st, NPU_ENGINE_NOC), &m);
+        int rc = coll_stream_flush(&st); /* before SENT expects one landing per member */
+        if (rc != NPU_OK)
+            return rc;
+        coll_expect_of(c)->sent += c->group.size;
+    }
+    *coll_arrive_expect(c) += chunks;
+    return coll_stream_finish(&st);
+}
