@@ -39,13 +39,17 @@ void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, ui
 }
 
 /* Address of K (v false) or V of `pos` of run r in layer l, and how many positions from pos
-   on are contiguous there (the rest of its pool block; a ring segment is contiguous). */
+   on are contiguous there (the rest of its pool block and of the blocks with the following
+   ids after it, which the pool keeps next to each other; a ring segment is contiguous). */
 static uint64_t kv_addr(const struct exec_model *m, const struct exec_run *r, uint32_t l,
                         bool v, uint32_t pos, uint32_t *span)
 {
     const uint32_t B = m->plan->kv_block, blk = pos / B;
     if (blk < r->nblocks) {
-        *span = B - pos % B;
+        uint32_t last = blk;
+        while (last + 1 < r->nblocks && r->blocks[last + 1] == r->blocks[last] + 1)
+            last++;
+        *span = (last + 1 - blk) * B - pos % B;
         return m->kv_pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, r->blocks[blk], pos % B);
     }
     *span = UINT32_MAX;
@@ -117,11 +121,13 @@ static void kv_head_block(struct exec_model *m, const struct exec_seg *g, uint32
                                              .out = a->scores, .rows = rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) }));
     /* Row t sees block columns up to pos + t - b0, and with a window the last `window`
-       positions only. */
-    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
-                                             .out = a->scores, .rows = rows, .cols = nb,
-                                             .k = group, .pos = g->pos - b0,
-                                             .scalar = (float)window }));
+       positions only. A step wholly before the segment's first position, without a window,
+       hides nothing: no mask. */
+    if (window || b0 + nb - 1 > g->pos)
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
+                                                 .out = a->scores, .rows = rows, .cols = nb,
+                                                 .k = group, .pos = g->pos - b0,
+                                                 .scalar = (float)window }));
     exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
                                              .aux = m_new + stat, .rows = rows, .cols = nb,
                                              .ldaux = 1 }));
@@ -153,18 +159,35 @@ static void kv_head_block(struct exec_model *m, const struct exec_seg *g, uint32
               false, true, !first);
 }
 
-/* Attention of one segment over its cache, block by block (keys and values loaded once per
-   block for all heads), then attn = acc / sum back in the [row][head][hd] layout. */
+/* K and V of positions [b0, b0 + nb) into kblk and vblk: one copy per contiguous piece. */
+static void gather_kv(struct exec_model *m, uint32_t l, const struct exec_run *r, uint32_t b0,
+                      uint32_t nb)
+{
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    for (uint32_t pos = b0, n; pos < b0 + nb; pos += n) {
+        uint32_t contig;
+        uint64_t k = kv_addr(m, r, l, false, pos, &contig);
+        uint64_t v = kv_addr(m, r, l, true, pos, &contig);
+        n = b0 + nb - pos < contig ? b0 + nb - pos : contig;
+        exec_copy(m, m->a.kblk + (pos - b0) * row, k, 1, n * row, n * row, n * row);
+        exec_copy(m, m->a.vblk + (pos - b0) * row, v, 1, n * row, n * row, n * row);
+    }
+}
+
+/* Attention of one segment over its cache, step by step (a step: up to attn_block positions
+   of whole cache blocks, keys and values gathered once for all heads), then attn = acc / sum
+   back in the [row][head][hd] layout. */
 static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
     const uint32_t hd = c->head_dim, qd = c->num_heads * hd, B = m->plan->kv_block;
+    const uint32_t A = m->plan->attn_block;
     const uint32_t group = c->num_heads / c->num_kv_heads, nkv = c->num_kv_heads;
     const uint32_t last = g->pos + g->count - 1;
     const uint32_t window = sliding ? c->sliding_window : 0;
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
-    const uint64_t eb = m->eb, row = (uint64_t)nkv * hd * eb, gb = (uint64_t)group * hd * eb;
+    const uint64_t eb = m->eb, gb = (uint64_t)group * hd * eb;
     const uint64_t span = (uint64_t)m->plan->tile_rows * group;
     /* qg[h][rows][hd]: KV head h's query heads, row by row (one strided copy per KV head) */
     for (uint32_t h = 0; h < nkv; h++)
@@ -172,15 +195,12 @@ static void attend(struct exec_model *m, uint32_t l, bool sliding, const struct 
                   a->q + ((uint64_t)g->row * qd + (uint64_t)h * group * hd) * eb, g->count, gb,
                   (uint64_t)qd * eb, gb);
     uint32_t parity = 0;
-    /* blocks end at multiples of B, where pool blocks end (a window may start mid-block) */
+    /* steps end at multiples of B, where pool blocks end (a window may start mid-block), and
+       hold at most A positions */
     for (uint32_t b0 = lo, nb; b0 <= last; b0 += nb, parity ^= 1) {
-        uint32_t contig;
-        nb = B - b0 % B;
+        nb = b0 / B * B + A - b0;
         nb = last + 1 - b0 < nb ? last + 1 - b0 : nb;
-        exec_copy(m, a->kblk, kv_addr(m, g->run, l, false, b0, &contig), 1, nb * row,
-                  nb * row, nb * row);
-        exec_copy(m, a->vblk, kv_addr(m, g->run, l, true, b0, &contig), 1, nb * row,
-                  nb * row, nb * row);
+        gather_kv(m, l, g->run, b0, nb);
         uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0; h < nkv; h++)
             kv_head_block(m, g, h, b0, nb, b0 == lo, window, m_old, m_new);

@@ -86,6 +86,9 @@ static const struct npuctl_command commands[] = {
       "  --max-batch B --max-tokens T --max-seq S --tile-rows R --kv-block K\n"
       "                        iteration shape (defaults 8, 512, min(4096, max_position),\n"
       "                        64, 256)\n"
+      "  --attn-block A        positions per attention step, a multiple of the KV block\n"
+      "                        (default: the KV block); larger steps mean fewer, larger\n"
+      "                        GEMMs and vector ops over long contexts\n"
       "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
       "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
       "                        HBM layer by layer even so\n" },

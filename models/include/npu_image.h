@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 5u
+#define NPU_IMAGE_VERSION 6u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -104,6 +104,11 @@ struct npu_plan {
        residual rows; every instance reads the same weight shares in HBM. */
     uint32_t instances;          /* >= 1 */
     uint32_t instance_cols;      /* columns of each instance's band */
+    /* Positions per attention step (online softmax): a multiple of kv_block; a step gathers
+       the K and V of up to attn_block / kv_block cache blocks into one tile, so long contexts
+       take fewer, larger GEMMs and vector ops (docs/images.md, "Attention steps"). */
+    uint32_t attn_block;
+    uint32_t reserved;           /* 0 */
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */

@@ -19,7 +19,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
 {
     const uint64_t t = p->tile_rows, b = p->max_batch, eb = npu_dtype_bytes(p->dtype);
     const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
-    const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim, blk = p->kv_block;
+    const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim, blk = p->attn_block;
     const uint64_t ff = c->intermediate_size > c->moe_intermediate_size
                             ? c->intermediate_size : c->moe_intermediate_size;
     const uint64_t e = c->num_experts ? c->num_experts : 1;

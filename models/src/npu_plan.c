@@ -287,6 +287,7 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
     p->tile_rows = req->tile_rows ? req->tile_rows : 64;
     p->kv_block = req->kv_block ? req->kv_block : 256;
+    p->attn_block = req->attn_block ? req->attn_block : p->kv_block;
     p->kv_ring_rows = req->kv_ring_rows ? req->kv_ring_rows
                                         : (uint64_t)p->max_batch * p->max_seq;
     p->routing = req->routing;
@@ -303,6 +304,10 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_tokens %u below max_batch %u "
                     "(every request of an iteration needs a row)", p->max_tokens,
                     p->max_batch);
+    if (p->attn_block < p->kv_block || p->attn_block % p->kv_block)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_block %u is not a multiple of "
+                    "kv_block %u (an attention step gathers whole cache blocks)",
+                    p->attn_block, p->kv_block);
     if (p->max_batch > 64 || c->experts_per_token > 64)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most 64",
                     p->max_batch, c->experts_per_token);
@@ -364,8 +369,8 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             fprintf(f, " %s=%s", npu_gemm_name((enum npu_gemm)g),
                     npu_partition_name((enum npu_partition)p->partition[g]));
     fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows; %u positions "
-            "per request, attention blocks of %u\n", p->max_batch, p->max_tokens,
-            p->tile_rows, p->max_seq, p->kv_block);
+            "per request, KV blocks of %u, attention steps of %u\n", p->max_batch,
+            p->max_tokens, p->tile_rows, p->max_seq, p->kv_block, p->attn_block);
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
             MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
@@ -485,8 +490,11 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
         if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl.plan.max_batch)
             pl.plan.tile_rows = t / 2;
-        if (!req->kv_block && b / 2 >= 32)
+        if (!req->kv_block && b / 2 >= 32) {
             pl.plan.kv_block = b / 2;
+            if (!req->attn_block)
+                pl.plan.attn_block = b / 2;
+        }
         if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
         rc = npu_planner_cores(&pl, cores, ops, &nops);

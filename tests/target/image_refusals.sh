@@ -113,6 +113,10 @@ instances)
 instances-bands)
     expect 2 "3 instances: the 2 columns of mesh-2x2 do not split into that many bands" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --instances 3 -o "$tmp/x.img" ;;
+attn-block)
+    expect 2 "attn_block 40 is not a multiple of kv_block 16" \
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --kv-block 16 --attn-block 40 \
+        -o "$tmp/x.img" ;;
 bad-token)
     good
     expect 1 "MODEL error: request 0: prompt token 1 = 600 is not below vocab_size 512" \
