@@ -64,6 +64,20 @@ int evq_push(struct evq *q, const struct evq_event *ev)
     return NPU_OK;
 }
 
+/* Moves ev down from the hole to its place, below which the heap is in order. */
+static void sink(struct evq *q, size_t hole, const struct evq_event *ev)
+{
+    for (size_t c = 2 * hole + 1; c < q->len; c = 2 * hole + 1) {
+        if (c + 1 < q->len && evq_before(&q->heap[c + 1], &q->heap[c]))
+            c++;
+        if (!evq_before(&q->heap[c], ev))
+            break;
+        q->heap[hole] = q->heap[c];
+        hole = c;
+    }
+    q->heap[hole] = *ev;
+}
+
 bool evq_pop(struct evq *q, struct evq_event *out)
 {
     if (q->len == 0)
@@ -86,4 +100,18 @@ bool evq_pop(struct evq *q, struct evq_event *out)
 const struct evq_event *evq_peek(const struct evq *q)
 {
     return q->len ? &q->heap[0] : NULL;
+}
+
+void evq_drop_if(struct evq *q, bool (*drop)(const void *ctx, const struct evq_event *ev),
+                 const void *ctx)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < q->len; i++)
+        if (!drop(ctx, &q->heap[i]))
+            q->heap[kept++] = q->heap[i];
+    q->len = kept;
+    for (size_t i = kept / 2; i-- > 0;) { /* bottom-up heap construction */
+        struct evq_event ev = q->heap[i];
+        sink(q, i, &ev);
+    }
 }
