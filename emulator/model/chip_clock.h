@@ -87,6 +87,7 @@ struct chip_clock {
     bool released;         /* the control core released the NPU cores */
     uint32_t first_failed; /* lowest NPU core that exited non-zero, or UINT32_MAX */
     uint64_t events_applied;
+    size_t drop_len;       /* queue length at which the stale events are dropped */
 };
 
 int chip_clock_init(struct chip_clock *c, const struct chip_clock_params *p);

@@ -118,14 +118,28 @@ static int queue_reserve(struct chip_engine_queue *q, uint32_t extra)
     return NPU_OK;
 }
 
-/* Schedules an event for the earliest transfer end, superseding any earlier one. */
+/*
+ * Schedules an event for the earliest transfer end, superseding any earlier one. Most
+ * transfer starts leave that time where it was; then, if the control hart's source has
+ * scheduled nothing since the pending event, that event already holds the place in the
+ * (time, source, seq) order that a new one would take (no key lies between the two), and it
+ * is kept: the run is the same, without a stale event per transfer start in the queue.
+ */
 static void flow_reschedule(struct chip_engines *e)
 {
     uint64_t t;
     uint32_t id;
+    bool any = flow_net_next_completion(&e->net, &t, &id);
+    uint64_t seq = e->clock->harts[e->ncores].seq; /* the key a new event would get */
+    if (any && e->flow_pending && t == e->flow_ev_ps && seq == e->flow_ev_seq + 1)
+        return;
     e->flow_gen++;
-    if (flow_net_next_completion(&e->net, &t, &id))
-        chip_clock_schedule(e->clock, e->ncores, t, EV_FLOW, e->flow_gen, 0);
+    e->flow_pending = any;
+    if (!any)
+        return;
+    e->flow_ev_ps = t;
+    e->flow_ev_seq = seq;
+    chip_clock_schedule(e->clock, e->ncores, t, EV_FLOW, e->flow_gen, 0);
 }
 
 static int flow_owner_set(struct chip_engines *e, uint32_t id, uint32_t q)
@@ -230,8 +244,10 @@ void chip_engines_on_event(void *unit, const struct evq_event *ev)
         queue_finish_head(e, (uint32_t)ev->arg0, now);
         break;
     case EV_FLOW:
-        if (ev->arg0 == e->flow_gen)
+        if (ev->arg0 == e->flow_gen) {
+            e->flow_pending = false;
             flow_complete_due(e, now);
+        }
         break;
     default:
         assert(!"unknown engine event");

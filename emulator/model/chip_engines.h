@@ -85,6 +85,8 @@ struct chip_engines {
     uint32_t *flow_owner;               /* flow id -> queue index */
     uint32_t flow_owner_cap;
     uint64_t flow_gen;                  /* bumps whenever the next completion may move */
+    bool flow_pending;                  /* an EV_FLOW of generation flow_gen is queued ... */
+    uint64_t flow_ev_ps, flow_ev_seq;   /* ... at this time, with this sequence number */
 };
 
 int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,

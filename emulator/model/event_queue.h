@@ -35,6 +35,9 @@ int evq_push(struct evq *q, const struct evq_event *ev);
 bool evq_pop(struct evq *q, struct evq_event *out);
 /* The earliest event, or NULL. */
 const struct evq_event *evq_peek(const struct evq *q);
+/* Removes every event for which drop(ctx, ev) is true, in O(len); the rest pop as before. */
+void evq_drop_if(struct evq *q, bool (*drop)(const void *ctx, const struct evq_event *ev),
+                 const void *ctx);
 
 static inline bool evq_is_empty(const struct evq *q)
 {

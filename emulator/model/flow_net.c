@@ -23,6 +23,9 @@ struct flow_net_res {
     uint32_t flows_cap;
     uint32_t unfrozen;   /* solver: flows not frozen yet */
     uint64_t avail;      /* solver: capacity not yet given to frozen flows */
+    uint32_t heap_pos;   /* solver: index in flow_net.heap while unfrozen != 0 */
+    bool touched;        /* solver: in flow_net.touched */
+    bool dirty;          /* in flow_net.dirty: its component awaits a re-solve */
 };
 
 struct flow_net_flow {
@@ -279,59 +282,54 @@ static uint32_t next_mark(struct flow_net *n)
     return n->mark_gen;
 }
 
-/* ---- solver: progressive filling over one component, with a lazy heap of resources ---- */
+/* ---- solver: progressive filling over components, with an indexed heap of resources ---- */
 
+/*
+ * The heap holds each resource of the component that still has unfrozen flows, once, at its
+ * current share; heap_pos is its index there. Shares only grow during a solve (a flow frozen
+ * at the smallest share leaves at least the same share to the others), so an update moves an
+ * entry down. Popping the least (share, index) each time gives the same bottleneck sequence
+ * as any exact argmin over the resources.
+ */
 static bool ent_before(const struct flow_net_heap_ent *a, const struct flow_net_heap_ent *b)
 {
     return a->share != b->share ? a->share < b->share : a->res < b->res;
 }
 
-static void ent_swap(struct flow_net_heap_ent *a, struct flow_net_heap_ent *b)
+static void heap_put(struct flow_net *n, uint32_t pos, struct flow_net_heap_ent e)
 {
-    struct flow_net_heap_ent t = *a;
-    *a = *b;
-    *b = t;
+    n->heap[pos] = e;
+    n->res[e.res].heap_pos = pos;
 }
 
-/* Capacity is reserved by the caller: heap_cap >= nres + sum_len (see solve_freeze). */
-static void heap_push(struct flow_net *n, uint64_t share, uint32_t res)
+/* Moves the entry at pos down to its place (below it the heap is in order). */
+static void heap_down(struct flow_net *n, uint32_t pos)
 {
-    size_t i = n->heap_len++;
-    n->heap[i].share = share;
-    n->heap[i].res = res;
-    while (i > 0) {
-        size_t parent = (i - 1) / 2;
-        if (!ent_before(&n->heap[i], &n->heap[parent]))
-            break;
-        ent_swap(&n->heap[i], &n->heap[parent]);
-        i = parent;
-    }
-}
-
-static bool heap_pop(struct flow_net *n, struct flow_net_heap_ent *out)
-{
-    if (n->heap_len == 0)
-        return false;
-    *out = n->heap[0];
-    n->heap[0] = n->heap[--n->heap_len];
-    size_t i = 0;
+    struct flow_net_heap_ent e = n->heap[pos];
     for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < n->heap_len && ent_before(&n->heap[l], &n->heap[m]))
-            m = l;
-        if (r < n->heap_len && ent_before(&n->heap[r], &n->heap[m]))
-            m = r;
-        if (m == i)
+        uint32_t c = 2 * pos + 1;
+        if (c >= n->heap_len)
             break;
-        ent_swap(&n->heap[i], &n->heap[m]);
-        i = m;
+        if (c + 1 < n->heap_len && ent_before(&n->heap[c + 1], &n->heap[c]))
+            c++;
+        if (!ent_before(&n->heap[c], &e))
+            break;
+        heap_put(n, pos, n->heap[c]);
+        pos = c;
     }
-    return true;
+    heap_put(n, pos, e);
 }
 
-static uint64_t share_of(const struct flow_net_res *r)
+/* Removes the entry at pos: the last entry takes its place and moves up or down. */
+static void heap_erase(struct flow_net *n, uint32_t pos)
 {
-    return r->avail / r->unfrozen;
+    struct flow_net_heap_ent e = n->heap[--n->heap_len];
+    if (pos == n->heap_len)
+        return;
+    for (; pos > 0 && ent_before(&e, &n->heap[(pos - 1) / 2]); pos = (pos - 1) / 2)
+        heap_put(n, pos, n->heap[(pos - 1) / 2]);
+    heap_put(n, pos, e);
+    heap_down(n, pos);
 }
 
 /* Adds a resource crossed by a flow to the component being searched. */
@@ -369,16 +367,19 @@ static void collect(struct flow_net *n, const uint32_t *seeds, uint32_t nseeds)
     }
 }
 
-/* Rebases the component's flows to now and fills the heap with its resources. */
+/* Rebases the component's flows to now and builds the heap of its resources. */
 static void solve_setup(struct flow_net *n)
 {
-    n->heap_len = 0;
+    n->heap_len = n->ncomp_res;
     for (uint32_t i = 0; i < n->ncomp_res; i++) {
         struct flow_net_res *r = &n->res[n->comp_res[i]];
         r->avail = r->capacity;
         r->unfrozen = r->nflows;
-        heap_push(n, share_of(r), n->comp_res[i]);
+        struct flow_net_heap_ent e = { r->avail / r->unfrozen, n->comp_res[i] };
+        heap_put(n, i, e);
     }
+    for (uint32_t i = n->heap_len / 2; i-- > 0;) /* bottom-up heap construction */
+        heap_down(n, i);
     for (uint32_t i = 0; i < n->ncomp; i++) {
         struct flow_net_flow *f = &n->flows[n->comp[i]];
         rebase(f, n->now_ps);
@@ -387,14 +388,16 @@ static void solve_setup(struct flow_net *n)
 }
 
 /*
- * Freezes every unfrozen flow of bottleneck `res` (in key order) at `share` and takes it off
- * the other resources of its path. A resource whose share changes gets a fresh heap entry
- * (shares only grow, so the old entry becomes stale and is skipped when popped). Pushes are
- * bounded by the component's resources + its total path length.
+ * Freezes every unfrozen flow of bottleneck `res` (just popped) at `share` and takes their
+ * rates off the other resources of their paths, then updates each touched resource once:
+ * out of the heap when it has no unfrozen flow left, else at its new share. Doing the
+ * updates per bottleneck rather than per flow gives the same state, since all these flows
+ * freeze at the same share whatever the heap says in between.
  */
 static void solve_freeze(struct flow_net *n, uint32_t res, uint64_t share)
 {
     const struct flow_net_res *bottleneck = &n->res[res];
+    uint32_t ntouched = 0;
     for (uint32_t m = 0; m < bottleneck->nflows; m++) {
         struct flow_net_flow *f = &n->flows[bottleneck->flows[m]];
         if (f->frozen)
@@ -403,34 +406,75 @@ static void solve_freeze(struct flow_net *n, uint32_t res, uint64_t share)
         f->rate = share;
         for (uint32_t k = 0; k < f->path_len; k++) {
             struct flow_net_res *q = &n->res[f->path[k]];
-            uint64_t old = share_of(q);
             q->avail -= share;
-            if (--q->unfrozen != 0 && f->path[k] != res && share_of(q) != old)
-                heap_push(n, share_of(q), f->path[k]);
+            q->unfrozen--;
+            if (!q->touched && f->path[k] != res) {
+                q->touched = true;
+                n->touched[ntouched++] = f->path[k];
+            }
+        }
+    }
+    for (uint32_t i = 0; i < ntouched; i++) {
+        struct flow_net_res *q = &n->res[n->touched[i]];
+        q->touched = false;
+        if (q->unfrozen == 0) {
+            heap_erase(n, q->heap_pos);
+        } else if (q->avail / q->unfrozen != n->heap[q->heap_pos].share) {
+            n->heap[q->heap_pos].share = q->avail / q->unfrozen;
+            heap_down(n, q->heap_pos); /* shares only grow */
         }
     }
 }
 
 /*
- * Max-min fair rates for the component of the seed resources, then its flows' completion
+ * Max-min fair rates for the components of the seed resources, then their flows' completion
  * times. Progressive filling never links two components (a freeze only touches resources of
  * the frozen flow's path), so this gives each flow the rate a solve of every flow would.
  */
 static void solve(struct flow_net *n, const uint32_t *seeds, uint32_t nseeds)
 {
-    struct flow_net_heap_ent e;
     collect(n, seeds, nseeds);
     solve_setup(n);
-    while (heap_pop(n, &e)) {
-        const struct flow_net_res *r = &n->res[e.res];
-        if (r->unfrozen != 0 && share_of(r) == e.share)
-            solve_freeze(n, e.res, e.share);
+    while (n->heap_len != 0) {
+        struct flow_net_heap_ent top = n->heap[0];
+        heap_erase(n, 0);
+        solve_freeze(n, top.res, top.share);
     }
     for (uint32_t i = 0; i < n->ncomp; i++)
         set_end(n, n->comp[i], end_time(&n->flows[n->comp[i]]));
     n->solved_ps = n->now_ps;
     n->solves++;
     n->solved_flows += n->ncomp;
+}
+
+/* ---- deferred re-solves ---- */
+
+/* Queues the resources of a path whose flows' rates an add or remove at now_ps may change. */
+static void mark_dirty(struct flow_net *n, const uint32_t *path, uint32_t path_len)
+{
+    for (uint32_t k = 0; k < path_len; k++) {
+        struct flow_net_res *r = &n->res[path[k]];
+        if (!r->dirty) {
+            r->dirty = true;
+            n->dirty[n->ndirty++] = path[k];
+        }
+    }
+}
+
+/*
+ * Re-solves, at now_ps, the components of every resource an add or remove touched since the
+ * last re-solve, all in one solve. All those calls were at now_ps (time cannot advance while
+ * some are pending), so the rates are the ones the last of them would have left with a
+ * re-solve after each (see flow_net.h).
+ */
+static void flush(struct flow_net *n)
+{
+    if (n->ndirty == 0)
+        return;
+    solve(n, n->dirty, n->ndirty);
+    for (uint32_t i = 0; i < n->ndirty; i++)
+        n->res[n->dirty[i]].dirty = false;
+    n->ndirty = 0;
 }
 
 /* ---- bookkeeping ---- */
@@ -446,7 +490,6 @@ static void attach(struct flow_net *n, uint32_t id)
         if (r->nflows++ == 0)
             r->busy_since = n->now_ps;
     }
-    n->sum_len += f->path_len;
 }
 
 /* Takes a sharing flow off its resources (at n->now_ps). */
@@ -460,7 +503,6 @@ static void detach(struct flow_net *n, uint32_t id)
         if (--r->nflows == 0)
             r->busy_ps += n->now_ps - r->busy_since;
     }
-    n->sum_len -= f->path_len;
 }
 
 /* Whole bytes a flow has moved (total minus the remaining amount rounded up). */
@@ -502,24 +544,6 @@ static int reserve_lists(struct flow_net *n, const uint32_t *path, uint32_t path
             return NPU_ERR_NOMEM;
         r->flows = l;
         r->flows_cap = (uint32_t)cap;
-    }
-    return NPU_OK;
-}
-
-/* Makes the solver scratch large enough for one more flow on `path`. */
-static int reserve_scratch(struct flow_net *n, const uint32_t *path, uint32_t path_len)
-{
-    int rc = reserve_lists(n, path, path_len);
-    if (rc)
-        return rc;
-    size_t need = n->nres + n->sum_len + path_len;
-    if (need > n->heap_cap) {
-        size_t cap = grown(n->heap_cap, need);
-        struct flow_net_heap_ent *h = realloc(n->heap, cap * sizeof(*h));
-        if (!h)
-            return NPU_ERR_NOMEM;
-        n->heap = h;
-        n->heap_cap = cap;
     }
     return NPU_OK;
 }
@@ -615,7 +639,10 @@ int flow_net_init(struct flow_net *n, uint32_t nresources, const uint64_t *capac
     size_t count = nresources ? nresources : 1;
     n->res = calloc(count, sizeof(*n->res));
     n->comp_res = calloc(count, sizeof(*n->comp_res));
-    if (!n->res || !n->comp_res) {
+    n->touched = calloc(count, sizeof(*n->touched));
+    n->dirty = calloc(count, sizeof(*n->dirty));
+    n->heap = calloc(count, sizeof(*n->heap));
+    if (!n->res || !n->comp_res || !n->touched || !n->dirty || !n->heap) {
         flow_net_destroy(n);
         return NPU_ERR_NOMEM;
     }
@@ -641,6 +668,8 @@ void flow_net_destroy(struct flow_net *n)
     free(n->comp);
     free(n->res);
     free(n->comp_res);
+    free(n->touched);
+    free(n->dirty);
     free(n->heap);
     memset(n, 0, sizeof(*n));
 }
@@ -674,7 +703,8 @@ static void start_flow(struct flow_net *n, uint32_t s, uint64_t key, uint64_t by
     ids_insert(n, n->order, n->nactive++, s);
     if (shares) {
         attach(n, s);
-        /* congested: the solve below sets it; NEVER keeps the flow low in the heap till then */
+        /* congested: the pending re-solve sets it; NEVER keeps the flow low in the heap (and
+         * out of next_completion's answers without a re-solve) till then */
         f->end_ps = n->congestion_free ? end_time(f) : FLOW_NET_NEVER;
     }
     due_insert(n, s);
@@ -697,21 +727,28 @@ int flow_net_add(struct flow_net *n, uint64_t now_ps, uint64_t key, const uint32
     uint32_t s;
     rc = take_slot(n, path, path_len, &s);
     if (!rc && resolve)
-        rc = reserve_scratch(n, path, path_len);
+        rc = reserve_lists(n, path, path_len);
     if (rc)
         return rc;
+    if (now_ps != n->now_ps)
+        flush(n); /* the pending re-solve belongs to the earlier time */
     n->now_ps = now_ps;
     start_flow(n, s, key, bytes, shares);
     if (resolve)
-        solve(n, n->flows[s].path, path_len);
+        mark_dirty(n, path, path_len);
     *id = s;
     return NPU_OK;
 }
 
-bool flow_net_next_completion(const struct flow_net *n, uint64_t *time_ps, uint32_t *id)
+bool flow_net_next_completion(struct flow_net *n, uint64_t *time_ps, uint32_t *id)
 {
     if (!n || n->ndue == 0)
         return false;
+    /* An earliest completion at or before now_ps is final without the pending re-solve: that
+     * flow had nothing left at now_ps, and any flow the re-solve could move completes after
+     * now_ps (see flow_net.h). Only a later one needs the re-solve first. */
+    if (n->due[0].end_ps > n->now_ps)
+        flush(n);
     uint32_t best = n->due[0].id; /* lowest (end_ps, key) */
     if (time_ps)
         *time_ps = n->flows[best].end_ps;
@@ -728,6 +765,8 @@ int flow_net_remove(struct flow_net *n, uint64_t now_ps, uint32_t id)
         return NPU_ERR_RANGE;
     struct flow_net_flow *f = &n->flows[id];
     bool resolve = f->shares && !n->congestion_free;
+    if (now_ps != n->now_ps)
+        flush(n); /* the rate of f up to now_ps may be pending */
     rebase(f, now_ps);
     n->now_ps = now_ps;
     uint64_t done = bytes_done(f);
@@ -740,24 +779,26 @@ int flow_net_remove(struct flow_net *n, uint64_t now_ps, uint32_t id)
     f->active = false;
     free_push(n, id);
     if (resolve)
-        solve(n, f->path, f->path_len); /* the resources it left; the path stays in its slot */
+        mark_dirty(n, f->path, f->path_len); /* the resources it left */
     return NPU_OK;
 }
 
-static const struct flow_net_flow *active_flow(const struct flow_net *n, uint32_t id)
+/* An active flow, with the pending re-solve done so that its rate and end time are current. */
+static const struct flow_net_flow *active_flow(struct flow_net *n, uint32_t id)
 {
     if (!n || id >= n->nslots || !n->flows[id].active)
         return NULL;
+    flush(n);
     return &n->flows[id];
 }
 
-uint64_t flow_net_rate(const struct flow_net *n, uint32_t id)
+uint64_t flow_net_rate(struct flow_net *n, uint32_t id)
 {
     const struct flow_net_flow *f = active_flow(n, id);
     return f ? f->rate : 0;
 }
 
-uint64_t flow_net_remaining(const struct flow_net *n, uint64_t now_ps, uint32_t id)
+uint64_t flow_net_remaining(struct flow_net *n, uint64_t now_ps, uint32_t id)
 {
     const struct flow_net_flow *f = active_flow(n, id);
     if (!f)
@@ -768,7 +809,7 @@ uint64_t flow_net_remaining(const struct flow_net *n, uint64_t now_ps, uint32_t 
     return u128_div_ceil(rem_at(f, t), FLOW_NET_PS_PER_S);
 }
 
-uint64_t flow_net_end_ps(const struct flow_net *n, uint32_t id)
+uint64_t flow_net_end_ps(struct flow_net *n, uint32_t id)
 {
     const struct flow_net_flow *f = active_flow(n, id);
     return f ? f->end_ps : FLOW_NET_NEVER;

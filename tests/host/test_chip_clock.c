@@ -9,7 +9,7 @@
  * semaphore post latency for every pair of harts, INC and SET, SEM waits (only on their own
  * semaphore); resuming at the hart's own local time (EV_RESUME); TIMER|SEM waits ending by
  * whichever comes first while the stale timer neither advances chip time nor lets an advance
- * run past the wake; RELEASE; argument errors; deadlock with chip_hart_describe; exit and
+ * run past the wake; stale timers dropped in bulk without changing a wake; RELEASE; argument errors; deadlock with chip_hart_describe; exit and
  * all_finished; is_quiescent; and determinism of two scripted scenarios (a ring, and ties at
  * one instant) under different host orders of the harts' operations.
  */
@@ -466,6 +466,33 @@ static void test_stale_timer_at_wake_time_ends_advance(void **state)
     assert_int_equal(f->nlog, 2);
     assert_wake(f, 1, 3, 30000, NPU_WAIT_TIMER);
     assert_int_equal(f->c.harts[3].sems[4], 1);
+}
+
+/*
+ * 3000 TIMER|SEM waits each ended by the semaphore leave 3000 stale timers 1 s ahead; the
+ * queue drops them in bulk instead of holding them (it stays under its drop threshold,
+ * 1024 + 8 per hart), and nothing else changes: every wake at its exact time, then a live
+ * timer still fires at its deadline.
+ */
+static void test_stale_timers_dropped(void **state)
+{
+    struct fixture *f = *state;
+    exit_all_but(&f->c, 0, 0);
+    for (uint64_t i = 0; i < 3000; i++) {
+        f->nlog = 0;
+        /* a post to itself lands after the command, 0 hops */
+        assert_int_equal(chip_sem_post(&f->c, 0, 0, 2, NPU_SEM_OP_INC, 1), NPU_OK);
+        assert_int_equal(wait_timer_or_sem(&f->c, 0, 1000000000000ull, 2, (uint32_t)i + 1), 0);
+        assert_int_equal(chip_clock_advance(&f->c), NPU_OK);
+        assert_int_equal(f->nlog, 1);
+        assert_wake(f, 0, 0, (i + 1) * CMD_PS, NPU_WAIT_SEM);
+        assert_true(f->c.queue.len <= 1024 + 8 * NHARTS);
+    }
+    f->nlog = 0;
+    assert_int_equal(wait_timer(&f->c, 0, 3000 * CMD_PS + 5), 0);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_OK);
+    assert_wake(f, 0, 0, 3000 * CMD_PS + 5, NPU_WAIT_TIMER);
+    assert_int_equal(f->c.events_applied, 3000 + 1); /* stale events never count */
 }
 
 /* ---- release of the NPU cores */
@@ -979,6 +1006,7 @@ int main(void)
         T(test_timer_or_sem_sem_first),
         T(test_timer_or_sem_timer_first),
         T(test_stale_timer_at_wake_time_ends_advance),
+        T(test_stale_timers_dropped),
         T(test_release_wakes_waiting_cores),
         T(test_only_ctrl_may_release),
         T(test_invalid_waits),

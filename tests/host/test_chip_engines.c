@@ -184,6 +184,28 @@ static void test_noc_link_shared(void **state)
     assert_int_equal(f->sram[3][0x20000], 0xaa);
 }
 
+/*
+ * Four cores start DMAs at the same instant, each on its own HBM channel. Core 0's is the
+ * shortest, so the later starts leave the earliest transfer end where it was: its event is
+ * kept rather than superseded (a re-scheduled copy would sit right after it in the event
+ * order, the control hart having scheduled nothing in between). 7 events reach the wake:
+ * 4 starts, that transfer end, core 0's descriptor end and its semaphore increment; three
+ * stale transfer-end events would make 10.
+ */
+static void test_transfer_end_event_kept(void **state)
+{
+    struct fix *f = *state;
+    for (uint32_t core = 0; core < NCORES; core++) {
+        struct npu_desc d = copy(NPU_ENGINE_DMA, sram_addr(core, 0x10000),
+                                 hbm_addr(0x40000 * core), core ? 128000 : 64000, 0, 3);
+        assert_int_equal(submit(f, core, &d, 1), NPU_OK);
+    }
+    assert_int_equal(wait_for(f, 0, 3, 1), 1000000 + 100 * CYCLE);
+    assert_int_equal(f->c.events_applied, 7);
+    /* The others: 2000000 ps at 64 GB/s, the latency, then their hops to core 0. */
+    assert_int_equal(wait_for(f, 0, 3, 4), 2000000 + 100 * CYCLE + 2 * HOP);
+}
+
 static void test_gemm_time_and_data(void **state)
 {
     struct fix *f = *state;
@@ -417,6 +439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_wait2_needs_both_gates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_signal2_acknowledges_a_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transfer_end_event_kept, setup_perf, teardown),
         cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hbm_stack_shared_over_noc, setup_stack, teardown),

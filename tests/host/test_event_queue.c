@@ -4,7 +4,8 @@
  * Covers: pops ordered by time; ties broken by src then seq whatever the push order
  * (hand-made scrambled orders and many pushes in a fixed-seed LCG order, checked against a
  * sorted reference, also with pops interleaved); growth past the initial capacity; the
- * default capacity; pop and peek on an empty queue; evq_before as a strict order.
+ * default capacity; pop and peek on an empty queue; evq_before as a strict order; dropping
+ * events by a predicate mid-run.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -203,6 +204,46 @@ static void test_interleaved_push_pop(void **state)
     evq_destroy(&q);
 }
 
+static bool drop_every_third(const void *ctx, const struct evq_event *e)
+{
+    (void)ctx;
+    return e->arg0 % 3 == 0;
+}
+
+/* evq_drop_if in the middle of a run: the rest still pops in key order, pushes continue. */
+static void test_drop_if(void **state)
+{
+    (void)state;
+    const size_t n = 1200, half = n / 2;
+    struct evq_event *evs = random_events(n, 4242u);
+    struct evq_event *ref = malloc(n * sizeof(*ref));
+    assert_non_null(ref);
+    struct evq q;
+    size_t nref = 0;
+    assert_int_equal(evq_init(&q, 4), NPU_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (i == half) {
+            evq_drop_if(&q, drop_every_third, NULL);
+            assert_int_equal(q.len, nref);
+        }
+        assert_int_equal(evq_push(&q, &evs[i]), NPU_OK);
+        if (i >= half || !drop_every_third(NULL, &evs[i]))
+            ref[nref++] = evs[i];
+    }
+    qsort(ref, nref, sizeof(*ref), cmp_key);
+    for (size_t i = 0; i < nref; i++) {
+        struct evq_event out;
+        assert_true(evq_pop(&q, &out));
+        assert_same_event(&out, &ref[i]);
+    }
+    assert_true(evq_is_empty(&q));
+    evq_drop_if(&q, drop_every_third, NULL); /* empty: nothing to do */
+    assert_true(evq_is_empty(&q));
+    free(ref);
+    free(evs);
+    evq_destroy(&q);
+}
+
 static void test_growth_past_initial_capacity(void **state)
 {
     (void)state;
@@ -293,6 +334,7 @@ int main(void)
         cmocka_unit_test(test_default_capacity),
         cmocka_unit_test(test_empty_pop_and_peek),
         cmocka_unit_test(test_before_is_strict),
+        cmocka_unit_test(test_drop_if),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,11 @@
  * time); completion ties by key; remaining() before the latest re-solve; and a randomized
  * stress (fixed-seed LCG, both modes) checking after every call that no resource is over
  * capacity, the max-min property, remaining == 0 exactly from the completion
- * time on, that every flow completes and that the bytes per resource add up.
+ * time on, that every flow completes and that the bytes per resource add up. Deferred
+ * re-solves: one instant by hand (a cancel, two equal completions, one re-solve each time),
+ * failing calls while a re-solve is pending, and a randomized comparison of a model queried
+ * as the chip engines query it against one re-solved after every call and against a
+ * from-scratch max-min solve.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -467,10 +471,12 @@ static void test_determinism_unrelated_resolves(void **state)
     uint64_t t = 1;
     for (uint32_t i = 0; i < 200 && t < ey; i++, t += 333) { /* churn on the other link */
         uint32_t z = add_ok(&n, t, 100 + i, p1, 1, 1 + i * 7);
+        assert_true(flow_net_rate(&n, z) >= 1); /* the query re-solves now */
         if (i % 3 != 0)
             assert_int_equal(flow_net_remove(&n, t + 111, z), NPU_OK);
         else
             assert_int_equal(flow_net_remove(&n, t, z), NPU_OK);
+        assert_int_equal(flow_net_rate(&n, x), cap[0] / 2);
     }
     assert_true(n.solves > 400);
     assert_int_equal(flow_net_end_ps(&n, x), ex);
@@ -492,23 +498,27 @@ static void test_locality_separate_resources(void **state)
     assert_int_equal(flow_net_init(&n, L_NRES, cap, false), NPU_OK);
     for (uint32_t r = 0; r < L_NRES - 1; r++) {
         uint64_t before = n.solved_flows;
-        add_ok(&n, r, 1000 + r, &r, 1, 1000000 + r);
+        uint32_t id = add_ok(&n, r, 1000 + r, &r, 1, 1000000 + r);
+        assert_int_equal(flow_net_rate(&n, id), GBPS + r); /* the query re-solves now */
         assert_int_equal(n.solved_flows - before, 1); /* each add solves its own flow only */
     }
     uint64_t solves = n.solves, solved = n.solved_flows;
     const uint32_t idle[1] = { L_NRES - 1 }, shared[2] = { L_NRES - 1, 5 };
     uint32_t x = add_ok(&n, 1000, 1, idle, 1, 5000);   /* alone on the idle resource */
+    assert_int_equal(flow_net_rate(&n, x), GBPS + L_NRES - 1);
     assert_int_equal(n.solved_flows - solved, 1);
     assert_int_equal(flow_net_remove(&n, 2000, x), NPU_OK); /* leaves no flow to re-solve */
     assert_int_equal(n.solved_flows - solved, 1);
     x = add_ok(&n, 3000, 2, shared, 2, 5000);  /* shares resource 5 with one flow */
-    assert_int_equal(n.solved_flows - solved, 3);
+    assert_int_equal(n.solves - solves, 2);    /* the add re-solved the remove's resource */
+    assert_int_equal(n.solved_flows - solved, 1); /* (with no flow left on it) */
     assert_int_equal(flow_net_rate(&n, x), (GBPS + 5) / 2);
     assert_int_equal(flow_net_rate(&n, 5), (GBPS + 5) / 2);
     assert_int_equal(flow_net_rate(&n, 6), GBPS + 6);
+    assert_int_equal(n.solved_flows - solved, 3);
     assert_int_equal(flow_net_remove(&n, 4000, x), NPU_OK); /* re-solves flow 5 alone */
-    assert_int_equal(n.solved_flows - solved, 4);
     assert_int_equal(flow_net_rate(&n, 5), GBPS + 5);
+    assert_int_equal(n.solved_flows - solved, 4);
     assert_int_equal(n.solves - solves, 4); /* still one re-solve per add or remove */
     flow_net_destroy(&n);
 }
@@ -531,20 +541,21 @@ static void test_locality_other_component(void **state)
     lcg_state = 7;
     for (uint32_t i = 0; i < 2000 && t < end; i++, t += 1 + lcg_next() % 500) {
         uint64_t before = n.solved_flows;
-        if (nlive < 8 && (nlive == 0 || lcg_next() % 2)) {
+        bool added = nlive < 8 && (nlive == 0 || lcg_next() % 2);
+        if (added) {
             uint32_t path[2] = { 1 + lcg_next() % 5, 0 }, len = 1;
             if (lcg_next() % 2 && (path[1] = 1 + lcg_next() % 5) != path[0])
                 len = 2;
             live[nlive++] = add_ok(&n, t, 100 + i, path, len, 1 + lcg_next() % 100000);
-            assert_true(n.solved_flows - before >= 1);
         } else {
             uint32_t k = lcg_next() % nlive;
             assert_int_equal(flow_net_remove(&n, t, live[k]), NPU_OK);
             live[k] = live[--nlive];
         }
-        assert_true(n.solved_flows - before <= nlive); /* never flow x */
-        assert_int_equal(flow_net_rate(&n, x), cap[0]);
+        assert_int_equal(flow_net_rate(&n, x), cap[0]); /* the query re-solves now */
         assert_int_equal(flow_net_end_ps(&n, x), end);
+        assert_true(n.solved_flows - before <= nlive); /* never flow x */
+        assert_true(n.solved_flows - before >= added); /* at least the flow added */
     }
     assert_true(n.solves > 1000);
     while (nlive > 0)
@@ -656,7 +667,7 @@ struct s_load {
     uint32_t count[S_NRES];
 };
 
-static void s_loads(const struct scen *s, struct s_load *l)
+static void s_loads(struct scen *s, struct s_load *l)
 {
     memset(l, 0, sizeof(*l));
     for (uint32_t id = 0; id < S_SLOTS; id++) {
@@ -686,7 +697,7 @@ static bool s_has_bottleneck(const struct scen *s, const struct s_load *l,
     return false;
 }
 
-static void s_check_flow(const struct scen *s, const struct s_load *l, uint32_t id)
+static void s_check_flow(struct scen *s, const struct s_load *l, uint32_t id)
 {
     const struct sflow *f = &s->fl[id];
     uint64_t rate = flow_net_rate(&s->n, id), end = flow_net_end_ps(&s->n, id);
@@ -709,7 +720,7 @@ static void s_check_flow(const struct scen *s, const struct s_load *l, uint32_t 
     }
 }
 
-static void s_check(const struct scen *s)
+static void s_check(struct scen *s)
 {
     static struct s_load l;
     uint32_t active = 0;
@@ -855,6 +866,365 @@ static void test_determinism_random(void **state)
     assert_true(run_scenario(&s, 43, false) != a);
 }
 
+/* ---- deferred re-solves: once per instant, with the results of one after every call ---- */
+
+/* Forces the pending re-solve (any query of an active flow does), as if the model were eager. */
+static void settle(struct flow_net *n, uint32_t id)
+{
+    (void)flow_net_rate(n, id);
+}
+
+/*
+ * Three flows and a two-link one start at 0 and one is cancelled at once: one re-solve, at the
+ * first query. At 3000001 ps two flows complete: the second comes out without a re-solve (its
+ * time is final), the last query re-solves once for both removals. `eager` settles after every
+ * call instead; the rates and times are the same, by hand:
+ * 1e9 / 3 = 333333333 B/s each on link 0; ceil(1000e12 / 333333333) = 3000001 ps; then the
+ * two-link flow has 2e15 - 333333333 * 3000001 = 999999667666667 picobytes left, alone at
+ * 1e9 B/s: 1000000 ps more.
+ */
+static void run_one_instant(bool eager)
+{
+    const uint64_t cap[2] = { GBPS, GBPS };
+    const uint32_t p0[1] = { 0 }, p01[2] = { 0, 1 };
+    struct flow_net n;
+    uint64_t t;
+    uint32_t id;
+    assert_int_equal(flow_net_init(&n, 2, cap, false), NPU_OK);
+    uint32_t ids[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        ids[i] = add_ok(&n, 0, 1 + i, i < 3 ? p0 : p01, i < 3 ? 1 : 2, i < 3 ? 1000 : 2000);
+        if (eager)
+            settle(&n, ids[i]);
+    }
+    assert_int_equal(flow_net_remove(&n, 0, ids[1]), NPU_OK); /* cancelled: moved nothing */
+    if (eager)
+        settle(&n, ids[0]);
+    assert_int_equal(n.solves, eager ? 5 : 0);
+    assert_true(flow_net_next_completion(&n, &t, &id));
+    assert_int_equal(n.solves, eager ? 5 : 1);
+    assert_int_equal(n.solved_flows, eager ? 1 + 2 + 3 + 4 + 3 : 3);
+    assert_int_equal(t, 3000001);
+    assert_int_equal(id, ids[0]);
+    for (uint32_t i = 0; i < 4; i++)
+        if (i != 1)
+            assert_int_equal(flow_net_rate(&n, ids[i]), 333333333);
+    assert_int_equal(flow_net_remove(&n, 3000001, ids[0]), NPU_OK);
+    if (eager)
+        settle(&n, ids[3]);
+    uint64_t solves = n.solves;
+    assert_true(flow_net_next_completion(&n, &t, &id)); /* already final: no re-solve */
+    assert_int_equal(n.solves, solves);
+    assert_int_equal(t, 3000001);
+    assert_int_equal(id, ids[2]);
+    assert_int_equal(flow_net_remove(&n, 3000001, ids[2]), NPU_OK);
+    assert_true(flow_net_next_completion(&n, &t, &id)); /* re-solves for both removals */
+    assert_int_equal(n.solves, solves + 1);
+    assert_int_equal(t, 4000001);
+    assert_int_equal(id, ids[3]);
+    assert_int_equal(flow_net_rate(&n, ids[3]), GBPS);
+    assert_int_equal(flow_net_remaining(&n, 3000001, ids[3]), 1000);
+    complete(&n, 4000001, ids[3]);
+    assert_int_equal(flow_net_resource_bytes(&n, 0), 4000);
+    assert_int_equal(flow_net_resource_bytes(&n, 1), 2000);
+    flow_net_destroy(&n);
+}
+
+static void test_deferred_one_instant(void **state)
+{
+    (void)state;
+    run_one_instant(false);
+    run_one_instant(true);
+}
+
+/* The argument checks see the flows whose re-solve is pending, and fail without doing it. */
+static void test_deferred_errors(void **state)
+{
+    (void)state;
+    const uint64_t cap[2] = { 2, GBPS }; /* room for two flows on resource 0 */
+    const uint32_t p0[1] = { 0 }, p1[1] = { 1 }, p11[2] = { 1, 1 };
+    struct flow_net n;
+    uint32_t id = UINT32_MAX;
+    assert_int_equal(flow_net_init(&n, 2, cap, false), NPU_OK);
+    uint32_t x = add_ok(&n, 100, 1, p0, 1, 1);
+    uint32_t y = add_ok(&n, 100, 2, p0, 1, 1);
+    assert_int_equal(flow_net_add(&n, 100, 3, p0, 1, 1, &id), NPU_ERR_RANGE); /* full */
+    assert_int_equal(flow_net_add(&n, 99, 3, p0, 1, 1, &id), NPU_ERR_RANGE);  /* the past */
+    assert_int_equal(flow_net_add(&n, 100, 1, p1, 1, 1, &id), NPU_ERR_INVAL); /* key of x */
+    assert_int_equal(flow_net_add(&n, 100, 3, p11, 2, 1, &id), NPU_ERR_INVAL);
+    assert_int_equal(flow_net_remove(&n, 99, x), NPU_ERR_RANGE);
+    assert_int_equal(id, UINT32_MAX);
+    assert_int_equal(n.solves, 0);
+    assert_int_equal(flow_net_remove(&n, 100, y), NPU_OK);
+    uint32_t z = add_ok(&n, 100, 3, p0, 1, 1); /* room again */
+    assert_int_equal(z, y);                    /* the lowest free id */
+    assert_int_equal(n.solves, 0);
+    complete(&n, 100 + FLOW_NET_PS_PER_S, x); /* 1 B/s each; ties by key */
+    assert_int_equal(n.solves, 1);
+    complete(&n, 100 + FLOW_NET_PS_PER_S, z);
+    assert_int_equal(flow_net_resource_bytes(&n, 0), 2);
+    flow_net_destroy(&n);
+}
+
+/*
+ * Randomized: bursts of adds, cancels and bad calls at one instant, completions handled as
+ * the chip engines do (remove while the next completion is due, then ask again), on two
+ * models: `lazy` is queried only where the engines query, `eager` after every call. At the
+ * end of an instant (not every one: time may also advance with the re-solve still pending)
+ * both must agree on every rate, end time, remaining amount and counter, and the rates must
+ * be the max-min allocation computed from scratch by the definition in flow_net.h.
+ */
+#define D_NRES 7u
+#define D_SLOTS 48u
+#define D_MAXLEN 4u
+#define D_INSTANTS 1500u
+
+struct dflow {
+    bool active;
+    uint64_t key, bytes;
+    uint32_t path[D_MAXLEN + 1]; /* + 1: a bad call may repeat a resource */
+    uint32_t len;
+};
+
+struct dscen {
+    struct flow_net lazy, eager;
+    uint64_t cap[D_NRES];
+    struct dflow fl[D_SLOTS];
+    uint64_t now, last_ps, nkeys; /* last_ps: of the latest add or remove */
+    uint32_t nactive, completed, cancelled, bad;
+};
+
+static bool d_crosses(const struct dflow *f, uint32_t r)
+{
+    for (uint32_t k = 0; k < f->len; k++)
+        if (f->path[k] == r)
+            return true;
+    return false;
+}
+
+/* Max-min rates of the active sharing flows, solved from scratch (UINT64_MAX: not sharing). */
+static void d_reference(const struct dscen *d, uint64_t *rate)
+{
+    uint64_t avail[D_NRES];
+    uint32_t unfrozen[D_NRES] = { 0 };
+    memcpy(avail, d->cap, sizeof(avail));
+    for (uint32_t i = 0; i < D_SLOTS; i++) {
+        const struct dflow *f = &d->fl[i];
+        rate[i] = UINT64_MAX;
+        for (uint32_t k = 0; f->active && f->bytes && k < f->len; k++)
+            unfrozen[f->path[k]]++;
+    }
+    for (;;) {
+        uint32_t b = D_NRES;
+        for (uint32_t r = 0; r < D_NRES; r++)
+            if (unfrozen[r] && (b == D_NRES || avail[r] / unfrozen[r] < avail[b] / unfrozen[b]))
+                b = r; /* strict: ties go to the lowest index */
+        if (b == D_NRES)
+            return;
+        uint64_t share = avail[b] / unfrozen[b];
+        for (uint32_t i = 0; i < D_SLOTS; i++) {
+            const struct dflow *f = &d->fl[i];
+            if (!f->active || !f->bytes || rate[i] != UINT64_MAX || !d_crosses(f, b))
+                continue;
+            rate[i] = share;
+            for (uint32_t k = 0; k < f->len; k++) {
+                avail[f->path[k]] -= share;
+                unfrozen[f->path[k]]--;
+            }
+        }
+    }
+}
+
+/* The eager model re-solves after every call: any query of an active flow does it. */
+static void d_settle(struct dscen *d)
+{
+    for (uint32_t i = 0; i < D_SLOTS; i++)
+        if (d->fl[i].active) {
+            settle(&d->eager, i);
+            return;
+        }
+}
+
+static void d_compare(struct dscen *d)
+{
+    uint64_t ref[D_SLOTS], t1 = 0, t2 = 0;
+    uint32_t id1 = 0, id2 = 0;
+    assert_int_equal(flow_net_next_completion(&d->lazy, &t1, &id1),
+                     flow_net_next_completion(&d->eager, &t2, &id2));
+    assert_int_equal(t1, t2);
+    assert_int_equal(id1, id2);
+    d_reference(d, ref);
+    for (uint32_t i = 0; i < D_SLOTS; i++) {
+        if (!d->fl[i].active)
+            continue;
+        assert_int_equal(flow_net_rate(&d->lazy, i), ref[i]);
+        assert_int_equal(flow_net_rate(&d->eager, i), ref[i]);
+        assert_int_equal(flow_net_end_ps(&d->lazy, i), flow_net_end_ps(&d->eager, i));
+        assert_int_equal(flow_net_remaining(&d->lazy, d->now, i),
+                         flow_net_remaining(&d->eager, d->now, i));
+    }
+    for (uint32_t r = 0; r < D_NRES; r++) {
+        assert_int_equal(flow_net_resource_flows(&d->lazy, r),
+                         flow_net_resource_flows(&d->eager, r));
+        assert_int_equal(flow_net_resource_bytes(&d->lazy, r),
+                         flow_net_resource_bytes(&d->eager, r));
+        assert_int_equal(flow_net_resource_busy_ps(&d->lazy, r, d->now),
+                         flow_net_resource_busy_ps(&d->eager, r, d->now));
+    }
+    assert_int_equal(flow_net_active_count(&d->lazy), d->nactive);
+}
+
+static void d_remove(struct dscen *d, uint32_t id)
+{
+    assert_int_equal(flow_net_remove(&d->lazy, d->now, id), NPU_OK);
+    assert_int_equal(flow_net_remove(&d->eager, d->now, id), NPU_OK);
+    d->last_ps = d->now;
+    d->fl[id].active = false;
+    d->nactive--;
+    d_settle(d);
+}
+
+/* As the engines do: remove while the earliest completion is due, then ask again. */
+static void d_complete_due(struct dscen *d)
+{
+    uint64_t t1, t2;
+    uint32_t id1, id2;
+    for (;;) {
+        bool any = flow_net_next_completion(&d->lazy, &t1, &id1);
+        assert_int_equal(any, flow_net_next_completion(&d->eager, &t2, &id2));
+        if (!any)
+            return;
+        assert_int_equal(t1, t2);
+        assert_int_equal(id1, id2);
+        if (t1 > d->now)
+            return;
+        d_remove(d, id1);
+        d->completed++;
+    }
+}
+
+static struct dflow d_random_flow(struct dscen *d)
+{
+    static const uint64_t sizes[4] = { 1000, 4096, 65536, 0 };
+    struct dflow f = { .active = true };
+    uint32_t len = lcg_next() % (D_MAXLEN + 1);
+    while (f.len < len) { /* distinct resources */
+        uint32_t r = lcg_next() % D_NRES;
+        if (!d_crosses(&f, r))
+            f.path[f.len++] = r;
+    }
+    f.bytes = lcg_next() % 8 == 0 ? 0 : sizes[lcg_next() % 4]; /* equal sizes: equal ends */
+    if (f.bytes == 0 && lcg_next() % 2)
+        f.bytes = 1 + lcg_next() % 300000;
+    f.key = (++d->nkeys) * 0x9e3779b97f4a7c15ull; /* unique, not monotonic */
+    return f;
+}
+
+static void d_add(struct dscen *d)
+{
+    struct dflow f = d_random_flow(d);
+    uint32_t id1 = UINT32_MAX, id2 = UINT32_MAX;
+    assert_int_equal(flow_net_add(&d->lazy, d->now, f.key, f.path, f.len, f.bytes, &id1),
+                     NPU_OK);
+    assert_int_equal(flow_net_add(&d->eager, d->now, f.key, f.path, f.len, f.bytes, &id2),
+                     NPU_OK);
+    assert_int_equal(id1, id2);
+    assert_true(id1 < D_SLOTS && !d->fl[id1].active);
+    d->fl[id1] = f;
+    d->last_ps = d->now;
+    d->nactive++;
+    d_settle(d);
+}
+
+/* A call that fails (the past, a key in use, a repeated resource): same error, no change. */
+static void d_bad_call(struct dscen *d)
+{
+    struct dflow f = d_random_flow(d);
+    uint32_t id = UINT32_MAX, pick = lcg_next() % 3;
+    int want = NPU_ERR_INVAL;
+    uint64_t t = d->now;
+    if (pick == 0 && d->last_ps > 0) {
+        t = d->last_ps - 1; /* before the latest call */
+        want = NPU_ERR_RANGE;
+    } else if (pick == 1 && d->nactive > 0) {
+        for (uint32_t i = 0; i < D_SLOTS; i++)
+            if (d->fl[i].active)
+                f.key = d->fl[i].key;
+    } else {
+        if (f.len == 0)
+            f.path[f.len++] = 0;
+        f.path[f.len++] = f.path[0];
+    }
+    assert_int_equal(flow_net_add(&d->lazy, t, f.key, f.path, f.len, f.bytes, &id), want);
+    assert_int_equal(flow_net_add(&d->eager, t, f.key, f.path, f.len, f.bytes, &id), want);
+    assert_int_equal(id, UINT32_MAX);
+    d->bad++;
+}
+
+/* One chip-time instant: due completions, a burst of calls, maybe a comparison, a step. */
+static void d_instant(struct dscen *d)
+{
+    uint64_t next;
+    /* The lazy model is asked only when something is due, so that time often advances past
+     * a pending re-solve (then the next add or remove does it). */
+    if (flow_net_next_completion(&d->eager, &next, NULL) && next <= d->now)
+        d_complete_due(d);
+    for (uint32_t op = 0, nops = 1 + lcg_next() % 10; op < nops; op++) {
+        uint32_t pick = lcg_next() % 20;
+        if (pick < 14 && d->nactive < D_SLOTS - 1) {
+            d_add(d);
+        } else if (pick < 18 && d->nactive > 0) {
+            uint32_t id;
+            do
+                id = lcg_next() % D_SLOTS;
+            while (!d->fl[id].active);
+            d_remove(d, id);
+            d->cancelled++;
+        } else {
+            d_bad_call(d);
+        }
+    }
+    if (lcg_next() % 3 != 0)
+        d_compare(d);
+    uint64_t t = d->now + (lcg_next() % 4 == 0 ? 0 : 1 + lcg_next() % 3000000);
+    if (flow_net_next_completion(&d->eager, &next, NULL) && next < t)
+        t = next; /* never step past a completion */
+    d->now = t > d->now ? t : d->now;
+}
+
+static void run_deferred(struct dscen *d, uint32_t seed)
+{
+    memset(d, 0, sizeof(*d));
+    lcg_state = seed;
+    for (uint32_t r = 0; r < D_NRES; r++) /* few distinct capacities: ties between shares */
+        d->cap[r] = (1 + lcg_next() % 3) * GBPS + (r % 2 ? 0 : lcg_next() % 5);
+    assert_int_equal(flow_net_init(&d->lazy, D_NRES, d->cap, false), NPU_OK);
+    assert_int_equal(flow_net_init(&d->eager, D_NRES, d->cap, false), NPU_OK);
+    for (uint32_t i = 0; i < D_INSTANTS; i++)
+        d_instant(d);
+    uint64_t next;
+    while (flow_net_next_completion(&d->eager, &next, NULL)) { /* everything completes */
+        d->now = next > d->now ? next : d->now;
+        d_complete_due(d);
+    }
+    d_compare(d);
+    assert_int_equal(d->nactive, 0);
+    assert_true(d->completed > 1000 && d->cancelled > 300 && d->bad > 200);
+    /* one re-solve per instant at most, plus the drain, against one per call */
+    assert_true(d->lazy.solves <= 2 * D_INSTANTS + d->completed / 2);
+    assert_true(3 * d->lazy.solves < d->eager.solves);
+    flow_net_destroy(&d->lazy);
+    flow_net_destroy(&d->eager);
+}
+
+static void test_deferred_matches_eager(void **state)
+{
+    (void)state;
+    static struct dscen d;
+    for (uint32_t seed = 1; seed <= 4; seed++)
+        run_deferred(&d, seed);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -881,6 +1251,9 @@ int main(void)
         cmocka_unit_test(test_remaining_before_resolve),
         cmocka_unit_test(test_stress_random),
         cmocka_unit_test(test_determinism_random),
+        cmocka_unit_test(test_deferred_one_instant),
+        cmocka_unit_test(test_deferred_errors),
+        cmocka_unit_test(test_deferred_matches_eager),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
