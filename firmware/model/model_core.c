@@ -147,12 +147,13 @@ static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec
         uint32_t count = q->done_prompt < q->len ? q->len - q->done_prompt : 1;
         count = count < budget ? count : budget;
         budget -= count;
-        /* request r's cache: ring rows [r x max_seq, (r + 1) x max_seq) (no pool blocks:
-           these images are planned without one) */
+        /* request r's cache: the r-th max_seq positions' worth of ring rows (no pool
+           blocks: these images are planned without one) */
         runs[n++] = (struct exec_run){ .req = r, .pos = pos, .count = count,
                                        .tokens = &q->tokens[pos],
                                        .wants_token = pos + count >= q->len,
-                                       .ring_row = (uint64_t)r * mc.m.plan->max_seq };
+                                       .ring_row = r * npu_kv_local_rows(mc.m.plan,
+                                                                          mc.m.plan->max_seq) };
     }
     return n;
 }

@@ -339,7 +339,9 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
         exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
 }
 
-int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count)
+/* An all-reduce (or all-gather) over the ranks once the queued work is done. */
+static int collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
+                      enum npu_dtype dt)
 {
     if (m->tp == 1)
         return NPU_OK;
@@ -348,8 +350,18 @@ int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count)
         return rc;
     enum exec_cat was = m->cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    struct noc_coll_args a = { .buf = y, .count = count, .dtype = m->dt };
-    rc = noc_allreduce(m->comm, &a);
+    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt };
+    rc = reduce ? noc_allreduce(m->comm, &a) : noc_allgather(m->comm, &a);
     exec_set_cat(m, was);
     return rc;
+}
+
+int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return collective(m, true, y, count, dt);
+}
+
+int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return collective(m, false, y, count, dt);
 }

@@ -41,6 +41,7 @@
 #include "model_config.h"
 #include "model_weights.h"
 #include "noc/collective.h"
+#include "npu/vector.h"
 #include "npu_image.h"
 #include "npu_layout.h"
 
@@ -74,8 +75,8 @@ struct exec_run {
     uint32_t count;         /* rows */
     const uint32_t *tokens; /* [count] token ids */
     bool wants_token;       /* the last row's logits give the next token */
-    /* its KV cache: positions [0, nblocks x kv_block) in pool blocks blocks[], the rest at
-       ring row ring_row + position */
+    /* its KV cache: positions [0, nblocks x W) in pool blocks blocks[] (W = npu_kv_stripe),
+       the rest at ring row ring_row + the position's local row (npu_layout.h) */
     const uint32_t *blocks;
     uint32_t nblocks;
     uint64_t ring_row;
@@ -173,13 +174,24 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
 
 /* Internal API shared by the op files. */
 struct npu_desc;
-struct vector_op_args;
 int exec_flush(struct exec_model *m);
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);
 void exec_vec(struct exec_model *m, struct vector_op_args v);
+/* v with fp32 operands (statistics, scores), or with the activations' type. */
+static inline struct vector_op_args exec_vec_f32(struct vector_op_args v)
+{
+    v.x_type = v.y_type = v.out_type = NPU_DTYPE_FP32;
+    return v;
+}
+static inline struct vector_op_args exec_vec_act(const struct exec_model *m,
+                                                 struct vector_op_args v)
+{
+    v.x_type = v.y_type = v.out_type = m->dt;
+    return v;
+}
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
@@ -196,7 +208,9 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
 void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
                       uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
                       uint32_t n, uint32_t ldx);
-int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count);
+int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
+/* In place: rank r's chunk of y (count elements) to every rank. */
+int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the
    experts' GEMMs): then its hidden activations stay split and only the output is reduced. */
 bool exec_ffn_paired(const struct exec_model *m, bool expert);
@@ -208,7 +222,18 @@ void exec_stage_layer(struct exec_model *m, uint32_t l);
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);
 
-/* ---- model_layer.c: the ops of one layer on one tile of rows */
+/* ---- model_attn.c: the KV cache of this core */
+
+/* Address of K (v false) or V at local row `row` (npu_layout.h) of cache k in layer l, and
+   how many rows from it on are contiguous (the rest of its pool block and of the blocks with
+   the following ids after it, which the pool keeps next to each other; a ring segment is
+   contiguous). */
+uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k, uint32_t l,
+                      bool v, uint32_t row, uint32_t *span);
+/* Local rows this rank holds of positions [0, count). */
+uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count);
+
+/* ---- model_layer.c, model_attn.c: the ops of one layer on one tile of rows */
 struct exec_seg {            /* one request's rows inside a tile */
     const struct exec_run *run;
     uint32_t req, pos;       /* request, position of the first row */

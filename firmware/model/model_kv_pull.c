@@ -4,6 +4,7 @@
  * every layer of its stage, K and V, from the core of the same rank and stage in the
  * prefill instance. Both cores were planned alike (npu_plan.instances), so a position's
  * bytes sit at the same offsets in both; only which blocks and which ring segment differ.
+ * With split attention each pair of cores moves the rows of its own positions only.
  *
  * Each piece goes by the cheapest path the engines allow: source in the other core's SRAM
  * and destination in this core's SRAM: one NoC read; source in HBM: one DMA copy (to SRAM or
@@ -19,20 +20,6 @@
 #include "model_exec.h"
 #include "noc/noc.h"
 #include "npu/hal.h"
-
-/* Address of K (v false) or V of `pos` in layer l of a cache laid out at pool / ring with
-   the given blocks, and how many positions from pos on are contiguous there. */
-static uint64_t cache_addr(const struct exec_model *m, const struct exec_kv_cache *k,
-                           uint32_t l, bool v, uint32_t pos, uint32_t *span)
-{
-    const uint32_t B = m->plan->kv_block, blk = pos / B;
-    if (blk < k->nblocks) {
-        *span = B - pos % B;
-        return k->pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, k->blocks[blk], pos % B);
-    }
-    *span = UINT32_MAX;
-    return k->ring + npu_kv_ring_offset(m->cfg, m->plan, v, l, k->ring_row + pos);
-}
 
 static bool in_sram(uint64_t addr, uint64_t sram, uint64_t bytes)
 {
@@ -83,19 +70,20 @@ int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     const uint32_t l0 = m->pipe_stage * m->plan->stage_layers;
+    const uint32_t rows = exec_kv_local_count(m, p->count); /* this rank's of them */
     assert(p->bounce_bytes >= row);
     int rc = NPU_OK;
     for (uint32_t l = l0; rc == NPU_OK && l < l0 + m->plan->stage_layers; l++)
         for (uint32_t v = 0; rc == NPU_OK && v < 2; v++)
-            for (uint32_t pos = 0; rc == NPU_OK && pos < p->count;) {
+            for (uint32_t at = 0; rc == NPU_OK && at < rows;) {
                 uint32_t ss, ds;
-                uint64_t src = cache_addr(m, &p->src, l, v, pos, &ss);
-                uint64_t dst = cache_addr(m, &p->dst, l, v, pos, &ds);
-                uint32_t n = p->count - pos;
+                uint64_t src = exec_kv_addr(m, &p->src, l, v, at, &ss);
+                uint64_t dst = exec_kv_addr(m, &p->dst, l, v, at, &ds);
+                uint32_t n = rows - at;
                 n = n < ss ? n : ss;
                 n = n < ds ? n : ds;
                 rc = pull_piece(m, p, dst, src, (uint64_t)n * row);
-                pos += n;
+                at += n;
             }
     if (rc == NPU_OK)
         rc = noc_read_barrier();

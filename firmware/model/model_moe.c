@@ -173,7 +173,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
         return rc;
     moe_sum_slots(m, a->xb2, a->combine, n);
     if (exec_ffn_paired(m, true))
-        rc = exec_allreduce(m, a->xb2, (uint64_t)n * d);
+        rc = exec_allreduce(m, a->xb2, (uint64_t)n * d, m->dt);
     if (rc == NPU_OK)
         exec_add_rows(m, tile->xt, a->xb2, n, d);
     return rc;

@@ -17,6 +17,7 @@
 #include "model_setup.h"
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "npu_layout.h"
 #include "serve_ctrl.h"
 
 static struct serve sv;
@@ -79,8 +80,9 @@ static int make_requests(void)
 static int make_scheduler(uint32_t layers)
 {
     const struct npu_plan *p = &sv.image->plan;
-    struct rt_kvc_config kc = { .block_tokens = p->kv_block, .sram_blocks = p->kv_sram_blocks,
-                                .ring_rows = p->kv_ring_rows };
+    struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(p),
+                                .sram_blocks = p->kv_sram_blocks, .ring_rows = p->kv_ring_rows,
+                                .ranks = p->kv_split ? p->tp : 1 };
     const char *name = hal_bootarg_value("sched");
     char kind[24] = "chunked", err[160] = "";
     if (name)

@@ -127,6 +127,12 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
                                                    : npuctl_usage_error("%s needs a value", opt);
     else if (!strcmp(opt, "--routing")) return parse_routing(v, r);
+    else if (!strcmp(opt, "--kv-split")) {
+        static const char *const onoff[] = { "off", "on" };
+        int rc = parse_enum(opt, v, onoff, 2, &e);
+        r->kv_split = (uint32_t)e;
+        return rc;
+    }
     else if (!strcmp(opt, "--weights")) {
         static const char *const ws[] = { "auto", "stream" };
         int rc = parse_enum(opt, v, ws, 2, &e);

@@ -24,6 +24,7 @@
 #include "model_config.h"
 #include "npu_enums.h"
 #include "npu_image.h"
+#include "npu_layout.h"
 #include "npu_memmap.h"
 #include "rt/mailbox.h"
 #include "rt/metrics.h"
@@ -60,9 +61,10 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     static struct rt_kvc kvc;
     static struct rt_sched sched;
     struct rt_request none = { 0 };
-    struct rt_kvc_config kc = { .block_tokens = h->plan.kv_block,
+    struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(&h->plan),
                                 .sram_blocks = h->plan.kv_sram_blocks,
-                                .ring_rows = h->plan.kv_ring_rows };
+                                .ring_rows = h->plan.kv_ring_rows,
+                                .ranks = h->plan.kv_split ? h->plan.tp : 1 };
     struct rt_sched_params sp = o->sched;
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;

@@ -89,6 +89,9 @@ static const struct npuctl_command commands[] = {
       "  --attn-block A        positions per attention step, a multiple of the KV block\n"
       "                        (default: the KV block); larger steps mean fewer, larger\n"
       "                        GEMMs and vector ops over long contexts\n"
+      "  --kv-split off|on     on: the KV cache and attention are split over the tp ranks\n"
+      "                        (cache block b on rank b mod tp; the ranks combine their\n"
+      "                        softmax states), so each rank holds 1/tp of the cache\n"
       "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
       "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
       "                        HBM layer by layer even so\n" },

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 6u
+#define NPU_IMAGE_VERSION 7u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -108,7 +108,12 @@ struct npu_plan {
        the K and V of up to attn_block / kv_block cache blocks into one tile, so long contexts
        take fewer, larger GEMMs and vector ops (docs/images.md, "Attention steps"). */
     uint32_t attn_block;
-    uint32_t reserved;           /* 0 */
+    /* 1: the KV cache and attention are split over the tp ranks, position-cyclic: cache
+       block b (kv_block positions) is held by rank b % tp only, each rank attends over its
+       own positions and the ranks combine their online-softmax states (docs/images.md,
+       "Split attention"). The control core's blocks are then stripes of tp x kv_block
+       positions, one pool block on every rank. 0: every rank holds every position. */
+    uint32_t kv_split;
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */

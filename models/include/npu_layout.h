@@ -25,7 +25,11 @@ struct npu_act_layout {
     uint64_t scores;               /* [T x group][kv_block] fp32 (group = heads / kv heads) */
     uint64_t probs_blk;            /* [T x group][kv_block] eb: exp(scores - max) */
     uint64_t m_a, m_b, rsum, l;    /* [kv heads][T x group] fp32: online-softmax statistics */
-    uint64_t acc;                  /* [kv heads][T x group][hd] fp32: weighted values */
+    uint64_t acc;                  /* [kv heads][T x group][hd] fp32: weighted values, then
+                                      room for [kv heads][T x group] fp32 more (split
+                                      attention keeps the sums there: one all-reduce) */
+    uint64_t gmax;                 /* split attention: [tp][heads x T] fp32, every rank's
+                                      row maxima (all-gather); else empty */
     uint64_t hb, hb2;              /* [T][max(ff, mff)] eb */
     uint64_t probs;                /* [T][E] fp32: router */
     uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */
@@ -69,5 +73,17 @@ uint64_t npu_kv_pool_offset(const struct model_config *c, const struct npu_plan 
                             uint32_t layer, uint32_t block, uint32_t pos);
 uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan *p, bool v,
                             uint32_t layer, uint64_t row);
+
+/*
+ * Split attention (npu_plan.kv_split): cache block b = pos / kv_block belongs to rank b % tp,
+ * where it is local block b / tp, so a rank's positions are rows (pos / W) x kv_block + pos %
+ * kv_block of its own cache, W = tp x kv_block positions (a stripe: one block id of the
+ * control core's KV manager, one pool block on every rank). Unsplit: W = kv_block, every
+ * rank holds every position, and the local row is the position.
+ */
+uint32_t npu_kv_stripe(const struct npu_plan *p);
+/* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
+   holds). */
+uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions);
 
 #endif

@@ -33,6 +33,8 @@ struct npu_plan_request {
     uint32_t tile_rows, kv_block;       /* 0: defaults (64, 256) */
     uint32_t attn_block;                /* positions per attention step, a multiple of
                                            kv_block (0: kv_block) */
+    uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks
+                                           (npu_plan.kv_split) */
     uint32_t stream_weights;            /* 1: stage weights from HBM even if they fit */
     uint32_t routing, routing_skew_milli;
     uint64_t routing_seed;

@@ -87,10 +87,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     PRIu64 " out of range", p->mode, p->dtype, p->max_batch, p->max_tokens,
                     p->tile_rows, p->max_seq, p->kv_block, p->routing, p->kv_sram_blocks,
                     p->kv_ring_rows);
-    if (p->attn_block < p->kv_block || p->attn_block % p->kv_block || p->reserved)
+    if (p->attn_block < p->kv_block || p->attn_block % p->kv_block || p->kv_split > 1)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_block %u is not a multiple of "
-                    "kv_block %u (or reserved %u is not 0)", p->attn_block, p->kv_block,
-                    p->reserved);
+                    "kv_block %u (or kv_split %u is not 0 or 1)", p->attn_block, p->kv_block,
+                    p->kv_split);
     return NPU_OK;
 }
 

@@ -36,7 +36,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     const uint64_t nh = c->num_heads;
     o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
     o->rsum = take(&at, nh * t * 4), o->l = take(&at, nh * t * 4);
-    o->acc = take(&at, t * qd * 4);
+    o->acc = take(&at, t * qd * 4 + nh * t * 4);
+    o->gmax = take(&at, p->kv_split && p->tp > 1 ? (uint64_t)p->tp * nh * t * 4 : 0);
     o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
     o->probs = take(&at, t * e * 4);
     o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);
@@ -90,4 +91,15 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
     const uint64_t local = layer % p->stage_layers;
     const uint64_t rows = ((uint64_t)v * p->stage_layers + local) * p->kv_ring_rows + row;
     return rows * npu_kv_row_bytes(c, p);
+}
+
+uint32_t npu_kv_stripe(const struct npu_plan *p)
+{
+    return p->kv_split ? p->kv_block * p->tp : p->kv_block;
+}
+
+uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions)
+{
+    const uint64_t w = npu_kv_stripe(p);
+    return p->kv_split ? (positions + w - 1) / w * p->kv_block : positions;
 }

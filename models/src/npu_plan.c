@@ -288,8 +288,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->tile_rows = req->tile_rows ? req->tile_rows : 64;
     p->kv_block = req->kv_block ? req->kv_block : 256;
     p->attn_block = req->attn_block ? req->attn_block : p->kv_block;
+    p->kv_split = req->kv_split;
     p->kv_ring_rows = req->kv_ring_rows ? req->kv_ring_rows
-                                        : (uint64_t)p->max_batch * p->max_seq;
+                                        : p->max_batch * npu_kv_local_rows(p, p->max_seq);
     p->routing = req->routing;
     p->routing_skew_milli = req->routing_skew_milli;
     p->routing_seed = req->routing_seed;
@@ -308,6 +309,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_block %u is not a multiple of "
                     "kv_block %u (an attention step gathers whole cache blocks)",
                     p->attn_block, p->kv_block);
+    if (p->kv_split > 1)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1",
+                    p->kv_split);
     if (p->max_batch > 64 || c->experts_per_token > 64)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most 64",
                     p->max_batch, c->experts_per_token);
@@ -369,8 +373,9 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             fprintf(f, " %s=%s", npu_gemm_name((enum npu_gemm)g),
                     npu_partition_name((enum npu_partition)p->partition[g]));
     fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows; %u positions "
-            "per request, KV blocks of %u, attention steps of %u\n", p->max_batch,
-            p->max_tokens, p->tile_rows, p->max_seq, p->kv_block, p->attn_block);
+            "per request, KV blocks of %u, attention steps of %u%s\n", p->max_batch,
+            p->max_tokens, p->tile_rows, p->max_seq, p->kv_block, p->attn_block,
+            p->kv_split ? "; KV cache and attention split over the ranks" : "");
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
             MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
@@ -379,7 +384,7 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
     if (p->kv_sram_blocks)
         fprintf(f, "  KV cache: %u SRAM blocks of %u positions per core (%.2f MiB), ring of "
-                "%llu positions in %s\n", p->kv_sram_blocks, p->kv_block,
+                "%llu rows in %s\n", p->kv_sram_blocks, p->kv_block,
                 MIB(core0->kv_pool_bytes), (unsigned long long)p->kv_ring_rows,
                 p->kv_in_sram ? "SRAM" : "HBM");
     fprintf(f, "  HBM: weights %.2f MiB, image claims %.2f MiB of %.2f; file %.2f MiB\n",

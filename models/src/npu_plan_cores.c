@@ -184,7 +184,8 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
                            NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
                                                  pl->chip->mesh_cols);
     const uint64_t block = 2ull * p->stage_layers * p->kv_block * npu_kv_row_bytes(c, p);
-    const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + p->kv_block - 1) / p->kv_block);
+    const uint64_t w = npu_kv_stripe(p); /* positions per block id */
+    const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + w - 1) / w);
     uint64_t room = UINT64_MAX;
     p->kv_sram_blocks = 0;
     if (pl->kv_pool == 0)

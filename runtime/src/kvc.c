@@ -26,7 +26,8 @@ static uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len)
 int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg)
 {
     assert(k && cfg);
-    if (cfg->block_tokens == 0 || cfg->sram_blocks > RT_KVC_BLOCKS_MAX)
+    if (cfg->block_tokens == 0 || cfg->sram_blocks > RT_KVC_BLOCKS_MAX ||
+        (cfg->ranks > 1 && cfg->block_tokens % cfg->ranks))
         return NPU_ERR_RANGE;
     memset(k, 0, sizeof(*k));
     k->cfg = *cfg;
@@ -42,7 +43,15 @@ int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg)
 bool kvc_seq_fits_ever(const struct rt_kvc *k, uint32_t max_len)
 {
     /* Into an empty manager: every block is unreserved and the ring starts at row 0. */
-    return kvc_blocks_for(k, max_len) <= k->cfg.sram_blocks || max_len <= k->cfg.ring_rows;
+    return kvc_blocks_for(k, max_len) <= k->cfg.sram_blocks ||
+           kvc_ring_rows_for(k, max_len) <= k->cfg.ring_rows;
+}
+
+uint64_t kvc_ring_rows_for(const struct rt_kvc *k, uint32_t len)
+{
+    if (k->cfg.ranks <= 1)
+        return len;
+    return (uint64_t)kvc_blocks_for(k, len) * (k->cfg.block_tokens / k->cfg.ranks);
 }
 
 static struct rt_kvc_seg *kvc_seg_at(struct rt_kvc *k, uint32_t i)
@@ -106,10 +115,10 @@ int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t m
     uint32_t need = kvc_blocks_for(k, max_len);
     uint64_t ring_row = RT_KVC_NO_RING, ring_rows = 0;
     if (need > k->unreserved) {
-        ring_row = kvc_ring_find(k, max_len);
+        ring_rows = kvc_ring_rows_for(k, max_len);
+        ring_row = kvc_ring_find(k, ring_rows);
         if (ring_row == RT_KVC_NO_RING)
             return NPU_ERR_NOMEM;
-        ring_rows = max_len;
         kvc_ring_push(k, ring_row, ring_rows);
         need = k->unreserved;
     }
@@ -290,7 +299,7 @@ static int kvc_check_seq(const struct rt_kvc *k, const struct rt_kv_seq *s, char
     if (!ring && (uint64_t)s->reserved * k->cfg.block_tokens < s->capacity)
         return kvc_fail(err, errlen, "sequence capacity past its SRAM and no ring (id, cap)",
                         s->id, s->capacity);
-    if (ring && (s->ring_rows != s->capacity || !kvc_seg_is_live(k, s->ring_row, s->ring_rows)))
+    if (ring && (s->ring_rows != kvc_ring_rows_for(k, s->capacity) || !kvc_seg_is_live(k, s->ring_row, s->ring_rows)))
         return kvc_fail(err, errlen, "sequence ring segment is not a live segment (id, row)",
                         s->id, s->ring_row);
     return NPU_OK;

@@ -275,6 +275,40 @@ static void test_never_fits(void **state)
     assert_empty();
 }
 
+static void expect_corrupt(struct rt_kv_seq *a, struct rt_kv_seq *b);
+
+/* Split attention: blocks are stripes of 32 positions dealt over 8 cores (4 each); a
+   segment holds a core's own rows, ceil(len / 32) x 4, and the ring's size is in those. */
+static void test_split_ranks(void **state)
+{
+    (void)state;
+    struct rt_kv_seq a, b;
+    struct rt_kvc_config c = { .block_tokens = 32, .sram_blocks = 2, .ring_rows = 12,
+                               .ranks = 5 };
+    assert_int_equal(kvc_init(&kv, &c), NPU_ERR_RANGE); /* 32 positions over 5 cores */
+    c.ranks = 8;
+    assert_int_equal(kvc_init(&kv, &c), NPU_OK);
+    assert_int_equal(kvc_ring_rows_for(&kv, 1), 4);
+    assert_int_equal(kvc_ring_rows_for(&kv, 33), 8);
+    assert_true(kvc_seq_fits_ever(&kv, 96));   /* 3 stripes: 12 rows of the ring */
+    assert_false(kvc_seq_fits_ever(&kv, 97));  /* 4 stripes: 16 rows, and only 2 blocks */
+    assert_int_equal(kvc_seq_admit(&kv, &a, 0, 40), NPU_OK);
+    assert_int_equal(a.reserved, 2);
+    assert_int_equal(a.ring_row, RT_KVC_NO_RING);
+    assert_int_equal(kvc_seq_admit(&kv, &b, 1, 70), NPU_OK); /* no block left: 3 stripes */
+    assert_int_equal(b.ring_row, 0);
+    assert_int_equal(b.ring_rows, 12);
+    kvc_seq_grow(&kv, &a, 40);
+    kvc_seq_grow(&kv, &b, 70);
+    assert_ok(&a, &b, NULL, NULL);
+    b.ring_rows = 70; /* a segment sized in positions, not rows, is caught */
+    expect_corrupt(&a, &b);
+    b.ring_rows = 12;
+    kvc_seq_free(&kv, &b);
+    kvc_seq_free(&kv, &a);
+    assert_empty();
+}
+
 static void expect_corrupt(struct rt_kv_seq *a, struct rt_kv_seq *b)
 {
     assert_int_equal(check_seqs(a, b, NULL, NULL), NPU_ERR_STATE);
@@ -467,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_ring_wrap_fifo),
         cmocka_unit_test(test_nomem_then_succeeds),
         cmocka_unit_test(test_never_fits),
+        cmocka_unit_test(test_split_ranks),
         cmocka_unit_test(test_check_catches_links),
         cmocka_unit_test(test_check_catches_counts),
         cmocka_unit_test(test_stress),

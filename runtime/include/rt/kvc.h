@@ -8,6 +8,10 @@
  * paper's linked lists of block ids). HBM: a ring buffer of `ring_rows` positions, managed
  * coarsely: a sequence that does not fit its SRAM blocks gets one contiguous segment of its
  * maximum length in the ring (positions past its SRAM blocks live at ring_row + pos).
+ * Split attention (`ranks` > 1, npu_plan.kv_split): a block is a stripe of block_tokens
+ * positions dealt over `ranks` cores, block_tokens / ranks each (one pool block on every
+ * core), and ring rows are a core's own rows: a segment for max_len positions is
+ * ceil(max_len / block_tokens) x block_tokens / ranks rows (npu_kv_local_rows).
  *
  * Admission reserves what a sequence may need (its maximum length), so growing never
  * fails: SRAM blocks are taken from the reservation as the sequence grows. A sequence that
@@ -29,7 +33,9 @@
 struct rt_kvc_config {
     uint32_t block_tokens;  /* positions per SRAM block (the plan's kv_block), >= 1 */
     uint32_t sram_blocks;   /* blocks in the SRAM pool, 0..RT_KVC_BLOCKS_MAX */
-    uint64_t ring_rows;     /* positions in the HBM ring, may be 0 */
+    uint64_t ring_rows;     /* rows of the HBM ring (positions, unless split), may be 0 */
+    uint32_t ranks;         /* cores a block's positions are dealt over (0 or 1: none);
+                               divides block_tokens */
 };
 
 /* One sequence's KV space (embedded in struct rt_request). */
@@ -63,7 +69,8 @@ struct rt_kvc {
     uint64_t ring_used;                /* rows in live segments */
 };
 
-/* 0, or NPU_ERR_RANGE (more blocks than RT_KVC_BLOCKS_MAX, block_tokens 0). */
+/* 0, or NPU_ERR_RANGE (more blocks than RT_KVC_BLOCKS_MAX, block_tokens 0 or not a
+   multiple of ranks). */
 int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg);
 
 /* Whether a sequence of max_len positions could be admitted into an empty manager. */
@@ -88,6 +95,8 @@ uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, ui
 
 /* Blocks in use (held by sequences) and ring rows in live segments. */
 uint32_t kvc_blocks_used(const struct rt_kvc *k);
+/* Ring rows a sequence of len positions needs (len unless split). */
+uint64_t kvc_ring_rows_for(const struct rt_kvc *k, uint32_t len);
 uint64_t kvc_ring_rows_used(const struct rt_kvc *k);
 
 /* Invariants, given every admitted sequence: each block is free (on the free list once) or

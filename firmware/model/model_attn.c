@@ -1,0 +1,392 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attention of one tile of rows (model_exec.h): QKV, q/k norms and RoPE, the new keys and
+ * values into the KV cache, an online softmax over the cache in steps, the O projection.
+ *
+ * Shapes: n = tile rows, d = hidden size, qd = heads x hd, kvd = kv heads x hd, group =
+ * heads / kv heads, B = kv_block, A = attn_block (positions per step). The tile's softmax
+ * state is laid out per KV head h: rows h x span + row x group + j (span = n x group, j the
+ * query head within h's group), R = kv heads x span rows in all: qg [R][hd] eb, acc [R][hd]
+ * fp32, then the running sums l [R] fp32 right after acc, maxima m_a/m_b [R] fp32.
+ *
+ * Split attention (npu_plan.kv_split, docs/images.md "Split attention"): cache block b
+ * lives on rank b % tp only (npu_layout.h: local rows), every rank runs the online softmax
+ * over its own positions, and the ranks then combine their states (attn_combine): the
+ * row maxima are all-gathered and reduced to the global maximum M, each rank rescales its
+ * acc and l by exp(m_rank - M), and one all-reduce sums [acc | l]; acc / l is the output.
+ * A rank holding none of a segment's positions contributes m = MASKED, l = 0, acc = 0.
+ * Modelled: every op and byte of that. Not modelled: overlapping the combine with the
+ * next segment's or layer's work (the collectives wait for the queued ops).
+ */
+#include <assert.h>
+#include <math.h>
+
+#include "model_exec.h"
+#include "npu/hal.h"
+#include "npu/vector.h"
+
+#define f32 exec_vec_f32
+
+/* The tile's softmax state (see the file header). */
+struct attn_state {
+    uint64_t span;  /* rows per KV head: n x group */
+    uint64_t rows;  /* R = kv heads x span */
+    uint64_t l;     /* fp32 [R], after acc's [R][hd] */
+};
+
+/* One step of a segment's online softmax: local rows [lr, lr + nb) of this rank's cache,
+   whose first column is position p0; mask: some column is hidden from some row (then the
+   columns are consecutive positions p0, p0 + 1, ...). */
+struct attn_step {
+    uint32_t lr, nb, p0;
+    bool mask;
+};
+
+static bool kv_split(const struct exec_model *m)
+{
+    return m->plan->kv_split && m->tp > 1;
+}
+
+/* Position of this rank's local row lr (npu_layout.h). */
+static uint32_t kv_position(const struct exec_model *m, uint32_t lr)
+{
+    const uint32_t B = m->plan->kv_block;
+    if (!kv_split(m))
+        return lr;
+    return lr / B * npu_kv_stripe(m->plan) + m->rank * B + lr % B;
+}
+
+static uint32_t kv_local_row(const struct exec_model *m, uint32_t pos)
+{
+    const uint32_t B = m->plan->kv_block;
+    return kv_split(m) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
+}
+
+static bool kv_owns(const struct exec_model *m, uint32_t pos)
+{
+    return !kv_split(m) || pos / m->plan->kv_block % m->tp == m->rank;
+}
+
+uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count)
+{
+    const uint32_t B = m->plan->kv_block, W = npu_kv_stripe(m->plan);
+    if (!kv_split(m))
+        return count;
+    const uint32_t rest = count % W, before = m->rank * B;
+    const uint32_t tail = rest <= before ? 0 : rest - before < B ? rest - before : B;
+    return count / W * B + tail;
+}
+
+/* This rank's local rows [*r0, *r1) holding the positions of [lo, hi]; false if none. */
+static bool kv_local_range(const struct exec_model *m, uint32_t lo, uint32_t hi, uint32_t *r0,
+                           uint32_t *r1)
+{
+    const uint64_t B = m->plan->kv_block, tp = m->tp, r = m->rank;
+    uint64_t first = lo, last = hi;
+    if (kv_split(m)) {
+        uint64_t b = lo / B, dn = (r + tp - b % tp) % tp; /* blocks to the next owned one */
+        first = dn ? (b + dn) * B : lo;
+        b = hi / B;
+        uint64_t up = (b % tp + tp - r) % tp;             /* blocks back to the last one */
+        if (up > b)
+            return false;
+        last = up ? (b - up) * B + B - 1 : hi;
+    }
+    if (first > last)
+        return false;
+    *r0 = kv_local_row(m, (uint32_t)first);
+    *r1 = kv_local_row(m, (uint32_t)last) + 1;
+    return true;
+}
+
+uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k, uint32_t l,
+                      bool v, uint32_t row, uint32_t *span)
+{
+    const uint32_t B = m->plan->kv_block, blk = row / B;
+    if (blk < k->nblocks) {
+        uint32_t last = blk;
+        while (last + 1 < k->nblocks && k->blocks[last + 1] == k->blocks[last] + 1)
+            last++;
+        *span = (last + 1 - blk) * B - row % B;
+        return k->pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, k->blocks[blk], row % B);
+    }
+    *span = UINT32_MAX;
+    return k->ring + npu_kv_ring_offset(m->cfg, m->plan, v, l, k->ring_row + row);
+}
+
+static struct exec_kv_cache run_cache(const struct exec_model *m, const struct exec_run *r)
+{
+    return (struct exec_kv_cache){ .sram = m->sram, .pool = m->kv_pool, .ring = m->kv_ring,
+                                   .blocks = r->blocks, .nblocks = r->nblocks,
+                                   .ring_row = r->ring_row };
+}
+
+/* Segment g's new keys and values of the positions this rank holds into its cache, split
+   where its blocks are. */
+static void store_kv(struct exec_model *m, uint32_t l, const struct exec_seg *g)
+{
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    const uint32_t B = m->plan->kv_block;
+    const struct exec_kv_cache k = run_cache(m, g->run);
+    for (uint32_t i = 0; i < g->count;) {
+        const uint32_t pos = g->pos + i, to_block_end = B - pos % B;
+        if (!kv_owns(m, pos)) {
+            i += to_block_end;
+            continue;
+        }
+        uint32_t span, lr = kv_local_row(m, pos);
+        uint64_t kd = exec_kv_addr(m, &k, l, false, lr, &span);
+        uint64_t vd = exec_kv_addr(m, &k, l, true, lr, &span);
+        uint32_t n = g->count - i < span ? g->count - i : span;
+        if (kv_split(m) && n > to_block_end) /* the next block is another rank's */
+            n = to_block_end;
+        exec_copy(m, kd, m->a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        exec_copy(m, vd, m->a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        i += n;
+    }
+}
+
+/* q/k norms and RoPE of the tile's rows; its keys and values into the cache. */
+static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t hd = c->head_dim, nh = c->num_heads, nkv = c->num_kv_heads, n = tile->n;
+    uint32_t *pos = (uint32_t *)(uintptr_t)a->positions;
+    for (uint32_t s = 0; s < tile->nsegs; s++) /* the chain was flushed: nothing reads it */
+        for (uint32_t i = 0; i < tile->segs[s].count; i++)
+            pos[tile->segs[s].row + i] = tile->segs[s].pos + i;
+    if (c->qk_norm) { /* per head: rows of hd */
+        exec_rmsnorm(m, a->q, a->q, exec_weight_addr(m, l, MT_Q_NORM), n * nh, hd);
+        exec_rmsnorm(m, a->knew, a->knew, exec_weight_addr(m, l, MT_K_NORM), n * nkv, hd);
+    }
+    const uint64_t bufs[2] = { a->q, a->knew };
+    const uint32_t heads[2] = { nh, nkv };
+    for (int i = 0; i < 2; i++) /* row r's heads at positions[r] */
+        exec_vec(m, exec_vec_act(m, (struct vector_op_args){
+            .op = NPU_VECTOR_OP_ROPE, .x = bufs[i], .y = a->positions, .out = bufs[i],
+            .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
+            .scalar = (float)c->rope_theta }));
+    for (uint32_t s = 0; s < tile->nsegs; s++)
+        store_kv(m, l, &tile->segs[s]);
+}
+
+/*
+ * KV head h of segment g against step s: the group's query heads as one matrix of
+ * count x group rows (row t * group + j is row t's j-th head of the group, whose position
+ * is pos + t: MASK's k = group), scores, mask, and the online softmax update of (max, sum,
+ * acc). m_old/m_new: this step's parity of the max buffers.
+ */
+static void kv_head_step(struct exec_model *m, const struct attn_state *st,
+                         const struct exec_seg *g, uint32_t h, const struct attn_step *s,
+                         bool first, uint32_t window, uint64_t m_old, uint64_t m_new)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd, nb = s->nb;
+    const uint32_t group = c->num_heads / c->num_kv_heads, rows = g->count * group;
+    const uint64_t eb = m->eb, first_row = h * st->span + (uint64_t)g->row * group;
+    const uint64_t stat = first_row * 4; /* fp32 statistics of these rows */
+    const uint64_t acc = a->acc + first_row * hd * 4;
+    /* scores[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T / sqrt(hd) */
+    exec_gemm(m, a->scores, a->qg + first_row * hd * eb, a->kblk + (uint64_t)h * hd * eb, rows,
+              nb, hd, hd, kvd, nb, true, true, false);
+    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
+                                             .out = a->scores, .rows = rows, .cols = nb,
+                                             .scalar = 1.0f / sqrtf((float)hd) }));
+    /* row t sees positions up to pos + t, with a window the last `window` only */
+    if (s->mask)
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
+                                                 .out = a->scores, .rows = rows, .cols = nb,
+                                                 .k = group, .pos = g->pos - s->p0,
+                                                 .scalar = (float)window }));
+    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
+                                             .aux = m_new + stat, .rows = rows, .cols = nb,
+                                             .ldaux = 1 }));
+    if (!first) /* running max */
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+                                                 .y = m_old + stat, .out = m_new + stat,
+                                                 .rows = 1, .cols = rows }));
+    struct vector_op_args e = f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
+        .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = nb, .ldy = 1,
+        .ldaux = 1 });
+    e.out_type = m->dt;
+    exec_vec(m, e);
+    if (!first) { /* acc and the sum so far scaled by exp(old max - new max), then += */
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
+                                                 .y = m_old + stat, .aux = m_new + stat,
+                                                 .out = acc, .rows = rows, .cols = hd,
+                                                 .ldy = 1, .ldaux = 1 }));
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = st->l + stat,
+                                                 .y = m_old + stat, .aux = m_new + stat,
+                                                 .out = st->l + stat, .rows = rows, .cols = 1,
+                                                 .ldy = 1, .ldaux = 1 }));
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = st->l + stat,
+                                                 .y = a->rsum + stat, .out = st->l + stat,
+                                                 .rows = 1, .cols = rows }));
+    }
+    /* acc[rows][hd] (+)= P[rows][nb] V_step,h[nb][hd] */
+    exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
+              false, true, !first);
+}
+
+/* K and V of local rows [lr, lr + nb) into kblk and vblk: one copy per contiguous piece. */
+static void gather_kv(struct exec_model *m, uint32_t l, const struct exec_kv_cache *k,
+                      uint32_t lr, uint32_t nb)
+{
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    for (uint32_t at = lr, n; at < lr + nb; at += n) {
+        uint32_t contig;
+        uint64_t kd = exec_kv_addr(m, k, l, false, at, &contig);
+        uint64_t vd = exec_kv_addr(m, k, l, true, at, &contig);
+        n = lr + nb - at < contig ? lr + nb - at : contig;
+        exec_copy(m, m->a.kblk + (at - lr) * row, kd, 1, n * row, n * row, n * row);
+        exec_copy(m, m->a.vblk + (at - lr) * row, vd, 1, n * row, n * row, n * row);
+    }
+}
+
+/* The step of segment g from local row lr (rows up to r1 are its): it ends where a cache
+   block ends and holds at most A positions. Columns some row must not see need MASK; split,
+   a step's blocks are not consecutive positions, so a step that needs it is one block, and
+   a multi-block step stops before the first block that needs it. */
+static struct attn_step step_at(const struct exec_model *m, const struct exec_seg *g,
+                                uint32_t window, uint32_t lr, uint32_t r1)
+{
+    const uint32_t B = m->plan->kv_block, A = m->plan->attn_block;
+    struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = kv_position(m, lr) };
+    s.nb = r1 - lr < s.nb ? r1 - lr : s.nb;
+    s.mask = window || kv_position(m, lr + s.nb - 1) > g->pos;
+    if (!s.mask || !kv_split(m) || s.nb <= B - lr % B)
+        return s;
+    const uint32_t lim = lr + s.nb;
+    uint32_t end = lr, e = lr / B * B + B; /* whole blocks no row needs masked */
+    while (e <= lim && !window && kv_position(m, e - 1) <= g->pos)
+        end = e, e += B;
+    if (end > lr) {
+        s.nb = end - lr, s.mask = false;
+        return s;
+    }
+    s.nb = (e < lim ? e : lim) - lr;
+    s.mask = window || kv_position(m, lr + s.nb - 1) > g->pos;
+    return s;
+}
+
+/* A segment none of whose positions this rank holds: the empty softmax state (max MASKED,
+   sum 0, acc 0), which the combine weighs by exp(MASKED - M) = 0. */
+static void attend_none(struct exec_model *m, const struct attn_state *st,
+                        const struct exec_seg *g)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t hd = c->head_dim, nkv = c->num_kv_heads;
+    const uint32_t rows = g->count * (c->num_heads / nkv);
+    const uint64_t first = (uint64_t)g->row * (c->num_heads / nkv);
+    const struct { uint64_t buf; uint32_t width; float value; } fills[3] = {
+        { m->a.m_a, 1, NPU_VECTOR_MASKED }, { st->l, 1, 0.0f }, { m->a.acc, hd, 0.0f } };
+    for (int i = 0; i < 3; i++) { /* KV head h's rows at h x span */
+        const uint64_t at = fills[i].buf + first * fills[i].width * 4;
+        const uint32_t ld = (uint32_t)(st->span * fills[i].width);
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_FILL, .x = at, .out = at,
+                                                 .rows = nkv, .cols = rows * fills[i].width,
+                                                 .ldx = ld, .ldout = ld,
+                                                 .scalar = fills[i].value }));
+    }
+}
+
+/* Segment g's online softmax over this rank's positions of its cache, step by step (a step
+   gathers the keys and values once for all heads); its final maxima end in m_a. */
+static void attend(struct exec_model *m, const struct attn_state *st, uint32_t l, bool sliding,
+                   const struct exec_seg *g)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t last = g->pos + g->count - 1;
+    const uint32_t window = sliding ? c->sliding_window : 0;
+    const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+    const struct exec_kv_cache k = run_cache(m, g->run);
+    uint32_t r0, r1, steps = 0;
+    if (!kv_local_range(m, lo, last, &r0, &r1)) {
+        attend_none(m, st, g);
+        return;
+    }
+    for (uint32_t lr = r0; lr < r1; lr += step_at(m, g, window, lr, r1).nb)
+        steps++;
+    uint32_t parity = 1 ^ ((steps - 1) & 1); /* parity 1 writes the new maxima to m_a */
+    for (uint32_t lr = r0; lr < r1; parity ^= 1) {
+        const struct attn_step s = step_at(m, g, window, lr, r1);
+        gather_kv(m, l, &k, s.lr, s.nb);
+        const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
+        for (uint32_t h = 0; h < c->num_kv_heads; h++)
+            kv_head_step(m, st, g, h, &s, lr == r0, window, m_old, m_new);
+        lr += s.nb;
+    }
+}
+
+/* Split attention: the ranks' states into the whole softmax's (the file header). */
+static int attn_combine(struct exec_model *m, const struct attn_state *st)
+{
+    const struct npu_act_layout *a = &m->a;
+    const uint64_t R = st->rows, hd = m->cfg->head_dim;
+    /* gmax[tp][R]: every rank's maxima; rows [0, k) = max(themselves, the last k rows)
+       until row 0 holds M */
+    exec_copy(m, a->gmax + m->rank * R * 4, a->m_a, 1, R * 4, R * 4, R * 4);
+    int rc = exec_allgather(m, a->gmax, m->tp * R, NPU_DTYPE_FP32);
+    if (rc != NPU_OK)
+        return rc;
+    for (uint32_t h = m->tp, k = h / 2; h > 1; h -= k, k = h / 2)
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = a->gmax,
+                                                 .y = a->gmax + (h - k) * R * 4,
+                                                 .out = a->gmax, .rows = k,
+                                                 .cols = (uint32_t)R }));
+    /* acc and l times exp(m - M), then [acc | l] summed over the ranks */
+    const uint64_t bufs[2] = { a->acc, st->l };
+    const uint32_t cols[2] = { (uint32_t)hd, 1 };
+    for (int i = 0; i < 2; i++)
+        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = bufs[i],
+                                                 .y = a->m_a, .aux = a->gmax, .out = bufs[i],
+                                                 .rows = (uint32_t)R, .cols = cols[i],
+                                                 .ldy = 1, .ldaux = 1 }));
+    return exec_allreduce(m, a->acc, R * hd + R, NPU_DTYPE_FP32);
+}
+
+int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct exec_tile *tile)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->a;
+    const uint32_t d = c->hidden_size, hd = c->head_dim, qd = c->num_heads * hd;
+    const uint32_t kvd = c->num_kv_heads * hd, n = tile->n, nkv = c->num_kv_heads;
+    const uint32_t group = c->num_heads / nkv;
+    const uint64_t eb = m->eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
+    const struct attn_state st = { .span = span, .rows = nkv * span,
+                                   .l = a->acc + nkv * span * hd * 4 };
+    exec_set_cat(m, EXEC_CAT_ATTN);
+    exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), n, d);
+    int rc = exec_wgemm(m, NPU_GEMM_QKV, a->q, a->xb, n, l, MT_WQ, 0, qd, d);
+    if (rc == NPU_OK)
+        rc = exec_wgemm(m, NPU_GEMM_QKV, a->knew, a->xb, n, l, MT_WK, 0, kvd, d);
+    if (rc == NPU_OK)
+        rc = exec_wgemm(m, NPU_GEMM_QKV, a->vnew, a->xb, n, l, MT_WV, 0, kvd, d);
+    if (rc == NPU_OK)
+        rc = exec_flush(m); /* the positions buffer is rewritten next */
+    if (rc != NPU_OK)
+        return rc;
+    rotate_and_store(m, l, tile);
+    for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
+        exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
+    for (uint32_t s = 0; s < tile->nsegs; s++)
+        attend(m, &st, l, sliding, &tile->segs[s]);
+    if (kv_split(m) && (rc = attn_combine(m, &st)) != NPU_OK)
+        return rc;
+    /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the quotient) */
+    struct vector_op_args v = f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc, .y = st.l, .out = a->qg,
+        .rows = (uint32_t)st.rows, .cols = hd, .ldy = 1 });
+    v.out_type = m->dt;
+    exec_vec(m, v);
+    for (uint32_t h = 0; h < nkv; h++)
+        exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
+    rc = exec_wgemm(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
+    if (rc == NPU_OK)
+        exec_add_rows(m, tile->xt, a->xb2, n, d);
+    return rc;
+}
