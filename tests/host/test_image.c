@@ -220,6 +220,12 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
 
+    /* Split attention is 0 or 1. */
+    memcpy(b, img.data, n);
+    h->plan.kv_split = 2;
+    reseal(b, n);
+    expect_image_refusal(b, n, "kv_split 2 is not 0 or 1");
+
     /* Trailing bytes are refused too. */
     uint8_t *longer = calloc(1, n + 8);
     assert_non_null(longer);
@@ -847,6 +853,38 @@ static void test_auto_partition(void **state)
     expect_auto(&moe, d, NPU_PART_MN);
 }
 
+/* ---- split attention ---- */
+
+/* The cache sizes follow the stripes: a rank holds ceil(max_seq / (tp x B)) blocks of a
+   request, so the ring defaults to max_batch of those and the pool is capped at them. */
+static void test_kv_split_sizes(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+    req.max_batch = 2, req.max_seq = 100, req.kv_block = 16, req.tile_rows = 16;
+    req.kv_sram_blocks = -1; /* auto: as many as SRAM takes, capped at what can be used */
+    struct npu_built_image img = build(&dense, &mesh2x2, &req);
+    const struct npu_plan *p = &hdr(&img)->plan;
+    assert_int_equal(p->kv_split, 0);
+    assert_int_equal(p->kv_ring_rows, 2 * 100);
+    assert_int_equal(p->kv_sram_blocks, 2 * 7); /* ceil(100 / 16) blocks a request */
+    npu_built_image_free(&img);
+    req.kv_split = 1;
+    img = build(&dense, &mesh2x2, &req);
+    p = &hdr(&img)->plan;
+    assert_int_equal(p->kv_split, 1);
+    assert_int_equal(npu_kv_stripe(p), 64);
+    assert_int_equal(npu_kv_local_rows(p, 100), 32); /* 2 stripes of 16 rows */
+    assert_int_equal(npu_kv_local_rows(p, 64), 16);
+    assert_int_equal(p->kv_ring_rows, 2 * 32);
+    assert_int_equal(p->kv_sram_blocks, 2 * 2);
+    if (npu_image_check(img.data, img.bytes, err, sizeof(err)) != NPU_OK)
+        fail_msg("split image: %s", err);
+    npu_built_image_free(&img);
+    req.kv_split = 2;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "kv_split 2 is not 0 or 1");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -859,6 +897,7 @@ int main(void)
         cmocka_unit_test(test_per_core),
         cmocka_unit_test(test_per_core_uneven_resident),
         cmocka_unit_test(test_auto_partition),
+        cmocka_unit_test(test_kv_split_sizes),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
