@@ -14,9 +14,6 @@
 
 extern char __image_end[];
 
-_Static_assert(NOC_COMM_SCRATCH_BYTES(NPU_IMAGE_COMM_SEGMENT) <= NPU_IMAGE_COMM_SCRATCH,
-               "the plan reserves the collectives' scratch");
-
 /* Layout offsets -> addresses in this core's SRAM. */
 static void place_layout(struct exec_model *m, uint64_t base)
 {

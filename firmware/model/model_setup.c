@@ -30,7 +30,7 @@ static int join_group(struct model_core *mc, const struct npu_plan *p)
         .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
     struct noc_comm_config cc = { .group = &mc->group, .slot = 0,
                                   .scratch = hal_self()->sram_base + mc->core->comm_scratch,
-                                  .segment_bytes = NPU_IMAGE_COMM_SEGMENT };
+                                  .segment_bytes = p->comm_segment };
     int rc = noc_group_init(&mc->group, &ga);
     if (rc == NPU_OK)
         rc = noc_comm_init(&mc->comm, &cc);

@@ -113,6 +113,7 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--tile-rows")) return parse_u32(opt, v, &r->tile_rows);
     else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
     else if (!strcmp(opt, "--attn-block")) return parse_u32(opt, v, &r->attn_block);
+    else if (!strcmp(opt, "--comm-segment")) return parse_u32(opt, v, &r->comm_segment);
     else if (!strcmp(opt, "--kv-sram-blocks")) {
         uint32_t n = 0;
         int rc = v && !strcmp(v, "auto") ? 0 : parse_u32(opt, v, &n);

@@ -89,6 +89,8 @@ static const struct npuctl_command commands[] = {
       "  --attn-block A        positions per attention step, a multiple of the KV block\n"
       "                        (default: the KV block); larger steps mean fewer, larger\n"
       "                        GEMMs and vector ops over long contexts\n"
+      "  --comm-segment BYTES  pipelining segment of the collectives (default 64 KiB on\n"
+      "                        cores of 16 MiB SRAM or more, else 16 KiB)\n"
       "  --kv-split off|on     on: the KV cache and attention are split over the tp ranks\n"
       "                        (cache block b on rank b mod tp; the ranks combine their\n"
       "                        softmax states), so each rank holds 1/tp of the cache\n"

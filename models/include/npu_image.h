@@ -31,11 +31,14 @@
 #define NPU_IMAGE_APP_BASE 0x100000u
 #define NPU_IMAGE_NOWHERE UINT64_MAX /* sram_off of a tensor that stays in HBM */
 #define NPU_IMAGE_IDLE UINT32_MAX    /* rank of a core outside the plan */
-/* The collectives of a model run: pipelining segment and the scratch the plan reserves for
-   it (the firmware checks NOC_COMM_SCRATCH_BYTES(segment) fits), and the mailboxes the NoC
-   driver keeps at the top of SRAM (it checks noc_reserved_bytes() fits). */
-#define NPU_IMAGE_COMM_SEGMENT 16384u
-#define NPU_IMAGE_COMM_SCRATCH 0x40000u
+/* The collectives of a model run: the pipelining segment (npu_plan.comm_segment; the plan
+   reserves NOC_COMM_SCRATCH_BYTES of it), and the mailboxes the NoC driver keeps at the
+   top of SRAM (it checks noc_reserved_bytes() fits). The planner's default segment: large
+   where SRAM is (fewer, larger transfers: a collective's descriptors are the emulator's
+   work), small on small cores. */
+#define NPU_IMAGE_COMM_SEGMENT_SMALL 16384u
+#define NPU_IMAGE_COMM_SEGMENT_LARGE 65536u
+#define NPU_IMAGE_COMM_SEGMENT_LARGE_SRAM (16ull << 20) /* cores of 16 MiB or more */
 #define NPU_IMAGE_NOC_RESERVE(ncores) (4ull * (64ull * (ncores) + 32768ull) + 0x10000ull)
 /* Expert parallelism dispatches over the NoC with an all-to-all-v whose count matrix, ranks x
    experts, must fit the driver's mailbox (NOC_M2N_PAIRS_MAX). */
@@ -114,6 +117,9 @@ struct npu_plan {
        "Split attention"). The control core's blocks are then stripes of tp x kv_block
        positions, one pool block on every rank. 0: every rank holds every position. */
     uint32_t kv_split;
+    uint32_t comm_segment;       /* bytes per pipelining segment of the collectives: a
+                                    multiple of 4 in [64, NOC_COMM_SEGMENT_MAX] */
+    uint32_t reserved;           /* 0 */
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */

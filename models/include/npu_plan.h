@@ -35,6 +35,8 @@ struct npu_plan_request {
                                            kv_block (0: kv_block) */
     uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks
                                            (npu_plan.kv_split) */
+    uint32_t comm_segment;              /* collectives' segment bytes (0: by SRAM size,
+                                           NPU_IMAGE_COMM_SEGMENT_*) */
     uint32_t stream_weights;            /* 1: stage weights from HBM even if they fit */
     uint32_t routing, routing_skew_milli;
     uint64_t routing_seed;

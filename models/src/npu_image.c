@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_weights.h"
+#include "noc/collective.h"
 #include "noc/placement.h"
 #include "npu_regs.h"
 
@@ -91,6 +92,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_block %u is not a multiple of "
                     "kv_block %u (or kv_split %u is not 0 or 1)", p->attn_block, p->kv_block,
                     p->kv_split);
+    if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX ||
+        p->comm_segment % 4 || p->reserved)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: comm_segment %u is not a multiple of 4 "
+                    "in [64, %u] (or reserved %u is not 0)", p->comm_segment,
+                    NOC_COMM_SEGMENT_MAX, p->reserved);
     return NPU_OK;
 }
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_weights.h"
+#include "noc/collective.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_numeric.h"
@@ -289,6 +290,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->kv_block = req->kv_block ? req->kv_block : 256;
     p->attn_block = req->attn_block ? req->attn_block : p->kv_block;
     p->kv_split = req->kv_split;
+    p->comm_segment = req->comm_segment ? req->comm_segment
+                      : pl->chip->sram_bytes >= NPU_IMAGE_COMM_SEGMENT_LARGE_SRAM
+                          ? NPU_IMAGE_COMM_SEGMENT_LARGE : NPU_IMAGE_COMM_SEGMENT_SMALL;
     p->kv_ring_rows = req->kv_ring_rows ? req->kv_ring_rows
                                         : p->max_batch * npu_kv_local_rows(p, p->max_seq);
     p->routing = req->routing;
@@ -312,6 +316,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     if (p->kv_split > 1)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1",
                     p->kv_split);
+    if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX || p->comm_segment % 4)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "comm_segment %u is not a multiple of "
+                    "4 in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);
     if (p->max_batch > 64 || c->experts_per_token > 64)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most 64",
                     p->max_batch, c->experts_per_token);
@@ -357,8 +364,9 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
     fprintf(f, "plan: %s on %s (%ux%u), %s, %s\n", pl->cfg->name, pl->chip->name,
             pl->chip->mesh_rows, pl->chip->mesh_cols,
             p->mode ? "performance" : "functional", p->dtype ? "bf16" : "fp32");
-    fprintf(f, "  tp %u (%ux%u cores at (0,0), %s placement), %u stage(s) of %u layers", p->tp,
-            p->rect_rows, p->rect_cols, places[p->placement], p->stages, p->stage_layers);
+    fprintf(f, "  tp %u (%ux%u cores at (0,0), %s placement, collectives in segments of %u "
+            "bytes), %u stage(s) of %u layers", p->tp, p->rect_rows, p->rect_cols,
+            places[p->placement], p->comm_segment, p->stages, p->stage_layers);
     for (uint32_t st = 0; p->stages > 1 && st < p->stages; st++) {
         uint32_t r0, c0;
         npu_plan_stage_origin(p, st, &r0, &c0);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "noc/collective.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_plan_internal.h"
@@ -39,7 +40,7 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
                            NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
                                                  pl->chip->mesh_cols);
     uint64_t at = NPU_IMAGE_APP_BASE;
-    core->comm_scratch = at, at += NPU_IMAGE_COMM_SCRATCH;
+    core->comm_scratch = at, at += align_up(NOC_COMM_SCRATCH_BYTES(p->comm_segment), 64);
     core->sram_act = at, core->sram_act_bytes = act->bytes, at += align_up(act->bytes, 64);
     if (at > avail)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: the tile buffers (tile_rows "

@@ -22,6 +22,7 @@
 
 #include "model_config.h"
 #include "model_weights.h"
+#include "noc/collective.h"
 #include "npu_enums.h"
 #include "npu_image.h"
 #include "npu_layout.h"
@@ -219,6 +220,12 @@ static void test_image_refusals(void **state)
     h->plan.placement = 3;
     reseal(b, n);
     assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
+
+    /* A collectives' segment the NoC driver would refuse. */
+    memcpy(b, img.data, n);
+    h->plan.comm_segment = 66;
+    reseal(b, n);
+    expect_image_refusal(b, n, "comm_segment 66 is not a multiple of 4");
 
     /* Split attention is 0 or 1. */
     memcpy(b, img.data, n);
@@ -609,7 +616,8 @@ static void check_cores(const struct model *m, const struct npu_plan_chip *chip,
         struct range regions[5];
         uint32_t nreg = 0;
         regions[nreg++] = (struct range){ .lo = c->comm_scratch,
-                                          .hi = c->comm_scratch + NPU_IMAGE_COMM_SCRATCH };
+                                          .hi = c->comm_scratch + NOC_COMM_SCRATCH_BYTES(
+                                                    h->plan.comm_segment) };
         regions[nreg++] = (struct range){ .lo = c->sram_act,
                                           .hi = c->sram_act + c->sram_act_bytes };
         const uint64_t w_at = resident ? c->sram_weights : c->sram_stage;
@@ -866,6 +874,7 @@ static void test_kv_split_sizes(void **state)
     struct npu_built_image img = build(&dense, &mesh2x2, &req);
     const struct npu_plan *p = &hdr(&img)->plan;
     assert_int_equal(p->kv_split, 0);
+    assert_int_equal(p->comm_segment, NPU_IMAGE_COMM_SEGMENT_SMALL); /* 4 MiB cores */
     assert_int_equal(p->kv_ring_rows, 2 * 100);
     assert_int_equal(p->kv_sram_blocks, 2 * 7); /* ceil(100 / 16) blocks a request */
     npu_built_image_free(&img);
