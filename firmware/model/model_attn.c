@@ -25,7 +25,11 @@
 #include "npu/hal.h"
 #include "npu/vector.h"
 
-#define f32 exec_vec_f32
+/* A vector op on fp32 operands (statistics, scores). */
+static void attn_vec_f32(struct exec_model *m, struct vector_op_args v)
+{
+    exec_vec(m, exec_vec_f32(v));
+}
 
 /* The tile's softmax state (see the file header). */
 struct attn_state {
@@ -42,35 +46,35 @@ struct attn_step {
     bool mask;
 };
 
-static bool kv_split(const struct exec_model *m)
+static bool attn_split_on(const struct exec_model *m)
 {
-    return m->plan->kv_split && m->tp > 1;
+    return npu_kv_is_split(m->plan);
 }
 
 /* Position of this rank's local row lr (npu_layout.h). */
-static uint32_t kv_position(const struct exec_model *m, uint32_t lr)
+static uint32_t attn_kv_position(const struct exec_model *m, uint32_t lr)
 {
     const uint32_t B = m->plan->kv_block;
-    if (!kv_split(m))
+    if (!attn_split_on(m))
         return lr;
     return lr / B * npu_kv_stripe(m->plan) + m->rank * B + lr % B;
 }
 
-static uint32_t kv_local_row(const struct exec_model *m, uint32_t pos)
+static uint32_t attn_kv_local_row(const struct exec_model *m, uint32_t pos)
 {
     const uint32_t B = m->plan->kv_block;
-    return kv_split(m) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
+    return attn_split_on(m) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
 }
 
-static bool kv_owns(const struct exec_model *m, uint32_t pos)
+static bool attn_kv_owns(const struct exec_model *m, uint32_t pos)
 {
-    return !kv_split(m) || pos / m->plan->kv_block % m->tp == m->rank;
+    return !attn_split_on(m) || pos / m->plan->kv_block % m->tp == m->rank;
 }
 
 uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count)
 {
     const uint32_t B = m->plan->kv_block, W = npu_kv_stripe(m->plan);
-    if (!kv_split(m))
+    if (!attn_split_on(m))
         return count;
     const uint32_t rest = count % W, before = m->rank * B;
     const uint32_t tail = rest <= before ? 0 : rest - before < B ? rest - before : B;
@@ -78,12 +82,12 @@ uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count)
 }
 
 /* This rank's local rows [*r0, *r1) holding the positions of [lo, hi]; false if none. */
-static bool kv_local_range(const struct exec_model *m, uint32_t lo, uint32_t hi, uint32_t *r0,
-                           uint32_t *r1)
+static bool attn_kv_local_range(const struct exec_model *m, uint32_t lo, uint32_t hi,
+                                uint32_t *r0, uint32_t *r1)
 {
     const uint64_t B = m->plan->kv_block, tp = m->tp, r = m->rank;
     uint64_t first = lo, last = hi;
-    if (kv_split(m)) {
+    if (attn_split_on(m)) {
         uint64_t b = lo / B, dn = (r + tp - b % tp) % tp; /* blocks to the next owned one */
         first = dn ? (b + dn) * B : lo;
         b = hi / B;
@@ -94,8 +98,8 @@ static bool kv_local_range(const struct exec_model *m, uint32_t lo, uint32_t hi,
     }
     if (first > last)
         return false;
-    *r0 = kv_local_row(m, (uint32_t)first);
-    *r1 = kv_local_row(m, (uint32_t)last) + 1;
+    *r0 = attn_kv_local_row(m, (uint32_t)first);
+    *r1 = attn_kv_local_row(m, (uint32_t)last) + 1;
     return true;
 }
 
@@ -114,7 +118,7 @@ uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k,
     return k->ring + npu_kv_ring_offset(m->cfg, m->plan, v, l, k->ring_row + row);
 }
 
-static struct exec_kv_cache run_cache(const struct exec_model *m, const struct exec_run *r)
+static struct exec_kv_cache attn_run_cache(const struct exec_model *m, const struct exec_run *r)
 {
     return (struct exec_kv_cache){ .sram = m->sram, .pool = m->kv_pool, .ring = m->kv_ring,
                                    .blocks = r->blocks, .nblocks = r->nblocks,
@@ -123,22 +127,22 @@ static struct exec_kv_cache run_cache(const struct exec_model *m, const struct e
 
 /* Segment g's new keys and values of the positions this rank holds into its cache, split
    where its blocks are. */
-static void store_kv(struct exec_model *m, uint32_t l, const struct exec_seg *g)
+static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_seg *g)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     const uint32_t B = m->plan->kv_block;
-    const struct exec_kv_cache k = run_cache(m, g->run);
+    const struct exec_kv_cache k = attn_run_cache(m, g->run);
     for (uint32_t i = 0; i < g->count;) {
         const uint32_t pos = g->pos + i, to_block_end = B - pos % B;
-        if (!kv_owns(m, pos)) {
+        if (!attn_kv_owns(m, pos)) {
             i += to_block_end;
             continue;
         }
-        uint32_t span, lr = kv_local_row(m, pos);
+        uint32_t span, lr = attn_kv_local_row(m, pos);
         uint64_t kd = exec_kv_addr(m, &k, l, false, lr, &span);
         uint64_t vd = exec_kv_addr(m, &k, l, true, lr, &span);
         uint32_t n = g->count - i < span ? g->count - i : span;
-        if (kv_split(m) && n > to_block_end) /* the next block is another rank's */
+        if (attn_split_on(m) && n > to_block_end) /* the next block is another rank's */
             n = to_block_end;
         exec_copy(m, kd, m->a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
         exec_copy(m, vd, m->a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
@@ -147,7 +151,7 @@ static void store_kv(struct exec_model *m, uint32_t l, const struct exec_seg *g)
 }
 
 /* q/k norms and RoPE of the tile's rows; its keys and values into the cache. */
-static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+static void attn_rotate_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
@@ -168,7 +172,26 @@ static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec
             .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
             .scalar = (float)c->rope_theta }));
     for (uint32_t s = 0; s < tile->nsegs; s++)
-        store_kv(m, l, &tile->segs[s]);
+        attn_store_kv(m, l, &tile->segs[s]);
+}
+
+/* The state of `rows` rows from first_row after a step that is not the first: acc and the
+   sum so far scaled by exp(old max - new max), then the step's sums (rsum) added. */
+static void attn_rescale_state(struct exec_model *m, const struct attn_state *st,
+                               uint64_t first_row, uint32_t rows, uint64_t m_old, uint64_t m_new)
+{
+    const uint64_t stat = first_row * 4, acc = m->a.acc + first_row * m->cfg->head_dim * 4;
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
+                                             .y = m_old + stat, .aux = m_new + stat,
+                                             .out = acc, .rows = rows,
+                                             .cols = m->cfg->head_dim, .ldy = 1, .ldaux = 1 });
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = st->l + stat,
+                                             .y = m_old + stat, .aux = m_new + stat,
+                                             .out = st->l + stat, .rows = rows, .cols = 1,
+                                             .ldy = 1, .ldaux = 1 });
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = st->l + stat,
+                                             .y = m->a.rsum + stat, .out = st->l + stat,
+                                             .rows = 1, .cols = rows });
 }
 
 /*
@@ -177,9 +200,9 @@ static void rotate_and_store(struct exec_model *m, uint32_t l, const struct exec
  * is pos + t: MASK's k = group), scores, mask, and the online softmax update of (max, sum,
  * acc). m_old/m_new: this step's parity of the max buffers.
  */
-static void kv_head_step(struct exec_model *m, const struct attn_state *st,
-                         const struct exec_seg *g, uint32_t h, const struct attn_step *s,
-                         bool first, uint32_t window, uint64_t m_old, uint64_t m_new)
+static void attn_head_step(struct exec_model *m, const struct attn_state *st,
+                           const struct exec_seg *g, uint32_t h, const struct attn_step *s,
+                           bool first, uint32_t window, uint64_t m_old, uint64_t m_new)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
@@ -191,49 +214,38 @@ static void kv_head_step(struct exec_model *m, const struct attn_state *st,
     /* scores[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T / sqrt(hd) */
     exec_gemm(m, a->scores, a->qg + first_row * hd * eb, a->kblk + (uint64_t)h * hd * eb, rows,
               nb, hd, hd, kvd, nb, true, true, false);
-    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
                                              .out = a->scores, .rows = rows, .cols = nb,
-                                             .scalar = 1.0f / sqrtf((float)hd) }));
+                                             .scalar = 1.0f / sqrtf((float)hd) });
     /* row t sees positions up to pos + t, with a window the last `window` only */
     if (s->mask)
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
                                                  .out = a->scores, .rows = rows, .cols = nb,
                                                  .k = group, .pos = g->pos - s->p0,
-                                                 .scalar = (float)window }));
-    exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
+                                                 .scalar = (float)window });
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
                                              .aux = m_new + stat, .rows = rows, .cols = nb,
-                                             .ldaux = 1 }));
+                                             .ldaux = 1 });
     if (!first) /* running max */
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
                                                  .y = m_old + stat, .out = m_new + stat,
-                                                 .rows = 1, .cols = rows }));
-    struct vector_op_args e = f32((struct vector_op_args){
+                                                 .rows = 1, .cols = rows });
+    struct vector_op_args e = exec_vec_f32((struct vector_op_args){
         .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
         .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = nb, .ldy = 1,
         .ldaux = 1 });
     e.out_type = m->dt;
     exec_vec(m, e);
-    if (!first) { /* acc and the sum so far scaled by exp(old max - new max), then += */
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
-                                                 .y = m_old + stat, .aux = m_new + stat,
-                                                 .out = acc, .rows = rows, .cols = hd,
-                                                 .ldy = 1, .ldaux = 1 }));
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = st->l + stat,
-                                                 .y = m_old + stat, .aux = m_new + stat,
-                                                 .out = st->l + stat, .rows = rows, .cols = 1,
-                                                 .ldy = 1, .ldaux = 1 }));
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = st->l + stat,
-                                                 .y = a->rsum + stat, .out = st->l + stat,
-                                                 .rows = 1, .cols = rows }));
-    }
+    if (!first)
+        attn_rescale_state(m, st, first_row, rows, m_old, m_new);
     /* acc[rows][hd] (+)= P[rows][nb] V_step,h[nb][hd] */
     exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
               false, true, !first);
 }
 
 /* K and V of local rows [lr, lr + nb) into kblk and vblk: one copy per contiguous piece. */
-static void gather_kv(struct exec_model *m, uint32_t l, const struct exec_kv_cache *k,
-                      uint32_t lr, uint32_t nb)
+static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_kv_cache *k,
+                           uint32_t lr, uint32_t nb)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     for (uint32_t at = lr, n; at < lr + nb; at += n) {
@@ -250,32 +262,32 @@ static void gather_kv(struct exec_model *m, uint32_t l, const struct exec_kv_cac
    block ends and holds at most A positions. Columns some row must not see need MASK; split,
    a step's blocks are not consecutive positions, so a step that needs it is one block, and
    a multi-block step stops before the first block that needs it. */
-static struct attn_step step_at(const struct exec_model *m, const struct exec_seg *g,
-                                uint32_t window, uint32_t lr, uint32_t r1)
+static struct attn_step attn_step_next(const struct exec_model *m, const struct exec_seg *g,
+                                       uint32_t window, uint32_t lr, uint32_t r1)
 {
     const uint32_t B = m->plan->kv_block, A = m->plan->attn_block;
-    struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = kv_position(m, lr) };
+    struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = attn_kv_position(m, lr) };
     s.nb = r1 - lr < s.nb ? r1 - lr : s.nb;
-    s.mask = window || kv_position(m, lr + s.nb - 1) > g->pos;
-    if (!s.mask || !kv_split(m) || s.nb <= B - lr % B)
+    s.mask = window || attn_kv_position(m, lr + s.nb - 1) > g->pos;
+    if (!s.mask || !attn_split_on(m) || s.nb <= B - lr % B)
         return s;
     const uint32_t lim = lr + s.nb;
     uint32_t end = lr, e = lr / B * B + B; /* whole blocks no row needs masked */
-    while (e <= lim && !window && kv_position(m, e - 1) <= g->pos)
+    while (e <= lim && !window && attn_kv_position(m, e - 1) <= g->pos)
         end = e, e += B;
     if (end > lr) {
         s.nb = end - lr, s.mask = false;
         return s;
     }
     s.nb = (e < lim ? e : lim) - lr;
-    s.mask = window || kv_position(m, lr + s.nb - 1) > g->pos;
+    s.mask = window || attn_kv_position(m, lr + s.nb - 1) > g->pos;
     return s;
 }
 
 /* A segment none of whose positions this rank holds: the empty softmax state (max MASKED,
    sum 0, acc 0), which the combine weighs by exp(MASKED - M) = 0. */
-static void attend_none(struct exec_model *m, const struct attn_state *st,
-                        const struct exec_seg *g)
+static void attn_fill_empty(struct exec_model *m, const struct attn_state *st,
+                            const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
     const uint32_t hd = c->head_dim, nkv = c->num_kv_heads;
@@ -286,38 +298,38 @@ static void attend_none(struct exec_model *m, const struct attn_state *st,
     for (int i = 0; i < 3; i++) { /* KV head h's rows at h x span */
         const uint64_t at = fills[i].buf + first * fills[i].width * 4;
         const uint32_t ld = (uint32_t)(st->span * fills[i].width);
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_FILL, .x = at, .out = at,
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_FILL, .x = at, .out = at,
                                                  .rows = nkv, .cols = rows * fills[i].width,
                                                  .ldx = ld, .ldout = ld,
-                                                 .scalar = fills[i].value }));
+                                                 .scalar = fills[i].value });
     }
 }
 
 /* Segment g's online softmax over this rank's positions of its cache, step by step (a step
    gathers the keys and values once for all heads); its final maxima end in m_a. */
-static void attend(struct exec_model *m, const struct attn_state *st, uint32_t l, bool sliding,
-                   const struct exec_seg *g)
+static void attn_run_segment(struct exec_model *m, const struct attn_state *st, uint32_t l,
+                             bool sliding, const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->a;
     const uint32_t last = g->pos + g->count - 1;
     const uint32_t window = sliding ? c->sliding_window : 0;
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
-    const struct exec_kv_cache k = run_cache(m, g->run);
+    const struct exec_kv_cache k = attn_run_cache(m, g->run);
     uint32_t r0, r1, steps = 0;
-    if (!kv_local_range(m, lo, last, &r0, &r1)) {
-        attend_none(m, st, g);
+    if (!attn_kv_local_range(m, lo, last, &r0, &r1)) {
+        attn_fill_empty(m, st, g);
         return;
     }
-    for (uint32_t lr = r0; lr < r1; lr += step_at(m, g, window, lr, r1).nb)
+    for (uint32_t lr = r0; lr < r1; lr += attn_step_next(m, g, window, lr, r1).nb)
         steps++;
     uint32_t parity = 1 ^ ((steps - 1) & 1); /* parity 1 writes the new maxima to m_a */
     for (uint32_t lr = r0; lr < r1; parity ^= 1) {
-        const struct attn_step s = step_at(m, g, window, lr, r1);
-        gather_kv(m, l, &k, s.lr, s.nb);
+        const struct attn_step s = attn_step_next(m, g, window, lr, r1);
+        attn_gather_kv(m, l, &k, s.lr, s.nb);
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0; h < c->num_kv_heads; h++)
-            kv_head_step(m, st, g, h, &s, lr == r0, window, m_old, m_new);
+            attn_head_step(m, st, g, h, &s, lr == r0, window, m_old, m_new);
         lr += s.nb;
     }
 }
@@ -334,18 +346,18 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st)
     if (rc != NPU_OK)
         return rc;
     for (uint32_t h = m->tp, k = h / 2; h > 1; h -= k, k = h / 2)
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = a->gmax,
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = a->gmax,
                                                  .y = a->gmax + (h - k) * R * 4,
                                                  .out = a->gmax, .rows = k,
-                                                 .cols = (uint32_t)R }));
+                                                 .cols = (uint32_t)R });
     /* acc and l times exp(m - M), then [acc | l] summed over the ranks */
     const uint64_t bufs[2] = { a->acc, st->l };
     const uint32_t cols[2] = { (uint32_t)hd, 1 };
     for (int i = 0; i < 2; i++)
-        exec_vec(m, f32((struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = bufs[i],
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = bufs[i],
                                                  .y = a->m_a, .aux = a->gmax, .out = bufs[i],
                                                  .rows = (uint32_t)R, .cols = cols[i],
-                                                 .ldy = 1, .ldaux = 1 }));
+                                                 .ldy = 1, .ldaux = 1 });
     return exec_allreduce(m, a->acc, R * hd + R, NPU_DTYPE_FP32);
 }
 
@@ -370,15 +382,15 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
         rc = exec_flush(m); /* the positions buffer is rewritten next */
     if (rc != NPU_OK)
         return rc;
-    rotate_and_store(m, l, tile);
+    attn_rotate_store(m, l, tile);
     for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
     for (uint32_t s = 0; s < tile->nsegs; s++)
-        attend(m, &st, l, sliding, &tile->segs[s]);
-    if (kv_split(m) && (rc = attn_combine(m, &st)) != NPU_OK)
+        attn_run_segment(m, &st, l, sliding, &tile->segs[s]);
+    if (attn_split_on(m) && (rc = attn_combine(m, &st)) != NPU_OK)
         return rc;
     /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the quotient) */
-    struct vector_op_args v = f32((struct vector_op_args){
+    struct vector_op_args v = exec_vec_f32((struct vector_op_args){
         .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc, .y = st.l, .out = a->qg,
         .rows = (uint32_t)st.rows, .cols = hd, .ldy = 1 });
     v.out_type = m->dt;

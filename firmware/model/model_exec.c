@@ -340,7 +340,7 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 }
 
 /* An all-reduce (or all-gather) over the ranks once the queued work is done. */
-static int collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
+static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
                       enum npu_dtype dt)
 {
     if (m->tp == 1)
@@ -358,10 +358,10 @@ static int collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t co
 
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return collective(m, true, y, count, dt);
+    return exec_run_collective(m, true, y, count, dt);
 }
 
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return collective(m, false, y, count, dt);
+    return exec_run_collective(m, false, y, count, dt);
 }

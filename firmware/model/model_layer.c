@@ -10,21 +10,25 @@
 #include "npu/hal.h"
 #include "npu/vector.h"
 
-#define act exec_vec_act
+/* A vector op on operands of the activations' type. */
+static void layer_vec_act(struct exec_model *m, struct vector_op_args v)
+{
+    exec_vec(m, exec_vec_act(m, v));
+}
 
 /* x [n][d] -> out [n][d], RMSNorm with weight w [d]. */
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
-                    uint32_t d)
+                  uint32_t d)
 {
-    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = x, .y = w,
-                                                .out = out, .rows = n, .cols = d, .ldy = d,
-                                                .scalar = (float)m->cfg->rms_norm_eps }));
+    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RMSNORM, .x = x, .y = w,
+                                              .out = out, .rows = n, .cols = d, .ldy = d,
+                                              .scalar = (float)m->cfg->rms_norm_eps });
 }
 
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d)
 {
-    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = xt, .y = y,
-                                                .out = xt, .rows = n, .cols = d }));
+    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = xt, .y = y,
+                                              .out = xt, .rows = n, .cols = d });
 }
 
 bool exec_ffn_paired(const struct exec_model *m, bool expert)
@@ -52,9 +56,9 @@ int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint
         const uint32_t fs = m->t[l][kg]->rows;
         exec_wgemm_local(m, up, m->a.hb, x, n, l, kg, e, fs, d);
         exec_wgemm_local(m, up, m->a.hb2, x, n, l, ku, e, fs, d);
-        exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
-                                                    .y = m->a.hb2, .out = m->a.hb, .rows = n,
-                                                    .cols = fs }));
+        layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
+                                                  .y = m->a.hb2, .out = m->a.hb, .rows = n,
+                                                  .cols = fs });
         exec_wgemm_local(m, down, out, m->a.hb, n, l, kd, e, d, fs); /* partial [n][d] */
         return partial ? NPU_OK : exec_allreduce(m, out, (uint64_t)n * d, m->dt);
     }
@@ -63,9 +67,9 @@ int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint
         rc = exec_wgemm(m, up, m->a.hb2, x, n, l, ku, e, ff, d);
     if (rc != NPU_OK)
         return rc;
-    exec_vec(m, act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
-                                                .y = m->a.hb2, .out = m->a.hb, .rows = n,
-                                                .cols = ff }));
+    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
+                                              .y = m->a.hb2, .out = m->a.hb, .rows = n,
+                                              .cols = ff });
     return exec_wgemm(m, down, out, m->a.hb, n, l, kd, e, d, ff);
 }
 

@@ -82,7 +82,7 @@ static int make_scheduler(uint32_t layers)
     const struct npu_plan *p = &sv.image->plan;
     struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(p),
                                 .sram_blocks = p->kv_sram_blocks, .ring_rows = p->kv_ring_rows,
-                                .ranks = p->kv_split ? p->tp : 1 };
+                                .ranks = npu_kv_ranks(p) };
     const char *name = hal_bootarg_value("sched");
     char kind[24] = "chunked", err[160] = "";
     if (name)

@@ -64,7 +64,7 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(&h->plan),
                                 .sram_blocks = h->plan.kv_sram_blocks,
                                 .ring_rows = h->plan.kv_ring_rows,
-                                .ranks = h->plan.kv_split ? h->plan.tp : 1 };
+                                .ranks = npu_kv_ranks(&h->plan) };
     struct rt_sched_params sp = o->sched;
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;

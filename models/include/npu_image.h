@@ -94,7 +94,8 @@ struct npu_plan {
     uint32_t kv_in_sram;         /* 1: the KV ring in SRAM; 0: in HBM */
     uint32_t x_in_sram;          /* 1: the iteration's residual rows in SRAM; 0: in HBM */
     uint32_t kv_sram_blocks;     /* KV blocks of kv_block positions in each core's SRAM pool */
-    uint64_t kv_ring_rows;       /* positions of the KV ring (SRAM or HBM, kv_in_sram) */
+    uint64_t kv_ring_rows;       /* rows of the KV ring (SRAM or HBM, kv_in_sram): positions,
+                                    or a rank's local rows when kv_split (npu_layout.h) */
     /* Pipeline stages: stage s runs layers [s x stage_layers, (s + 1) x stage_layers) on
        its own tp-rank group; the last stage also runs the head. The stages' rectangles
        fill a grid of stage_grid_cols rectangles per row from (rect_row0, rect_col0),

@@ -20,11 +20,11 @@ struct npu_act_layout {
     uint64_t q, attn;              /* [T][qd] eb */
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
-    uint64_t kblk, vblk;           /* [kv_block][kvd] eb: one block of a request's cache */
+    uint64_t kblk, vblk;           /* [attn_block][kvd] eb: one attention step's keys, values */
     uint64_t qg;                   /* [kv heads][T x group][hd] eb: queries by KV head */
-    uint64_t scores;               /* [T x group][kv_block] fp32 (group = heads / kv heads) */
-    uint64_t probs_blk;            /* [T x group][kv_block] eb: exp(scores - max) */
-    uint64_t m_a, m_b, rsum, l;    /* [kv heads][T x group] fp32: online-softmax statistics */
+    uint64_t scores;               /* [T x group][attn_block] fp32 (group = heads / kv heads) */
+    uint64_t probs_blk;            /* [T x group][attn_block] eb: exp(scores - max) */
+    uint64_t m_a, m_b, rsum;       /* [kv heads][T x group] fp32: online-softmax statistics */
     uint64_t acc;                  /* [kv heads][T x group][hd] fp32: weighted values, then
                                       room for [kv heads][T x group] fp32 more (split
                                       attention keeps the sums there: one all-reduce) */
@@ -81,7 +81,10 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
  * control core's KV manager, one pool block on every rank). Unsplit: W = kv_block, every
  * rank holds every position, and the local row is the position.
  */
+bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
 uint32_t npu_kv_stripe(const struct npu_plan *p);
+/* Cores a stripe's positions are dealt over (the KV manager's rt_kvc_config.ranks). */
+uint32_t npu_kv_ranks(const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
    holds). */
 uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions);

@@ -42,7 +42,8 @@ struct npu_plan_request {
     uint64_t routing_seed;
     int64_t kv_sram_blocks;             /* KV block pool per core: -1 auto (what SRAM has
                                            left after the weights), 0 none (default) */
-    uint64_t kv_ring_rows;              /* KV ring positions; 0: max_batch x max_seq */
+    uint64_t kv_ring_rows;              /* KV ring rows; 0: max_batch x the rows of max_seq
+                                           positions (npu_kv_local_rows) */
 };
 
 /* The chip the plan is for (a subset of chip_config, so this library needs no emulator). */

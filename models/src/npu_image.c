@@ -88,9 +88,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     PRIu64 " out of range", p->mode, p->dtype, p->max_batch, p->max_tokens,
                     p->tile_rows, p->max_seq, p->kv_block, p->routing, p->kv_sram_blocks,
                     p->kv_ring_rows);
-    if (p->attn_block < p->kv_block || p->attn_block % p->kv_block || p->kv_split > 1)
+    if (p->attn_block < p->kv_block || p->attn_block % p->kv_block)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_block %u is not a multiple of "
-                    "kv_block %u (or kv_split %u is not 0 or 1)", p->attn_block, p->kv_block,
+                    "kv_block %u", p->attn_block, p->kv_block);
+    if (p->kv_split > 1)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: kv_split %u is not 0 or 1",
                     p->kv_split);
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX ||
         p->comm_segment % 4 || p->reserved)
@@ -123,6 +125,14 @@ static int check_core(const struct npu_image_header *h, const struct npu_image_c
                                                         c->sram_end)))
         return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": KV pool [%#" PRIx64 ", +%#"
                     PRIx64 ") outside its SRAM plan", i, c->kv_pool_off, c->kv_pool_bytes);
+    /* the collectives' scratch sits below the tile buffers (npu_plan_cores.c) */
+    const uint64_t scratch = NOC_COMM_SCRATCH_BYTES(h->plan.comm_segment);
+    if (c->rank != NPU_IMAGE_IDLE && h->plan.tp > 1 &&
+        (c->comm_scratch < NPU_IMAGE_APP_BASE || !inside(c->comm_scratch, scratch, 1,
+                                                         c->sram_act)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "core %" PRIu64 ": the collectives' scratch "
+                    "[%#" PRIx64 ", +%#" PRIx64 ") runs into the tile buffers at %#" PRIx64, i,
+                    c->comm_scratch, scratch, c->sram_act);
     return NPU_OK;
 }
 

@@ -35,7 +35,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->scores = take(&at, t * group * blk * 4), o->probs_blk = take(&at, t * group * blk * eb);
     const uint64_t nh = c->num_heads;
     o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
-    o->rsum = take(&at, nh * t * 4), o->l = take(&at, nh * t * 4);
+    o->rsum = take(&at, nh * t * 4);
     o->acc = take(&at, t * qd * 4 + nh * t * 4);
     o->gmax = take(&at, p->kv_split && p->tp > 1 ? (uint64_t)p->tp * nh * t * 4 : 0);
     o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
@@ -93,13 +93,23 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
     return rows * npu_kv_row_bytes(c, p);
 }
 
+bool npu_kv_is_split(const struct npu_plan *p)
+{
+    return p->kv_split && p->tp > 1;
+}
+
+uint32_t npu_kv_ranks(const struct npu_plan *p)
+{
+    return npu_kv_is_split(p) ? p->tp : 1;
+}
+
 uint32_t npu_kv_stripe(const struct npu_plan *p)
 {
-    return p->kv_split ? p->kv_block * p->tp : p->kv_block;
+    return p->kv_block * npu_kv_ranks(p);
 }
 
 uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions)
 {
     const uint64_t w = npu_kv_stripe(p);
-    return p->kv_split ? (positions + w - 1) / w * p->kv_block : positions;
+    return npu_kv_is_split(p) ? (positions + w - 1) / w * p->kv_block : positions;
 }

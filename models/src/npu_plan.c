@@ -313,9 +313,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_block %u is not a multiple of "
                     "kv_block %u (an attention step gathers whole cache blocks)",
                     p->attn_block, p->kv_block);
-    if (p->kv_split > 1)
-        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1",
-                    p->kv_split);
+    if (p->kv_split > 1 || (p->kv_split && p->tp == 1))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1 (or there "
+                    "is one rank: tp %u, nothing to split over)", p->kv_split, p->tp);
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX || p->comm_segment % 4)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "comm_segment %u is not a multiple of "
                     "4 in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);

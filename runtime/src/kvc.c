@@ -299,7 +299,8 @@ static int kvc_check_seq(const struct rt_kvc *k, const struct rt_kv_seq *s, char
     if (!ring && (uint64_t)s->reserved * k->cfg.block_tokens < s->capacity)
         return kvc_fail(err, errlen, "sequence capacity past its SRAM and no ring (id, cap)",
                         s->id, s->capacity);
-    if (ring && (s->ring_rows != kvc_ring_rows_for(k, s->capacity) || !kvc_seg_is_live(k, s->ring_row, s->ring_rows)))
+    if (ring && (s->ring_rows != kvc_ring_rows_for(k, s->capacity) ||
+                 !kvc_seg_is_live(k, s->ring_row, s->ring_rows)))
         return kvc_fail(err, errlen, "sequence ring segment is not a live segment (id, row)",
                         s->id, s->ring_row);
     return NPU_OK;

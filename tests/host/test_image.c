@@ -226,6 +226,10 @@ static void test_image_refusals(void **state)
     h->plan.comm_segment = 66;
     reseal(b, n);
     expect_image_refusal(b, n, "comm_segment 66 is not a multiple of 4");
+    memcpy(b, img.data, n); /* a valid segment whose scratch the plan did not reserve */
+    h->plan.comm_segment = NOC_COMM_SEGMENT_MAX;
+    reseal(b, n);
+    expect_image_refusal(b, n, "the collectives' scratch");
 
     /* Split attention is 0 or 1. */
     memcpy(b, img.data, n);
@@ -892,6 +896,8 @@ static void test_kv_split_sizes(void **state)
     npu_built_image_free(&img);
     req.kv_split = 2;
     expect_plan_refusal(&dense, &mesh2x2, &req, "kv_split 2 is not 0 or 1");
+    req.kv_split = 1, req.tp = 1;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "tp 1, nothing to split over");
 }
 
 int main(void)

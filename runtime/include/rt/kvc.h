@@ -31,7 +31,8 @@
 #define RT_KVC_NO_RING UINT64_MAX
 
 struct rt_kvc_config {
-    uint32_t block_tokens;  /* positions per SRAM block (the plan's kv_block), >= 1 */
+    uint32_t block_tokens;  /* positions per block id (npu_kv_stripe: the plan's kv_block,
+                               times ranks when split), >= 1 */
     uint32_t sram_blocks;   /* blocks in the SRAM pool, 0..RT_KVC_BLOCKS_MAX */
     uint64_t ring_rows;     /* rows of the HBM ring (positions, unless split), may be 0 */
     uint32_t ranks;         /* cores a block's positions are dealt over (0 or 1: none);
