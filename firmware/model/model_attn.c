@@ -258,29 +258,38 @@ static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_k
     }
 }
 
+/* Whether every row of g sees every position in [first, last]: row t sees [pos + t -
+   window + 1, pos + t] (no lower end without a window), so row 0 must see `last` and the
+   last row `first`. Then MASK would hide nothing. */
+static bool attn_step_plain(const struct exec_seg *g, uint32_t window, uint32_t first,
+                            uint32_t last)
+{
+    return last <= g->pos && (!window || (uint64_t)first + window >= (uint64_t)g->pos + g->count);
+}
+
 /* The step of segment g from local row lr (rows up to r1 are its): it ends where a cache
-   block ends and holds at most A positions. Columns some row must not see need MASK; split,
-   a step's blocks are not consecutive positions, so a step that needs it is one block, and
-   a multi-block step stops before the first block that needs it. */
+   block ends and holds at most A positions. A step some row must not see all of needs MASK;
+   split, a step's blocks are not consecutive positions, so a step that needs it is one
+   block, and a multi-block step stops before the first block that needs it. */
 static struct attn_step attn_step_next(const struct exec_model *m, const struct exec_seg *g,
                                        uint32_t window, uint32_t lr, uint32_t r1)
 {
     const uint32_t B = m->plan->kv_block, A = m->plan->attn_block;
     struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = attn_kv_position(m, lr) };
     s.nb = r1 - lr < s.nb ? r1 - lr : s.nb;
-    s.mask = window || attn_kv_position(m, lr + s.nb - 1) > g->pos;
+    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, lr + s.nb - 1));
     if (!s.mask || !attn_split_on(m) || s.nb <= B - lr % B)
         return s;
     const uint32_t lim = lr + s.nb;
     uint32_t end = lr, e = lr / B * B + B; /* whole blocks no row needs masked */
-    while (e <= lim && !window && attn_kv_position(m, e - 1) <= g->pos)
+    while (e <= lim && attn_step_plain(g, window, s.p0, attn_kv_position(m, e - 1)))
         end = e, e += B;
     if (end > lr) {
         s.nb = end - lr, s.mask = false;
         return s;
     }
     s.nb = (e < lim ? e : lim) - lr;
-    s.mask = window || attn_kv_position(m, lr + s.nb - 1) > g->pos;
+    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, lr + s.nb - 1));
     return s;
 }
 
