@@ -46,16 +46,11 @@ struct attn_step {
     bool mask;
 };
 
-static bool attn_split_on(const struct exec_model *m)
-{
-    return npu_kv_is_split(m->plan);
-}
-
 /* Position of this rank's local row lr (npu_layout.h). */
 static uint32_t attn_kv_position(const struct exec_model *m, uint32_t lr)
 {
     const uint32_t B = m->plan->kv_block;
-    if (!attn_split_on(m))
+    if (!npu_kv_is_split(m->plan))
         return lr;
     return lr / B * npu_kv_stripe(m->plan) + m->rank * B + lr % B;
 }
@@ -63,18 +58,18 @@ static uint32_t attn_kv_position(const struct exec_model *m, uint32_t lr)
 static uint32_t attn_kv_local_row(const struct exec_model *m, uint32_t pos)
 {
     const uint32_t B = m->plan->kv_block;
-    return attn_split_on(m) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
+    return npu_kv_is_split(m->plan) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
 }
 
 static bool attn_kv_owns(const struct exec_model *m, uint32_t pos)
 {
-    return !attn_split_on(m) || pos / m->plan->kv_block % m->tp == m->rank;
+    return !npu_kv_is_split(m->plan) || pos / m->plan->kv_block % m->tp == m->rank;
 }
 
 uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count)
 {
     const uint32_t B = m->plan->kv_block, W = npu_kv_stripe(m->plan);
-    if (!attn_split_on(m))
+    if (!npu_kv_is_split(m->plan))
         return count;
     const uint32_t rest = count % W, before = m->rank * B;
     const uint32_t tail = rest <= before ? 0 : rest - before < B ? rest - before : B;
@@ -87,7 +82,7 @@ static bool attn_kv_local_range(const struct exec_model *m, uint32_t lo, uint32_
 {
     const uint64_t B = m->plan->kv_block, tp = m->tp, r = m->rank;
     uint64_t first = lo, last = hi;
-    if (attn_split_on(m)) {
+    if (npu_kv_is_split(m->plan)) {
         uint64_t b = lo / B, dn = (r + tp - b % tp) % tp; /* blocks to the next owned one */
         first = dn ? (b + dn) * B : lo;
         b = hi / B;
@@ -142,7 +137,7 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
         uint64_t kd = exec_kv_addr(m, &k, l, false, lr, &span);
         uint64_t vd = exec_kv_addr(m, &k, l, true, lr, &span);
         uint32_t n = g->count - i < span ? g->count - i : span;
-        if (attn_split_on(m) && n > to_block_end) /* the next block is another rank's */
+        if (npu_kv_is_split(m->plan) && n > to_block_end) /* the next block is another rank's */
             n = to_block_end;
         exec_copy(m, kd, m->a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
         exec_copy(m, vd, m->a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
@@ -278,7 +273,7 @@ static struct attn_step attn_step_next(const struct exec_model *m, const struct 
     struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = attn_kv_position(m, lr) };
     s.nb = r1 - lr < s.nb ? r1 - lr : s.nb;
     s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, lr + s.nb - 1));
-    if (!s.mask || !attn_split_on(m) || s.nb <= B - lr % B)
+    if (!s.mask || !npu_kv_is_split(m->plan) || s.nb <= B - lr % B)
         return s;
     const uint32_t lim = lr + s.nb;
     uint32_t end = lr, e = lr / B * B + B; /* whole blocks no row needs masked */
@@ -396,7 +391,7 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
     for (uint32_t s = 0; s < tile->nsegs; s++)
         attn_run_segment(m, &st, l, sliding, &tile->segs[s]);
-    if (attn_split_on(m) && (rc = attn_combine(m, &st)) != NPU_OK)
+    if (npu_kv_is_split(m->plan) && (rc = attn_combine(m, &st)) != NPU_OK)
         return rc;
     /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the quotient) */
     struct vector_op_args v = exec_vec_f32((struct vector_op_args){

@@ -37,7 +37,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
     o->rsum = take(&at, nh * t * 4);
     o->acc = take(&at, t * qd * 4 + nh * t * 4);
-    o->gmax = take(&at, p->kv_split && p->tp > 1 ? (uint64_t)p->tp * nh * t * 4 : 0);
+    o->gmax = take(&at, npu_kv_is_split(p) ? (uint64_t)p->tp * nh * t * 4 : 0);
     o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
     o->probs = take(&at, t * e * 4);
     o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);

@@ -155,10 +155,9 @@ static bool sched_whole_prompts(const struct rt_sched *s)
 static enum rt_reject_reason sched_reject_reason(const struct rt_sched *s,
                                                  const struct rt_request *r, uint32_t max_seq)
 {
-    if (r->input_len == 0 || r->output_len == 0)
-        return RT_REJECT_EMPTY;
-    if ((uint64_t)r->input_len + r->output_len > max_seq)
-        return RT_REJECT_TOO_LONG;
+    enum rt_reject_reason why = rt_request_shape_reject(r, max_seq);
+    if (why != RT_REJECT_NONE)
+        return why;
     if (!kvc_seq_fits_ever(s->kvc, rt_request_max_len(r)))
         return RT_REJECT_KV_NEVER;
     if (sched_whole_prompts(s) && r->input_len > s->p.max_tokens)

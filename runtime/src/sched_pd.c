@@ -100,10 +100,9 @@ static bool pd_fits_ever(const struct rt_pd *pd, enum rt_pd_role role, uint32_t 
 static enum rt_reject_reason pd_reject_reason(const struct rt_pd *pd, const struct rt_request *r,
                                               uint32_t max_seq)
 {
-    if (r->input_len == 0 || r->output_len == 0)
-        return RT_REJECT_EMPTY;
-    if ((uint64_t)r->input_len + r->output_len > max_seq)
-        return RT_REJECT_TOO_LONG;
+    enum rt_reject_reason why = rt_request_shape_reject(r, max_seq);
+    if (why != RT_REJECT_NONE)
+        return why;
     if (!pd_fits_ever(pd, RT_PD_PREFILL, r->input_len) ||
         !pd_fits_ever(pd, RT_PD_DECODE, rt_request_max_len(r)))
         return RT_REJECT_KV_NEVER;

@@ -52,6 +52,19 @@ static inline uint32_t rt_request_max_len(const struct rt_request *r)
     return r->input_len + (r->output_len ? r->output_len - 1 : 0);
 }
 
+/* What makes a request unservable whatever the cache: nothing to prefill or generate
+   (RT_REJECT_EMPTY), or longer than the plan's max_seq (RT_REJECT_TOO_LONG); else
+   RT_REJECT_NONE. The schedulers add their own reasons. */
+static inline enum rt_reject_reason rt_request_shape_reject(const struct rt_request *r,
+                                                            uint32_t max_seq)
+{
+    if (r->input_len == 0 || r->output_len == 0)
+        return RT_REJECT_EMPTY;
+    if ((uint64_t)r->input_len + r->output_len > max_seq)
+        return RT_REJECT_TOO_LONG;
+    return RT_REJECT_NONE;
+}
+
 /* Requests QUEUED among reqs[first, end). */
 static inline uint32_t rt_requests_queued(const struct rt_request *reqs, uint32_t first,
                                           uint32_t end)
