@@ -316,7 +316,8 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
     if (chip_clock_init(&s->clock, &p) != NPU_OK ||
         chip_console_init(&s->console, s->clock.nharts, s->cfg.mesh_cols, console_emit,
                           s) != NPU_OK ||
-        chip_engines_init(&s->engines, &s->clock, &ecfg, &s->mem) != NPU_OK) {
+        chip_engines_init(&s->engines, &s->clock, &ecfg, &s->mem) != NPU_OK ||
+        chip_replay_init(&s->replay, s->engines.ncores) != NPU_OK) {
         error_setg(errp, "npu-mesh chipctl: out of memory for %u harts",
                    s->cfg.mesh_rows * s->cfg.mesh_cols + 1);
         return;

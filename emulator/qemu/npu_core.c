@@ -95,6 +95,15 @@ static bool core_read_engine_reg(NpuCoreState *core, hwaddr addr, unsigned size,
     case A_CORE_PERF_VALUE + 4:
         *v = npu_reg64_read(perf_value(core), addr - A_CORE_PERF_VALUE, size);
         return true;
+    case A_CORE_REPLAY_SLOT:
+        *v = core->replay_slot;
+        return true;
+    case A_CORE_REPLAY_COUNT:
+        *v = core->replay_count;
+        return true;
+    case A_CORE_REPLAY_OP:
+        *v = 0;
+        return true;
     default:
         return false;
     }
@@ -227,6 +236,27 @@ static void core_submit(NpuCoreState *core)
     }
 }
 
+/* Command: replay op `op` on REPLAY_SLOT of this core's counters (chip_replay.h). */
+static void core_replay_op(NpuCoreState *core, uint32_t op)
+{
+    char err[128] = "";
+    int rc = NPU_ERR_STATE;
+
+    if (core->hart < core->chip->engines.ncores) {
+        chip_hart_charge(clock_of(core), core->hart, clock_of(core)->p.cmd_cost_cycles);
+        rc = chip_replay_command(&core->chip->replay, &core->chip->engines, core->hart, op,
+                                 core->replay_slot, core->replay_count, err, sizeof(err));
+    } else {
+        snprintf(err, sizeof(err), "the control core has no engines");
+    }
+    core->cmd_status = rc;
+    if (rc != NPU_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: REPLAY_OP %u on slot %u (count %u) "
+                      "refused (%d): %s\n", core->hart, op, core->replay_slot,
+                      core->replay_count, rc, err);
+    }
+}
+
 static void core_sem_op(NpuCoreState *core, uint32_t op)
 {
     uint32_t target = FIELD_EX32(core->sem_target, CORE_SEM_TARGET, CORE);
@@ -259,6 +289,15 @@ static bool core_write_engine_reg(NpuCoreState *core, hwaddr addr, uint64_t valu
         return true;
     case A_CORE_PERF_SEL:
         core->perf_sel = value;
+        return true;
+    case A_CORE_REPLAY_SLOT:
+        core->replay_slot = value;
+        return true;
+    case A_CORE_REPLAY_COUNT:
+        core->replay_count = value;
+        return true;
+    case A_CORE_REPLAY_OP:
+        core_replay_op(core, FIELD_EX32(value, CORE_REPLAY_OP, OP));
         return true;
     case A_CORE_SUBMIT:
         if (FIELD_EX32(value, CORE_SUBMIT, GO)) {

@@ -17,6 +17,7 @@
 #include "model/chip_config.h"
 #include "model/chip_console.h"
 #include "model/chip_engines.h"
+#include "model/chip_replay.h"
 #include "npu_memmap.h"
 
 #define TYPE_NPU_MESH_MACHINE MACHINE_TYPE_NAME("npu-mesh")
@@ -40,6 +41,7 @@ struct NpuChipctlState {
     struct chip_clock clock;
     struct chip_console console;
     struct chip_engines engines;
+    struct chip_replay replay; /* performance mode: replay slots (chip_replay.h) */
     struct NpuCoreState **cores; /* per hart, set by the machine */
     uint32_t watchdog_ms;
     QEMUTimer *watchdog;
@@ -64,6 +66,7 @@ struct NpuCoreState {
     uint64_t submit_addr;
     uint32_t submit_count;
     uint32_t perf_sel;
+    uint32_t replay_slot, replay_count; /* REPLAY_* registers */
     int32_t cmd_status;
 };
 

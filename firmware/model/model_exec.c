@@ -88,6 +88,15 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat)
     m->cat_noc0 = noc, m->cat_descs0 = descs;
 }
 
+void exec_rebase_cat(struct exec_model *m)
+{
+    m->cat_t0 = hal_time_ps();
+    m->cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
+    m->cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
+    m->cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
+    m->cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
+}
+
 void exec_set_layer(struct exec_model *m, uint32_t layer)
 {
     exec_set_cat(m, m->cat); /* what is queued belongs to the layer that queued it */

@@ -26,7 +26,7 @@
  * Pipeline stages: a stage's ranks run its layers; the residual rows pass to the same rank
  * of the next stage over the NoC (SEND / RECV), and the last stage sends the tokens back to
  * every other stage. Stages run one after another within an iteration: no micro-batches.
- * Not modelled: attention split over ranks, overlap of pipeline stages across
+ * Not modelled: overlap of pipeline stages across
  * iterations or micro-batches, overlap of weight staging with compute (a chain is
  * sequential), 2-D partition of the activations (Table 2's input/R C: here X is
  * replicated), and the paper's iterated 2-D schedule (Figure 3-c interleaves compute with
@@ -125,6 +125,9 @@ struct exec_model {
     uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0, cat_descs0;
     uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
     uint32_t steps;                        /* descriptors completed so far */
+    uint32_t iterations;                   /* exec_iteration calls so far */
+    bool layer_reuse;                      /* bootarg layer_reuse (model_reuse.c) */
+    struct exec_reuse_class *reuse;        /* [NPU_REPLAY_SLOTS]: class i in replay slot i */
 };
 
 /* ---- model_kv_pull.c: PD disaggregation */
@@ -172,6 +175,43 @@ int exec_load_resident(struct exec_model *m);
 int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit);
 
+/* One op of an iteration's program (the head, a layer op, staging, a stage's send or
+   receive); whether it has rows to run at all in batch b. */
+int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
+            uint32_t *out, float *logit);
+bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b);
+
+/* ---- model_reuse.c: layer reuse (performance mode) */
+
+/* A class of layers: the same ops over rows of the same shape (model_reuse.c, "Keys"). */
+#define EXEC_REUSE_OPS 8u
+struct exec_reuse_row {
+    uint32_t req, count;
+    uint32_t pos;                          /* prefill runs: the position; decode runs: the
+                                              stripe (npu_kv_stripe) that ends the context */
+    uint32_t nblocks;
+};
+struct exec_reuse_class {
+    uint16_t kinds[EXEC_REUSE_OPS], flags[EXEC_REUSE_OPS]; /* one layer's ops */
+    uint32_t nops;
+    bool all;                              /* the prefill runs take part too */
+    bool prefill;                          /* some run of its rows is a prefill run */
+    uint32_t nrows;
+    struct exec_reuse_row rows[EXEC_RUNS_MAX];
+    uint64_t span_ps;                      /* chip time of its recorded layer on this core */
+    struct exec_stats delta;               /* what that layer added to its stats */
+    uint32_t iteration;                    /* when recorded (m->iterations) */
+    uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
+};
+
+/* When ops[0] starts a run of layers of one class (docs/images.md, "Layer reuse"): runs
+   one of them in full (recorded in a replay slot) unless the class was recorded before,
+   and replays the others; *used = the ops covered. *used = 0: not a layer run, the caller
+   runs ops[0]. 0 or a negative npu_status. */
+int exec_reuse_init(struct exec_model *m); /* from exec_init: bootarg layer_reuse */
+int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                      const struct exec_batch *b, uint32_t *used);
+
 /* Internal API shared by the op files. */
 struct npu_desc;
 int exec_flush(struct exec_model *m);
@@ -179,6 +219,9 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);
+/* Restarts the category accounting from the counters as they are now, charging nothing
+   (what a replay adds is charged by the replay). */
+void exec_rebase_cat(struct exec_model *m);
 void exec_vec(struct exec_model *m, struct vector_op_args v);
 /* v with fp32 operands (statistics, scores), or with the activations' type. */
 static inline struct vector_op_args exec_vec_f32(struct vector_op_args v)

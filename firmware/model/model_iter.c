@@ -97,12 +97,9 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
         return NPU_ERR_FORMAT;
     write_identity(m);
     m->layer = c->num_layers;
-    m->cat = EXEC_CAT_OTHER, m->cat_t0 = hal_time_ps();
-    m->cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
-    m->cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
-    m->cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
-    m->cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
-    return NPU_OK;
+    m->cat = EXEC_CAT_OTHER;
+    exec_rebase_cat(m);
+    return exec_reuse_init(m);
 }
 
 int exec_load_resident(struct exec_model *m)
@@ -260,44 +257,67 @@ static int tokens_from_last_stage(struct exec_model *m, const struct exec_run *r
     return rc;
 }
 
-int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
-                   const struct exec_batch *b, uint32_t *out, float *logit)
+/* Whether every run (not only the decode runs) has rows in op's layer. */
+static bool op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
 {
+    return op->kind == NPU_OP_EMBED ? b->layer0 == 0
+                                    : op->layer >= b->layer0 && op->layer < b->layer1;
+}
+
+bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b)
+{
+    /* the prefill runs take part in their layers only (the embedding: before layer 0);
+       the decode runs, after them, in every layer */
+    return op->kind == NPU_OP_HEAD || op_runs_all(op, b) || b->nprefill < b->nruns;
+}
+
+int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
+            uint32_t *out, float *logit)
+{
+    if (op->kind == NPU_OP_HEAD)
+        return head(m, b->runs, b->nruns, out, logit);
+    if (!exec_op_has_rows(op, b))
+        return NPU_OK; /* no rows in this layer: nothing to stage or run */
     uint32_t rows = 0, prows = 0;
     for (uint32_t i = 0; i < b->nruns; i++)
         rows += b->runs[i].count, prows += i < b->nprefill ? b->runs[i].count : 0;
+    const bool all = op_runs_all(op, b);
+    const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
+    if (op->kind == NPU_OP_STAGE) {
+        exec_set_layer(m, op->layer);
+        exec_stage_layer(m, op->layer);
+        return NPU_OK;
+    }
+    if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
+        /* the rows that ran the sending stage's last layer, on both sides */
+        exec_set_layer(m, op->kind == NPU_OP_SEND ? op->layer : op->layer + 1);
+        return op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - row0)
+                                       : exec_pipe_recv(m, row0, rows - row0);
+    }
+    return layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - row0);
+}
+
+int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                   const struct exec_batch *b, uint32_t *out, float *logit)
+{
+    uint32_t rows = 0;
+    for (uint32_t i = 0; i < b->nruns; i++)
+        rows += b->runs[i].count;
     assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
     assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
            b->layer1 <= m->cfg->num_layers);
     int rc = NPU_OK;
-    for (uint32_t i = 0; rc == NPU_OK && i < nops; i++) {
-        const struct npu_prog_op *op = &ops[i];
-        if (op->kind == NPU_OP_HEAD) {
-            rc = head(m, b->runs, b->nruns, out, logit);
-            continue;
-        }
-        /* the prefill runs take part in their layers only (the embedding: before layer 0);
-           the decode runs, after them, in every layer */
-        bool all = op->kind == NPU_OP_EMBED ? b->layer0 == 0
-                                            : op->layer >= b->layer0 && op->layer < b->layer1;
-        const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
-        if (first == b->nruns)
-            continue; /* no rows in this layer: nothing to stage or run */
-        if (op->kind == NPU_OP_STAGE) {
-            exec_set_layer(m, op->layer);
-            exec_stage_layer(m, op->layer);
-        } else if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
-            /* the rows that ran the sending stage's last layer, on both sides */
-            exec_set_layer(m, op->kind == NPU_OP_SEND ? op->layer : op->layer + 1);
-            rc = op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - row0)
-                                         : exec_pipe_recv(m, row0, rows - row0);
-        } else {
-            rc = layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - row0);
-        }
+    for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
+        used = 0;
+        if (m->layer_reuse)
+            rc = exec_reuse_layers(m, ops + i, nops - i, b, &used);
+        if (rc == NPU_OK && used == 0)
+            rc = exec_op(m, &ops[i], b, out, logit), used = 1;
     }
     if (rc == NPU_OK && m->pipe_stage + 1 < m->pipe_stages)
         rc = tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
+    m->iterations++;
     return rc;
 }

@@ -55,6 +55,15 @@ uint64_t engine_perf_read(enum npu_perf id)
     return mmio_read64(r + CORE_PERF_VALUE_OFFSET);
 }
 
+int engine_replay(enum npu_replay_op op, uint32_t slot, uint32_t count)
+{
+    uintptr_t r = (uintptr_t)hal_self()->regs_base;
+    mmio_write32(r + CORE_REPLAY_SLOT_OFFSET, slot);
+    mmio_write32(r + CORE_REPLAY_COUNT_OFFSET, count);
+    mmio_write32(r + CORE_REPLAY_OP_OFFSET, (uint32_t)op << CORE_REPLAY_OP_OP_LSB);
+    return (int32_t)mmio_read32(r + CORE_CMD_STATUS_OFFSET);
+}
+
 uint32_t engine_pending(enum npu_engine engine)
 {
     uint32_t v = mmio_read32((uintptr_t)hal_self()->regs_base + CORE_ENGINE_PENDING_OFFSET);

@@ -45,6 +45,11 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     if (!strcmp(opt, "--trace")) o->trace = v;
     else if (!strcmp(opt, "--out")) o->out = v;
     else if (!strcmp(opt, "--threads")) o->threads = v;
+    else if (!strcmp(opt, "--layer-reuse")) {
+        if (!v || (strcmp(v, "on") && strcmp(v, "off")))
+            return bad(opt, v, "on or off");
+        o->layer_reuse = !strcmp(v, "on");
+    }
     else if (!strcmp(opt, "--sched")) {
         int k = v ? rt_sched_kind_parse(v) : -1;
         if (k < 0)

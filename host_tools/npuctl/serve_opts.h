@@ -23,6 +23,7 @@ struct serve_opts {
     uint32_t timeout_s;
     uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
+    bool layer_reuse;                 /* --layer-reuse on (performance mode) */
     size_t requests;                  /* filled once the trace is read */
     double rate;                      /* the trace's mean request rate, req/s */
 };

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Bad serving input (docs/serving.md, "Bad input"):  serve_refusals.sh NPUCTL CASE
 # A malformed trace line, timestamps out of order, an unknown scheduler parameter and
-# instances that do not suit the scheduler are refused before the run (exit 2, naming the line or the option, no console written); a
+# instances that do not suit the scheduler, layer reuse in a functional run are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
 # outputs, while the others are served (exit 0).
 set -eu
@@ -49,6 +49,14 @@ pd-instances)
     not_run
     expect 2 "pd-disagg: prefill instances 2 must be in \\[1, 1\\]" "$npuctl" serve \
         --trace "$t" --sched pd-disagg --instances 2 --prefill-instances 2 --out "$tmp/out"
+    not_run ;;
+layer-reuse)
+    # layer reuse repeats recorded timing: a functional run must compute every layer
+    expect 2 "--layer-reuse on needs --mode performance" "$npuctl" serve --trace "$t" \
+        --layer-reuse on --out "$tmp/out"
+    not_run
+    expect 2 "--layer-reuse yes: on or off" "$npuctl" serve --trace "$t" \
+        --mode performance --layer-reuse yes --out "$tmp/out"
     not_run ;;
 too-long)
     # max_seq 64: the 100 + 8 request is rejected as too_long, the others are served

@@ -53,4 +53,13 @@ uint64_t engine_perf_read(enum npu_perf id);
 /* Descriptors queued or running on an engine of this core (0..255, saturating). */
 uint32_t engine_pending(enum npu_engine engine);
 
+/*
+ * Performance mode only (docs/engines.md, "Replay"): npu_replay_op `op` on replay slot
+ * `slot` of this core's engine counters; `count` is REPEAT's repetitions. BEGIN and END
+ * record what the engines did in between, REPEAT adds count times that to the counters
+ * (the caller waits out the chip time). 0, or the chip's refusal: NPU_ERR_STATE (functional
+ * mode, engines not idle, slot not recorded), NPU_ERR_RANGE (slot or count).
+ */
+int engine_replay(enum npu_replay_op op, uint32_t slot, uint32_t count);
+
 #endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/* Replay slots and their commands (chip_replay.h). */
+#include "chip_replay.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int chip_replay_init(struct chip_replay *r, uint32_t ncores)
+{
+    memset(r, 0, sizeof(*r));
+    r->slots = calloc((size_t)ncores * NPU_REPLAY_SLOTS, sizeof(*r->slots));
+    if (!r->slots)
+        return NPU_ERR_NOMEM;
+    r->ncores = ncores;
+    return NPU_OK;
+}
+
+void chip_replay_destroy(struct chip_replay *r)
+{
+    free(r->slots);
+    memset(r, 0, sizeof(*r));
+}
+
+static void snapshot(const struct chip_engines *e, uint32_t core,
+                     struct chip_engine_counters *out)
+{
+    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
+        out[g] = *chip_engines_counters(e, core, (enum npu_engine)g);
+}
+
+/* c += n x (end - begin) for the counters a repeat adds (not descs, not errors). */
+static void add_times(struct chip_engine_counters *c, const struct chip_engine_counters *b,
+                      const struct chip_engine_counters *e, uint64_t n)
+{
+    c->busy_ps += n * (e->busy_ps - b->busy_ps);
+    c->flops += n * (e->flops - b->flops);
+    c->bytes += n * (e->bytes - b->bytes);
+    c->elements += n * (e->elements - b->elements);
+    c->alu_ops += n * (e->alu_ops - b->alu_ops);
+    c->sram_bytes += n * (e->sram_bytes - b->sram_bytes);
+    c->hbm_bytes += n * (e->hbm_bytes - b->hbm_bytes);
+    c->noc_byte_hops += n * (e->noc_byte_hops - b->noc_byte_hops);
+}
+
+static int refuse(int rc, char *err, size_t errlen, const char *what)
+{
+    snprintf(err, errlen, "%s", what);
+    return rc;
+}
+
+int chip_replay_command(struct chip_replay *r, struct chip_engines *e, uint32_t core,
+                        uint32_t op, uint32_t slot, uint32_t count, char *err, size_t errlen)
+{
+    if (core >= r->ncores || core >= e->ncores)
+        return refuse(NPU_ERR_RANGE, err, errlen, "no such core");
+    if (e->cfg.functional)
+        return refuse(NPU_ERR_STATE, err, errlen,
+                      "replay is for performance mode (functional runs compute data)");
+    if (slot >= NPU_REPLAY_SLOTS)
+        return refuse(NPU_ERR_RANGE, err, errlen, "no such replay slot");
+    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
+        if (chip_engines_pending(e, core, (enum npu_engine)g))
+            return refuse(NPU_ERR_STATE, err, errlen,
+                          "descriptors are still pending on this core");
+    struct chip_replay_slot *s = &r->slots[(size_t)core * NPU_REPLAY_SLOTS + slot];
+    switch (op) {
+    case NPU_REPLAY_OP_BEGIN:
+        snapshot(e, core, s->begin);
+        s->begun = true, s->ended = false;
+        return NPU_OK;
+    case NPU_REPLAY_OP_END:
+        if (!s->begun)
+            return refuse(NPU_ERR_STATE, err, errlen, "END of a slot without BEGIN");
+        snapshot(e, core, s->end);
+        s->begun = false, s->ended = true;
+        return NPU_OK;
+    case NPU_REPLAY_OP_REPEAT:
+        if (!s->ended)
+            return refuse(NPU_ERR_STATE, err, errlen, "REPEAT of a slot not recorded");
+        if (count == 0 || count > NPU_REPLAY_COUNT_MAX)
+            return refuse(NPU_ERR_RANGE, err, errlen, "REPLAY_COUNT out of range");
+        for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
+            add_times(&e->queues[core * NPU_ENGINE_COUNT + g].count, &s->begin[g], &s->end[g],
+                      count);
+        return NPU_OK;
+    default:
+        return refuse(NPU_ERR_INVAL, err, errlen, "unknown REPLAY_OP");
+    }
+}

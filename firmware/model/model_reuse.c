@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Layer reuse (performance mode, bootarg layer_reuse; docs/images.md "Layer reuse").
+ *
+ * Within an iteration, consecutive layers whose ops are the same (kinds and flags) over
+ * the same rows form a run. One layer of the run goes through the engines in full between
+ * the replay slot's BEGIN and END (chip_replay.h), which records this core's engine
+ * counters over it, and its chip time (span) and per-layer statistics are kept here; every
+ * other layer of the run, and of any later run of the same class, is a replay: the chip
+ * adds the recorded counters once per layer and the hart sleeps the spans. Which layer
+ * runs rotates with the iteration, so that over a run the routing (experts staged, rows per
+ * expert) of every layer gets its turn.
+ *
+ * Keys. A class is the layer's ops and its rows: per run taking part, the request, its row
+ * count, its KV pool blocks, and the position of its first row; for a decode run (after
+ * the prefill runs) the stripe its context ends in instead of the position. Within an
+ * iteration every layer of a class has the very same rows. Across iterations a class is
+ * reused only if it has prefill rows: layered prefill runs the same prompt through one layer
+ * group per iteration, and the decode runs beside it move by a token per iteration, which
+ * the stripe absorbs (their attention may differ by less than a stripe of positions).
+ * Decode-only classes are recorded afresh every iteration.
+ *
+ * Every rank of a group decides the same way (the decision depends only on the program,
+ * the batch and the iteration count), so collectives stay matched. Modelled: the chip time,
+ * energy, traffic and per-layer statistics of a layer like the one recorded. Not modelled:
+ * each replayed layer's own routing (its experts and rows are the recorded layer's), the
+ * data (refused in functional mode), and contention between a replayed layer and other
+ * cores' work (the ranks of a group replay together; other groups' traffic does not meet
+ * a replayed layer's).
+ */
+#include <assert.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model_exec.h"
+#include "npu_layout.h"
+#include "npu/engine.h"
+#include "npu/hal.h"
+#include "npu/wait.h"
+
+static struct exec_reuse_class classes[NPU_REPLAY_SLOTS];
+
+_Static_assert(sizeof(struct exec_stats) % sizeof(uint64_t) == 0,
+               "exec_stats is counted in uint64_t words");
+
+int exec_reuse_init(struct exec_model *m)
+{
+    m->layer_reuse = hal_bootarg_has("layer_reuse");
+    m->reuse = classes;
+    if (m->layer_reuse && !m->plan->mode) {
+        printf("MODEL error: core %u: layer_reuse needs a performance-mode image (a "
+               "functional run computes every layer)\n", hal_self()->core_id);
+        return NPU_ERR_STATE;
+    }
+    return NPU_OK;
+}
+
+static bool is_layer_op(const struct npu_prog_op *op)
+{
+    return op->kind == NPU_OP_STAGE || op->kind == NPU_OP_ATTENTION ||
+           op->kind == NPU_OP_FFN || op->kind == NPU_OP_MOE;
+}
+
+/* The number of ops of the layer ops[0] starts (0: ops[0] is no layer op). */
+static uint32_t layer_ops(const struct npu_prog_op *ops, uint32_t nops)
+{
+    uint32_t n = 0;
+    while (n < nops && is_layer_op(&ops[n]) && ops[n].layer == ops[0].layer)
+        n++;
+    return n;
+}
+
+static bool runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
+{
+    return op->layer >= b->layer0 && op->layer < b->layer1;
+}
+
+static bool same_ops(const struct npu_prog_op *a, const struct npu_prog_op *b, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (a[i].kind != b[i].kind || a[i].flags != b[i].flags)
+            return false;
+    return true;
+}
+
+/* Layers in the run ops[0] starts, each of `per` ops. */
+static uint32_t run_layers(const struct npu_prog_op *ops, uint32_t nops, uint32_t per,
+                           const struct exec_batch *b)
+{
+    uint32_t n = 1;
+    while ((n + 1) * per <= nops) {
+        const struct npu_prog_op *next = ops + n * per;
+        if (layer_ops(next, nops - n * per) != per || !same_ops(ops, next, per) ||
+            next->layer != ops[0].layer + n || runs_all(next, b) != runs_all(ops, b))
+            break;
+        n++;
+    }
+    return n;
+}
+
+/* The key of the layer ops[0..per) in batch b (its rows: those of runs_all or the decode
+   runs); false if the layer has too many ops to key. */
+static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
+                     const struct exec_batch *b, struct exec_reuse_class *k)
+{
+    if (per > EXEC_REUSE_OPS)
+        return false;
+    memset(k, 0, offsetof(struct exec_reuse_class, span_ps));
+    for (uint32_t i = 0; i < per; i++)
+        k->kinds[i] = ops[i].kind, k->flags[i] = ops[i].flags;
+    k->nops = per, k->all = runs_all(&ops[0], b);
+    const uint32_t stripe = npu_kv_stripe(m->plan);
+    for (uint32_t i = k->all ? 0 : b->nprefill; i < b->nruns; i++) {
+        const struct exec_run *r = &b->runs[i];
+        const bool prefill = i < b->nprefill;
+        k->rows[k->nrows++] = (struct exec_reuse_row){
+            .req = r->req, .count = r->count, .nblocks = r->nblocks,
+            .pos = prefill ? r->pos : (r->pos + r->count + stripe - 1) / stripe };
+        k->prefill |= prefill;
+    }
+    return true;
+}
+
+static bool same_key(const struct exec_reuse_class *a, const struct exec_reuse_class *b)
+{
+    return a->nops == b->nops && a->all == b->all && a->nrows == b->nrows &&
+           !memcmp(a->kinds, b->kinds, sizeof(a->kinds)) &&
+           !memcmp(a->flags, b->flags, sizeof(a->flags)) &&
+           !memcmp(a->rows, b->rows, a->nrows * sizeof(a->rows[0]));
+}
+
+/* The recorded class of key k that may serve this iteration, or NULL. */
+static struct exec_reuse_class *find_class(struct exec_model *m,
+                                           const struct exec_reuse_class *k)
+{
+    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++) {
+        struct exec_reuse_class *c = &m->reuse[i];
+        if (c->last_used && same_key(c, k) &&
+            (c->iteration == m->iterations || c->prefill))
+            return c;
+    }
+    return NULL;
+}
+
+/* A slot for a new class: a free one, else the least recently used unless this iteration
+   uses it; NULL if none. */
+static struct exec_reuse_class *new_class(struct exec_model *m)
+{
+    struct exec_reuse_class *lru = NULL;
+    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++) {
+        struct exec_reuse_class *c = &m->reuse[i];
+        if (!c->last_used)
+            return c;
+        if (c->last_used != m->iterations + 1 && (!lru || c->last_used < lru->last_used))
+            lru = c;
+    }
+    return lru;
+}
+
+static void stats_add(struct exec_stats *to, const struct exec_stats *d, bool subtract)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *s = (const uint64_t *)d;
+    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+        t[i] = subtract ? t[i] - s[i] : t[i] + s[i];
+}
+
+static int refused(int rc, const char *what, uint32_t slot)
+{
+    printf("MODEL error: core %u: the chip refused replay %s on slot %u (%d)\n",
+           hal_self()->core_id, what, slot, rc);
+    return rc;
+}
+
+/* Runs layer ops[0..per) in full, recording it in class c (slot c - classes). */
+static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
+                        const struct exec_batch *b, struct exec_reuse_class *c)
+{
+    const uint32_t slot = (uint32_t)(c - m->reuse), layer = ops[0].layer;
+    exec_set_layer(m, layer); /* the engines are idle from here */
+    const struct exec_stats before = m->stats[layer];
+    int rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "BEGIN", slot);
+    const uint64_t t0 = hal_time_ps();
+    for (uint32_t i = 0; rc == NPU_OK && i < per; i++)
+        rc = exec_op(m, &ops[i], b, NULL, NULL);
+    if (rc != NPU_OK)
+        return rc;
+    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
+    rc = engine_replay(NPU_REPLAY_OP_END, slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "END", slot);
+    c->span_ps = hal_time_ps() - t0;
+    c->delta = m->stats[layer];
+    stats_add(&c->delta, &before, true);
+    memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
+    return NPU_OK;
+}
+
+/* Layers [l0, l0 + n) but `skip` (or all of them: skip >= l0 + n) replay class c. */
+static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c, uint32_t l0,
+                         uint32_t n, uint32_t skip)
+{
+    const uint32_t slot = (uint32_t)(c - m->reuse);
+    const uint32_t count = skip >= l0 && skip < l0 + n ? n - 1 : n;
+    if (count == 0)
+        return NPU_OK;
+    exec_set_cat(m, m->cat);
+    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
+    if (rc != NPU_OK)
+        return refused(rc, "REPEAT", slot);
+    for (uint32_t l = l0; l < l0 + n; l++)
+        if (l != skip)
+            stats_add(&m->stats[l], &c->delta, false);
+    rc = hal_sleep_ps(c->span_ps * count);
+    exec_rebase_cat(m); /* the replay charged the layers itself */
+    return rc;
+}
+
+int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                      const struct exec_batch *b, uint32_t *used)
+{
+    static struct exec_reuse_class key;
+    const uint32_t per = layer_ops(ops, nops);
+    *used = 0;
+    if (per == 0 || !exec_op_has_rows(&ops[0], b) || !make_key(m, ops, per, b, &key))
+        return NPU_OK; /* not a layer, or nothing to run: the caller runs it as it is */
+    const uint32_t n = run_layers(ops, nops, per, b), l0 = ops[0].layer;
+    struct exec_reuse_class *c = find_class(m, &key);
+    uint32_t skip = l0 + n; /* none */
+    *used = n * per;
+    if (!c) {
+        c = new_class(m);
+        if (!c) { /* every slot serves this iteration: these layers in full */
+            int rc = NPU_OK;
+            for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
+                rc = exec_op(m, &ops[i], b, NULL, NULL);
+            return rc;
+        }
+        *c = key;
+        c->iteration = m->iterations;
+        skip = l0 + m->iterations % n;
+        int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    c->last_used = m->iterations + 1;
+    return replay_layers(m, c, l0, n, skip);
+}

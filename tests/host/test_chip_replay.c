@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Replay slots (emulator/model/chip_replay.c): BEGIN / END record what a core's engines did
+ * in between, REPEAT adds it COUNT times (not the descriptor count); refusals in functional
+ * mode, with work pending, for unrecorded slots and out-of-range slots and counts; other
+ * cores' counters untouched. A 2x2 mesh, HBM at 64 GB/s, 100 cycles of HBM latency.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "chip_engines.h"
+#include "chip_replay.h"
+#include "npu_enums.h"
+#include "npu_memmap.h"
+
+#define NCORES 4u
+#define SRAM_BYTES (1u << 20)
+#define HBM_BYTES (4u << 20)
+#define CYCLE 2000ull
+
+struct fix {
+    struct chip_clock c;
+    struct chip_engines e;
+    struct chip_replay r;
+    uint8_t *sram[NCORES];
+    uint8_t *hbm;
+    char err[128];
+};
+
+static int setup_mode(void **state, bool functional)
+{
+    struct fix *f = calloc(1, sizeof(*f));
+    const struct chip_clock_params p = {
+        .rows = 2, .cols = 2, .cycle_ps = CYCLE, .cmd_cost_cycles = 4, .hop_cycles = 2,
+        .on_unit_event = chip_engines_on_event, .on_sem_change = chip_engines_on_sem_change,
+        .unit = &f->e,
+    };
+    const struct chip_engine_cfg cfg = {
+        .sa_rows = 16, .sa_cols = 16, .sram_bytes_per_cycle = 256,
+        .vec_lanes = 16, .vec_alus_per_lane = 4, .vec_pipeline_cycles = 8,
+        .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
+        .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
+    };
+    for (uint32_t i = 0; i < NCORES; i++)
+        f->sram[i] = calloc(1, SRAM_BYTES);
+    f->hbm = calloc(1, HBM_BYTES);
+    const struct chip_mem mem = { .ncores = NCORES, .sram_bytes = SRAM_BYTES, .sram = f->sram,
+                                  .hbm_bytes = HBM_BYTES, .hbm = f->hbm };
+    assert_int_equal(chip_clock_init(&f->c, &p), NPU_OK);
+    assert_int_equal(chip_engines_init(&f->e, &f->c, &cfg, &mem), NPU_OK);
+    assert_int_equal(chip_replay_init(&f->r, NCORES), NPU_OK);
+    *state = f;
+    return 0;
+}
+
+static int setup_perf(void **state)
+{
+    return setup_mode(state, false);
+}
+
+static int setup_functional(void **state)
+{
+    return setup_mode(state, true);
+}
+
+static int teardown(void **state)
+{
+    struct fix *f = *state;
+    chip_replay_destroy(&f->r);
+    chip_engines_destroy(&f->e);
+    chip_clock_destroy(&f->c);
+    for (uint32_t i = 0; i < NCORES; i++)
+        free(f->sram[i]);
+    free(f->hbm);
+    free(f);
+    return 0;
+}
+
+static int cmd(struct fix *f, uint32_t core, uint32_t op, uint32_t slot, uint32_t count)
+{
+    f->err[0] = '\0';
+    return chip_replay_command(&f->r, &f->e, core, op, slot, count, f->err, sizeof(f->err));
+}
+
+/* Core 1 copies `bytes` from its SRAM to HBM, signalling its semaphore 3. */
+static int submit_copy(struct fix *f, uint32_t bytes)
+{
+    struct npu_desc d = {
+        .engine = NPU_ENGINE_DMA, .op = NPU_DMA_OP_COPY,
+        .a = npu_map_instance_base(NPU_MAP_SRAM, 1) + 0x10000,
+        .c = npu_memmap[NPU_MAP_HBM].base + 0x1000, .m = 1, .n = bytes, .lda = bytes,
+        .ldc = bytes, .flags = NPU_DESC_SIGNAL, .signal_core = 1, .signal_sem = 3,
+        .signal_value = 1,
+    };
+    memcpy(f->sram[1], &d, sizeof(d));
+    char err[256];
+    return chip_engines_submit(&f->e, 1, npu_map_instance_base(NPU_MAP_SRAM, 1), 1, err,
+                               sizeof(err));
+}
+
+/* Every other hart exits; core 1 waits for its semaphore 3 >= value. */
+static void wait_copy(struct fix *f, uint32_t value)
+{
+    const struct chip_wait w = { .kind = NPU_WAIT_SEM, .sem = 3, .value = value };
+    uint32_t cause;
+    for (uint32_t h = 0; h < f->c.nharts; h++)
+        if (h != 1 && f->c.harts[h].state == CHIP_HART_RUNNING)
+            chip_hart_exit(&f->c, h, 0);
+    assert_int_equal(chip_hart_wait(&f->c, 1, &w, &cause), NPU_OK);
+    assert_int_equal(chip_clock_advance(&f->c), NPU_OK);
+    assert_int_equal(f->c.harts[1].state, CHIP_HART_RUNNING);
+}
+
+static const struct chip_engine_counters *dma(struct fix *f, uint32_t core)
+{
+    return chip_engines_counters(&f->e, core, NPU_ENGINE_DMA);
+}
+
+static void test_repeat_adds_the_recorded_work(void **state)
+{
+    struct fix *f = *state;
+    assert_int_equal(submit_copy(f, 1000), NPU_OK); /* before BEGIN: not recorded */
+    wait_copy(f, 1);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 2, 0), NPU_OK);
+    assert_int_equal(submit_copy(f, 64000), NPU_OK);
+    wait_copy(f, 2);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 2, 0), NPU_OK);
+    const uint64_t busy = dma(f, 1)->busy_ps;
+    const uint64_t one = 64000 / 64 * 1000 + 100 * CYCLE; /* 1 us plus the latency */
+    assert_int_equal(dma(f, 1)->bytes, 65000);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 2, 3), NPU_OK);
+    assert_int_equal(dma(f, 1)->bytes, 65000 + 3 * 64000);
+    assert_int_equal(dma(f, 1)->hbm_bytes, 65000 + 3 * 64000);
+    assert_int_equal(dma(f, 1)->busy_ps, busy + 3 * one);
+    assert_int_equal(dma(f, 1)->descs, 2); /* what the emulator ran */
+    /* The slot stays recorded: another REPEAT adds it again. */
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 2, 1), NPU_OK);
+    assert_int_equal(dma(f, 1)->bytes, 65000 + 4 * 64000);
+    /* Nothing else moved: the other cores, the other engines. */
+    assert_int_equal(dma(f, 0)->bytes, 0);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_MATRIX)->busy_ps, 0);
+}
+
+static void test_refusals(void **state)
+{
+    struct fix *f = *state;
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_ERR_STATE);
+    assert_non_null(strstr(f->err, "without BEGIN"));
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE);
+    assert_non_null(strstr(f->err, "not recorded"));
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, NPU_REPLAY_SLOTS, 0), NPU_ERR_RANGE);
+    assert_int_equal(cmd(f, NCORES, NPU_REPLAY_OP_BEGIN, 0, 0), NPU_ERR_RANGE);
+    assert_int_equal(cmd(f, 1, 0, 0, 0), NPU_ERR_INVAL);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 0, 0), NPU_OK);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE); /* begun only */
+    assert_int_equal(submit_copy(f, 64000), NPU_OK);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_ERR_STATE); /* pending */
+    assert_non_null(strstr(f->err, "pending"));
+    wait_copy(f, 1);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_OK);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 0), NPU_ERR_RANGE);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX + 1),
+                     NPU_ERR_RANGE);
+    assert_int_equal(dma(f, 1)->bytes, 64000); /* nothing was added */
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX), NPU_OK);
+}
+
+static void test_functional_mode_refuses(void **state)
+{
+    struct fix *f = *state;
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 0, 0), NPU_ERR_STATE);
+    assert_non_null(strstr(f->err, "performance mode"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_repeat_adds_the_recorded_work, setup_perf,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup_perf, teardown),
+        cmocka_unit_test_setup_teardown(test_functional_mode_refuses, setup_functional,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

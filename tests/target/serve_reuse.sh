@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Layer reuse against full simulation (docs/images.md, "Layer reuse"):
+#   serve_reuse.sh NPUCTL TOL_PCT SERVE-ARGS...
+# serves a performance-mode run twice, with --layer-reuse off and on, and requires: both
+# complete; the reuse run executed at most 80% of the descriptors (it did replay); chip
+# time, TTFT and TBT means, HBM bytes, expert-load bytes, FLOPs and energy per token within
+# TOL_PCT percent of the full run's; and the summary labelled with the mode.
+set -uo pipefail
+npuctl="$1" tol="$2"; shift 2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for r in off on; do
+    if ! "$npuctl" serve "$@" --layer-reuse "$r" --out "$tmp/$r" >"$tmp/$r.txt" 2>&1; then
+        echo "serve_reuse: the run with --layer-reuse $r failed:"; tail -n 20 "$tmp/$r.txt"
+        exit 1
+    fi
+done
+python3 - "$tmp" "$tol" <<'PY'
+import json, sys
+tmp, tol = sys.argv[1], float(sys.argv[2])
+s = {r: json.load(open(f"{tmp}/{r}/summary.json")) for r in ("off", "on")}
+c = {r: json.load(open(f"{tmp}/{r}/chip_stats.json"))["total"] for r in ("off", "on")}
+bad = []
+if s["on"]["labels"].get("layer_reuse") != "on" or s["off"]["labels"].get("layer_reuse") != "off":
+    bad.append("summary labels do not say layer_reuse on / off")
+if not (s["on"]["complete"] and s["off"]["complete"]):
+    bad.append("a run is incomplete")
+if c["on"]["descs"] > 0.8 * c["off"]["descs"]:
+    bad.append(f"descriptors {c['on']['descs']} of {c['off']['descs']}: nothing was replayed")
+pairs = [(k, s["off"][k], s["on"][k]) for k in
+         ("duration", "mean_ttft_ms", "mean_tpot_ms", "hbm_bytes", "expert_load_bytes",
+          "energy_per_token_j")] + [("flops", c["off"]["flops"], c["on"]["flops"])]
+for k, a, b in pairs:
+    dev = abs(b - a) / a * 100 if a else (0.0 if b == 0 else 100.0)
+    print(f"serve_reuse: {k:20s} full {a:<14.6g} reuse {b:<14.6g} {dev:6.2f}%")
+    if dev > tol:
+        bad.append(f"{k} deviates {dev:.2f}% > {tol}%")
+print(f"serve_reuse: descriptors run {c['on']['descs']} of {c['off']['descs']}")
+for b in bad:
+    print("serve_reuse: FAIL:", b)
+sys.exit(1 if bad else 0)
+PY
