@@ -29,9 +29,23 @@ static void snapshot(const struct chip_engines *e, uint32_t core,
         out[g] = *chip_engines_counters(e, core, (enum npu_engine)g);
 }
 
+/* Whether n x (end - begin) of every counter a repeat adds fits 64 bits. */
+static bool repeat_fits(const struct chip_engine_counters *b,
+                        const struct chip_engine_counters *e, uint64_t n)
+{
+    const uint64_t d[] = { e->busy_ps - b->busy_ps, e->flops - b->flops, e->bytes - b->bytes,
+                           e->elements - b->elements, e->alu_ops - b->alu_ops,
+                           e->sram_bytes - b->sram_bytes, e->hbm_bytes - b->hbm_bytes,
+                           e->noc_byte_hops - b->noc_byte_hops };
+    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+        if (d[i] > UINT64_MAX / n / 2) /* and room left to add it */
+            return false;
+    return true;
+}
+
 /* c += n x (end - begin) for the counters a repeat adds (not descs, not errors). */
-static void add_times(struct chip_engine_counters *c, const struct chip_engine_counters *b,
-                      const struct chip_engine_counters *e, uint64_t n)
+static void add_repeated(struct chip_engine_counters *c, const struct chip_engine_counters *b,
+                         const struct chip_engine_counters *e, uint64_t n)
 {
     c->busy_ps += n * (e->busy_ps - b->busy_ps);
     c->flops += n * (e->flops - b->flops);
@@ -49,8 +63,36 @@ static int refuse(int rc, char *err, size_t errlen, const char *what)
     return rc;
 }
 
-int chip_replay_command(struct chip_replay *r, struct chip_engines *e, uint32_t core,
-                        uint32_t op, uint32_t slot, uint32_t count, char *err, size_t errlen)
+/* Whether some slot of the core is between BEGIN and END. */
+static bool any_open(const struct chip_replay *r, uint32_t core)
+{
+    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++)
+        if (r->slots[(size_t)core * NPU_REPLAY_SLOTS + i].begun)
+            return true;
+    return false;
+}
+
+static int repeat_slot(struct chip_replay *r, struct chip_engines *e, uint32_t core,
+                       const struct chip_replay_slot *s, uint32_t count, char *err,
+                       size_t errlen)
+{
+    if (!s->ended)
+        return refuse(NPU_ERR_STATE, err, errlen, "REPEAT of a slot not recorded");
+    if (any_open(r, core)) /* the open slot would record the repeat as its own work */
+        return refuse(NPU_ERR_STATE, err, errlen, "REPEAT while a slot is being recorded");
+    if (count == 0 || count > NPU_REPLAY_COUNT_MAX)
+        return refuse(NPU_ERR_RANGE, err, errlen, "REPLAY_COUNT out of range");
+    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
+        if (!repeat_fits(&s->begin[g], &s->end[g], count))
+            return refuse(NPU_ERR_RANGE, err, errlen, "the repeated counters overflow");
+    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
+        add_repeated(&e->queues[core * NPU_ENGINE_COUNT + g].count, &s->begin[g], &s->end[g],
+                     count);
+    return NPU_OK;
+}
+
+int chip_replay_apply_op(struct chip_replay *r, struct chip_engines *e, uint32_t core,
+                         uint32_t op, uint32_t slot, uint32_t count, char *err, size_t errlen)
 {
     if (core >= r->ncores || core >= e->ncores)
         return refuse(NPU_ERR_RANGE, err, errlen, "no such core");
@@ -76,14 +118,7 @@ int chip_replay_command(struct chip_replay *r, struct chip_engines *e, uint32_t 
         s->begun = false, s->ended = true;
         return NPU_OK;
     case NPU_REPLAY_OP_REPEAT:
-        if (!s->ended)
-            return refuse(NPU_ERR_STATE, err, errlen, "REPEAT of a slot not recorded");
-        if (count == 0 || count > NPU_REPLAY_COUNT_MAX)
-            return refuse(NPU_ERR_RANGE, err, errlen, "REPLAY_COUNT out of range");
-        for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
-            add_times(&e->queues[core * NPU_ENGINE_COUNT + g].count, &s->begin[g], &s->end[g],
-                      count);
-        return NPU_OK;
+        return repeat_slot(r, e, core, s, count, err, errlen);
     default:
         return refuse(NPU_ERR_INVAL, err, errlen, "unknown REPLAY_OP");
     }

@@ -37,10 +37,12 @@ void chip_replay_destroy(struct chip_replay *r);
 /*
  * Command from core `core`: npu_replay_op `op` on `slot` (count: REPEAT's repetitions).
  * NPU_ERR_STATE in functional mode, with descriptors pending on the core, for END without
- * BEGIN or REPEAT of an unfinished slot; NPU_ERR_RANGE for a bad core, slot or count;
- * NPU_ERR_INVAL for an unknown op. `err` says which.
+ * BEGIN, REPEAT of an unfinished slot or while another slot is being recorded;
+ * NPU_ERR_RANGE for a bad core, slot or count, or repeated counters that would overflow;
+ * NPU_ERR_INVAL for an unknown op. `err` says which. The chip trusts the firmware to
+ * sleep the repeated time (a device for simulation speed, not a hardware unit).
  */
-int chip_replay_command(struct chip_replay *r, struct chip_engines *e, uint32_t core,
-                        uint32_t op, uint32_t slot, uint32_t count, char *err, size_t errlen);
+int chip_replay_apply_op(struct chip_replay *r, struct chip_engines *e, uint32_t core,
+                         uint32_t op, uint32_t slot, uint32_t count, char *err, size_t errlen);
 
 #endif

@@ -244,7 +244,7 @@ static void core_replay_op(NpuCoreState *core, uint32_t op)
 
     if (core->hart < core->chip->engines.ncores) {
         chip_hart_charge(clock_of(core), core->hart, clock_of(core)->p.cmd_cost_cycles);
-        rc = chip_replay_command(&core->chip->replay, &core->chip->engines, core->hart, op,
+        rc = chip_replay_apply_op(&core->chip->replay, &core->chip->engines, core->hart, op,
                                  core->replay_slot, core->replay_count, err, sizeof(err));
     } else {
         snprintf(err, sizeof(err), "the control core has no engines");

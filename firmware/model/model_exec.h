@@ -190,6 +190,7 @@ struct exec_reuse_row {
     uint32_t pos;                          /* prefill runs: the position; decode runs: the
                                               stripe (npu_kv_stripe) that ends the context */
     uint32_t nblocks;
+    uint32_t prefill;                      /* 1: a prefill run */
 };
 struct exec_reuse_class {
     uint16_t kinds[EXEC_REUSE_OPS], flags[EXEC_REUSE_OPS]; /* one layer's ops */
@@ -204,11 +205,12 @@ struct exec_reuse_class {
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
 };
 
+/* From exec_init: reads the bootarg layer_reuse (refused in functional mode). */
+int exec_reuse_init(struct exec_model *m);
 /* When ops[0] starts a run of layers of one class (docs/images.md, "Layer reuse"): runs
    one of them in full (recorded in a replay slot) unless the class was recorded before,
    and replays the others; *used = the ops covered. *used = 0: not a layer run, the caller
    runs ops[0]. 0 or a negative npu_status. */
-int exec_reuse_init(struct exec_model *m); /* from exec_init: bootarg layer_reuse */
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used);
 

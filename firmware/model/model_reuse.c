@@ -28,12 +28,12 @@
  * cores' work (the ranks of a group replay together; other groups' traffic does not meet
  * a replayed layer's).
  */
-#include <assert.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "model_exec.h"
+#include "noc/collective.h"
 #include "npu_layout.h"
 #include "npu/engine.h"
 #include "npu/hal.h"
@@ -49,8 +49,9 @@ int exec_reuse_init(struct exec_model *m)
     m->layer_reuse = hal_bootarg_has("layer_reuse");
     m->reuse = classes;
     if (m->layer_reuse && !m->plan->mode) {
-        printf("MODEL error: core %u: layer_reuse needs a performance-mode image (a "
-               "functional run computes every layer)\n", hal_self()->core_id);
+        if (hal_self()->core_id == 0) /* every core refuses; one says why */
+            printf("MODEL error: core %u: layer_reuse needs a performance-mode image (a "
+                   "functional run computes every layer)\n", hal_self()->core_id);
         return NPU_ERR_STATE;
     }
     return NPU_OK;
@@ -115,7 +116,7 @@ static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, 
         const struct exec_run *r = &b->runs[i];
         const bool prefill = i < b->nprefill;
         k->rows[k->nrows++] = (struct exec_reuse_row){
-            .req = r->req, .count = r->count, .nblocks = r->nblocks,
+            .req = r->req, .count = r->count, .nblocks = r->nblocks, .prefill = prefill,
             .pos = prefill ? r->pos : (r->pos + r->count + stripe - 1) / stripe };
         k->prefill |= prefill;
     }
@@ -158,12 +159,20 @@ static struct exec_reuse_class *new_class(struct exec_model *m)
     return lru;
 }
 
-static void stats_add(struct exec_stats *to, const struct exec_stats *d, bool subtract)
+static void stats_add(struct exec_stats *to, const struct exec_stats *d)
 {
     uint64_t *t = (uint64_t *)to;
     const uint64_t *s = (const uint64_t *)d;
     for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
-        t[i] = subtract ? t[i] - s[i] : t[i] + s[i];
+        t[i] += s[i];
+}
+
+static void stats_sub(struct exec_stats *to, const struct exec_stats *d)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *s = (const uint64_t *)d;
+    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+        t[i] -= s[i];
 }
 
 static int refused(int rc, const char *what, uint32_t slot)
@@ -179,8 +188,14 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
 {
     const uint32_t slot = (uint32_t)(c - m->reuse), layer = ops[0].layer;
     exec_set_layer(m, layer); /* the engines are idle from here */
+    /* The group starts the layer together: a rank that began early would wait for the
+       others in the layer's first collective, record a longer span and replay that
+       difference once per replayed layer. */
+    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
+    if (rc != NPU_OK)
+        return rc;
     const struct exec_stats before = m->stats[layer];
-    int rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "BEGIN", slot);
     const uint64_t t0 = hal_time_ps();
@@ -194,7 +209,7 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
         return refused(rc, "END", slot);
     c->span_ps = hal_time_ps() - t0;
     c->delta = m->stats[layer];
-    stats_add(&c->delta, &before, true);
+    stats_sub(&c->delta, &before);
     memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
     return NPU_OK;
 }
@@ -213,7 +228,7 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
         return refused(rc, "REPEAT", slot);
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
-            stats_add(&m->stats[l], &c->delta, false);
+            stats_add(&m->stats[l], &c->delta);
     rc = hal_sleep_ps(c->span_ps * count);
     exec_rebase_cat(m); /* the replay charged the layers itself */
     return rc;
@@ -222,7 +237,7 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used)
 {
-    static struct exec_reuse_class key;
+    static struct exec_reuse_class key; /* 1.2 KiB: not on the hart's small stack */
     const uint32_t per = layer_ops(ops, nops);
     *used = 0;
     if (per == 0 || !exec_op_has_rows(&ops[0], b) || !make_key(m, ops, per, b, &key))

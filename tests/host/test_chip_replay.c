@@ -2,8 +2,8 @@
 /*
  * Replay slots (emulator/model/chip_replay.c): BEGIN / END record what a core's engines did
  * in between, REPEAT adds it COUNT times (not the descriptor count); refusals in functional
- * mode, with work pending, for unrecorded slots and out-of-range slots and counts; other
- * cores' counters untouched. A 2x2 mesh, HBM at 64 GB/s, 100 cycles of HBM latency.
+ * mode, with work pending, for unrecorded slots, while another slot is being recorded, and
+ * out-of-range slots and counts; other cores' counters untouched. A 2x2 mesh, HBM at 64 GB/s, 100 cycles of HBM latency.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,7 +85,7 @@ static int teardown(void **state)
 static int cmd(struct fix *f, uint32_t core, uint32_t op, uint32_t slot, uint32_t count)
 {
     f->err[0] = '\0';
-    return chip_replay_command(&f->r, &f->e, core, op, slot, count, f->err, sizeof(f->err));
+    return chip_replay_apply_op(&f->r, &f->e, core, op, slot, count, f->err, sizeof(f->err));
 }
 
 /* Core 1 copies `bytes` from its SRAM to HBM, signalling its semaphore 3. */
@@ -168,7 +168,13 @@ static void test_refusals(void **state)
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX + 1),
                      NPU_ERR_RANGE);
     assert_int_equal(dma(f, 1)->bytes, 64000); /* nothing was added */
+    /* A slot being recorded would count the repeat as its own work. */
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 1, 0), NPU_OK);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE);
+    assert_non_null(strstr(f->err, "being recorded"));
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 1, 0), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX), NPU_OK);
+    assert_int_equal(dma(f, 1)->bytes, 64000 + NPU_REPLAY_COUNT_MAX * 64000ull);
 }
 
 static void test_functional_mode_refuses(void **state)

@@ -58,7 +58,8 @@ uint32_t engine_pending(enum npu_engine engine);
  * `slot` of this core's engine counters; `count` is REPEAT's repetitions. BEGIN and END
  * record what the engines did in between, REPEAT adds count times that to the counters
  * (the caller waits out the chip time). 0, or the chip's refusal: NPU_ERR_STATE (functional
- * mode, engines not idle, slot not recorded), NPU_ERR_RANGE (slot or count).
+ * mode, engines not idle, slot not recorded or another being recorded), NPU_ERR_RANGE
+ * (slot, count, or counters that would overflow), NPU_ERR_INVAL (no such op).
  */
 int engine_replay(enum npu_replay_op op, uint32_t slot, uint32_t count);
 
