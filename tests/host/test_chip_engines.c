@@ -5,33 +5,13 @@
  * and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
  * NoC links at 64 GB/s (1 byte per 15.625 ps), 100 cycles of HBM latency.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
-#include "chip_engines.h"
+#include "chip_fixture.h"
 #include "matrix_engine.h"
 #include "vector_engine.h"
-#include "npu_enums.h"
-#include "npu_memmap.h"
 
-#define NCORES 4u
-#define SRAM_BYTES (1u << 20)
-#define HBM_BYTES (4u << 20)
-#define CYCLE 2000ull
 #define HOP (2 * CYCLE)
-
-struct fix {
-    struct chip_clock c;
-    struct chip_engines e;
-    uint8_t *sram[NCORES];
-    uint8_t *hbm;
-};
 
 static uint64_t sram_addr(uint32_t core, uint64_t off)
 {
@@ -45,27 +25,7 @@ static uint64_t hbm_addr(uint64_t off)
 
 static int setup_mode(void **state, bool functional, uint32_t stacks)
 {
-    struct fix *f = calloc(1, sizeof(*f));
-    const struct chip_clock_params p = {
-        .rows = 2, .cols = 2, .cycle_ps = CYCLE, .cmd_cost_cycles = 4, .hop_cycles = 2,
-        .on_unit_event = chip_engines_on_event, .on_sem_change = chip_engines_on_sem_change,
-        .unit = &f->e,
-    };
-    const struct chip_engine_cfg cfg = {
-        .sa_rows = 16, .sa_cols = 16, .sram_bytes_per_cycle = 256,
-        .vec_lanes = 16, .vec_alus_per_lane = 4, .vec_pipeline_cycles = 8,
-        .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
-        .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
-        .hbm_stacks = stacks, .hbm_stack_bytes_per_s = 64000000000ull,
-    };
-    for (uint32_t i = 0; i < NCORES; i++)
-        f->sram[i] = calloc(1, SRAM_BYTES);
-    f->hbm = calloc(1, HBM_BYTES);
-    const struct chip_mem mem = { .ncores = NCORES, .sram_bytes = SRAM_BYTES, .sram = f->sram,
-                                  .hbm_bytes = HBM_BYTES, .hbm = f->hbm };
-    assert_int_equal(chip_clock_init(&f->c, &p), NPU_OK);
-    assert_int_equal(chip_engines_init(&f->e, &f->c, &cfg, &mem), NPU_OK);
-    *state = f;
+    *state = fix_new(functional, stacks);
     return 0;
 }
 
@@ -87,13 +47,7 @@ static int setup_stack(void **state)
 
 static int teardown(void **state)
 {
-    struct fix *f = *state;
-    chip_engines_destroy(&f->e);
-    chip_clock_destroy(&f->c);
-    for (uint32_t i = 0; i < NCORES; i++)
-        free(f->sram[i]);
-    free(f->hbm);
-    free(f);
+    fix_free(*state);
     return 0;
 }
 

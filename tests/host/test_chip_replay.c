@@ -3,59 +3,21 @@
  * Replay slots (emulator/model/chip_replay.c): BEGIN / END record what a core's engines did
  * in between, REPEAT adds it COUNT times (not the descriptor count); refusals in functional
  * mode, with work pending, for unrecorded slots, while another slot is being recorded, and
- * out-of-range slots and counts; other cores' counters untouched. A 2x2 mesh, HBM at 64 GB/s, 100 cycles of HBM latency.
+ * out-of-range slots and counts; other cores' counters untouched. The chip of
+ * chip_fixture.h.
  */
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include <cmocka.h>
-
-#include "chip_engines.h"
+#include "chip_fixture.h"
 #include "chip_replay.h"
-#include "npu_enums.h"
-#include "npu_memmap.h"
 
-#define NCORES 4u
-#define SRAM_BYTES (1u << 20)
-#define HBM_BYTES (4u << 20)
-#define CYCLE 2000ull
-
-struct fix {
-    struct chip_clock c;
-    struct chip_engines e;
-    struct chip_replay r;
-    uint8_t *sram[NCORES];
-    uint8_t *hbm;
-    char err[128];
-};
+static struct chip_replay replay; /* with the fixture of the running test */
+static char err[128];
 
 static int setup_mode(void **state, bool functional)
 {
-    struct fix *f = calloc(1, sizeof(*f));
-    const struct chip_clock_params p = {
-        .rows = 2, .cols = 2, .cycle_ps = CYCLE, .cmd_cost_cycles = 4, .hop_cycles = 2,
-        .on_unit_event = chip_engines_on_event, .on_sem_change = chip_engines_on_sem_change,
-        .unit = &f->e,
-    };
-    const struct chip_engine_cfg cfg = {
-        .sa_rows = 16, .sa_cols = 16, .sram_bytes_per_cycle = 256,
-        .vec_lanes = 16, .vec_alus_per_lane = 4, .vec_pipeline_cycles = 8,
-        .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
-        .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
-    };
-    for (uint32_t i = 0; i < NCORES; i++)
-        f->sram[i] = calloc(1, SRAM_BYTES);
-    f->hbm = calloc(1, HBM_BYTES);
-    const struct chip_mem mem = { .ncores = NCORES, .sram_bytes = SRAM_BYTES, .sram = f->sram,
-                                  .hbm_bytes = HBM_BYTES, .hbm = f->hbm };
-    assert_int_equal(chip_clock_init(&f->c, &p), NPU_OK);
-    assert_int_equal(chip_engines_init(&f->e, &f->c, &cfg, &mem), NPU_OK);
-    assert_int_equal(chip_replay_init(&f->r, NCORES), NPU_OK);
-    *state = f;
+    *state = fix_new(functional, 0);
+    assert_int_equal(chip_replay_init(&replay, NCORES), NPU_OK);
     return 0;
 }
 
@@ -71,21 +33,15 @@ static int setup_functional(void **state)
 
 static int teardown(void **state)
 {
-    struct fix *f = *state;
-    chip_replay_destroy(&f->r);
-    chip_engines_destroy(&f->e);
-    chip_clock_destroy(&f->c);
-    for (uint32_t i = 0; i < NCORES; i++)
-        free(f->sram[i]);
-    free(f->hbm);
-    free(f);
+    chip_replay_destroy(&replay);
+    fix_free(*state);
     return 0;
 }
 
 static int cmd(struct fix *f, uint32_t core, uint32_t op, uint32_t slot, uint32_t count)
 {
-    f->err[0] = '\0';
-    return chip_replay_apply_op(&f->r, &f->e, core, op, slot, count, f->err, sizeof(f->err));
+    err[0] = '\0';
+    return chip_replay_apply_op(&replay, &f->e, core, op, slot, count, err, sizeof(err));
 }
 
 /* Core 1 copies `bytes` from its SRAM to HBM, signalling its semaphore 3. */
@@ -99,9 +55,9 @@ static int submit_copy(struct fix *f, uint32_t bytes)
         .signal_value = 1,
     };
     memcpy(f->sram[1], &d, sizeof(d));
-    char err[256];
-    return chip_engines_submit(&f->e, 1, npu_map_instance_base(NPU_MAP_SRAM, 1), 1, err,
-                               sizeof(err));
+    char why[256];
+    return chip_engines_submit(&f->e, 1, npu_map_instance_base(NPU_MAP_SRAM, 1), 1, why,
+                               sizeof(why));
 }
 
 /* Every other hart exits; core 1 waits for its semaphore 3 >= value. */
@@ -151,9 +107,9 @@ static void test_refusals(void **state)
 {
     struct fix *f = *state;
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_ERR_STATE);
-    assert_non_null(strstr(f->err, "without BEGIN"));
+    assert_non_null(strstr(err, "without BEGIN"));
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE);
-    assert_non_null(strstr(f->err, "not recorded"));
+    assert_non_null(strstr(err, "not recorded"));
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, NPU_REPLAY_SLOTS, 0), NPU_ERR_RANGE);
     assert_int_equal(cmd(f, NCORES, NPU_REPLAY_OP_BEGIN, 0, 0), NPU_ERR_RANGE);
     assert_int_equal(cmd(f, 1, 0, 0, 0), NPU_ERR_INVAL);
@@ -161,7 +117,7 @@ static void test_refusals(void **state)
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE); /* begun only */
     assert_int_equal(submit_copy(f, 64000), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_ERR_STATE); /* pending */
-    assert_non_null(strstr(f->err, "pending"));
+    assert_non_null(strstr(err, "pending"));
     wait_copy(f, 1);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 0, 0), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 0), NPU_ERR_RANGE);
@@ -171,7 +127,7 @@ static void test_refusals(void **state)
     /* A slot being recorded would count the repeat as its own work. */
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 1, 0), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE);
-    assert_non_null(strstr(f->err, "being recorded"));
+    assert_non_null(strstr(err, "being recorded"));
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 1, 0), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX), NPU_OK);
     assert_int_equal(dma(f, 1)->bytes, 64000 + NPU_REPLAY_COUNT_MAX * 64000ull);
@@ -181,7 +137,7 @@ static void test_functional_mode_refuses(void **state)
 {
     struct fix *f = *state;
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 0, 0), NPU_ERR_STATE);
-    assert_non_null(strstr(f->err, "performance mode"));
+    assert_non_null(strstr(err, "performance mode"));
 }
 
 int main(void)
