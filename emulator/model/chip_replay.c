@@ -29,32 +29,39 @@ static void snapshot(const struct chip_engines *e, uint32_t core,
         out[g] = *chip_engines_counters(e, core, (enum npu_engine)g);
 }
 
-/* Whether n x (end - begin) of every counter a repeat adds fits 64 bits. */
-static bool repeat_fits(const struct chip_engine_counters *b,
-                        const struct chip_engine_counters *e, uint64_t n)
+_Static_assert(sizeof(struct chip_engine_counters) % sizeof(uint64_t) == 0,
+               "engine counters are uint64_t words");
+
+/* What one repeat adds: end - begin of every counter but descs and errors. */
+static struct chip_engine_counters repeat_delta(const struct chip_engine_counters *b,
+                                                const struct chip_engine_counters *e)
 {
-    const uint64_t d[] = { e->busy_ps - b->busy_ps, e->flops - b->flops, e->bytes - b->bytes,
-                           e->elements - b->elements, e->alu_ops - b->alu_ops,
-                           e->sram_bytes - b->sram_bytes, e->hbm_bytes - b->hbm_bytes,
-                           e->noc_byte_hops - b->noc_byte_hops };
-    for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-        if (d[i] > UINT64_MAX / n / 2) /* and room left to add it */
+    struct chip_engine_counters d;
+    uint64_t *w = (uint64_t *)&d;
+    const uint64_t *bw = (const uint64_t *)b, *ew = (const uint64_t *)e;
+    for (size_t i = 0; i < sizeof(d) / sizeof(uint64_t); i++)
+        w[i] = ew[i] - bw[i];
+    d.descs = 0, d.errors = 0; /* the emulator's own work, not the modelled chip's */
+    return d;
+}
+
+/* Whether n x d fits 64 bits with room left to add it. */
+static bool repeat_fits(const struct chip_engine_counters *d, uint64_t n)
+{
+    const uint64_t *w = (const uint64_t *)d;
+    for (size_t i = 0; i < sizeof(*d) / sizeof(uint64_t); i++)
+        if (w[i] > UINT64_MAX / n / 2)
             return false;
     return true;
 }
 
-/* c += n x (end - begin) for the counters a repeat adds (not descs, not errors). */
-static void add_repeated(struct chip_engine_counters *c, const struct chip_engine_counters *b,
-                         const struct chip_engine_counters *e, uint64_t n)
+static void add_repeated(struct chip_engine_counters *c, const struct chip_engine_counters *d,
+                         uint64_t n)
 {
-    c->busy_ps += n * (e->busy_ps - b->busy_ps);
-    c->flops += n * (e->flops - b->flops);
-    c->bytes += n * (e->bytes - b->bytes);
-    c->elements += n * (e->elements - b->elements);
-    c->alu_ops += n * (e->alu_ops - b->alu_ops);
-    c->sram_bytes += n * (e->sram_bytes - b->sram_bytes);
-    c->hbm_bytes += n * (e->hbm_bytes - b->hbm_bytes);
-    c->noc_byte_hops += n * (e->noc_byte_hops - b->noc_byte_hops);
+    uint64_t *w = (uint64_t *)c;
+    const uint64_t *dw = (const uint64_t *)d;
+    for (size_t i = 0; i < sizeof(*c) / sizeof(uint64_t); i++)
+        w[i] += n * dw[i];
 }
 
 static int refuse(int rc, char *err, size_t errlen, const char *what)
@@ -82,12 +89,14 @@ static int repeat_slot(struct chip_replay *r, struct chip_engines *e, uint32_t c
         return refuse(NPU_ERR_STATE, err, errlen, "REPEAT while a slot is being recorded");
     if (count == 0 || count > NPU_REPLAY_COUNT_MAX)
         return refuse(NPU_ERR_RANGE, err, errlen, "REPLAY_COUNT out of range");
-    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
-        if (!repeat_fits(&s->begin[g], &s->end[g], count))
+    struct chip_engine_counters d[NPU_ENGINE_COUNT];
+    for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++) {
+        d[g] = repeat_delta(&s->begin[g], &s->end[g]);
+        if (!repeat_fits(&d[g], count))
             return refuse(NPU_ERR_RANGE, err, errlen, "the repeated counters overflow");
+    }
     for (uint32_t g = 0; g < NPU_ENGINE_COUNT; g++)
-        add_repeated(&e->queues[core * NPU_ENGINE_COUNT + g].count, &s->begin[g], &s->end[g],
-                     count);
+        add_repeated(&e->queues[core * NPU_ENGINE_COUNT + g].count, &d[g], count);
     return NPU_OK;
 }
 

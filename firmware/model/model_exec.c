@@ -88,6 +88,25 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat)
     m->cat_noc0 = noc, m->cat_descs0 = descs;
 }
 
+_Static_assert(sizeof(struct exec_stats) % sizeof(uint64_t) == 0,
+               "exec_stats is counted in uint64_t words");
+
+void exec_stats_add(struct exec_stats *to, const struct exec_stats *s)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *w = (const uint64_t *)s;
+    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+        t[i] += w[i];
+}
+
+void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *w = (const uint64_t *)s;
+    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+        t[i] -= w[i];
+}
+
 void exec_rebase_cat(struct exec_model *m)
 {
     m->cat_t0 = hal_time_ps();

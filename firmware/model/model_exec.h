@@ -180,6 +180,8 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
             uint32_t *out, float *logit);
 bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b);
+/* Whether every run (the prefill runs too, not only the decode runs) has rows in op's layer. */
+bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b);
 
 /* ---- model_reuse.c: layer reuse (performance mode) */
 
@@ -221,6 +223,9 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);
+/* to += s, to -= s, every counter of the statistics. */
+void exec_stats_add(struct exec_stats *to, const struct exec_stats *s);
+void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s);
 /* Restarts the category accounting from the counters as they are now, charging nothing
    (what a replay adds is charged by the replay). */
 void exec_rebase_cat(struct exec_model *m);

@@ -257,8 +257,7 @@ static int tokens_from_last_stage(struct exec_model *m, const struct exec_run *r
     return rc;
 }
 
-/* Whether every run (not only the decode runs) has rows in op's layer. */
-static bool op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
+bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
 {
     return op->kind == NPU_OP_EMBED ? b->layer0 == 0
                                     : op->layer >= b->layer0 && op->layer < b->layer1;
@@ -268,7 +267,7 @@ bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b)
 {
     /* the prefill runs take part in their layers only (the embedding: before layer 0);
        the decode runs, after them, in every layer */
-    return op->kind == NPU_OP_HEAD || op_runs_all(op, b) || b->nprefill < b->nruns;
+    return op->kind == NPU_OP_HEAD || exec_op_runs_all(op, b) || b->nprefill < b->nruns;
 }
 
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
@@ -281,7 +280,7 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     uint32_t rows = 0, prows = 0;
     for (uint32_t i = 0; i < b->nruns; i++)
         rows += b->runs[i].count, prows += i < b->nprefill ? b->runs[i].count : 0;
-    const bool all = op_runs_all(op, b);
+    const bool all = exec_op_runs_all(op, b);
     const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
     if (op->kind == NPU_OP_STAGE) {
         exec_set_layer(m, op->layer);

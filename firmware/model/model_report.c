@@ -55,16 +55,6 @@ static void print_rooflines(const struct exec_stats *sum)
     }
 }
 
-static void add_stats(struct exec_stats *sum, const struct exec_stats *s)
-{
-    for (int c = 0; c < EXEC_CAT_COUNT; c++) {
-        sum->ps[c] += s->ps[c], sum->flops[c] += s->flops[c];
-        sum->hbm_bytes[c] += s->hbm_bytes[c], sum->noc_byte_hops[c] += s->noc_byte_hops[c];
-        sum->descs[c] += s->descs[c];
-    }
-    sum->expert_bytes += s->expert_bytes;
-}
-
 /* This core's stage's layers [*l0, *l1). */
 static void stage_layers(const struct exec_model *m, uint32_t *l0, uint32_t *l1)
 {
@@ -117,9 +107,9 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
     struct exec_stats sum = { 0 }, layers = { 0 };
     uint64_t expert = 0;
     for (uint32_t l = 0; l <= c->num_layers; l++) {
-        add_stats(&sum, &m->stats[l]);
+        exec_stats_add(&sum, &m->stats[l]);
         if (l < c->num_layers)
-            add_stats(&layers, &m->stats[l]);
+            exec_stats_add(&layers, &m->stats[l]);
         expert += m->stats[l].expert_bytes;
     }
     if (m->rank == 0 && m->pipe_stage > 0)

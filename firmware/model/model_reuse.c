@@ -41,9 +41,6 @@
 
 static struct exec_reuse_class classes[NPU_REPLAY_SLOTS];
 
-_Static_assert(sizeof(struct exec_stats) % sizeof(uint64_t) == 0,
-               "exec_stats is counted in uint64_t words");
-
 int exec_reuse_init(struct exec_model *m)
 {
     m->layer_reuse = hal_bootarg_has("layer_reuse");
@@ -72,11 +69,6 @@ static uint32_t layer_ops(const struct npu_prog_op *ops, uint32_t nops)
     return n;
 }
 
-static bool runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
-{
-    return op->layer >= b->layer0 && op->layer < b->layer1;
-}
-
 static bool same_ops(const struct npu_prog_op *a, const struct npu_prog_op *b, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++)
@@ -93,14 +85,15 @@ static uint32_t run_layers(const struct npu_prog_op *ops, uint32_t nops, uint32_
     while ((n + 1) * per <= nops) {
         const struct npu_prog_op *next = ops + n * per;
         if (layer_ops(next, nops - n * per) != per || !same_ops(ops, next, per) ||
-            next->layer != ops[0].layer + n || runs_all(next, b) != runs_all(ops, b))
+            next->layer != ops[0].layer + n ||
+            exec_op_runs_all(next, b) != exec_op_runs_all(ops, b))
             break;
         n++;
     }
     return n;
 }
 
-/* The key of the layer ops[0..per) in batch b (its rows: those of runs_all or the decode
+/* The key of the layer ops[0..per) in batch b (its rows: every run when exec_op_runs_all, else the decode
    runs); false if the layer has too many ops to key. */
 static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                      const struct exec_batch *b, struct exec_reuse_class *k)
@@ -110,7 +103,7 @@ static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, 
     memset(k, 0, offsetof(struct exec_reuse_class, span_ps));
     for (uint32_t i = 0; i < per; i++)
         k->kinds[i] = ops[i].kind, k->flags[i] = ops[i].flags;
-    k->nops = per, k->all = runs_all(&ops[0], b);
+    k->nops = per, k->all = exec_op_runs_all(&ops[0], b);
     const uint32_t stripe = npu_kv_stripe(m->plan);
     for (uint32_t i = k->all ? 0 : b->nprefill; i < b->nruns; i++) {
         const struct exec_run *r = &b->runs[i];
@@ -159,22 +152,6 @@ static struct exec_reuse_class *new_class(struct exec_model *m)
     return lru;
 }
 
-static void stats_add(struct exec_stats *to, const struct exec_stats *d)
-{
-    uint64_t *t = (uint64_t *)to;
-    const uint64_t *s = (const uint64_t *)d;
-    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
-        t[i] += s[i];
-}
-
-static void stats_sub(struct exec_stats *to, const struct exec_stats *d)
-{
-    uint64_t *t = (uint64_t *)to;
-    const uint64_t *s = (const uint64_t *)d;
-    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
-        t[i] -= s[i];
-}
-
 static int refused(int rc, const char *what, uint32_t slot)
 {
     printf("MODEL error: core %u: the chip refused replay %s on slot %u (%d)\n",
@@ -209,7 +186,7 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
         return refused(rc, "END", slot);
     c->span_ps = hal_time_ps() - t0;
     c->delta = m->stats[layer];
-    stats_sub(&c->delta, &before);
+    exec_stats_sub(&c->delta, &before);
     memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
     return NPU_OK;
 }
@@ -228,7 +205,7 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
         return refused(rc, "REPEAT", slot);
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
-            stats_add(&m->stats[l], &c->delta);
+            exec_stats_add(&m->stats[l], &c->delta);
     rc = hal_sleep_ps(c->span_ps * count);
     exec_rebase_cat(m); /* the replay charged the layers itself */
     return rc;
