@@ -58,25 +58,49 @@ void routing_layer_table(const struct routing_model *rm, uint32_t layer, uint64_
     }
 }
 
+/* First expert whose cumulative weight exceeds x (x < cum[experts - 1]). */
+static uint32_t upper_bound(const uint64_t *cum, uint32_t experts, uint64_t x)
+{
+    uint32_t lo = 0, hi = experts - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (cum[mid] > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+/* Why not a walk over the experts: this runs for every row of every tile on every core of
+   the chip (k x experts steps each), which made it a large part of a performance run's
+   host time. The draw is the same: u is an offset into the weight of the experts not yet
+   taken, laid end to end in expert order; mapped back into the full table by stepping over
+   the taken experts' intervals in ascending order, it lands in the same expert. */
 void routing_draw(const struct routing_model *rm, const uint64_t *cum, uint32_t layer,
                   uint32_t req, uint32_t pos, uint32_t *experts)
 {
     assert(rm->k >= 1 && rm->k <= rm->experts);
     uint64_t s = ((rm->seed * 0x9e3779b97f4a7c15ull + layer) * 0x100000001b3ull + req) *
                      0x100000001b3ull + pos;
-    uint8_t taken[ROUTING_EXPERTS_MAX] = { 0 };
+    uint32_t taken[ROUTING_EXPERTS_MAX]; /* ascending */
+    uint64_t left = cum[rm->experts - 1]; /* weight of the experts not yet taken */
     for (uint32_t j = 0; j < rm->k; j++) {
-        uint64_t left = 0; /* weight of the experts not yet taken */
-        for (uint32_t e = 0; e < rm->experts; e++)
-            left += taken[e] ? 0 : cum[e] - (e ? cum[e - 1] : 0);
-        uint64_t u = splitmix64(&s) % left, e = 0;
-        for (;; e++) {
-            uint64_t w = taken[e] ? 0 : cum[e] - (e ? cum[e - 1] : 0);
-            if (u < w)
-                break;
-            u -= w;
+        uint64_t x = splitmix64(&s) % left;
+        for (uint32_t i = 0; i < j; i++) {
+            uint32_t t = taken[i];
+            uint64_t start = t ? cum[t - 1] : 0;
+            if (x >= start)
+                x += cum[t] - start;
         }
-        taken[e] = 1;
-        experts[j] = (uint32_t)e;
+        uint32_t e = upper_bound(cum, rm->experts, x);
+        uint32_t at = j;
+        while (at > 0 && taken[at - 1] > e) {
+            taken[at] = taken[at - 1];
+            at--;
+        }
+        taken[at] = e;
+        left -= cum[e] - (e ? cum[e - 1] : 0);
+        experts[j] = e;
     }
 }

@@ -66,6 +66,82 @@ static void test_draws_distinct_in_range(void **state)
     }
 }
 
+/* The draw as first written: a walk over the experts not yet taken. routing_draw must
+   give the same experts with its faster search (the chips' runs and the host reference
+   depend on these bits). */
+static void draw_by_walk(const struct routing_model *rm, const uint64_t *c, uint32_t layer,
+                         uint32_t req, uint32_t pos, uint32_t *experts)
+{
+    uint64_t s = ((rm->seed * 0x9e3779b97f4a7c15ull + layer) * 0x100000001b3ull + req) *
+                     0x100000001b3ull + pos;
+    uint8_t taken[ROUTING_EXPERTS_MAX] = { 0 };
+    for (uint32_t j = 0; j < rm->k; j++) {
+        uint64_t left = 0;
+        for (uint32_t e = 0; e < rm->experts; e++)
+            left += taken[e] ? 0 : weight(c, e);
+        uint64_t z = (s += 0x9e3779b97f4a7c15ull); /* splitmix64 */
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        uint64_t u = (z ^ (z >> 31)) % left;
+        uint32_t e = 0;
+        for (;; e++) {
+            uint64_t w = taken[e] ? 0 : weight(c, e);
+            if (u < w)
+                break;
+            u -= w;
+        }
+        taken[e] = 1;
+        experts[j] = e;
+    }
+}
+
+static void test_draws_match_walk(void **state)
+{
+    (void)state;
+    const struct routing_model models[] = {
+        { .experts = 128, .k = 8, .skew_milli = 1000, .seed = 1 },
+        { .experts = 128, .k = 8, .skew_milli = 0, .seed = 2 },
+        { .experts = 256, .k = 16, .skew_milli = 3000, .seed = 5 },
+        { .experts = 8, .k = 8, .skew_milli = 1500, .seed = 3 },
+        { .experts = 1, .k = 1, .skew_milli = 0, .seed = 9 },
+    };
+    uint32_t a[ROUTING_EXPERTS_MAX], b[ROUTING_EXPERTS_MAX];
+    for (size_t m = 0; m < sizeof(models) / sizeof(models[0]); m++) {
+        const struct routing_model *rm = &models[m];
+        for (uint32_t layer = 0; layer < 3; layer++) {
+            routing_layer_table(rm, layer, cum);
+            for (uint32_t req = 0; req < 4; req++)
+                for (uint32_t pos = 0; pos < 2000; pos++) {
+                    routing_draw(rm, cum, layer, req, pos, a);
+                    draw_by_walk(rm, cum, layer, req, pos, b);
+                    if (memcmp(a, b, rm->k * sizeof(a[0])))
+                        fail_msg("model %zu layer %u req %u pos %u: draw differs from the walk",
+                                 m, layer, req, pos);
+                }
+        }
+    }
+}
+
+/* Tables of small weights, where draws land on the boundaries between experts. */
+static void test_draws_match_walk_small_weights(void **state)
+{
+    (void)state;
+    const struct routing_model rm = { .experts = 8, .k = 8, .skew_milli = 0, .seed = 4 };
+    uint64_t c[8];
+    uint32_t a[8], b[8];
+    for (uint32_t table = 0; table < 3; table++) {
+        uint64_t total = 0;
+        for (uint32_t e = 0; e < rm.experts; e++)
+            c[e] = total += 1 + (e * (table + 1)) % 3; /* weights 1..3 */
+        for (uint32_t pos = 0; pos < 5000; pos++) {
+            routing_draw(&rm, c, 0, table, pos, a);
+            draw_by_walk(&rm, c, 0, table, pos, b);
+            if (memcmp(a, b, sizeof(a)))
+                fail_msg("table %u pos %u: draw differs from the walk", table, pos);
+        }
+    }
+}
+
 static void test_draws_deterministic(void **state)
 {
     (void)state;
@@ -221,6 +297,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_draws_distinct_in_range),
+        cmocka_unit_test(test_draws_match_walk),
+        cmocka_unit_test(test_draws_match_walk_small_weights),
         cmocka_unit_test(test_draws_deterministic),
         cmocka_unit_test(test_uniform_balanced),
         cmocka_unit_test(test_skewed_hot_experts),
