@@ -11,6 +11,11 @@
  * Modelled here: mesh shape, clock, memory sizes, the hart command cost and NoC hop latency
  * used by the chip clock, the engines' sizes and bandwidths (docs/engines.md) and the energy
  * constants (docs/energy.md).
+ *
+ * Heterogeneous cores (optional; the NPU paper, section 4.3.1): the cores listed in
+ * `alt_cores` ("0-3,8,12-15": core ids, row-major) get their own systolic array, SRAM
+ * bandwidth, vector lanes and HBM channel (`alt_*`; an absent one is the base value).
+ * Everything else (SRAM size, clock, energy per operation, NoC) stays chip-wide.
  */
 #ifndef CHIP_CONFIG_H
 #define CHIP_CONFIG_H
@@ -22,6 +27,7 @@
 #define CHIP_MESH_DIM_MAX 32u  /* rows and columns: 1..32 */
 #define CHIP_CORES_MAX (CHIP_MESH_DIM_MAX * CHIP_MESH_DIM_MAX)
 #define CHIP_NAME_MAX 64u
+#define CHIP_ALT_CORES_MAX 400u /* the alt_cores string, with its NUL */
 
 struct chip_config {
     char name[CHIP_NAME_MAX];  /* "name": preset name, printed in summaries */
@@ -52,6 +58,17 @@ struct chip_config {
     uint32_t energy_hbm_fj_per_byte;   /* "energy_hbm_fj_per_byte" */
     uint32_t energy_noc_fj_per_byte_hop; /* "energy_noc_fj_per_byte_hop" */
     uint32_t static_mw_per_core;       /* "static_mw_per_core": leakage and clock, mW */
+    /* Heterogeneous cores: all optional, 0 / "" when absent. */
+    char alt_cores[CHIP_ALT_CORES_MAX]; /* "alt_cores": core id ranges, "a-b,c" */
+    uint32_t alt_sa_rows, alt_sa_cols;  /* "alt_sa_rows", "alt_sa_cols" */
+    uint32_t alt_sram_bytes_per_cycle;  /* "alt_sram_bytes_per_cycle" */
+    uint32_t alt_vector_lanes;          /* "alt_vector_lanes" */
+    uint32_t alt_hbm_gbps;              /* "alt_hbm_gbps": its HBM channel (no stacks) */
+};
+
+/* One class of cores' engine sizes: the base cores' or the alt cores'. */
+struct chip_core_params {
+    uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vector_lanes, hbm_gbps;
 };
 
 /* Errors are written to err (a NUL-terminated message naming file, line and field). */
@@ -61,6 +78,15 @@ int chip_config_load(struct chip_config *cfg, const char *path, char *err, size_
 
 /* Checks a mesh shape against the limits; used after command-line overrides too. */
 int chip_config_check_mesh(uint32_t rows, uint32_t cols, char *err, size_t errlen);
+
+/* Marks in is_alt[0..rows*cols) the cores alt_cores lists (all false without alt cores).
+   NPU_ERR_FORMAT / NPU_ERR_RANGE with err naming the field and the core for a malformed
+   list or a core outside a rows x cols mesh. */
+int chip_config_alt_cores(const struct chip_config *cfg, uint32_t rows, uint32_t cols,
+                          bool *is_alt, char *err, size_t errlen);
+
+/* The engine sizes of the base cores (alt = false) or of the alt cores. */
+struct chip_core_params chip_config_core_params(const struct chip_config *cfg, bool alt);
 
 /* Picoseconds per core cycle, rounded to the nearest picosecond. */
 uint64_t chip_config_cycle_ps(const struct chip_config *cfg);

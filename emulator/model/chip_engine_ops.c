@@ -203,17 +203,18 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
     plan->is_flow = false;
     plan->cycles = plan->bytes = plan->latency_cycles = 0;
     plan->path_len = 0;
+    const struct chip_engine_sizes sz = chip_engines_core_sizes(e, core);
     if (d->engine == NPU_ENGINE_MATRIX) {
         const struct matrix_engine_cfg cfg = {
-            .rows = e->cfg.sa_rows, .cols = e->cfg.sa_cols,
-            .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle,
+            .rows = sz.sa_rows, .cols = sz.sa_cols,
+            .sram_bytes_per_cycle = sz.sram_bytes_per_cycle,
         };
         plan->cycles = matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
                                           gemm_flags(d->flags), NULL);
         return;
     }
     if (d->engine == NPU_ENGINE_VECTOR) {
-        plan->cycles = chip_engine_vector_cycles(e, d);
+        plan->cycles = chip_engine_vector_cycles(e, core, d);
         return;
     }
     if (d->engine == NPU_ENGINE_NOC) {
@@ -230,7 +231,7 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
         plan->path[plan->path_len++] = core; /* the core's HBM channel */
         plan->latency_cycles = e->cfg.hbm_latency_cycles;
     } else {
-        plan->cycles = 1 + div_ceil(plan->bytes, e->cfg.sram_bytes_per_cycle);
+        plan->cycles = 1 + div_ceil(plan->bytes, sz.sram_bytes_per_cycle);
     }
 }
 
@@ -261,13 +262,14 @@ static int finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
     return matrix_gemm(&args);
 }
 
-static void desc_finish_data(struct chip_engines *e, const struct npu_desc *d,
+static void desc_finish_data(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                              struct chip_engine_counters *count)
 {
     if (d->engine == NPU_ENGINE_MATRIX) {
+        const struct chip_engine_sizes sz = chip_engines_core_sizes(e, core);
         const struct matrix_engine_cfg cfg = {
-            .rows = e->cfg.sa_rows, .cols = e->cfg.sa_cols,
-            .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle,
+            .rows = sz.sa_rows, .cols = sz.sa_cols,
+            .sram_bytes_per_cycle = sz.sram_bytes_per_cycle,
         };
         struct matrix_gemm_timing t;
         matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op), gemm_flags(d->flags), &t);
@@ -314,6 +316,6 @@ void chip_engine_desc_finish(struct chip_engines *e, uint32_t core, const struct
         chip_engine_noc_finish(e, core, d, now, count); /* signals from the destinations */
         return;
     }
-    desc_finish_data(e, d, count);
+    desc_finish_data(e, core, d, count);
     chip_engine_desc_signal(e, core, d, now, d->signal_core);
 }

@@ -183,10 +183,11 @@ uint64_t chip_engine_vector_bytes(const struct npu_desc *d)
     return total; /* row statistics and indices are small: not counted */
 }
 
-uint64_t chip_engine_vector_cycles(const struct chip_engines *e, const struct npu_desc *d)
+uint64_t chip_engine_vector_cycles(const struct chip_engines *e, uint32_t core,
+                                   const struct npu_desc *d)
 {
     const struct vector_engine_cfg cfg = {
-        .lanes = e->cfg.vec_lanes, .alus_per_lane = e->cfg.vec_alus_per_lane,
+        .lanes = chip_engines_core_sizes(e, core).vec_lanes, .alus_per_lane = e->cfg.vec_alus_per_lane,
         .pipeline_depth = e->cfg.vec_pipeline_cycles,
     };
     uint64_t cycles = vector_op_cycles(&cfg, vops[d->op].op, (uint64_t)d->m * d->n, d->m);

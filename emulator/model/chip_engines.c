@@ -47,7 +47,7 @@ static int init_net(struct chip_engines *e)
     for (uint32_t r = 0; r < nres; r++)
         cap[r] = r >= e->nhbm        ? e->cfg.noc_link_bytes_per_s
                  : e->cfg.hbm_stacks ? e->cfg.hbm_stack_bytes_per_s
-                                     : e->cfg.hbm_bytes_per_s;
+                                     : chip_engines_core_sizes(e, r).hbm_bytes_per_s;
     int rc = flow_net_init(&e->net, nres, cap, e->cfg.congestion_free);
     free(cap);
     return rc;
@@ -63,15 +63,32 @@ int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,
     e->ncores = clock->ncores;
     e->rows = clock->p.rows;
     e->cols = clock->p.cols;
+    e->cfg.alt_core = NULL; /* the caller's array: e->alt_core is the copy */
     e->queues = calloc((size_t)e->ncores * NPU_ENGINE_COUNT, sizeof(*e->queues));
-    if (!e->queues)
-        return NPU_ERR_NOMEM;
-    int rc = init_net(e);
+    if (cfg->alt_core) {
+        e->alt_core = malloc(e->ncores * sizeof(*e->alt_core));
+        if (e->alt_core)
+            memcpy(e->alt_core, cfg->alt_core, e->ncores * sizeof(*e->alt_core));
+    }
+    int rc = !e->queues || (cfg->alt_core && !e->alt_core) ? NPU_ERR_NOMEM : init_net(e);
     if (rc) {
         free(e->queues);
+        free(e->alt_core);
         e->queues = NULL;
+        e->alt_core = NULL;
     }
     return rc;
+}
+
+struct chip_engine_sizes chip_engines_core_sizes(const struct chip_engines *e, uint32_t core)
+{
+    if (e->alt_core && e->alt_core[core])
+        return e->cfg.alt;
+    return (struct chip_engine_sizes){
+        .sa_rows = e->cfg.sa_rows, .sa_cols = e->cfg.sa_cols,
+        .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle, .vec_lanes = e->cfg.vec_lanes,
+        .hbm_bytes_per_s = e->cfg.hbm_bytes_per_s,
+    };
 }
 
 void chip_engines_destroy(struct chip_engines *e)
@@ -79,6 +96,7 @@ void chip_engines_destroy(struct chip_engines *e)
     for (size_t q = 0; e->queues && q < (size_t)e->ncores * NPU_ENGINE_COUNT; q++)
         free(e->queues[q].ring);
     free(e->queues);
+    free(e->alt_core);
     free(e->flow_owner);
     flow_net_destroy(&e->net);
     memset(e, 0, sizeof(*e));

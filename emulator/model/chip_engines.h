@@ -32,6 +32,12 @@
 #include "npu_enums.h"
 #include "npu_structs.h"
 
+/* What differs between a base core and an alt core (chip_config.h, heterogeneous cores). */
+struct chip_engine_sizes {
+    uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vec_lanes;
+    uint64_t hbm_bytes_per_s;           /* its HBM channel (no stacks) */
+};
+
 struct chip_engine_cfg {
     uint32_t sa_rows, sa_cols;          /* systolic array of the matrix engine */
     uint32_t sram_bytes_per_cycle;      /* SRAM bandwidth a matrix engine can use */
@@ -43,6 +49,10 @@ struct chip_engine_cfg {
     uint64_t noc_link_bytes_per_s;      /* per link and direction */
     bool functional;                    /* false: performance mode */
     bool congestion_free;               /* flows do not share bandwidth */
+    /* Heterogeneous cores: alt_core[c] (copied at init; NULL: none) gives core c the sizes
+       in alt instead of the fields above. */
+    const bool *alt_core;
+    struct chip_engine_sizes alt;
     /* Called when a descriptor with NPU_DESC_IRQ completes on `core` (chip time, no hart
        running); may be NULL. */
     void (*on_irq)(void *opaque, uint32_t core);
@@ -80,6 +90,7 @@ struct chip_engines {
     struct chip_mem mem;
     uint32_t ncores, rows, cols;
     struct chip_engine_queue *queues;   /* [core * NPU_ENGINE_COUNT + engine] */
+    bool *alt_core;                     /* [core]: uses cfg.alt (NULL: every core base) */
     struct flow_net net;                /* HBM channels or stacks, then NoC links */
     uint32_t nhbm;                      /* HBM resources: cores, or stacks */
     uint32_t *flow_owner;               /* flow id -> queue index */
@@ -101,6 +112,9 @@ void chip_engines_destroy(struct chip_engines *e);
  */
 int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_addr,
                         uint32_t count, char *err, size_t errlen);
+
+/* The engine sizes of a core: the base fields of the config, or alt for an alt core. */
+struct chip_engine_sizes chip_engines_core_sizes(const struct chip_engines *e, uint32_t core);
 
 /* Descriptors queued or running on one engine of a core. */
 uint32_t chip_engines_pending(const struct chip_engines *e, uint32_t core,

@@ -38,7 +38,8 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
 /* The vector engine (chip_engine_vector.c). */
 int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,
                              const struct npu_desc *d, char *err, size_t errlen);
-uint64_t chip_engine_vector_cycles(const struct chip_engines *e, const struct npu_desc *d);
+uint64_t chip_engine_vector_cycles(const struct chip_engines *e, uint32_t core,
+                                   const struct npu_desc *d);
 /* Bytes a vector descriptor reads and writes in SRAM (its operands' element data). */
 uint64_t chip_engine_vector_bytes(const struct npu_desc *d);
 uint64_t chip_engine_vector_alu_ops(const struct npu_desc *d);

@@ -209,7 +209,7 @@ int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
         p += len + (nl ? 1 : 0);
     }
     for (size_t i = 0; i < nfields; i++)
-        if (!seen[i])
+        if (!seen[i] && !fields[i].optional)
             return kv_config_error(err, errlen, "%s: missing field '%s'", filename, fields[i].key);
     return NPU_OK;
 }

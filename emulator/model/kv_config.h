@@ -4,8 +4,9 @@
  * model configs). `key = value` lines, `#` comments; integers in decimal (no leading zeros)
  * or 0x hex, `_` separators allowed; strings in double quotes; reals (KV_F64 fields only) in
  * decimal with an optional fraction and exponent. A table of fields says where each value
- * goes and its range; every field is required, and an unknown, repeated, missing,
- * malformed or out-of-range field is an error naming the file, the line and the field.
+ * goes and its range; every field is required unless the table marks it optional (then
+ * it stays zero when absent), and an unknown, repeated, missing, malformed or out-of-range
+ * field is an error naming the file, the line and the field.
  */
 #ifndef KV_CONFIG_H
 #define KV_CONFIG_H
@@ -22,6 +23,7 @@ struct kv_field {
     size_t offset;        /* in the destination struct */
     uint64_t min, max;    /* integers: the range; strings: length (max < the buffer) */
     double fmin, fmax;    /* reals: the range */
+    bool optional;        /* may be absent (the destination keeps zero) */
 };
 
 /* Parses text into obj (the caller zeroes it first). NPU_OK or NPU_ERR_FORMAT with err

@@ -293,7 +293,7 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .on_sem_change = chip_engines_on_sem_change,
         .unit = &s->engines,
     };
-    const struct chip_engine_cfg ecfg = {
+    struct chip_engine_cfg ecfg = {
         .sa_rows = s->cfg.sa_rows, .sa_cols = s->cfg.sa_cols,
         .sram_bytes_per_cycle = s->cfg.sram_bytes_per_cycle,
         .vec_lanes = s->cfg.vector_lanes, .vec_alus_per_lane = s->cfg.vector_alus_per_lane,
@@ -312,6 +312,23 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
     if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {
         error_setg(errp, "npu-mesh chipctl: no chip configuration set");
         return;
+    }
+    /* The mesh may be the command line's, not the file's: check the alt cores against it. */
+    static bool alt_core[CHIP_CORES_MAX];
+    char why[256];
+    if (chip_config_alt_cores(&s->cfg, s->cfg.mesh_rows, s->cfg.mesh_cols, alt_core, why,
+                              sizeof(why)) != NPU_OK) {
+        error_setg(errp, "npu-mesh chipctl: chip %s: %s", s->cfg.name, why);
+        return;
+    }
+    if (s->cfg.alt_cores[0]) {
+        const struct chip_core_params alt = chip_config_core_params(&s->cfg, true);
+        ecfg.alt_core = alt_core;
+        ecfg.alt = (struct chip_engine_sizes){
+            .sa_rows = alt.sa_rows, .sa_cols = alt.sa_cols,
+            .sram_bytes_per_cycle = alt.sram_bytes_per_cycle, .vec_lanes = alt.vector_lanes,
+            .hbm_bytes_per_s = (uint64_t)alt.hbm_gbps * 1000000000ull,
+        };
     }
     if (chip_clock_init(&s->clock, &p) != NPU_OK ||
         chip_console_init(&s->console, s->clock.nharts, s->cfg.mesh_cols, console_emit,

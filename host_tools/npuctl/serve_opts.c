@@ -50,6 +50,10 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
             return bad(opt, v, "on or off");
         o->layer_reuse = !strcmp(v, "on");
     }
+    else if (!strcmp(opt, "--decode-cores")) {
+        rc = serve_hetero_parse(v, &o->decode_cores);
+        o->decode_cores.spec = v;
+    }
     else if (!strcmp(opt, "--sched")) {
         int k = v ? rt_sched_kind_parse(v) : -1;
         if (k < 0)

@@ -14,6 +14,13 @@
 #include "rt/sched.h"
 #include "rt/sched_pd.h"
 
+/* --decode-cores SPEC (serve_hetero.c): the decode cores' engine sizes; 0 = the chip's. */
+struct serve_hetero {
+    bool set;
+    const char *spec;
+    uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vector_lanes, hbm_gbps;
+};
+
 struct serve_opts {
     struct npuctl_image_opts image;   /* --model, --chip and the plan options */
     struct rt_sched_params sched;     /* --sched and its parameters */
@@ -24,6 +31,8 @@ struct serve_opts {
     uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
     bool layer_reuse;                 /* --layer-reuse on (performance mode) */
+    struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
+    char run_chip[NPUCTL_PATH_MAX];   /* the chip file of the run if not --chip's: DIR/chip.toml */
     size_t requests;                  /* filled once the trace is read */
     double rate;                      /* the trace's mean request rate, req/s */
 };
@@ -32,6 +41,11 @@ struct serve_opts {
 int serve_opts_parse(int argc, char **argv, struct serve_opts *o);
 /* "chunk=512" / "groups=adaptive group_tokens=512" ...: the chosen policy's parameters. */
 void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len);
+/* --decode-cores' value: 0, or NPUCTL_EXIT_USAGE after printing what is wrong. */
+int serve_hetero_parse(const char *v, struct serve_hetero *h);
+/* DIR/chip.toml for --decode-cores from the built image (its instances and cores); sets
+   o->run_chip. 0 or NPUCTL_EXIT_USAGE (printed). */
+int serve_hetero_write_chip(struct serve_opts *o, const void *image);
 /* Runs the serve firmware with DIR/model.img and DIR/trace.bin; QEMU's exit status, 124 on
    timeout, 2 if it could not start. */
 int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,

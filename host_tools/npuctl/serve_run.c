@@ -88,13 +88,15 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
                  uint64_t image_bytes, uint64_t blob_bytes)
 {
     char img[NPUCTL_PATH_MAX + 96], blob[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
-    char chip[72], timeout[16], append[512], params[200];
+    char chip[NPUCTL_PATH_MAX], timeout[16], append[512], params[200];
     snprintf(img, sizeof(img), "loader,file=%s/model.img,addr=%#" PRIx64 ",force-raw=on",
              o->out, (uint64_t)NPU_MAP_HBM_BASE);
     snprintf(blob, sizeof(blob), "loader,file=%s/trace.bin,addr=%#" PRIx64 ",force-raw=on",
              o->out, (uint64_t)NPU_MAP_DRAM_BASE + RT_TRACE_DRAM_OFFSET);
     snprintf(stats, sizeof(stats), "stats=%s/chip_stats.json", o->out);
-    snprintf(chip, sizeof(chip), "%.64s", h->chip_name);
+    /* The run's chip file: --decode-cores' DIR/chip.toml, or --chip's name or path. */
+    snprintf(chip, sizeof(chip), "%s",
+             o->run_chip[0] ? o->run_chip : o->image.chip ? o->image.chip : h->chip_name);
     snprintf(timeout, sizeof(timeout), "%" PRIu32, o->timeout_s);
     const struct rt_sched_params *s = &o->sched;
     snprintf(params, sizeof(params), "sched=%s chunk=%u groups=%u group_tokens=%u budget=%u "

@@ -9,13 +9,13 @@
 #include "npu_enums.h"
 
 #define U32(key, member, lo, hi) \
-    { key, KV_U32, offsetof(struct model_config, member), lo, hi, 0, 0 }
+    { key, KV_U32, offsetof(struct model_config, member), lo, hi, 0, 0, false }
 #define REAL(key, member, lo, hi) \
-    { key, KV_F64, offsetof(struct model_config, member), 0, 0, lo, hi }
+    { key, KV_F64, offsetof(struct model_config, member), 0, 0, lo, hi, false }
 
 static const struct kv_field fields[] = {
-    { "name", KV_STRING, offsetof(struct model_config, name), 1, MODEL_NAME_MAX - 1, 0, 0 },
-    { "arch", KV_STRING, offsetof(struct model_config, arch_name), 1, 15, 0, 0 },
+    { "name", KV_STRING, offsetof(struct model_config, name), 1, MODEL_NAME_MAX - 1, 0, 0, false },
+    { "arch", KV_STRING, offsetof(struct model_config, arch_name), 1, 15, 0, 0, false },
     U32("hidden_size", hidden_size, 1, 65536),
     U32("num_layers", num_layers, 1, 1024),
     U32("num_heads", num_heads, 1, 1024),
@@ -35,7 +35,7 @@ static const struct kv_field fields[] = {
     U32("sliding_window", sliding_window, 0, 1u << 24),
     U32("sliding_window_period", sliding_window_period, 0, 1024),
     U32("sliding_window_offset", sliding_window_offset, 0, 1023),
-    { "seed", KV_U64, offsetof(struct model_config, seed), 0, UINT64_MAX, 0, 0 },
+    { "seed", KV_U64, offsetof(struct model_config, seed), 0, UINT64_MAX, 0, 0, false },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 

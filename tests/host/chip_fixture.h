@@ -31,8 +31,10 @@ struct fix {
     uint8_t *hbm;
 };
 
-/* A new fixture: functional or performance mode, HBM per core or in `stacks` stacks. */
-static inline struct fix *fix_new(bool functional, uint32_t stacks)
+/* A new fixture: functional or performance mode, HBM per core or in `stacks` stacks, the
+   cores alt_core marks (NULL: none) with the engine sizes alt. */
+static inline struct fix *fix_new_alt(bool functional, uint32_t stacks, const bool *alt_core,
+                                      struct chip_engine_sizes alt)
 {
     struct fix *f = calloc(1, sizeof(*f));
     assert_non_null(f);
@@ -47,6 +49,7 @@ static inline struct fix *fix_new(bool functional, uint32_t stacks)
         .hbm_bytes_per_s = 64000000000ull, .hbm_latency_cycles = 100,
         .noc_link_bytes_per_s = 64000000000ull, .functional = functional,
         .hbm_stacks = stacks, .hbm_stack_bytes_per_s = 64000000000ull,
+        .alt_core = alt_core, .alt = alt,
     };
     for (uint32_t i = 0; i < NCORES; i++)
         f->sram[i] = calloc(1, SRAM_BYTES);
@@ -56,6 +59,11 @@ static inline struct fix *fix_new(bool functional, uint32_t stacks)
     assert_int_equal(chip_clock_init(&f->c, &p), NPU_OK);
     assert_int_equal(chip_engines_init(&f->e, &f->c, &cfg, &mem), NPU_OK);
     return f;
+}
+
+static inline struct fix *fix_new(bool functional, uint32_t stacks)
+{
+    return fix_new_alt(functional, stacks, NULL, (struct chip_engine_sizes){ 0 });
 }
 
 static inline void fix_free(struct fix *f)

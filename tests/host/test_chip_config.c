@@ -419,6 +419,71 @@ static void test_load_size_limit(void **state)
     free(text);
 }
 
+/* Heterogeneous cores: alt_cores and the alt_* sizes (chip_config.h). */
+static void test_alt_cores(void **state)
+{
+    (void)state;
+    char text[4096], err[256] = "";
+    struct chip_config cfg;
+    bool alt[8];
+    build(text, sizeof(text), 0, NULL,
+          "alt_cores = \"0-2,5\"\nalt_sa_rows = 4\nalt_vector_lanes = 8");
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_base_config(&cfg);
+    assert_int_equal(chip_config_alt_cores(&cfg, 2, 4, alt, err, sizeof(err)), NPU_OK);
+    const bool want[8] = { true, true, true, false, false, true, false, false };
+    assert_memory_equal(alt, want, sizeof(want));
+    struct chip_core_params a = chip_config_core_params(&cfg, true);
+    struct chip_core_params b = chip_config_core_params(&cfg, false);
+    assert_int_equal(a.sa_rows, 4);
+    assert_int_equal(a.sa_cols, 16); /* absent: the base value */
+    assert_int_equal(a.vector_lanes, 8);
+    assert_int_equal(a.sram_bytes_per_cycle, 128);
+    assert_int_equal(b.sa_rows, 8);
+    assert_int_equal(b.vector_lanes, 32);
+    /* A smaller mesh given on the command line: core 5 is outside it. */
+    assert_int_equal(chip_config_alt_cores(&cfg, 1, 4, alt, err, sizeof(err)), NPU_ERR_RANGE);
+    assert_string_equal(err, "field 'alt_cores': core 5 is outside the 1x4 mesh (cores 0..3)");
+    /* Without alt cores every core is a base core. */
+    build(text, sizeof(text), 0, NULL, NULL);
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_int_equal(chip_config_alt_cores(&cfg, 2, 4, alt, err, sizeof(err)), NPU_OK);
+    for (unsigned c = 0; c < 8; c++)
+        assert_false(alt[c]);
+}
+
+static void expect_alt_error(const char *extra, const char *msg)
+{
+    char text[4096], err[256] = "";
+    struct chip_config cfg;
+    build(text, sizeof(text), 0, NULL, extra);
+    assert_int_not_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_string_equal(err, msg);
+}
+
+static void test_alt_cores_errors(void **state)
+{
+    (void)state;
+    expect_alt_error("alt_sa_rows = 4", "cfg.toml: alt_* engine fields need field 'alt_cores' "
+                                        "(the cores they apply to)");
+    expect_alt_error("alt_cores = \"1\"",
+                     "cfg.toml: field 'alt_cores' given without any alt_* engine field");
+    expect_alt_error("alt_cores = \"1\"\nalt_hbm_gbps = 10",
+                     "cfg.toml: field 'alt_hbm_gbps' needs a channel per core (hbm_stacks = 0)");
+    expect_alt_error("alt_cores = \"8\"\nalt_sa_rows = 4",
+                     "cfg.toml: field 'alt_cores': core 8 is outside the 2x4 mesh (cores 0..7)");
+    expect_alt_error("alt_cores = \"1\"\nalt_sa_rows = 0",
+                     "cfg.toml:31: field 'alt_sa_rows' = 0 is out of range [1, 512]");
+    const char *bad[] = { "3-1", "1,,2", "1,", "-1", "a", "1-", "1 2", "0x1", ",1" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        char extra[64], msg[160];
+        snprintf(extra, sizeof(extra), "alt_cores = \"%s\"\nalt_sa_rows = 4", bad[i]);
+        snprintf(msg, sizeof(msg), "cfg.toml: field 'alt_cores' = \"%s\": expected core ids "
+                 "and ranges like \"0-3,8\"", bad[i]);
+        expect_alt_error(extra, msg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -439,6 +504,8 @@ int main(void)
         cmocka_unit_test(test_load_binary_file),
         cmocka_unit_test(test_load_directory),
         cmocka_unit_test(test_load_size_limit),
+        cmocka_unit_test(test_alt_cores),
+        cmocka_unit_test(test_alt_cores_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

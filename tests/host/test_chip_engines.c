@@ -45,6 +45,20 @@ static int setup_stack(void **state)
     return setup_mode(state, true, 1);
 }
 
+/* Heterogeneous cores: cores 1 and 3 have a 4x4 array, 64 B/cycle of SRAM, 4 vector lanes
+   and a 128 GB/s HBM channel (the others: 16x16, 256, 16, 64 GB/s). */
+static const bool alt_cores[NCORES] = { false, true, false, true };
+static const struct chip_engine_sizes alt_sizes = {
+    .sa_rows = 4, .sa_cols = 4, .sram_bytes_per_cycle = 64, .vec_lanes = 4,
+    .hbm_bytes_per_s = 128000000000ull,
+};
+
+static int setup_alt(void **state)
+{
+    *state = fix_new_alt(false, 0, alt_cores, alt_sizes);
+    return 0;
+}
+
 static int teardown(void **state)
 {
     fix_free(*state);
@@ -178,6 +192,41 @@ static void test_gemm_time_and_data(void **state)
     assert_int_equal(wait_for(f, 2, 4, 1), cycles * CYCLE);
     assert_true(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50);
     assert_int_equal(chip_engines_counters(&f->e, 2, NPU_ENGINE_MATRIX)->flops, 16);
+}
+
+static struct npu_desc gemm32(uint32_t core, uint8_t sem)
+{
+    return (struct npu_desc){ .engine = NPU_ENGINE_MATRIX, .op = NPU_MATRIX_OP_GEMM_F32,
+                              .flags = NPU_DESC_SIGNAL, .signal_core = (uint16_t)core,
+                              .signal_sem = sem, .signal_value = 1, .a = sram_addr(core, 0x1000),
+                              .b = sram_addr(core, 0x2000), .c = sram_addr(core, 0x3000),
+                              .m = 32, .n = 32, .k = 32, .lda = 32, .ldb = 32, .ldc = 32 };
+}
+
+/* An alt core times its GEMMs with its own array and its HBM copies with its own channel;
+   a base core of the same chip keeps the base sizes. */
+static void test_alt_core_sizes(void **state)
+{
+    struct fix *f = *state;
+    const struct matrix_engine_cfg base = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
+    const struct matrix_engine_cfg alt = { .rows = 4, .cols = 4, .sram_bytes_per_cycle = 64 };
+    uint64_t base_cycles = matrix_gemm_cycles(&base, 32, 32, 32, MATRIX_FP32, 0, NULL);
+    uint64_t alt_cycles = matrix_gemm_cycles(&alt, 32, 32, 32, MATRIX_FP32, 0, NULL);
+    assert_true(alt_cycles > base_cycles);
+    struct npu_desc d = gemm32(1, 4);
+    assert_int_equal(submit(f, 1, &d, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 1, 4, 1), alt_cycles * CYCLE);
+    fix_free(f);
+    *state = f = fix_new_alt(false, 0, alt_cores, alt_sizes);
+    d = gemm32(2, 4);
+    assert_int_equal(submit(f, 2, &d, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 2, 4, 1), base_cycles * CYCLE);
+    fix_free(f);
+    /* 64000 bytes into HBM: 500000 ps at 128 GB/s on core 3, plus 100 cycles of latency. */
+    *state = f = fix_new_alt(false, 0, alt_cores, alt_sizes);
+    d = copy(NPU_ENGINE_DMA, sram_addr(3, 0x10000), hbm_addr(0x1000), 64000, 3, 3);
+    assert_int_equal(submit(f, 3, &d, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 3, 3, 1), 500000 + 100 * CYCLE);
 }
 
 static void test_wait_holds_back_the_queue(void **state)
@@ -387,6 +436,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_alt_core_sizes, setup_alt, teardown),
         cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_multicast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wait_holds_back_the_queue, setup, teardown),

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # Bad serving input (docs/serving.md, "Bad input"):  serve_refusals.sh NPUCTL CASE
 # A malformed trace line, timestamps out of order, an unknown scheduler parameter and
-# instances that do not suit the scheduler, layer reuse in a functional run are refused before the run (exit 2, naming the line or the option, no console written); a
+# instances that do not suit the scheduler, layer reuse in a functional run, decode-core
+# sizes outside pd-disagg or malformed are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
 # outputs, while the others are served (exit 0).
 set -eu
@@ -49,6 +50,21 @@ pd-instances)
     not_run
     expect 2 "pd-disagg: prefill instances 2 must be in \\[1, 1\\]" "$npuctl" serve \
         --trace "$t" --sched pd-disagg --instances 2 --prefill-instances 2 --out "$tmp/out"
+    not_run ;;
+decode-cores)
+    # heterogeneous decode cores: pd-disagg only, and a well-formed SPEC
+    expect 2 "--decode-cores: only --sched pd-disagg has decode cores" "$npuctl" serve \
+        --trace "$t" --decode-cores sa=8x8 --out "$tmp/out"
+    not_run
+    expect 2 "--decode-cores sa=8: a value out of range or malformed" "$npuctl" serve \
+        --trace "$t" --sched pd-disagg --instances 2 --decode-cores sa=8 --out "$tmp/out"
+    not_run
+    expect 2 "--decode-cores hbm=9: unknown key" "$npuctl" serve --trace "$t" \
+        --sched pd-disagg --instances 2 --decode-cores hbm=9 --out "$tmp/out"
+    not_run
+    expect 2 "--decode-cores vector_lanes=0: a value out of range" "$npuctl" serve \
+        --trace "$t" --sched pd-disagg --instances 2 --decode-cores vector_lanes=0 \
+        --out "$tmp/out"
     not_run ;;
 layer-reuse)
     # layer reuse repeats recorded timing: a functional run must compute every layer

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl serve --decode-cores SPEC: heterogeneous PD disaggregation (the NPU paper, section
+ * 4.3.1 and Figure 12; docs/serving.md, "Heterogeneous decode cores"). The decode
+ * instances' cores get other engine sizes than the prefill instances' cores: npuctl writes
+ * DIR/chip.toml, the chip's config with alt_cores naming the cores of the plan's decode
+ * instances (rt_pd_roles) and the alt_* sizes of SPEC, and the run uses that file. The plan
+ * is made for the base chip (SRAM, placement and tiling do not change); only the engines'
+ * timing on the decode cores does.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "serve_opts.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "chip_config.h"
+#include "kv_config.h"
+#include "npu_enums.h"
+
+static int bad_spec(const char *v, const char *what)
+{
+    npuctl_print_error("--decode-cores %s: %s (expected KEY=VALUE,... with keys sa=RxC, "
+                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps)", v, what);
+    return NPUCTL_EXIT_USAGE;
+}
+
+static bool parse_u32(const char *s, const char **end, uint32_t lo, uint32_t hi, uint32_t *out)
+{
+    char *e;
+    errno = 0;
+    unsigned long x = strtoul(s, &e, 10);
+    if (e == s || errno || *s < '0' || *s > '9' || x < lo || x > hi)
+        return false;
+    *out = (uint32_t)x, *end = e;
+    return true;
+}
+
+int serve_hetero_parse(const char *v, struct serve_hetero *h)
+{
+    *h = (struct serve_hetero){ .set = true };
+    if (!v || !*v)
+        return bad_spec(v ? v : "(missing)", "empty");
+    for (const char *p = v; *p;) {
+        const char *eq = strchr(p, '='), *end = NULL;
+        if (!eq)
+            return bad_spec(v, "an item without '='");
+        size_t klen = (size_t)(eq - p);
+        bool ok;
+        if (klen == 2 && !strncmp(p, "sa", 2))
+            ok = parse_u32(eq + 1, &end, 1, 512, &h->sa_rows) && *end == 'x' &&
+                 parse_u32(end + 1, &end, 1, 512, &h->sa_cols);
+        else if (klen == 20 && !strncmp(p, "sram_bytes_per_cycle", 20))
+            ok = parse_u32(eq + 1, &end, 1, 65536, &h->sram_bytes_per_cycle);
+        else if (klen == 12 && !strncmp(p, "vector_lanes", 12))
+            ok = parse_u32(eq + 1, &end, 1, 1024, &h->vector_lanes);
+        else if (klen == 8 && !strncmp(p, "hbm_gbps", 8))
+            ok = parse_u32(eq + 1, &end, 1, 100000, &h->hbm_gbps);
+        else
+            return bad_spec(v, "unknown key");
+        if (!ok || (*end && *end != ','))
+            return bad_spec(v, "a value out of range or malformed (sa 1..512 x 1..512, "
+                               "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
+                               "hbm_gbps 1..100000)");
+        p = *end ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* "a-b,c" of the cores of the plan's decode instances, in core order. */
+static int decode_core_list(const struct serve_opts *o, const void *image, char *out,
+                            size_t len)
+{
+    const struct npu_image_header *h = image;
+    const struct npu_image_core *cores =
+        (const struct npu_image_core *)((const uint8_t *)image + h->cores_off);
+    enum rt_pd_role roles[RT_PD_INSTANCES_MAX];
+    uint32_t p = o->prefill_instances ? o->prefill_instances
+                                      : rt_pd_prefill_default(h->plan.instances);
+    rt_pd_roles(h->plan.instances, p, roles);
+    size_t used = 0;
+    out[0] = '\0';
+    for (uint32_t c = 0; c < h->cores_count;) {
+        bool dec = cores[c].rank != NPU_IMAGE_IDLE && roles[cores[c].instance] == RT_PD_DECODE;
+        uint32_t e = c + 1;
+        while (dec && e < h->cores_count && cores[e].rank != NPU_IMAGE_IDLE &&
+               roles[cores[e].instance] == RT_PD_DECODE)
+            e++;
+        if (dec) {
+            int n = e - c > 1 ? snprintf(out + used, len - used, "%s%u-%u", used ? "," : "",
+                                         c, e - 1)
+                              : snprintf(out + used, len - used, "%s%u", used ? "," : "", c);
+            if (n < 0 || (size_t)n >= len - used)
+                return npuctl_usage_error("--decode-cores: the decode cores' list is longer "
+                                          "than %zu characters", len - 1);
+            used += (size_t)n;
+        }
+        c = e;
+    }
+    return 0;
+}
+
+int serve_hetero_write_chip(struct serve_opts *o, const void *image)
+{
+    const struct serve_hetero *d = &o->decode_cores;
+    char err[NPUCTL_ERR_MAX], base[NPUCTL_PATH_MAX], list[CHIP_ALT_CORES_MAX];
+    static char text[16384];
+    if (o->sched.kind != RT_SCHED_PD_DISAGG)
+        return npuctl_usage_error("--decode-cores: only --sched pd-disagg has decode cores");
+    int rc = decode_core_list(o, image, list, sizeof(list));
+    if (rc)
+        return rc;
+    if (npuctl_resolve_chip_path(o->image.chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), base,
+                                 sizeof(base), err, sizeof(err)) ||
+        kv_config_read(base, text, sizeof(text), err, sizeof(err)))
+        return npuctl_usage_error("%s", err);
+    if (strstr(text, "alt_"))
+        return npuctl_usage_error("--decode-cores: chip %s already has alt_* fields", base);
+    snprintf(o->run_chip, sizeof(o->run_chip), "%s/chip.toml", o->out);
+    FILE *f = fopen(o->run_chip, "w");
+    if (!f)
+        return npuctl_usage_error("cannot write %s: %s", o->run_chip, strerror(errno));
+    fprintf(f, "%s\n# npuctl serve --decode-cores: the decode instances' cores\n"
+               "alt_cores = \"%s\"\n", text, list);
+    if (d->sa_rows)
+        fprintf(f, "alt_sa_rows = %u\nalt_sa_cols = %u\n", d->sa_rows, d->sa_cols);
+    if (d->sram_bytes_per_cycle)
+        fprintf(f, "alt_sram_bytes_per_cycle = %u\n", d->sram_bytes_per_cycle);
+    if (d->vector_lanes)
+        fprintf(f, "alt_vector_lanes = %u\n", d->vector_lanes);
+    if (d->hbm_gbps)
+        fprintf(f, "alt_hbm_gbps = %u\n", d->hbm_gbps);
+    if (fclose(f))
+        return npuctl_usage_error("cannot write %s", o->run_chip);
+    struct chip_config check;
+    if (chip_config_load(&check, o->run_chip, err, sizeof(err)))
+        return npuctl_usage_error("--decode-cores: %s", err);
+    return 0;
+}
