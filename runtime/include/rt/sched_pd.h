@@ -16,9 +16,10 @@
  *
  * Placement (which instance is which) is the caller's: npu_plan's instances are bands of
  * columns, and rt_pd_roles gives the bands at the two sides to prefill and the centre to
- * decode, as the paper's PP-prioritised placement does. Not modelled: instances of
- * different shapes or core configurations, KV transfer overlapped with the decode
- * iteration before it.
+ * decode, as the paper's PP-prioritised placement does. Decode cores with other engine
+ * sizes are the chip's business (npuctl serve --decode-cores writes the chip file), not the
+ * scheduler's. Not modelled: instances of different shapes, KV transfer overlapped with the
+ * decode iteration before it.
  */
 #ifndef RT_SCHED_PD_H
 #define RT_SCHED_PD_H
