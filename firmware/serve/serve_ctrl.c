@@ -18,6 +18,7 @@
 #include "npu/hal.h"
 #include "npu/wait.h"
 #include "npu_layout.h"
+#include "rt/kvc_plan.h"
 #include "serve_ctrl.h"
 
 static struct serve sv;
@@ -80,9 +81,7 @@ static int make_requests(void)
 static int make_scheduler(uint32_t layers)
 {
     const struct npu_plan *p = &sv.image->plan;
-    struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(p),
-                                .sram_blocks = p->kv_sram_blocks, .ring_rows = p->kv_ring_rows,
-                                .ranks = npu_kv_ranks(p) };
+    struct rt_kvc_config kc = rt_kvc_config_of_plan(p);
     const char *name = hal_bootarg_value("sched");
     char kind[24] = "chunked", err[160] = "";
     if (name)

@@ -26,6 +26,7 @@
 #include "npu_image.h"
 #include "npu_layout.h"
 #include "npu_memmap.h"
+#include "rt/kvc_plan.h"
 #include "rt/mailbox.h"
 #include "rt/metrics.h"
 #include "rt/sched.h"
@@ -61,10 +62,7 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     static struct rt_kvc kvc;
     static struct rt_sched sched;
     struct rt_request none = { 0 };
-    struct rt_kvc_config kc = { .block_tokens = npu_kv_stripe(&h->plan),
-                                .sram_blocks = h->plan.kv_sram_blocks,
-                                .ring_rows = h->plan.kv_ring_rows,
-                                .ranks = npu_kv_ranks(&h->plan) };
+    struct rt_kvc_config kc = rt_kvc_config_of_plan(&h->plan);
     struct rt_sched_params sp = o->sched;
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;
