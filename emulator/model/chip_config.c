@@ -84,7 +84,7 @@ static int check_alt(const struct chip_config *cfg, const char *filename, char *
         return kv_config_error(err, errlen, "%s: field 'alt_hbm_gbps' needs a channel per "
                                "core (hbm_stacks = 0)", filename);
     bool scratch[CHIP_CORES_MAX];
-    char why[256];
+    char why[CHIP_ALT_CORES_MAX + 128];
     if (chip_config_alt_cores(cfg, cfg->mesh_rows, cfg->mesh_cols, scratch, why, sizeof(why)))
         return kv_config_error(err, errlen, "%s: %s", filename, why);
     return NPU_OK;
@@ -142,6 +142,8 @@ static int parse_range(const char **p, uint32_t *lo, uint32_t *hi)
     b = a;
     if (*end == '-') {
         const char *q = end + 1;
+        if (*q < '0' || *q > '9') /* strtoul would take spaces and a sign */
+            return NPU_ERR_FORMAT;
         b = strtoul(q, &end, 10);
         if (end == q || errno || b > UINT32_MAX || b < a)
             return NPU_ERR_FORMAT;

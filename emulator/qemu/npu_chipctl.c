@@ -314,8 +314,8 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         return;
     }
     /* The mesh may be the command line's, not the file's: check the alt cores against it. */
-    static bool alt_core[CHIP_CORES_MAX];
-    char why[256];
+    bool alt_core[CHIP_CORES_MAX]; /* chip_engines_init copies it */
+    char why[CHIP_ALT_CORES_MAX + 128];
     if (chip_config_alt_cores(&s->cfg, s->cfg.mesh_rows, s->cfg.mesh_cols, alt_core, why,
                               sizeof(why)) != NPU_OK) {
         error_setg(errp, "npu-mesh chipctl: chip %s: %s", s->cfg.name, why);

@@ -46,6 +46,8 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h)
         return bad_spec(v ? v : "(missing)", "empty");
     for (const char *p = v; *p;) {
         const char *eq = strchr(p, '='), *end = NULL;
+        if (*p == ',')
+            return bad_spec(v, "an empty item");
         if (!eq)
             return bad_spec(v, "an item without '='");
         size_t klen = (size_t)(eq - p);
@@ -65,6 +67,8 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h)
             return bad_spec(v, "a value out of range or malformed (sa 1..512 x 1..512, "
                                "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
                                "hbm_gbps 1..100000)");
+        if (*end == ',' && !end[1])
+            return bad_spec(v, "an empty item");
         p = *end ? end + 1 : end;
     }
     return 0;
@@ -108,18 +112,20 @@ int serve_hetero_write_chip(struct serve_opts *o, const void *image)
     const struct serve_hetero *d = &o->decode_cores;
     char err[NPUCTL_ERR_MAX], base[NPUCTL_PATH_MAX], list[CHIP_ALT_CORES_MAX];
     static char text[16384];
-    if (o->sched.kind != RT_SCHED_PD_DISAGG)
-        return npuctl_usage_error("--decode-cores: only --sched pd-disagg has decode cores");
+    struct chip_config check;
     int rc = decode_core_list(o, image, list, sizeof(list));
     if (rc)
         return rc;
     if (npuctl_resolve_chip_path(o->image.chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), base,
                                  sizeof(base), err, sizeof(err)) ||
-        kv_config_read(base, text, sizeof(text), err, sizeof(err)))
+        kv_config_read(base, text, sizeof(text), err, sizeof(err)) ||
+        chip_config_parse(&check, text, base, err, sizeof(err)))
         return npuctl_usage_error("%s", err);
-    if (strstr(text, "alt_"))
-        return npuctl_usage_error("--decode-cores: chip %s already has alt_* fields", base);
-    snprintf(o->run_chip, sizeof(o->run_chip), "%s/chip.toml", o->out);
+    if (check.alt_cores[0])
+        return npuctl_usage_error("--decode-cores: chip %s already has alt_cores", base);
+    int n = snprintf(o->run_chip, sizeof(o->run_chip), "%s/chip.toml", o->out);
+    if (n < 0 || (size_t)n >= sizeof(o->run_chip))
+        return npuctl_usage_error("--out %s: path too long for DIR/chip.toml", o->out);
     FILE *f = fopen(o->run_chip, "w");
     if (!f)
         return npuctl_usage_error("cannot write %s: %s", o->run_chip, strerror(errno));
@@ -135,7 +141,6 @@ int serve_hetero_write_chip(struct serve_opts *o, const void *image)
         fprintf(f, "alt_hbm_gbps = %u\n", d->hbm_gbps);
     if (fclose(f))
         return npuctl_usage_error("cannot write %s", o->run_chip);
-    struct chip_config check;
     if (chip_config_load(&check, o->run_chip, err, sizeof(err)))
         return npuctl_usage_error("--decode-cores: %s", err);
     return 0;

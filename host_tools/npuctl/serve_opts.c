@@ -124,6 +124,10 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
             return rc;
         i++;
     }
+    if (o->decode_cores.set && o->sched.kind != RT_SCHED_PD_DISAGG) {
+        npuctl_print_error("--decode-cores: only --sched pd-disagg has decode cores");
+        return NPUCTL_EXIT_USAGE;
+    }
     if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.budget)
         o->sched.budget = 256; /* the NPU paper gives no number; docs/serving.md says why */
     if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.prefill_units)

@@ -474,7 +474,7 @@ static void test_alt_cores_errors(void **state)
                      "cfg.toml: field 'alt_cores': core 8 is outside the 2x4 mesh (cores 0..7)");
     expect_alt_error("alt_cores = \"1\"\nalt_sa_rows = 0",
                      "cfg.toml:31: field 'alt_sa_rows' = 0 is out of range [1, 512]");
-    const char *bad[] = { "3-1", "1,,2", "1,", "-1", "a", "1-", "1 2", "0x1", ",1" };
+    const char *bad[] = { "3-1", "1,,2", "1,", "-1", "a", "1-", "1 2", "0x1", ",1", "0- 3", "0-+3" };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         char extra[64], msg[160];
         snprintf(extra, sizeof(extra), "alt_cores = \"%s\"\nalt_sa_rows = 4", bad[i]);

@@ -62,6 +62,9 @@ decode-cores)
     expect 2 "--decode-cores hbm=9: unknown key" "$npuctl" serve --trace "$t" \
         --sched pd-disagg --instances 2 --decode-cores hbm=9 --out "$tmp/out"
     not_run
+    expect 2 "--decode-cores sa=4x4,: an empty item" "$npuctl" serve --trace "$t" \
+        --sched pd-disagg --instances 2 --decode-cores sa=4x4, --out "$tmp/out"
+    not_run
     expect 2 "--decode-cores vector_lanes=0: a value out of range" "$npuctl" serve \
         --trace "$t" --sched pd-disagg --instances 2 --decode-cores vector_lanes=0 \
         --out "$tmp/out"
