@@ -203,11 +203,11 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
     plan->is_flow = false;
     plan->cycles = plan->bytes = plan->latency_cycles = 0;
     plan->path_len = 0;
-    const struct chip_engine_sizes sz = chip_engines_core_sizes(e, core);
+    const struct chip_engine_sizes *sz = chip_engines_core_sizes(e, core);
     if (d->engine == NPU_ENGINE_MATRIX) {
         const struct matrix_engine_cfg cfg = {
-            .rows = sz.sa_rows, .cols = sz.sa_cols,
-            .sram_bytes_per_cycle = sz.sram_bytes_per_cycle,
+            .rows = sz->sa_rows, .cols = sz->sa_cols,
+            .sram_bytes_per_cycle = sz->sram_bytes_per_cycle,
         };
         plan->cycles = matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
                                           gemm_flags(d->flags), NULL);
@@ -231,7 +231,7 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
         plan->path[plan->path_len++] = core; /* the core's HBM channel */
         plan->latency_cycles = e->cfg.hbm_latency_cycles;
     } else {
-        plan->cycles = 1 + div_ceil(plan->bytes, sz.sram_bytes_per_cycle);
+        plan->cycles = 1 + div_ceil(plan->bytes, sz->sram_bytes_per_cycle);
     }
 }
 
@@ -266,10 +266,10 @@ static void desc_finish_data(struct chip_engines *e, uint32_t core, const struct
                              struct chip_engine_counters *count)
 {
     if (d->engine == NPU_ENGINE_MATRIX) {
-        const struct chip_engine_sizes sz = chip_engines_core_sizes(e, core);
+        const struct chip_engine_sizes *sz = chip_engines_core_sizes(e, core);
         const struct matrix_engine_cfg cfg = {
-            .rows = sz.sa_rows, .cols = sz.sa_cols,
-            .sram_bytes_per_cycle = sz.sram_bytes_per_cycle,
+            .rows = sz->sa_rows, .cols = sz->sa_cols,
+            .sram_bytes_per_cycle = sz->sram_bytes_per_cycle,
         };
         struct matrix_gemm_timing t;
         matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op), gemm_flags(d->flags), &t);

@@ -187,7 +187,7 @@ uint64_t chip_engine_vector_cycles(const struct chip_engines *e, uint32_t core,
                                    const struct npu_desc *d)
 {
     const struct vector_engine_cfg cfg = {
-        .lanes = chip_engines_core_sizes(e, core).vec_lanes, .alus_per_lane = e->cfg.vec_alus_per_lane,
+        .lanes = chip_engines_core_sizes(e, core)->vec_lanes, .alus_per_lane = e->cfg.vec_alus_per_lane,
         .pipeline_depth = e->cfg.vec_pipeline_cycles,
     };
     uint64_t cycles = vector_op_cycles(&cfg, vops[d->op].op, (uint64_t)d->m * d->n, d->m);

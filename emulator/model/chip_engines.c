@@ -47,7 +47,7 @@ static int init_net(struct chip_engines *e)
     for (uint32_t r = 0; r < nres; r++)
         cap[r] = r >= e->nhbm        ? e->cfg.noc_link_bytes_per_s
                  : e->cfg.hbm_stacks ? e->cfg.hbm_stack_bytes_per_s
-                                     : chip_engines_core_sizes(e, r).hbm_bytes_per_s;
+                                     : chip_engines_core_sizes(e, r)->hbm_bytes_per_s;
     int rc = flow_net_init(&e->net, nres, cap, e->cfg.congestion_free);
     free(cap);
     return rc;
@@ -64,6 +64,12 @@ int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,
     e->rows = clock->p.rows;
     e->cols = clock->p.cols;
     e->cfg.alt_core = NULL; /* the caller's array: e->alt_core is the copy */
+    e->sizes[0] = (struct chip_engine_sizes){
+        .sa_rows = cfg->sa_rows, .sa_cols = cfg->sa_cols,
+        .sram_bytes_per_cycle = cfg->sram_bytes_per_cycle, .vec_lanes = cfg->vec_lanes,
+        .hbm_bytes_per_s = cfg->hbm_bytes_per_s,
+    };
+    e->sizes[1] = cfg->alt;
     e->queues = calloc((size_t)e->ncores * NPU_ENGINE_COUNT, sizeof(*e->queues));
     if (cfg->alt_core) {
         e->alt_core = malloc(e->ncores * sizeof(*e->alt_core));
@@ -80,15 +86,10 @@ int chip_engines_init(struct chip_engines *e, struct chip_clock *clock,
     return rc;
 }
 
-struct chip_engine_sizes chip_engines_core_sizes(const struct chip_engines *e, uint32_t core)
+const struct chip_engine_sizes *chip_engines_core_sizes(const struct chip_engines *e,
+                                                        uint32_t core)
 {
-    if (e->alt_core && e->alt_core[core])
-        return e->cfg.alt;
-    return (struct chip_engine_sizes){
-        .sa_rows = e->cfg.sa_rows, .sa_cols = e->cfg.sa_cols,
-        .sram_bytes_per_cycle = e->cfg.sram_bytes_per_cycle, .vec_lanes = e->cfg.vec_lanes,
-        .hbm_bytes_per_s = e->cfg.hbm_bytes_per_s,
-    };
+    return &e->sizes[e->alt_core && e->alt_core[core]];
 }
 
 void chip_engines_destroy(struct chip_engines *e)

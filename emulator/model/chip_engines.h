@@ -91,6 +91,7 @@ struct chip_engines {
     uint32_t ncores, rows, cols;
     struct chip_engine_queue *queues;   /* [core * NPU_ENGINE_COUNT + engine] */
     bool *alt_core;                     /* [core]: uses cfg.alt (NULL: every core base) */
+    struct chip_engine_sizes sizes[2];  /* [0]: the base fields of cfg, [1]: cfg.alt */
     struct flow_net net;                /* HBM channels or stacks, then NoC links */
     uint32_t nhbm;                      /* HBM resources: cores, or stacks */
     uint32_t *flow_owner;               /* flow id -> queue index */
@@ -114,7 +115,8 @@ int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_add
                         uint32_t count, char *err, size_t errlen);
 
 /* The engine sizes of a core: the base fields of the config, or alt for an alt core. */
-struct chip_engine_sizes chip_engines_core_sizes(const struct chip_engines *e, uint32_t core);
+const struct chip_engine_sizes *chip_engines_core_sizes(const struct chip_engines *e,
+                                                        uint32_t core);
 
 /* Descriptors queued or running on one engine of a core. */
 uint32_t chip_engines_pending(const struct chip_engines *e, uint32_t core,

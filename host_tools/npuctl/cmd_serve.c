@@ -47,8 +47,7 @@ static int check_pd(const struct serve_opts *o, const struct npu_image_header *h
     struct rt_pd_params pp = {
         .num_layers = sp->num_layers, .max_batch = sp->max_batch, .max_tokens = sp->max_tokens,
         .chunk = sp->chunk, .instances = h->plan.instances,
-        .prefill_instances = o->prefill_instances ? o->prefill_instances
-                                                  : rt_pd_prefill_default(h->plan.instances) };
+        .prefill_instances = serve_opts_prefill_instances(o, h->plan.instances) };
     if (pd_init(&pd, &pp, NULL, 0, kvcs, NULL, NULL, NULL, NULL, err, sizeof(err)) != NPU_OK)
         return npuctl_usage_error("--sched pd-disagg: %s", err);
     return 0;

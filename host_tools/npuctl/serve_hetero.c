@@ -74,6 +74,11 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h)
     return 0;
 }
 
+static bool is_decode_core(const struct npu_image_core *core, const enum rt_pd_role *roles)
+{
+    return core->rank != NPU_IMAGE_IDLE && roles[core->instance] == RT_PD_DECODE;
+}
+
 /* "a-b,c" of the cores of the plan's decode instances, in core order. */
 static int decode_core_list(const struct serve_opts *o, const void *image, char *out,
                             size_t len)
@@ -82,26 +87,23 @@ static int decode_core_list(const struct serve_opts *o, const void *image, char 
     const struct npu_image_core *cores =
         (const struct npu_image_core *)((const uint8_t *)image + h->cores_off);
     enum rt_pd_role roles[RT_PD_INSTANCES_MAX];
-    uint32_t p = o->prefill_instances ? o->prefill_instances
-                                      : rt_pd_prefill_default(h->plan.instances);
-    rt_pd_roles(h->plan.instances, p, roles);
+    rt_pd_roles(h->plan.instances, serve_opts_prefill_instances(o, h->plan.instances), roles);
     size_t used = 0;
     out[0] = '\0';
     for (uint32_t c = 0; c < h->cores_count;) {
-        bool dec = cores[c].rank != NPU_IMAGE_IDLE && roles[cores[c].instance] == RT_PD_DECODE;
         uint32_t e = c + 1;
-        while (dec && e < h->cores_count && cores[e].rank != NPU_IMAGE_IDLE &&
-               roles[cores[e].instance] == RT_PD_DECODE)
-            e++;
-        if (dec) {
-            int n = e - c > 1 ? snprintf(out + used, len - used, "%s%u-%u", used ? "," : "",
-                                         c, e - 1)
-                              : snprintf(out + used, len - used, "%s%u", used ? "," : "", c);
-            if (n < 0 || (size_t)n >= len - used)
-                return npuctl_usage_error("--decode-cores: the decode cores' list is longer "
-                                          "than %zu characters", len - 1);
-            used += (size_t)n;
+        if (!is_decode_core(&cores[c], roles)) {
+            c = e;
+            continue;
         }
+        while (e < h->cores_count && is_decode_core(&cores[e], roles))
+            e++;
+        int n = e - c > 1 ? snprintf(out + used, len - used, "%s%u-%u", used ? "," : "", c, e - 1)
+                          : snprintf(out + used, len - used, "%s%u", used ? "," : "", c);
+        if (n < 0 || (size_t)n >= len - used)
+            return npuctl_usage_error("--decode-cores: the decode cores' list is longer than "
+                                      "%zu characters", len - 1);
+        used += (size_t)n;
         c = e;
     }
     return 0;

@@ -135,6 +135,11 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
     return 0;
 }
 
+uint32_t serve_opts_prefill_instances(const struct serve_opts *o, uint32_t instances)
+{
+    return o->prefill_instances ? o->prefill_instances : rt_pd_prefill_default(instances);
+}
+
 void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len)
 {
     const struct rt_sched_params *s = &o->sched;
@@ -158,8 +163,7 @@ void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len)
     case RT_SCHED_PD_DISAGG:
         snprintf(buf, len, "chunk=%u instances=%u prefill_instances=%u", s->chunk,
                  o->image.req.instances,
-                 o->prefill_instances ? o->prefill_instances
-                                        : rt_pd_prefill_default(o->image.req.instances));
+                 serve_opts_prefill_instances(o, o->image.req.instances));
         break;
     default: snprintf(buf, len, "-"); break;
     }

@@ -41,6 +41,8 @@ struct serve_opts {
 int serve_opts_parse(int argc, char **argv, struct serve_opts *o);
 /* "chunk=512" / "groups=adaptive group_tokens=512" ...: the chosen policy's parameters. */
 void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len);
+/* pd-disagg's prefill instances of a plan of `instances`: --prefill-instances, or half. */
+uint32_t serve_opts_prefill_instances(const struct serve_opts *o, uint32_t instances);
 /* --decode-cores' value: 0, or NPUCTL_EXIT_USAGE after printing what is wrong. */
 int serve_hetero_parse(const char *v, struct serve_hetero *h);
 /* DIR/chip.toml for --decode-cores from the built image (its instances and cores); sets

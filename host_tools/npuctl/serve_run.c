@@ -102,7 +102,7 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
     snprintf(params, sizeof(params), "sched=%s chunk=%u groups=%u group_tokens=%u budget=%u "
              "prefill_units=%u prefill_instances=%u%s%s", rt_sched_kind_name(s->kind), s->chunk,
              s->groups, s->group_tokens, s->budget, s->prefill_units,
-             o->prefill_instances ? o->prefill_instances : rt_pd_prefill_default(h->plan.instances),
+             serve_opts_prefill_instances(o, h->plan.instances),
              o->engine_trace ? " engine_trace" : "", o->layer_reuse ? " layer_reuse" : "");
     snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s",
              image_bytes, blob_bytes, params);
