@@ -65,10 +65,11 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
     const struct routing_model rm = { .experts = c->num_experts, .k = k,
                                       .skew_milli = m->plan->routing_skew_milli,
                                       .seed = m->plan->routing_seed };
-    if (m->routing_layer != l + 1) {
+    if (m->routing_layer == 0)
         routing_layer_table(&rm, l, m->routing_table);
-        m->routing_layer = l + 1;
-    }
+    else if (m->routing_layer != l + 1)
+        routing_layer_table_rotate(&rm, m->routing_layer - 1, l, m->routing_table);
+    m->routing_layer = l + 1;
     for (uint32_t s = 0; s < tile->nsegs; s++)
         for (uint32_t i = 0; i < tile->segs[s].count; i++) {
             uint32_t r = tile->segs[s].row + i;

@@ -11,23 +11,14 @@
 #include "npu/hal.h"
 #include "npu/mmio.h"
 
-static struct hal_chip_info chip;
-static struct hal_core_info self;
+/* Filled once at start-up; read through hal_chip() and hal_self() (npu/hal.h). */
+struct hal_chip_info hal_chip_data;
+struct hal_core_info hal_self_data;
 static struct fdt_blob blob;
 static const char *bootargs = "";
 
 extern void __libc_init_array(void);
 void hal_start(void) __attribute__((noreturn));
-
-const struct hal_chip_info *hal_chip(void)
-{
-    return &chip;
-}
-
-const struct hal_core_info *hal_self(void)
-{
-    return &self;
-}
 
 const char *hal_bootargs(void)
 {
@@ -65,7 +56,7 @@ bool hal_bootarg_has(const char *word)
 
 uint64_t hal_cycle_ps(void)
 {
-    return chip.cycle_ps;
+    return hal_chip_data.cycle_ps;
 }
 
 /* A child of the root whose compatible (or device_type) matches. */
@@ -107,13 +98,13 @@ static int load_engine_props(int node)
     if (rc == NPU_OK)
         rc = fdt_prop_cells(&blob, node, "npu,vector", vec, 2);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,sram-bytes-per-cycle", &chip.sram_bytes_per_cycle);
+        rc = fdt_prop_u32(&blob, node, "npu,sram-bytes-per-cycle", &hal_chip_data.sram_bytes_per_cycle);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,hbm-gbps", &chip.hbm_gbps);
+        rc = fdt_prop_u32(&blob, node, "npu,hbm-gbps", &hal_chip_data.hbm_gbps);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,hbm-latency-cycles", &chip.hbm_latency_cycles);
+        rc = fdt_prop_u32(&blob, node, "npu,hbm-latency-cycles", &hal_chip_data.hbm_latency_cycles);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,noc-link-gbps", &chip.noc_link_gbps);
+        rc = fdt_prop_u32(&blob, node, "npu,noc-link-gbps", &hal_chip_data.noc_link_gbps);
     if (rc == NPU_OK)
         rc = fdt_prop_cells(&blob, node, "npu,hbm-stacks", stacks, 2);
     if (rc == NPU_OK)
@@ -122,11 +113,11 @@ static int load_engine_props(int node)
         rc = fdt_prop_string(&blob, node, "npu,mode", &mode);
     if (rc != NPU_OK)
         return rc;
-    chip.hbm_stacks = stacks[0], chip.hbm_stack_gbps = stacks[1];
-    chip.congestion_free = congestion_free != 0;
-    chip.sa_rows = sa[0], chip.sa_cols = sa[1];
-    chip.vector_lanes = vec[0], chip.vector_alus_per_lane = vec[1];
-    chip.performance = strcmp(mode, "performance") == 0;
+    hal_chip_data.hbm_stacks = stacks[0], hal_chip_data.hbm_stack_gbps = stacks[1];
+    hal_chip_data.congestion_free = congestion_free != 0;
+    hal_chip_data.sa_rows = sa[0], hal_chip_data.sa_cols = sa[1];
+    hal_chip_data.vector_lanes = vec[0], hal_chip_data.vector_alus_per_lane = vec[1];
+    hal_chip_data.performance = strcmp(mode, "performance") == 0;
     return NPU_OK;
 }
 
@@ -138,48 +129,48 @@ static int load_chip_node(void)
     if (rc == NPU_OK)
         rc = fdt_prop_cells(&blob, node, "npu,mesh", mesh, 2);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,num-cores", &chip.ncores);
+        rc = fdt_prop_u32(&blob, node, "npu,num-cores", &hal_chip_data.ncores);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,freq-mhz", &chip.freq_mhz);
+        rc = fdt_prop_u32(&blob, node, "npu,freq-mhz", &hal_chip_data.freq_mhz);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,cycle-ps", &chip.cycle_ps);
+        rc = fdt_prop_u32(&blob, node, "npu,cycle-ps", &hal_chip_data.cycle_ps);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,cmd-cost-cycles", &chip.cmd_cost_cycles);
+        rc = fdt_prop_u32(&blob, node, "npu,cmd-cost-cycles", &hal_chip_data.cmd_cost_cycles);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,noc-hop-cycles", &chip.noc_hop_cycles);
+        rc = fdt_prop_u32(&blob, node, "npu,noc-hop-cycles", &hal_chip_data.noc_hop_cycles);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,sems-per-core", &chip.sems_per_core);
+        rc = fdt_prop_u32(&blob, node, "npu,sems-per-core", &hal_chip_data.sems_per_core);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,regspec-version", &chip.regspec_version);
+        rc = fdt_prop_u32(&blob, node, "npu,regspec-version", &hal_chip_data.regspec_version);
     if (rc == NPU_OK)
-        rc = fdt_prop_u64(&blob, node, "npu,sram-size", &chip.sram_bytes);
+        rc = fdt_prop_u64(&blob, node, "npu,sram-size", &hal_chip_data.sram_bytes);
     if (rc == NPU_OK)
-        rc = read_reg(node, "reg", &chip.chipctl_base, &chip.chipctl_size);
+        rc = read_reg(node, "reg", &hal_chip_data.chipctl_base, &hal_chip_data.chipctl_size);
     if (rc == NPU_OK)
         rc = fdt_prop_string(&blob, node, "npu,config-name", &name);
     if (rc == NPU_OK)
         rc = load_engine_props(node);
     if (rc != NPU_OK)
         return rc;
-    chip.rows = mesh[0];
-    chip.cols = mesh[1];
-    strncpy(chip.config_name, name, sizeof(chip.config_name) - 1);
-    return chip.cycle_ps && chip.ncores == chip.rows * chip.cols ? NPU_OK : NPU_ERR_FORMAT;
+    hal_chip_data.rows = mesh[0];
+    hal_chip_data.cols = mesh[1];
+    strncpy(hal_chip_data.config_name, name, sizeof(hal_chip_data.config_name) - 1);
+    return hal_chip_data.cycle_ps && hal_chip_data.ncores == hal_chip_data.rows * hal_chip_data.cols ? NPU_OK : NPU_ERR_FORMAT;
 }
 
 static int load_memory_nodes(void)
 {
     int node, rc = find_root_child(NULL, "memory", &node);
     if (rc == NPU_OK)
-        rc = read_reg(node, "reg", &chip.dram_base, &chip.dram_size);
+        rc = read_reg(node, "reg", &hal_chip_data.dram_base, &hal_chip_data.dram_size);
     if (rc == NPU_OK)
         rc = find_root_child("npu-mesh,hbm", NULL, &node);
     if (rc == NPU_OK)
-        rc = read_reg(node, "reg", &chip.hbm_base, &chip.hbm_size);
+        rc = read_reg(node, "reg", &hal_chip_data.hbm_base, &hal_chip_data.hbm_size);
     if (rc == NPU_OK)
         rc = find_root_child("npu-mesh,exit", NULL, &node);
     if (rc == NPU_OK)
-        rc = read_reg(node, "reg", &chip.exit_base, &chip.exit_size);
+        rc = read_reg(node, "reg", &hal_chip_data.exit_base, &hal_chip_data.exit_size);
     if (rc == NPU_OK && fdt_node_find(&blob, "/chosen", &node) == NPU_OK &&
         fdt_prop_string(&blob, node, "bootargs", &bootargs) != NPU_OK)
         bootargs = "";
@@ -232,9 +223,9 @@ static int chip_info_load(uint64_t fdt_addr)
     if (rc == NPU_OK)
         rc = load_memory_nodes();
     if (rc == NPU_OK)
-        rc = hal_core_info_get((uint32_t)hart, &self);
-    chip.fdt_base = fdt_addr;
-    chip.fdt_size = blob.totalsize;
+        rc = hal_core_info_get((uint32_t)hart, &hal_self_data);
+    hal_chip_data.fdt_base = fdt_addr;
+    hal_chip_data.fdt_size = blob.totalsize;
     return rc;
 }
 
@@ -245,7 +236,7 @@ void hal_start(void)
 
     if (mmio_read32(chipctl + CHIPCTL_MAGIC_OFFSET) == NPU_CHIP_MAGIC)
         rc = chip_info_load(mmio_read64(chipctl + CHIPCTL_FDT_ADDR_OFFSET));
-    if (rc != NPU_OK || chip.regspec_version != NPU_REGSPEC_VERSION) {
+    if (rc != NPU_OK || hal_chip_data.regspec_version != NPU_REGSPEC_VERSION) {
         /* Without the devicetree this hart cannot find its console: end through the exit
            device, which the chip reports with the hart's name. */
         mmio_write32(npu_memmap[NPU_MAP_EXIT].base, (NPU_EXIT_BOOT << 16) | 0x3333);

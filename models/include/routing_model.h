@@ -28,6 +28,13 @@ struct routing_model {
 /* Cumulative popularity of layer l's experts: cum[e] = sum of weights of experts 0..e. */
 void routing_layer_table(const struct routing_model *rm, uint32_t layer, uint64_t *cum);
 
+/* Turns cum, the table of from_layer, into the table of `layer`: the same table as
+   routing_layer_table gives, in O(experts) integer steps (the layers' tables hold the same
+   weights, rotated). Why: the table's exp/log cost a chip core thousands of emulated
+   floating-point operations per layer it routes. */
+void routing_layer_table_rotate(const struct routing_model *rm, uint32_t from_layer,
+                                uint32_t layer, uint64_t *cum);
+
 /* The k distinct experts of the row of request `req` at position `pos` in layer l. */
 void routing_draw(const struct routing_model *rm, const uint64_t *cum, uint32_t layer,
                   uint32_t req, uint32_t pos, uint32_t *experts);

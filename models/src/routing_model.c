@@ -43,17 +43,41 @@ static double exp_neg(double x)
     return sum;
 }
 
+/* Layer l's rotation of the popularity order. */
+static uint32_t layer_rotation(const struct routing_model *rm, uint32_t layer)
+{
+    uint64_t s = rm->seed * 0x100000001b3ull + layer;
+    return (uint32_t)(splitmix64(&s) % rm->experts);
+}
+
 void routing_layer_table(const struct routing_model *rm, uint32_t layer, uint64_t *cum)
 {
     assert(rm->experts >= 1 && rm->experts <= ROUTING_EXPERTS_MAX);
-    uint64_t s = rm->seed * 0x100000001b3ull + layer;
-    const uint32_t rot = (uint32_t)(splitmix64(&s) % rm->experts);
+    const uint32_t rot = layer_rotation(rm, layer);
     const double alpha = rm->skew_milli / 1000.0;
     uint64_t total = 0;
     for (uint32_t e = 0; e < rm->experts; e++) {
         uint32_t rank = (e + rot) % rm->experts; /* 0: the most popular */
         double w = alpha == 0.0 ? 1.0 : exp_neg(-alpha * ln_pos(rank + 1.0));
         total += 1 + (uint64_t)(w * 1099511627776.0); /* 2^40, at least 1 */
+        cum[e] = total;
+    }
+}
+
+void routing_layer_table_rotate(const struct routing_model *rm, uint32_t from_layer,
+                                uint32_t layer, uint64_t *cum)
+{
+    assert(rm->experts >= 1 && rm->experts <= ROUTING_EXPERTS_MAX);
+    const uint32_t n = rm->experts;
+    const uint32_t shift = (layer_rotation(rm, layer) + n - layer_rotation(rm, from_layer)) % n;
+    uint64_t w[ROUTING_EXPERTS_MAX]; /* from_layer's weight of each expert */
+    for (uint32_t e = 0; e < n; e++)
+        w[e] = cum[e] - (e ? cum[e - 1] : 0);
+    /* Expert e of `layer` has popularity rank (e + rot) % n, which expert
+       (e + rot - from_rot) % n has in from_layer: the same integer weight. */
+    uint64_t total = 0;
+    for (uint32_t e = 0; e < n; e++) {
+        total += w[(e + shift) % n];
         cum[e] = total;
     }
 }

@@ -56,12 +56,6 @@ uint32_t coll_elem_bytes(enum npu_dtype dt)
     return dt == NPU_DTYPE_BF16 ? 2u : 4u;
 }
 
-uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k)
-{
-    /* count < 2^40 (a buffer in SRAM) and parts <= 1024: no overflow. */
-    return count * k / parts;
-}
-
 /* Mailbox layout at the top of SRAM: per slot, per parity: headers, then the M2N
    and all-to-all-v counts. */
 static uint64_t parity_bytes(void)
@@ -173,9 +167,11 @@ static void refuse(const struct noc_comm *c, const struct coll_header *mine, con
 
 static bool same_call(const struct coll_header *a, const struct coll_header *b)
 {
+    /* Field by field, not memcmp: every rank runs this once per member per collective. */
     return a->magic == COLL_MAGIC && a->seq == b->seq && a->kind == b->kind &&
            a->size == b->size && a->placement == b->placement &&
-           memcmp(&a->rect, &b->rect, sizeof(a->rect)) == 0;
+           a->rect.row0 == b->rect.row0 && a->rect.col0 == b->rect.col0 &&
+           a->rect.rows == b->rect.rows && a->rect.cols == b->rect.cols;
 }
 
 /* Judges every rank's header in rank order; the first fault decides (the same everywhere). */

@@ -25,32 +25,31 @@
 #include "npu/hal.h"
 #include "npu/noc_endpoint.h"
 
-/* Offset of rank k's buffer in its own SRAM (from its header). */
-static uint64_t buf_offset(const struct noc_comm *c, uint32_t k)
+/* Offset of rank k's buffer in its own SRAM (from its header h, the agreed headers). */
+static uint64_t buf_offset(const struct noc_comm *c, const struct coll_header *h, uint32_t k)
 {
-    const struct coll_header *h = &coll_headers(c)[k];
-    return h->buf - npu_map_instance_base(NPU_MAP_SRAM, c->group.core[k]);
+    return h[k].buf - npu_map_instance_base(NPU_MAP_SRAM, c->group.core[k]);
 }
 
 bool coll_mcast_fits(const struct noc_comm *c)
 {
     if (c->cfg.gather == NOC_GATHER_RING)
         return false;
-    const uint64_t off = buf_offset(c, 0);
+    const struct coll_header *h = coll_headers(c);
+    const uint64_t off = buf_offset(c, h, 0);
     for (uint32_t k = 1; k < c->group.size; k++)
-        if (buf_offset(c, k) != off)
+        if (buf_offset(c, h, k) != off)
             return false;
     return true;
 }
 
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype)
 {
-    const uint64_t eb = coll_elem_bytes(dtype), off = buf_offset(c, c->rank);
+    const uint64_t eb = coll_elem_bytes(dtype), off = buf_offset(c, coll_headers(c), c->rank);
     const uint64_t lo = coll_bound(count, c->group.size, c->rank);
     const uint64_t bytes = (coll_bound(count, c->group.size, c->rank + 1) - lo) * eb;
-    uint32_t chunks = 0; /* non-empty chunks: the multicasts that land here */
-    for (uint32_t k = 0; k < c->group.size; k++)
-        chunks += coll_bound(count, c->group.size, k + 1) > coll_bound(count, c->group.size, k);
+    /* non-empty chunks: the multicasts that land here */
+    const uint32_t chunks = coll_nonempty_parts(count, c->group.size);
     struct coll_stream st;
     coll_stream_begin(&st, c);
     if (bytes > 0) {

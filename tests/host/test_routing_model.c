@@ -142,6 +142,29 @@ static void test_draws_match_walk_small_weights(void **state)
     }
 }
 
+/* A table rotated from another layer's is routing_layer_table's, bit for bit, for every
+   layer pair tried, skewed and uniform, and chained (as the chip does layer after layer). */
+static void test_table_rotate(void **state)
+{
+    (void)state;
+    static const uint32_t experts[] = { 1, 7, 128, 256 };
+    static const uint32_t skews[] = { 0, 1000, 1500 };
+    uint64_t want[ROUTING_EXPERTS_MAX], got[ROUTING_EXPERTS_MAX];
+    for (size_t i = 0; i < sizeof(experts) / sizeof(experts[0]); i++)
+        for (size_t j = 0; j < sizeof(skews) / sizeof(skews[0]); j++) {
+            const struct routing_model rm = { .experts = experts[i], .k = 1,
+                                              .skew_milli = skews[j], .seed = 5 + i };
+            routing_layer_table(&rm, 3, got);
+            uint32_t from = 3;
+            for (uint32_t layer = 0; layer < 48; layer += 5) {
+                routing_layer_table_rotate(&rm, from, layer, got);
+                routing_layer_table(&rm, layer, want);
+                assert_memory_equal(want, got, sizeof(want[0]) * rm.experts);
+                from = layer;
+            }
+        }
+}
+
 static void test_draws_deterministic(void **state)
 {
     (void)state;
@@ -303,6 +326,7 @@ int main(void)
         cmocka_unit_test(test_uniform_balanced),
         cmocka_unit_test(test_skewed_hot_experts),
         cmocka_unit_test(test_cum_table),
+        cmocka_unit_test(test_table_rotate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,9 +51,20 @@ struct hal_core_info {
     uint64_t sram_base, sram_size; /* 0 for the control core */
 };
 
-/* The chip, and the hart running this code. Valid after start-up. */
-const struct hal_chip_info *hal_chip(void);
-const struct hal_core_info *hal_self(void);
+/* The chip, and the hart running this code. Valid after start-up. Inline: the collectives
+   and kernels read them in their inner loops, and a call per read showed in profiles. */
+extern struct hal_chip_info hal_chip_data;
+extern struct hal_core_info hal_self_data;
+
+static inline const struct hal_chip_info *hal_chip(void)
+{
+    return &hal_chip_data;
+}
+
+static inline const struct hal_core_info *hal_self(void)
+{
+    return &hal_self_data;
+}
 
 /* Reads any hart's description from the devicetree. */
 int hal_core_info_get(uint32_t core_id, struct hal_core_info *out);
