@@ -74,7 +74,7 @@ static void copy_desc(struct npu_desc *d, enum npu_engine engine, uint64_t src, 
                       uint32_t rows, uint32_t row_bytes, uint32_t src_stride,
                       uint32_t dst_stride)
 {
-    memset(d, 0, sizeof(*d));
+    engine_desc_clear(d);
     d->engine = engine;
     d->op = NPU_DMA_OP_COPY;
     d->a = src;
@@ -120,7 +120,7 @@ void noc_multicast_desc(struct npu_desc *d, const struct noc_multicast_args *a)
 
 void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
 {
-    memset(d, 0, sizeof(*d));
+    engine_desc_clear(d);
     d->engine = NPU_ENGINE_MATRIX;
     d->op = (uint8_t)a->op;
     d->a = a->a;
@@ -139,7 +139,7 @@ void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
 
 void vector_op_desc(struct npu_desc *d, const struct vector_op_args *a)
 {
-    memset(d, 0, sizeof(*d));
+    engine_desc_clear(d);
     d->engine = NPU_ENGINE_VECTOR;
     d->op = (uint8_t)a->op;
     d->a = a->x;

@@ -80,7 +80,7 @@ struct npu_desc *coll_stream_next(struct coll_stream *st, enum npu_engine engine
     if (st->n == NPU_SUBMIT_MAX)
         coll_stream_flush(st); /* a failure is kept in st->failed */
     struct npu_desc *d = &batch[st->n++];
-    memset(d, 0, sizeof(*d));
+    engine_desc_clear(d);
     d->engine = (uint8_t)engine;
     return d;
 }

@@ -45,6 +45,19 @@ void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync);
  * NPU_ERR_INVAL: a bad field; NPU_ERR_NOMEM: a queue is full); then nothing was queued and
  * the emulator logs which descriptor and why.
  */
+/* Zeroes a descriptor with 16 inline stores. Why not memset: a call per descriptor into
+   newlib's memset (a jump table, several translated blocks) was a tenth of the harts'
+   emulated instructions in a performance run. */
+static inline void engine_desc_clear(struct npu_desc *d)
+{
+    typedef uint64_t __attribute__((may_alias)) word;
+    _Static_assert(sizeof(struct npu_desc) % sizeof(word) == 0, "whole words");
+    word *w = (word *)d;
+#pragma GCC unroll 16
+    for (unsigned i = 0; i < sizeof(*d) / sizeof(word); i++)
+        w[i] = 0;
+}
+
 int engine_submit(const struct npu_desc *descs, uint32_t count);
 
 /* Counter `id` (npu_perf) of this core, as of the last clock step. */
