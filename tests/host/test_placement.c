@@ -3,7 +3,8 @@
  * Core placement maps (noc_driver/src/placement.c): every placement is a bijection from
  * ranks onto the rectangle's cores; ring steps (the closing one included) are 1 hop on a
  * closed snake and at most 2 hops interleaved; mesh2d rows and columns are interleaved lines;
- * exact orders pinned for small cases; bad rectangles refused.
+ * exact orders pinned for small cases; bad rectangles refused. Also the collectives' split of
+ * a count into per-rank parts (noc_driver/src/coll_internal.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "coll_internal.h"
 #include "noc/placement.h"
 #include "npu_enums.h"
 
@@ -120,6 +122,20 @@ static void test_bad_groups(void **state)
     assert_string_equal(noc_placement_name(NOC_PLACE_INTERLEAVED), "interleaved");
 }
 
+/* coll_nonempty_parts counts the parts coll_bound leaves non-empty, against a count of them
+   one by one (the multicast all-gather expects one landing per non-empty part). */
+static void test_nonempty_parts(void **state)
+{
+    (void)state;
+    for (uint32_t parts = 1; parts <= 70; parts++)
+        for (uint64_t count = 0; count <= 300; count++) {
+            uint32_t want = 0;
+            for (uint32_t k = 0; k < parts; k++)
+                want += coll_bound(count, parts, k + 1) > coll_bound(count, parts, k);
+            assert_int_equal(coll_nonempty_parts(count, parts), want);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -127,6 +143,7 @@ int main(void)
         cmocka_unit_test(test_exact_small_orders),
         cmocka_unit_test(test_step_bounds),
         cmocka_unit_test(test_bad_groups),
+        cmocka_unit_test(test_nonempty_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
