@@ -119,9 +119,12 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_allt
 {
     const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, d = m->cfg->hidden_size;
-    for (uint32_t e = 0; e < E; e++) /* the dispatch's matrix has every sender's choices */
+    for (uint32_t e = 0; e < E; e++) { /* the dispatch's matrix has every sender's choices */
+        uint64_t elems = 0; /* each count is rows x d: one division per expert, not per pair */
         for (uint32_t i = 0; i < m->tp; i++)
-            m->expert_tokens[(uint64_t)l * E + e] += plan->counts[i * E + e] / d;
+            elems += plan->counts[i * E + e];
+        m->expert_tokens[(uint64_t)l * E + e] += elems / d;
+    }
     for (uint32_t e = g->block0; e < g->block0 + g->blocks; e++) {
         uint32_t ne = move_expert_rows(m, plan, e, true);
         if (ne == 0)
