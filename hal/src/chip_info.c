@@ -98,7 +98,8 @@ static int load_engine_props(int node)
     if (rc == NPU_OK)
         rc = fdt_prop_cells(&blob, node, "npu,vector", vec, 2);
     if (rc == NPU_OK)
-        rc = fdt_prop_u32(&blob, node, "npu,sram-bytes-per-cycle", &hal_chip_data.sram_bytes_per_cycle);
+        rc = fdt_prop_u32(&blob, node, "npu,sram-bytes-per-cycle",
+                          &hal_chip_data.sram_bytes_per_cycle);
     if (rc == NPU_OK)
         rc = fdt_prop_u32(&blob, node, "npu,hbm-gbps", &hal_chip_data.hbm_gbps);
     if (rc == NPU_OK)
@@ -155,7 +156,8 @@ static int load_chip_node(void)
     hal_chip_data.rows = mesh[0];
     hal_chip_data.cols = mesh[1];
     strncpy(hal_chip_data.config_name, name, sizeof(hal_chip_data.config_name) - 1);
-    return hal_chip_data.cycle_ps && hal_chip_data.ncores == hal_chip_data.rows * hal_chip_data.cols ? NPU_OK : NPU_ERR_FORMAT;
+    const struct hal_chip_info *c = &hal_chip_data;
+    return c->cycle_ps && c->ncores == c->rows * c->cols ? NPU_OK : NPU_ERR_FORMAT;
 }
 
 static int load_memory_nodes(void)

@@ -39,12 +39,6 @@ struct engine_sync {
 /* Applies a sync to a descriptor's flags and fields. */
 void engine_sync_apply(struct npu_desc *d, const struct engine_sync *sync);
 
-/*
- * Command: queues `count` descriptors (in this core's SRAM) on their engines. Returns 0, or
- * the chip's refusal (NPU_ERR_RANGE: an address outside what the engine may touch;
- * NPU_ERR_INVAL: a bad field; NPU_ERR_NOMEM: a queue is full); then nothing was queued and
- * the emulator logs which descriptor and why.
- */
 /* Zeroes a descriptor with 16 inline stores. Why not memset: a call per descriptor into
    newlib's memset (a jump table, several translated blocks) was a tenth of the harts'
    emulated instructions in a performance run. */
@@ -58,6 +52,12 @@ static inline void engine_desc_clear(struct npu_desc *d)
         w[i] = 0;
 }
 
+/*
+ * Command: queues `count` descriptors (in this core's SRAM) on their engines. Returns 0, or
+ * the chip's refusal (NPU_ERR_RANGE: an address outside what the engine may touch;
+ * NPU_ERR_INVAL: a bad field; NPU_ERR_NOMEM: a queue is full); then nothing was queued and
+ * the emulator logs which descriptor and why.
+ */
 int engine_submit(const struct npu_desc *descs, uint32_t count);
 
 /* Counter `id` (npu_perf) of this core, as of the last clock step. */
