@@ -127,7 +127,13 @@ struct exec_model {
     uint32_t steps;                        /* descriptors completed so far */
     uint32_t iterations;                   /* exec_iteration calls so far */
     bool layer_reuse;                      /* bootarg layer_reuse (model_reuse.c) */
+    bool reuse_shapes;                     /* bootarg reuse_shapes: keys by shape, reused
+                                              across iterations (model_reuse.c, "Keys") */
+    uint32_t reuse_tol;                    /* shape keys: context ends within this many
+                                              positions per run match (half a stripe) */
     struct exec_reuse_class *reuse;        /* [NPU_REPLAY_SLOTS]: class i in replay slot i */
+    uint64_t reuse_layers[3];              /* layers recorded, replayed, run in full for
+                                              want of a slot (reported by report_run) */
 };
 
 /* ---- model_kv_pull.c: PD disaggregation */
@@ -187,12 +193,17 @@ bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b);
 
 /* A class of layers: the same ops over rows of the same shape (model_reuse.c, "Keys"). */
 #define EXEC_REUSE_OPS 8u
+#define EXEC_REUSE_ROWS 16u                /* prefill runs + 1 decode summary per key */
+#define EXEC_REUSE_DECODES UINT32_MAX      /* exec_reuse_row.req of the decode summary */
 struct exec_reuse_row {
-    uint32_t req, count;
-    uint32_t pos;                          /* prefill runs: the position; decode runs: the
-                                              stripe (npu_kv_stripe) that ends the context */
-    uint32_t nblocks;
-    uint32_t prefill;                      /* 1: a prefill run */
+    uint32_t req;                          /* prefill run: its request (shapes: 0);
+                                              EXEC_REUSE_DECODES: the decode runs */
+    uint32_t count;                        /* prefill: rows; decodes: runs */
+    uint32_t pos;                          /* prefill: the position of its first row
+                                              (shapes: where its context ends); decodes:
+                                              the sum of the stripes their contexts end in
+                                              (shapes: of where they end) */
+    uint32_t nblocks;                      /* KV pool blocks (decodes: their sum) */
 };
 struct exec_reuse_class {
     uint16_t kinds[EXEC_REUSE_OPS], flags[EXEC_REUSE_OPS]; /* one layer's ops */
@@ -200,7 +211,7 @@ struct exec_reuse_class {
     bool all;                              /* the prefill runs take part too */
     bool prefill;                          /* some run of its rows is a prefill run */
     uint32_t nrows;
-    struct exec_reuse_row rows[EXEC_RUNS_MAX];
+    struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */
     struct exec_stats delta;               /* what that layer added to its stats */
     uint32_t iteration;                    /* when recorded (m->iterations) */

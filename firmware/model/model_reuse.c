@@ -11,14 +11,24 @@
  * runs rotates with the iteration, so that over a run the routing (experts staged, rows per
  * expert) of every layer gets its turn.
  *
- * Keys. A class is the layer's ops and its rows: per run taking part, the request, its row
- * count, its KV pool blocks, and the position of its first row; for a decode run (after
- * the prefill runs) the stripe its context ends in instead of the position. Within an
+ * Keys. A class is the layer's ops and its rows: per prefill run taking part, its row count,
+ * KV pool blocks and its request and first position; the decode runs taking part as one
+ * summary (how many, the sum of the stripes, npu_kv_stripe, their contexts end in, and the
+ * sum of their pool blocks: their attention reads that many stripes, and decode rows that
+ * moved by a few tokens, or swapped requests of alike contexts, share it). Within an
  * iteration every layer of a class has the very same rows. Across iterations a class is
  * reused only if it has prefill rows: layered prefill runs the same prompt through one layer
- * group per iteration, and the decode runs beside it move by a token per iteration, which
- * the stripe absorbs (their attention may differ by less than a stripe of positions).
- * Decode-only classes are recorded afresh every iteration.
+ * group per iteration. Decode-only classes are recorded afresh every iteration.
+ *
+ * Shape keys (bootarg reuse_shapes, `--layer-reuse shapes`): a prefill run is keyed by its
+ * row count, pool blocks and where its context ends, not by request and position, the decode
+ * summary by the sum of where their contexts end, and every class, decode-only ones too, is
+ * reused across iterations. A class serves a key whose context ends are each within half a
+ * stripe of its own (the nearest such class): a rank's share of a context (KV blocks dealt
+ * round-robin) then differs by at most one block. So chunked prefill's chunks of one length
+ * and alike contexts, with alike decode rows, share one recorded layer; what the replay does
+ * not follow is the routing draws and that block (docs/images.md, "Layer reuse", measured
+ * against full simulation).
  *
  * Every rank of a group decides the same way (the decision depends only on the program,
  * the batch and the iteration count), so collectives stay matched. Modelled: the chip time,
@@ -43,7 +53,9 @@ static struct exec_reuse_class classes[NPU_REPLAY_SLOTS];
 
 int exec_reuse_init(struct exec_model *m)
 {
-    m->layer_reuse = hal_bootarg_has("layer_reuse");
+    m->reuse_shapes = hal_bootarg_has("reuse_shapes");
+    m->layer_reuse = m->reuse_shapes || hal_bootarg_has("layer_reuse");
+    m->reuse_tol = npu_kv_stripe(m->plan) / 2;
     m->reuse = classes;
     if (m->layer_reuse && !m->plan->mode) {
         if (hal_self()->core_id == 0) /* every core refuses; one says why */
@@ -93,8 +105,8 @@ static uint32_t run_layers(const struct npu_prog_op *ops, uint32_t nops, uint32_
     return n;
 }
 
-/* The key of the layer ops[0..per) in batch b (its rows: every run when exec_op_runs_all, else the decode
-   runs); false if the layer has too many ops to key. */
+/* The key of the layer ops[0..per) in batch b (its rows: every run when exec_op_runs_all,
+   else the decode runs); false if the layer has too many ops or prefill runs to key. */
 static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                      const struct exec_batch *b, struct exec_reuse_class *k)
 {
@@ -105,36 +117,68 @@ static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, 
         k->kinds[i] = ops[i].kind, k->flags[i] = ops[i].flags;
     k->nops = per, k->all = exec_op_runs_all(&ops[0], b);
     const uint32_t stripe = npu_kv_stripe(m->plan);
+    struct exec_reuse_row dec = { .req = EXEC_REUSE_DECODES };
     for (uint32_t i = k->all ? 0 : b->nprefill; i < b->nruns; i++) {
         const struct exec_run *r = &b->runs[i];
-        const bool prefill = i < b->nprefill;
-        k->rows[k->nrows++] = (struct exec_reuse_row){
-            .req = r->req, .count = r->count, .nblocks = r->nblocks, .prefill = prefill,
-            .pos = prefill ? r->pos : (r->pos + r->count + stripe - 1) / stripe };
-        k->prefill |= prefill;
+        if (i >= b->nprefill) { /* a decode run: into the summary */
+            dec.count++, dec.nblocks += r->nblocks;
+            dec.pos += m->reuse_shapes ? r->pos + r->count
+                                       : (r->pos + r->count + stripe - 1) / stripe;
+            continue;
+        }
+        if (k->nrows + 1 >= EXEC_REUSE_ROWS) /* keep a row for the decode summary */
+            return false;
+        k->rows[k->nrows++] = m->reuse_shapes
+            ? (struct exec_reuse_row){ .count = r->count, .nblocks = r->nblocks,
+                                       .pos = r->pos + r->count }
+            : (struct exec_reuse_row){ .req = r->req, .count = r->count, .nblocks = r->nblocks,
+                                       .pos = r->pos };
+        k->prefill = true;
     }
+    if (dec.count)
+        k->rows[k->nrows++] = dec;
     return true;
 }
 
-static bool same_key(const struct exec_reuse_class *a, const struct exec_reuse_class *b)
+/* How far class c's rows are from key k's: 0 if equal, UINT64_MAX if c cannot serve k.
+   Shape keys take context ends within the tolerance (m->reuse_tol positions per run). */
+static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
+                             const struct exec_reuse_class *k)
 {
-    return a->nops == b->nops && a->all == b->all && a->nrows == b->nrows &&
-           !memcmp(a->kinds, b->kinds, sizeof(a->kinds)) &&
-           !memcmp(a->flags, b->flags, sizeof(a->flags)) &&
-           !memcmp(a->rows, b->rows, a->nrows * sizeof(a->rows[0]));
+    if (c->nops != k->nops || c->all != k->all || c->nrows != k->nrows ||
+        memcmp(c->kinds, k->kinds, sizeof(c->kinds)) ||
+        memcmp(c->flags, k->flags, sizeof(c->flags)))
+        return UINT64_MAX;
+    uint64_t dist = 0;
+    for (uint32_t i = 0; i < k->nrows; i++) {
+        const struct exec_reuse_row *a = &c->rows[i], *b = &k->rows[i];
+        if (a->req != b->req || a->count != b->count || a->nblocks != b->nblocks)
+            return UINT64_MAX;
+        const uint32_t d = a->pos > b->pos ? a->pos - b->pos : b->pos - a->pos;
+        const uint64_t runs = b->req == EXEC_REUSE_DECODES ? b->count : 1;
+        if (d > (m->reuse_shapes ? m->reuse_tol * runs : 0))
+            return UINT64_MAX;
+        dist += d;
+    }
+    return dist;
 }
 
-/* The recorded class of key k that may serve this iteration, or NULL. */
+/* The recorded class nearest key k that may serve this iteration, or NULL. */
 static struct exec_reuse_class *find_class(struct exec_model *m,
                                            const struct exec_reuse_class *k)
 {
+    struct exec_reuse_class *best = NULL;
+    uint64_t best_dist = UINT64_MAX;
     for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++) {
         struct exec_reuse_class *c = &m->reuse[i];
-        if (c->last_used && same_key(c, k) &&
-            (c->iteration == m->iterations || c->prefill))
-            return c;
+        if (!c->last_used ||
+            !(c->iteration == m->iterations || c->prefill || m->reuse_shapes))
+            continue;
+        const uint64_t d = key_distance(m, c, k);
+        if (d < best_dist)
+            best = c, best_dist = d;
     }
-    return NULL;
+    return best;
 }
 
 /* A slot for a new class: a free one, else the least recently used unless this iteration
@@ -206,6 +250,7 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
             exec_stats_add(&m->stats[l], &c->delta);
+    m->reuse_layers[1] += count;
     rc = hal_sleep_ps(c->span_ps * count);
     exec_rebase_cat(m); /* the replay charged the layers itself */
     return rc;
@@ -229,6 +274,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
             int rc = NPU_OK;
             for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
                 rc = exec_op(m, &ops[i], b, NULL, NULL);
+            m->reuse_layers[2] += n;
             return rc;
         }
         *c = key;
@@ -237,6 +283,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
         if (rc != NPU_OK)
             return rc;
+        m->reuse_layers[0]++;
     }
     c->last_used = m->iterations + 1;
     return replay_layers(m, c, l0, n, skip);

@@ -136,8 +136,8 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     if (rc == 0 && o->decode_cores.set)
         rc = serve_hetero_write_chip(o, img.data);
     if (rc == 0 && o->layer_reuse && h->plan.mode == NPU_IMAGE_FUNCTIONAL)
-        rc = npuctl_usage_error("--layer-reuse on needs --mode performance (a functional "
-                                "run computes every layer)");
+        rc = npuctl_usage_error("--layer-reuse %s needs --mode performance (a functional "
+                                "run computes every layer)", serve_reuse_names[o->layer_reuse]);
     snprintf(path, sizeof(path), "%s/model.img", o->out);
     if (rc == 0)
         rc = write_file(path, img.data, img.bytes);
@@ -187,7 +187,7 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
         { "chip", h->chip_name }, { "model", h->model_name },
         { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
         { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
-        { "request_rate", rate }, { "layer_reuse", o->layer_reuse ? "on" : "off" },
+        { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
         { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
     int rc = 0;
     snprintf(path, sizeof(path), "%s/summary.json", o->out);

@@ -10,6 +10,8 @@
 
 #define DEFAULT_TRACE "models/traces/tiny-16.jsonl"
 
+const char *const serve_reuse_names[3] = { "off", "on", "shapes" };
+
 static int bad(const char *opt, const char *v, const char *what)
 {
     npuctl_print_error("%s %s: %s (npuctl serve --help)", opt, v ? v : "(missing)", what);
@@ -46,9 +48,12 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     else if (!strcmp(opt, "--out")) o->out = v;
     else if (!strcmp(opt, "--threads")) o->threads = v;
     else if (!strcmp(opt, "--layer-reuse")) {
-        if (!v || (strcmp(v, "on") && strcmp(v, "off")))
-            return bad(opt, v, "on or off");
-        o->layer_reuse = !strcmp(v, "on");
+        uint32_t k = 0;
+        while (k < 3 && (!v || strcmp(v, serve_reuse_names[k])))
+            k++;
+        if (k == 3)
+            return bad(opt, v, "off, on or shapes");
+        o->layer_reuse = (enum serve_reuse)k;
     }
     else if (!strcmp(opt, "--decode-cores")) {
         rc = serve_hetero_parse(v, &o->decode_cores);

@@ -21,6 +21,11 @@ struct serve_hetero {
     uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vector_lanes, hbm_gbps;
 };
 
+/* --layer-reuse (docs/images.md, "Layer reuse"): off, on (keys by request and position),
+   shapes (keys by shape, reused across iterations). */
+enum serve_reuse { SERVE_REUSE_OFF, SERVE_REUSE_ON, SERVE_REUSE_SHAPES };
+extern const char *const serve_reuse_names[3];
+
 struct serve_opts {
     struct npuctl_image_opts image;   /* --model, --chip and the plan options */
     struct rt_sched_params sched;     /* --sched and its parameters */
@@ -30,7 +35,7 @@ struct serve_opts {
     uint32_t timeout_s;
     uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
-    bool layer_reuse;                 /* --layer-reuse on (performance mode) */
+    enum serve_reuse layer_reuse;     /* --layer-reuse (performance mode) */
     struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
     char run_chip[NPUCTL_PATH_MAX];   /* the chip file of the run if not --chip's: DIR/chip.toml */
     size_t requests;                  /* filled once the trace is read */

@@ -103,7 +103,8 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
              "prefill_units=%u prefill_instances=%u%s%s", rt_sched_kind_name(s->kind), s->chunk,
              s->groups, s->group_tokens, s->budget, s->prefill_units,
              serve_opts_prefill_instances(o, h->plan.instances),
-             o->engine_trace ? " engine_trace" : "", o->layer_reuse ? " layer_reuse" : "");
+             o->engine_trace ? " engine_trace" : "",
+             (const char *const[]){ "", " layer_reuse", " reuse_shapes" }[o->layer_reuse]);
     snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s",
              image_bytes, blob_bytes, params);
     char *args[] = { "serve", "--chip", chip, "--mode",
