@@ -156,7 +156,9 @@ static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse
             return UINT64_MAX;
         const uint32_t d = a->pos > b->pos ? a->pos - b->pos : b->pos - a->pos;
         const uint64_t runs = b->req == EXEC_REUSE_DECODES ? b->count : 1;
-        if (d > (m->reuse_shapes ? m->reuse_tol * runs : 0))
+        uint64_t tol = m->reuse_shapes ? m->reuse_tol * runs : 0;
+        tol = tol < b->pos / 4 ? tol : b->pos / 4; /* and a quarter of the context */
+        if (d > tol)
             return UINT64_MAX;
         dist += d;
     }

@@ -74,7 +74,10 @@ layer-reuse)
     expect 2 "--layer-reuse on needs --mode performance" "$npuctl" serve --trace "$t" \
         --layer-reuse on --out "$tmp/out"
     not_run
-    expect 2 "--layer-reuse yes: on or off" "$npuctl" serve --trace "$t" \
+    expect 2 "--layer-reuse shapes needs --mode performance" "$npuctl" serve --trace "$t" \
+        --layer-reuse shapes --out "$tmp/out"
+    not_run
+    expect 2 "--layer-reuse yes: off, on or shapes" "$npuctl" serve --trace "$t" \
         --mode performance --layer-reuse yes --out "$tmp/out"
     not_run ;;
 too-long)

@@ -1,29 +1,31 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Layer reuse against full simulation (docs/images.md, "Layer reuse"):
-#   serve_reuse.sh NPUCTL TOL_PCT SERVE-ARGS...
-# serves a performance-mode run twice, with --layer-reuse off and on, and requires: both
+#   serve_reuse.sh NPUCTL TOL_PCT MODE SERVE-ARGS...
+# serves a performance-mode run twice, with --layer-reuse off and MODE (on or shapes), and
+# requires: both
 # complete; the reuse run executed at most 80% of the descriptors (it did replay); chip
 # time, TTFT and TBT means, HBM bytes, expert-load bytes, FLOPs and energy per token within
 # TOL_PCT percent of the full run's; and the summary labelled with the mode.
 set -uo pipefail
-npuctl="$1" tol="$2"; shift 2
+npuctl="$1" tol="$2" mode="$3"; shift 3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for r in off on; do
-    if ! "$npuctl" serve "$@" --layer-reuse "$r" --out "$tmp/$r" >"$tmp/$r.txt" 2>&1; then
+for r in off "$mode"; do
+    o=$([ "$r" = off ] && echo off || echo on) # the reuse run's outputs go to $tmp/on
+    if ! "$npuctl" serve "$@" --layer-reuse "$r" --out "$tmp/$o" >"$tmp/$o.txt" 2>&1; then
         echo "serve_reuse: the run with --layer-reuse $r failed:"; tail -n 20 "$tmp/$r.txt"
         exit 1
     fi
 done
-python3 - "$tmp" "$tol" <<'PY'
+python3 - "$tmp" "$tol" "$mode" <<'PY'
 import json, sys
-tmp, tol = sys.argv[1], float(sys.argv[2])
+tmp, tol, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 s = {r: json.load(open(f"{tmp}/{r}/summary.json")) for r in ("off", "on")}
 c = {r: json.load(open(f"{tmp}/{r}/chip_stats.json"))["total"] for r in ("off", "on")}
 bad = []
-if s["on"]["labels"].get("layer_reuse") != "on" or s["off"]["labels"].get("layer_reuse") != "off":
-    bad.append("summary labels do not say layer_reuse on / off")
+if s["on"]["labels"].get("layer_reuse") != mode or s["off"]["labels"].get("layer_reuse") != "off":
+    bad.append(f"summary labels do not say layer_reuse {mode} / off")
 if not (s["on"]["complete"] and s["off"]["complete"]):
     bad.append("a run is incomplete")
 if c["on"]["descs"] > 0.8 * c["off"]["descs"]:
