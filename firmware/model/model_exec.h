@@ -130,7 +130,9 @@ struct exec_model {
     bool reuse_shapes;                     /* bootarg reuse_shapes: keys by shape, reused
                                               across iterations (model_reuse.c, "Keys") */
     uint32_t reuse_tol;                    /* shape keys: context ends within this many
-                                              positions per run match (half a stripe) */
+                                              positions per run match (half a stripe;
+                                              key_distance caps it at a quarter of the
+                                              context) */
     struct exec_reuse_class *reuse;        /* [NPU_REPLAY_SLOTS]: class i in replay slot i */
     uint64_t reuse_layers[3];              /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */

@@ -24,8 +24,10 @@
  * row count, pool blocks and where its context ends, not by request and position, the decode
  * summary by the sum of where their contexts end, and every class, decode-only ones too, is
  * reused across iterations. A class serves a key whose context ends are each within half a
- * stripe of its own (the nearest such class): a rank's share of a context (KV blocks dealt
- * round-robin) then differs by at most one block. So chunked prefill's chunks of one length
+ * stripe of its own and a quarter of the context (the nearest such class; key_distance): a
+ * rank's share of a context (KV blocks dealt round-robin) then differs by at most one block,
+ * a short context's by at most a quarter. A batch of more than EXEC_REUSE_ROWS - 1 prefill
+ * runs is not keyed: its layers run in full. So chunked prefill's chunks of one length
  * and alike contexts, with alike decode rows, share one recorded layer; what the replay does
  * not follow is the routing draws and that block (docs/images.md, "Layer reuse", measured
  * against full simulation).
