@@ -70,23 +70,15 @@ static int refuse(int rc, char *err, size_t errlen, const char *what)
     return rc;
 }
 
-/* Whether some slot of the core is between BEGIN and END. */
-static bool any_open(const struct chip_replay *r, uint32_t core)
-{
-    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++)
-        if (r->slots[(size_t)core * NPU_REPLAY_SLOTS + i].begun)
-            return true;
-    return false;
-}
-
-static int repeat_slot(struct chip_replay *r, struct chip_engines *e, uint32_t core,
+/* A slot being recorded meanwhile (nested: a tile inside a layer) counts the repeat as its
+   own work, as it would the work repeated. The slot itself cannot be open: it would not be
+   ended. */
+static int repeat_slot(struct chip_engines *e, uint32_t core,
                        const struct chip_replay_slot *s, uint32_t count, char *err,
                        size_t errlen)
 {
     if (!s->ended)
         return refuse(NPU_ERR_STATE, err, errlen, "REPEAT of a slot not recorded");
-    if (any_open(r, core)) /* the open slot would record the repeat as its own work */
-        return refuse(NPU_ERR_STATE, err, errlen, "REPEAT while a slot is being recorded");
     if (count == 0 || count > NPU_REPLAY_COUNT_MAX)
         return refuse(NPU_ERR_RANGE, err, errlen, "REPLAY_COUNT out of range");
     struct chip_engine_counters d[NPU_ENGINE_COUNT];
@@ -127,7 +119,7 @@ int chip_replay_apply_op(struct chip_replay *r, struct chip_engines *e, uint32_t
         s->begun = false, s->ended = true;
         return NPU_OK;
     case NPU_REPLAY_OP_REPEAT:
-        return repeat_slot(r, e, core, s, count, err, errlen);
+        return repeat_slot(e, core, s, count, err, errlen);
     default:
         return refuse(NPU_ERR_INVAL, err, errlen, "unknown REPLAY_OP");
     }

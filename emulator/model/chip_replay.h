@@ -37,7 +37,8 @@ void chip_replay_destroy(struct chip_replay *r);
 /*
  * Command from core `core`: npu_replay_op `op` on `slot` (count: REPEAT's repetitions).
  * NPU_ERR_STATE in functional mode, with descriptors pending on the core, for END without
- * BEGIN, REPEAT of an unfinished slot or while another slot is being recorded;
+ * BEGIN, REPEAT of an unfinished slot (a REPEAT while another slot is being recorded counts
+ * in that slot: nested records);
  * NPU_ERR_RANGE for a bad core, slot or count, or repeated counters that would overflow;
  * NPU_ERR_INVAL for an unknown op. `err` says which. The chip trusts the firmware to
  * sleep the repeated time (a device for simulation speed, not a hardware unit).

@@ -210,6 +210,7 @@ void exec_stage_layer(struct exec_model *m, uint32_t l)
     }
     m->expert_stage = at;
     memset(m->expert_staged, 0, sizeof(m->expert_staged));
+    exec_reuse_tile_new_layer(m);
     const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
     m->expert_span = g ? ((g->block_bytes + 63) & ~63ull) +
                              ((m->t[l][MT_E_UP]->block_bytes + 63) & ~63ull) +

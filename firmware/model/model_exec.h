@@ -44,6 +44,7 @@
 #include "npu/vector.h"
 #include "npu_image.h"
 #include "npu_layout.h"
+#include "npu_memmap.h"
 
 #define EXEC_LAYERS_MAX 128u
 #define EXEC_KINDS (MT_LM_HEAD + 1)
@@ -117,6 +118,9 @@ struct exec_model {
     uint64_t expert_stage;                 /* staged experts: slot e at + e * expert_span */
     uint64_t expert_span;
     uint8_t expert_staged[256];
+    uint8_t group_staged[256];             /* tile reuse: experts some rank of the group
+                                              staged this layer (model_reuse_tile.c) */
+    uint32_t group_staged_n;               /* how many */
     uint32_t layer;                        /* the layer being run, for accounting */
     struct exec_stats *stats;              /* [num_layers + 1]: the last is outside layers */
     uint64_t routing_table[256];           /* performance mode: cumulative popularity */
@@ -133,9 +137,13 @@ struct exec_model {
                                               positions per run match (half a stripe;
                                               key_distance caps it at a quarter of the
                                               context) */
-    struct exec_reuse_class *reuse;        /* [NPU_REPLAY_SLOTS]: class i in replay slot i */
+    struct exec_reuse_class *reuse;        /* [EXEC_REUSE_LAYER_SLOTS]: class i in replay
+                                              slot i */
     uint64_t reuse_layers[3];              /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
+    bool reuse_tiles;                      /* bootarg reuse_tiles (model_reuse_tile.c) */
+    uint32_t tile_uses;                    /* tiles keyed so far (the classes' LRU clock) */
+    uint64_t reuse_tiles_n[3];             /* tiles recorded, replayed, run in full */
 };
 
 /* ---- model_kv_pull.c: PD disaggregation */
@@ -220,6 +228,28 @@ struct exec_reuse_class {
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
 };
 
+/* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
+#define EXEC_REUSE_LAYER_SLOTS 64u
+#define EXEC_REUSE_TILE_SLOTS (NPU_REPLAY_SLOTS - EXEC_REUSE_LAYER_SLOTS)
+_Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for tile classes");
+
+/* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
+#define EXEC_TILE_SEGS 4u
+struct exec_tile_seg {
+    uint32_t count;                        /* rows */
+    uint32_t end;                          /* where the context of its last row ends */
+    uint32_t nblocks;                      /* its run's KV pool blocks */
+};
+struct exec_tile_class {
+    uint16_t kind, flags;                  /* the op */
+    uint32_t n;                            /* tile rows */
+    uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
+    struct exec_tile_seg segs[EXEC_TILE_SEGS];
+    uint64_t span_ps;                      /* chip time of its recorded tile on this core */
+    struct exec_stats delta;               /* what that tile added to its layer's stats */
+    uint32_t last_used;                    /* m->tile_uses when last used (0: free) */
+};
+
 /* From exec_init: reads the bootarg layer_reuse (refused in functional mode). */
 int exec_reuse_init(struct exec_model *m);
 /* When ops[0] starts a run of layers of one class (docs/images.md, "Layer reuse"): runs
@@ -228,6 +258,20 @@ int exec_reuse_init(struct exec_model *m);
    runs ops[0]. 0 or a negative npu_status. */
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used);
+
+struct exec_tile;
+/* model_reuse_tile.c: from layer_op, one tile of op (rows in tile, residual rows at x):
+   replays a recorded tile of its class, or runs it in full (recording it when it may
+   serve later tiles). 0 or a negative npu_status. */
+int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
+                    const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+                    uint64_t x);
+/* model_iter.c: one tile of op in full: its residual rows in (unless in SRAM), the op, out. */
+int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op,
+                   const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+                   uint64_t x);
+/* Forgets which experts the group staged (a new layer's staging). */
+void exec_reuse_tile_new_layer(struct exec_model *m);
 
 /* Internal API shared by the op files. */
 struct npu_desc;

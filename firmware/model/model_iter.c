@@ -154,8 +154,32 @@ static void embed_tile(struct exec_model *m, const struct exec_run *runs, uint32
                           1, row, row, row);
 }
 
+int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op,
+                   const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+                   uint64_t x)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb, n = tile->n;
+    int rc = NPU_OK;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
+        exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
+    switch (op->kind) {
+    case NPU_OP_EMBED: embed_tile(m, runs, nruns, tile); break;
+    case NPU_OP_ATTENTION:
+        rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
+        break;
+    case NPU_OP_FFN: rc = exec_ffn(m, op->layer, tile); break;
+    default: rc = exec_moe(m, op->layer, tile); break;
+    }
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (rc == NPU_OK && !m->x_in_sram)
+        exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
+    return rc;
+}
+
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
-   the residual rows move in and out unless in SRAM. */
+   the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its
+   shape instead (tile reuse, model_reuse_tile.c). */
 static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
                     const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
@@ -168,20 +192,8 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, t0, n, &tile);
         const uint64_t x = m->x_all + (uint64_t)(row0 + t0) * row;
         tile.xt = m->x_in_sram ? x : m->a.xt;
-        exec_set_cat(m, EXEC_CAT_OTHER);
-        if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
-            exec_copy(m, tile.xt, x, 1, n * row, n * row, n * row);
-        switch (op->kind) {
-        case NPU_OP_EMBED: embed_tile(m, runs, nruns, &tile); break;
-        case NPU_OP_ATTENTION:
-            rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, &tile);
-            break;
-        case NPU_OP_FFN: rc = exec_ffn(m, op->layer, &tile); break;
-        default: rc = exec_moe(m, op->layer, &tile); break;
-        }
-        exec_set_cat(m, EXEC_CAT_OTHER);
-        if (rc == NPU_OK && !m->x_in_sram)
-            exec_copy(m, x, tile.xt, 1, n * row, n * row, n * row);
+        rc = m->reuse_tiles ? exec_reuse_tile(m, op, runs, nruns, &tile, x)
+                            : exec_tile_full(m, op, runs, nruns, &tile, x);
     }
     return rc;
 }

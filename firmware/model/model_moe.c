@@ -41,6 +41,20 @@ int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n)
     return exec_flush(m);
 }
 
+const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_model *rm)
+{
+    *rm = (struct routing_model){ .experts = m->cfg->num_experts,
+                                  .k = m->cfg->experts_per_token,
+                                  .skew_milli = m->plan->routing_skew_milli,
+                                  .seed = m->plan->routing_seed };
+    if (m->routing_layer == 0)
+        routing_layer_table(rm, l, m->routing_table);
+    else if (m->routing_layer != l + 1) /* the next layer's table is this one rotated */
+        routing_layer_table_rotate(rm, m->routing_layer - 1, l, m->routing_table);
+    m->routing_layer = l + 1;
+    return m->routing_table;
+}
+
 /* Each row's k experts and weights: from the top-k (functional) or the routing model. */
 static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                     uint32_t r0, uint32_t r1, uint32_t *idx, float *wgt)
@@ -62,20 +76,14 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
         }
         return;
     }
-    const struct routing_model rm = { .experts = c->num_experts, .k = k,
-                                      .skew_milli = m->plan->routing_skew_milli,
-                                      .seed = m->plan->routing_seed };
-    if (m->routing_layer == 0)
-        routing_layer_table(&rm, l, m->routing_table);
-    else if (m->routing_layer != l + 1)
-        routing_layer_table_rotate(&rm, m->routing_layer - 1, l, m->routing_table);
-    m->routing_layer = l + 1;
+    struct routing_model rm;
+    const uint64_t *table = moe_routing(m, l, &rm);
     for (uint32_t s = 0; s < tile->nsegs; s++)
         for (uint32_t i = 0; i < tile->segs[s].count; i++) {
             uint32_t r = tile->segs[s].row + i;
             if (r < r0 || r >= r1)
                 continue;
-            routing_draw(&rm, m->routing_table, l, tile->segs[s].req, tile->segs[s].pos + i,
+            routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i,
                          &idx[(r - r0) * k]);
             for (uint32_t j = 0; j < k; j++)
                 wgt[(r - r0) * k + j] = 1.0f / (float)k;

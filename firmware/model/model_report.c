@@ -99,9 +99,14 @@ static void print_stage(struct exec_model *m, const char *what, uint64_t chip_ps
     print_rooflines(sum);
     if (m->layer_reuse) /* docs/images.md, "Layer reuse" */
         printf("MODEL reuse stage=%u keys=%s layers_recorded=%" PRIu64 " layers_replayed=%"
-               PRIu64 " layers_unslotted=%" PRIu64 "\n", m->pipe_stage,
-               m->reuse_shapes ? "shapes" : "runs", m->reuse_layers[0], m->reuse_layers[1],
-               m->reuse_layers[2]);
+               PRIu64 " layers_unslotted=%" PRIu64, m->pipe_stage,
+               m->reuse_tiles ? "tiles" : m->reuse_shapes ? "shapes" : "runs",
+               m->reuse_layers[0], m->reuse_layers[1], m->reuse_layers[2]);
+    if (m->reuse_tiles)
+        printf(" tiles_recorded=%" PRIu64 " tiles_replayed=%" PRIu64 " tiles_full=%" PRIu64,
+               m->reuse_tiles_n[0], m->reuse_tiles_n[1], m->reuse_tiles_n[2]);
+    if (m->layer_reuse)
+        printf("\n");
     if (m->pipe_stage + 1 == m->pipe_stages)
         printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
 }

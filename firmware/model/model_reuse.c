@@ -51,11 +51,12 @@
 #include "npu/hal.h"
 #include "npu/wait.h"
 
-static struct exec_reuse_class classes[NPU_REPLAY_SLOTS];
+static struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS];
 
 int exec_reuse_init(struct exec_model *m)
 {
-    m->reuse_shapes = hal_bootarg_has("reuse_shapes");
+    m->reuse_tiles = hal_bootarg_has("reuse_tiles"); /* shape keys, and tiles inside */
+    m->reuse_shapes = m->reuse_tiles || hal_bootarg_has("reuse_shapes");
     m->layer_reuse = m->reuse_shapes || hal_bootarg_has("layer_reuse");
     m->reuse_tol = npu_kv_stripe(m->plan) / 2;
     m->reuse = classes;
@@ -173,7 +174,7 @@ static struct exec_reuse_class *find_class(struct exec_model *m,
 {
     struct exec_reuse_class *best = NULL;
     uint64_t best_dist = UINT64_MAX;
-    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++) {
+    for (uint32_t i = 0; i < EXEC_REUSE_LAYER_SLOTS; i++) {
         struct exec_reuse_class *c = &m->reuse[i];
         if (!c->last_used ||
             !(c->iteration == m->iterations || c->prefill || m->reuse_shapes))
@@ -190,7 +191,7 @@ static struct exec_reuse_class *find_class(struct exec_model *m,
 static struct exec_reuse_class *new_class(struct exec_model *m)
 {
     struct exec_reuse_class *lru = NULL;
-    for (uint32_t i = 0; i < NPU_REPLAY_SLOTS; i++) {
+    for (uint32_t i = 0; i < EXEC_REUSE_LAYER_SLOTS; i++) {
         struct exec_reuse_class *c = &m->reuse[i];
         if (!c->last_used)
             return c;

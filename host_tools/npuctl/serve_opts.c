@@ -10,7 +10,7 @@
 
 #define DEFAULT_TRACE "models/traces/tiny-16.jsonl"
 
-const char *const serve_reuse_names[3] = { "off", "on", "shapes" };
+const char *const serve_reuse_names[SERVE_REUSE_COUNT] = { "off", "on", "shapes", "tiles" };
 
 static int bad(const char *opt, const char *v, const char *what)
 {
@@ -49,10 +49,10 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     else if (!strcmp(opt, "--threads")) o->threads = v;
     else if (!strcmp(opt, "--layer-reuse")) {
         uint32_t k = 0;
-        while (k < 3 && (!v || strcmp(v, serve_reuse_names[k])))
+        while (k < SERVE_REUSE_COUNT && (!v || strcmp(v, serve_reuse_names[k])))
             k++;
-        if (k == 3)
-            return bad(opt, v, "off, on or shapes");
+        if (k == SERVE_REUSE_COUNT)
+            return bad(opt, v, "off, on, shapes or tiles");
         o->layer_reuse = (enum serve_reuse)k;
     }
     else if (!strcmp(opt, "--decode-cores")) {

@@ -22,9 +22,11 @@ struct serve_hetero {
 };
 
 /* --layer-reuse (docs/images.md, "Layer reuse"): off, on (keys by request and position),
-   shapes (keys by shape, reused across iterations). */
-enum serve_reuse { SERVE_REUSE_OFF, SERVE_REUSE_ON, SERVE_REUSE_SHAPES };
-extern const char *const serve_reuse_names[3];
+   shapes (keys by shape, reused across iterations), tiles (shapes, and tiles of a layer
+   that runs replay recorded tiles: "Tile reuse"). */
+enum serve_reuse { SERVE_REUSE_OFF, SERVE_REUSE_ON, SERVE_REUSE_SHAPES, SERVE_REUSE_TILES,
+                   SERVE_REUSE_COUNT };
+extern const char *const serve_reuse_names[SERVE_REUSE_COUNT];
 
 struct serve_opts {
     struct npuctl_image_opts image;   /* --model, --chip and the plan options */

@@ -104,7 +104,8 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
              s->groups, s->group_tokens, s->budget, s->prefill_units,
              serve_opts_prefill_instances(o, h->plan.instances),
              o->engine_trace ? " engine_trace" : "",
-             (const char *const[]){ "", " layer_reuse", " reuse_shapes" }[o->layer_reuse]);
+             (const char *const[]){ "", " layer_reuse", " reuse_shapes",
+                                    " reuse_tiles" }[o->layer_reuse]);
     snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s",
              image_bytes, blob_bytes, params);
     char *args[] = { "serve", "--chip", chip, "--mode",

@@ -2,8 +2,8 @@
 /*
  * Replay slots (emulator/model/chip_replay.c): BEGIN / END record what a core's engines did
  * in between, REPEAT adds it COUNT times (not the descriptor count); refusals in functional
- * mode, with work pending, for unrecorded slots, while another slot is being recorded, and
- * out-of-range slots and counts; other cores' counters untouched. The chip of
+ * mode, with work pending, for unrecorded slots and out-of-range slots and counts; a slot
+ * being recorded counts a nested repeat; other cores' counters untouched. The chip of
  * chip_fixture.h.
  */
 #include <string.h>
@@ -124,13 +124,17 @@ static void test_refusals(void **state)
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX + 1),
                      NPU_ERR_RANGE);
     assert_int_equal(dma(f, 1)->bytes, 64000); /* nothing was added */
-    /* A slot being recorded would count the repeat as its own work. */
+    /* Nested: a slot being recorded counts a repeat of another as its own work. */
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_BEGIN, 1, 0), NPU_OK);
-    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 1), NPU_ERR_STATE);
-    assert_non_null(strstr(err, "being recorded"));
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 1, 1), NPU_ERR_STATE); /* itself */
+    assert_non_null(strstr(err, "not recorded"));
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, 2), NPU_OK);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_END, 1, 0), NPU_OK);
+    assert_int_equal(dma(f, 1)->bytes, 3 * 64000ull);
+    assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 1, 1), NPU_OK); /* the 2 repeats, again */
+    assert_int_equal(dma(f, 1)->bytes, 5 * 64000ull);
     assert_int_equal(cmd(f, 1, NPU_REPLAY_OP_REPEAT, 0, NPU_REPLAY_COUNT_MAX), NPU_OK);
-    assert_int_equal(dma(f, 1)->bytes, 64000 + NPU_REPLAY_COUNT_MAX * 64000ull);
+    assert_int_equal(dma(f, 1)->bytes, 5 * 64000ull + NPU_REPLAY_COUNT_MAX * 64000ull);
 }
 
 static void test_functional_mode_refuses(void **state)

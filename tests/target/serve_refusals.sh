@@ -77,7 +77,7 @@ layer-reuse)
     expect 2 "--layer-reuse shapes needs --mode performance" "$npuctl" serve --trace "$t" \
         --layer-reuse shapes --out "$tmp/out"
     not_run
-    expect 2 "--layer-reuse yes: off, on or shapes" "$npuctl" serve --trace "$t" \
+    expect 2 "--layer-reuse yes: off, on, shapes or tiles" "$npuctl" serve --trace "$t" \
         --mode performance --layer-reuse yes --out "$tmp/out"
     not_run ;;
 too-long)

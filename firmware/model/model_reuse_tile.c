@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Tile reuse (performance mode, bootarg reuse_tiles, `--layer-reuse tiles`; docs/images.md
+ * "Layer reuse", "Tile reuse"): inside a layer that runs in full, a tile of rows replays a
+ * recorded tile of the same op and shape instead of going through the engines.
+ *
+ * Why: layered prefill runs a whole prompt through a layer group at once, so a layer that
+ * must be recorded has up to max_tokens / tile_rows tiles, and layer keys of prompts of
+ * different lengths never match. The tiles of such a layer repeat: every full tile of an
+ * FFN or MoE op does the same work, and an attention tile's work follows where its rows'
+ * contexts end. Each tile starts with this core's engines idle (layer_op flushes the chain
+ * at its first op), so a tile is a unit the chip can repeat.
+ *
+ * Keys. A class is the op (kind and flags) and the tile's row count; for attention, also
+ * per segment (one run's rows in the tile, at most EXEC_TILE_SEGS) its rows, its run's KV
+ * pool blocks and where its context ends. Context ends match within the layer keys'
+ * tolerance (half a stripe and a quarter of the context; tile_distance), the nearest class
+ * first. A tile with more segments is not keyed and runs in full.
+ *
+ * MoE tiles that stage expert weights are never recorded or replayed: the first route of
+ * an expert in a layer moves its weights (expert-load bytes), later ones do not. Every
+ * rank draws the routing model's choices of all the tile's rows (the same on every rank)
+ * and keeps which experts the group has staged in this layer (m->group_staged); a tile
+ * that routes a row to an expert not yet staged runs in full. Once every expert is staged,
+ * no draws are needed.
+ *
+ * Recording: the group starts the tile together (a barrier, as a recorded layer does),
+ * BEGIN, the tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time
+ * and the layer statistics it added are kept. Replay: REPEAT once, add the statistics, the
+ * hart sleeps the span. Inside a recorded layer the layer's slot is open around these: the
+ * repeats count as the layer's work (chip_replay.h allows a REPEAT while another slot is
+ * being recorded).
+ *
+ * Every rank decides the same way (the key, the draws and the class table are the same on
+ * each), so collectives stay matched. Modelled: chip time, energy, traffic and per-layer
+ * statistics of a tile like the recorded one. Not modelled: a replayed MoE tile's own
+ * routing (its rows per expert and rank are the recorded tile's; `MODEL routed` counts the
+ * tiles that ran), the data (refused in functional mode), and a replayed tile's contention
+ * with other groups' traffic.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model_exec.h"
+#include "model_moe.h"
+#include "noc/collective.h"
+#include "npu/engine.h"
+#include "npu/hal.h"
+#include "npu/wait.h"
+
+static struct exec_tile_class classes[EXEC_REUSE_TILE_SLOTS];
+
+void exec_reuse_tile_new_layer(struct exec_model *m)
+{
+    memset(m->group_staged, 0, sizeof(m->group_staged));
+    m->group_staged_n = 0;
+}
+
+/* The key of op over tile, or false if the tile is not keyed. */
+static bool make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
+                     struct exec_tile_class *k)
+{
+    if (op->kind != NPU_OP_ATTENTION && op->kind != NPU_OP_FFN && op->kind != NPU_OP_MOE)
+        return false;
+    memset(k, 0, offsetof(struct exec_tile_class, span_ps));
+    k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
+    if (op->kind != NPU_OP_ATTENTION)
+        return true; /* every row does the same work (MoE: see moe_tile_steady) */
+    if (tile->nsegs > EXEC_TILE_SEGS)
+        return false;
+    k->nsegs = tile->nsegs;
+    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        const struct exec_seg *g = &tile->segs[s];
+        k->segs[s] = (struct exec_tile_seg){ .count = g->count, .end = g->pos + g->count,
+                                             .nblocks = g->run->nblocks };
+    }
+    return true;
+}
+
+/* How far class c is from key k: 0 if equal, UINT64_MAX if c cannot serve k. */
+static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile_class *c,
+                              const struct exec_tile_class *k)
+{
+    if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->nsegs != k->nsegs)
+        return UINT64_MAX;
+    uint64_t dist = 0;
+    for (uint32_t s = 0; s < k->nsegs; s++) {
+        const struct exec_tile_seg *a = &c->segs[s], *b = &k->segs[s];
+        if (a->count != b->count || a->nblocks != b->nblocks)
+            return UINT64_MAX;
+        const uint32_t d = a->end > b->end ? a->end - b->end : b->end - a->end;
+        const uint32_t tol = m->reuse_tol < b->end / 4 ? m->reuse_tol : b->end / 4;
+        if (d > tol)
+            return UINT64_MAX;
+        dist += d;
+    }
+    return dist;
+}
+
+static struct exec_tile_class *find_class(const struct exec_model *m,
+                                          const struct exec_tile_class *k)
+{
+    struct exec_tile_class *best = NULL;
+    uint64_t best_dist = UINT64_MAX;
+    for (uint32_t i = 0; i < EXEC_REUSE_TILE_SLOTS; i++) {
+        struct exec_tile_class *c = &classes[i];
+        if (!c->last_used)
+            continue;
+        const uint64_t d = tile_distance(m, c, k);
+        if (d < best_dist)
+            best = c, best_dist = d;
+    }
+    return best;
+}
+
+/* A free slot, else the least recently used (no tile class is in use between tiles). */
+static struct exec_tile_class *new_class(void)
+{
+    struct exec_tile_class *lru = &classes[0];
+    for (uint32_t i = 0; i < EXEC_REUSE_TILE_SLOTS; i++) {
+        struct exec_tile_class *c = &classes[i];
+        if (!c->last_used)
+            return c;
+        if (c->last_used < lru->last_used)
+            lru = c;
+    }
+    return lru;
+}
+
+/* Whether MoE tile rows route only to experts the group staged in this layer; marks the
+   others staged (the tile, run in full, stages them). */
+static bool moe_tile_steady(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
+    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
+    const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
+    if (!g || g->sram_off != NPU_IMAGE_NOWHERE || m->group_staged_n >= E)
+        return true; /* resident experts, or every one staged: nothing more moves */
+    struct routing_model rm;
+    const uint64_t *table = moe_routing(m, l, &rm);
+    bool steady = true;
+    for (uint32_t s = 0; s < tile->nsegs; s++)
+        for (uint32_t i = 0; i < tile->segs[s].count; i++) {
+            routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i, idx);
+            for (uint32_t j = 0; j < k; j++)
+                if (!m->group_staged[idx[j]]) {
+                    m->group_staged[idx[j]] = 1, m->group_staged_n++;
+                    steady = false;
+                }
+        }
+    return steady;
+}
+
+static int refused(int rc, const char *what, uint32_t slot)
+{
+    printf("MODEL error: core %u: the chip refused tile replay %s on slot %u (%d)\n",
+           hal_self()->core_id, what, slot, rc);
+    return rc;
+}
+
+static uint32_t slot_of(const struct exec_tile_class *c)
+{
+    return EXEC_REUSE_LAYER_SLOTS + (uint32_t)(c - classes);
+}
+
+/* Runs the tile in full, recording it in class c. */
+static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
+                       const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+                       uint64_t x, struct exec_tile_class *c)
+{
+    const uint32_t slot = slot_of(c);
+    exec_set_cat(m, m->cat); /* the engines are idle from here */
+    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK; /* why: record_layer */
+    if (rc != NPU_OK)
+        return rc;
+    const struct exec_stats before = m->stats[m->layer];
+    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "BEGIN", slot);
+    const uint64_t t0 = hal_time_ps();
+    rc = exec_tile_full(m, op, runs, nruns, tile, x);
+    if (rc != NPU_OK)
+        return rc;
+    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
+    rc = engine_replay(NPU_REPLAY_OP_END, slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "END", slot);
+    c->span_ps = hal_time_ps() - t0;
+    c->delta = m->stats[m->layer];
+    exec_stats_sub(&c->delta, &before);
+    memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
+    m->reuse_tiles_n[0]++;
+    return NPU_OK;
+}
+
+static int replay_tile(struct exec_model *m, const struct exec_tile_class *c)
+{
+    const uint32_t slot = slot_of(c);
+    exec_set_cat(m, m->cat);
+    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, 1);
+    if (rc != NPU_OK)
+        return refused(rc, "REPEAT", slot);
+    exec_stats_add(&m->stats[m->layer], &c->delta);
+    m->reuse_tiles_n[1]++;
+    rc = hal_sleep_ps(c->span_ps);
+    exec_rebase_cat(m); /* the replay charged the layer itself */
+    return rc;
+}
+
+int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
+                    const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+                    uint64_t x)
+{
+    static struct exec_tile_class key;
+    if (!make_key(op, tile, &key) ||
+        (op->kind == NPU_OP_MOE && !moe_tile_steady(m, op->layer, tile))) {
+        m->reuse_tiles_n[2]++;
+        return exec_tile_full(m, op, runs, nruns, tile, x);
+    }
+    m->tile_uses++;
+    struct exec_tile_class *c = find_class(m, &key);
+    if (c) {
+        c->last_used = m->tile_uses;
+        return replay_tile(m, c);
+    }
+    c = new_class();
+    *c = key;
+    c->last_used = m->tile_uses;
+    return record_tile(m, op, runs, nruns, tile, x, c);
+}
