@@ -243,6 +243,8 @@ struct exec_tile_seg {
 struct exec_tile_class {
     uint16_t kind, flags;                  /* the op */
     uint32_t n;                            /* tile rows */
+    uint32_t load;                         /* MoE: the routed pairs of the busiest rank
+                                              (expert parallelism) or the experts routed to */
     uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
     struct exec_tile_seg segs[EXEC_TILE_SEGS];
     uint64_t span_ps;                      /* chip time of its recorded tile on this core */

@@ -57,7 +57,7 @@ void exec_reuse_tile_new_layer(struct exec_model *m)
     m->group_staged_n = 0;
 }
 
-/* The key of op over tile, or false if the tile is not keyed. */
+/* The key of op over tile (MoE: but the load); false for ops without tiles to reuse. */
 static bool make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
                      struct exec_tile_class *k)
 {
@@ -66,11 +66,9 @@ static bool make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
     if (op->kind != NPU_OP_ATTENTION)
-        return true; /* every row does the same work (MoE: see moe_tile_steady) */
-    if (tile->nsegs > EXEC_TILE_SEGS)
-        return false;
-    k->nsegs = tile->nsegs;
-    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        return true; /* every row does the same work (MoE: and the routing, moe_tile_draw) */
+    k->nsegs = tile->nsegs; /* more than EXEC_TILE_SEGS: not keyed */
+    for (uint32_t s = 0; s < tile->nsegs && s < EXEC_TILE_SEGS; s++) {
         const struct exec_seg *g = &tile->segs[s];
         k->segs[s] = (struct exec_tile_seg){ .count = g->count, .end = g->pos + g->count,
                                              .nblocks = g->run->nblocks };
@@ -82,7 +80,8 @@ static bool make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
 static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile_class *c,
                               const struct exec_tile_class *k)
 {
-    if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->nsegs != k->nsegs)
+    if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->load != k->load ||
+        c->nsegs != k->nsegs)
         return UINT64_MAX;
     uint64_t dist = 0;
     for (uint32_t s = 0; s < k->nsegs; s++) {
@@ -128,27 +127,44 @@ static struct exec_tile_class *new_class(void)
     return lru;
 }
 
-/* Whether MoE tile rows route only to experts the group staged in this layer; marks the
-   others staged (the tile, run in full, stages them). */
-static bool moe_tile_steady(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+/* Draws the routing model's choices of the tile's rows: *load for the key (struct
+   exec_tile_class), and whether they route only to experts the group staged in this layer
+   (the others are marked staged: the tile, run in full, stages them). */
+static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          uint32_t *load)
 {
     static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
+    static uint32_t owner[ROUTING_EXPERTS_MAX], pairs[NOC_GROUP_MAX];
+    static uint8_t hit[ROUTING_EXPERTS_MAX];
     const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
-    if (!g || g->sram_off != NPU_IMAGE_NOWHERE || m->group_staged_n >= E)
-        return true; /* resident experts, or every one staged: nothing more moves */
+    const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
+    const bool streamed = g->sram_off == NPU_IMAGE_NOWHERE;
+    for (uint32_t q = 0; ep && q < m->tp; q++) {
+        pairs[q] = 0;
+        for (uint32_t e = npu_plan_expert_first(m->plan, E, q);
+             e < npu_plan_expert_first(m->plan, E, q + 1); e++)
+            owner[e] = q;
+    }
+    memset(hit, 0, E);
     struct routing_model rm;
     const uint64_t *table = moe_routing(m, l, &rm);
     bool steady = true;
+    uint32_t most = 0;
     for (uint32_t s = 0; s < tile->nsegs; s++)
         for (uint32_t i = 0; i < tile->segs[s].count; i++) {
             routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i, idx);
-            for (uint32_t j = 0; j < k; j++)
-                if (!m->group_staged[idx[j]]) {
-                    m->group_staged[idx[j]] = 1, m->group_staged_n++;
-                    steady = false;
-                }
+            for (uint32_t j = 0; j < k; j++) {
+                const uint32_t e = idx[j];
+                if (ep && ++pairs[owner[e]] > most)
+                    most = pairs[owner[e]];
+                if (!ep && !hit[e])
+                    hit[e] = 1, most++;
+                if (streamed && !m->group_staged[e])
+                    m->group_staged[e] = 1, m->group_staged_n++, steady = false;
+            }
         }
+    *load = most;
     return steady;
 }
 
@@ -213,8 +229,10 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
                     uint64_t x)
 {
     static struct exec_tile_class key;
-    if (!make_key(op, tile, &key) ||
-        (op->kind == NPU_OP_MOE && !moe_tile_steady(m, op->layer, tile))) {
+    if (!make_key(op, tile, &key))
+        return exec_tile_full(m, op, runs, nruns, tile, x); /* the embeddings */
+    if (key.nsegs > EXEC_TILE_SEGS ||
+        (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
         m->reuse_tiles_n[2]++;
         return exec_tile_full(m, op, runs, nruns, tile, x);
     }
