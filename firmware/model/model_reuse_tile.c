@@ -88,6 +88,9 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
         const struct exec_tile_seg *a = &c->segs[s], *b = &k->segs[s];
         if (a->count != b->count || a->nblocks != b->nblocks)
             return UINT64_MAX;
+        const uint32_t w = npu_kv_stripe(m->plan);
+        if ((a->end + w - 1) / w != (b->end + w - 1) / w)
+            return UINT64_MAX; /* the busiest rank holds as many blocks */
         const uint32_t d = a->end > b->end ? a->end - b->end : b->end - a->end;
         const uint32_t tol = m->reuse_tol < b->end / 4 ? m->reuse_tol : b->end / 4;
         if (d > tol)
@@ -187,11 +190,8 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint32_t slot = slot_of(c);
     exec_set_cat(m, m->cat); /* the engines are idle from here */
-    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK; /* why: record_layer */
-    if (rc != NPU_OK)
-        return rc;
     const struct exec_stats before = m->stats[m->layer];
-    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    int rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "BEGIN", slot);
     const uint64_t t0 = hal_time_ps();
