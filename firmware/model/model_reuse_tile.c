@@ -190,8 +190,14 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint32_t slot = slot_of(c);
     exec_set_cat(m, m->cat); /* the engines are idle from here */
+    /* The group starts the tile together: a rank that began early would record the wait
+       for the others, and consecutive replays (sleeps, no collective between them) would
+       add up the ranks' differences until the group's next collective times out. */
+    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
+    if (rc != NPU_OK)
+        return rc;
     const struct exec_stats before = m->stats[m->layer];
-    int rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "BEGIN", slot);
     const uint64_t t0 = hal_time_ps();

@@ -76,6 +76,8 @@ layer-reuse)
     not_run
     expect 2 "--layer-reuse shapes needs --mode performance" "$npuctl" serve --trace "$t" \
         --layer-reuse shapes --out "$tmp/out"
+    expect 2 "--layer-reuse tiles needs --mode performance" "$npuctl" serve --trace "$t" \
+        --layer-reuse tiles --out "$tmp/out"
     not_run
     expect 2 "--layer-reuse yes: off, on, shapes or tiles" "$npuctl" serve --trace "$t" \
         --mode performance --layer-reuse yes --out "$tmp/out"

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 # Layer reuse against full simulation (docs/images.md, "Layer reuse"):
 #   serve_reuse.sh NPUCTL TOL_PCT MODE SERVE-ARGS...
-# serves a performance-mode run twice, with --layer-reuse off and MODE (on or shapes), and
-# requires: both
-# complete; the reuse run executed at most 80% of the descriptors (it did replay); chip
-# time, TTFT and TBT means, HBM bytes, expert-load bytes, FLOPs and energy per token within
-# TOL_PCT percent of the full run's; and the summary labelled with the mode.
+# serves a performance-mode run twice, with --layer-reuse off and MODE (on, shapes or
+# tiles), and requires: both complete; the reuse run executed at most 80% of the
+# descriptors (it did replay); chip time, TTFT and TBT means, HBM bytes, expert-load bytes,
+# FLOPs and energy per token within TOL_PCT percent of the full run's; the summary
+# labelled with the mode; with tiles, some tile replayed (the MODEL reuse line).
 set -uo pipefail
 npuctl="$1" tol="$2" mode="$3"; shift 3
 tmp=$(mktemp -d)
@@ -39,6 +39,13 @@ for k, a, b in pairs:
     if dev > tol:
         bad.append(f"{k} deviates {dev:.2f}% > {tol}%")
 print(f"serve_reuse: descriptors run {c['on']['descs']} of {c['off']['descs']}")
+if mode == "tiles":
+    import re
+    log = open(f"{tmp}/on/console.log").read()
+    n = [int(x) for x in re.findall(r"MODEL reuse .* tiles_replayed=(\d+)", log)]
+    print(f"serve_reuse: tiles replayed {n}")
+    if not n or max(n) == 0:
+        bad.append("no tile was replayed (MODEL reuse ... tiles_replayed)")
 for b in bad:
     print("serve_reuse: FAIL:", b)
 sys.exit(1 if bad else 0)
