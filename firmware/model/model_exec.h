@@ -263,14 +263,14 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
 
 struct exec_tile;
 /* model_reuse_tile.c: from layer_op, one tile of op (rows in tile, residual rows at x):
-   replays a recorded tile of its class, or runs it in full (recording it when it may
-   serve later tiles). 0 or a negative npu_status. */
-int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
-                    const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+   replays a recorded tile of its class (consecutive replays of a class are repeated at
+   once: exec_reuse_tile_flush ends the op's), or runs it in full, recorded if keyed. 0 or
+   a negative npu_status. */
+int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x);
+int exec_reuse_tile_flush(struct exec_model *m);
 /* model_iter.c: one tile of op in full: its residual rows in (unless in SRAM), the op, out. */
-int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op,
-                   const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x);
 /* Forgets which experts the group staged (a new layer's staging). */
 void exec_reuse_tile_new_layer(struct exec_model *m);

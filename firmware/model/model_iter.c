@@ -140,22 +140,22 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
     }
 }
 
-/* Embeddings of the tile's rows into its residual rows. */
-static void embed_tile(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
-                       const struct exec_tile *tile)
+/* Embeddings of the tile's rows into its residual rows (segment by segment: a walk over
+   every run's rows per tile would cost the harts rows x tiles steps per layer op). */
+static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
     const uint64_t table = (uint64_t)(uintptr_t)m->image + m->embed->hbm_off;
-    uint32_t r = 0;
-    for (uint32_t i = 0; i < nruns; i++)
-        for (uint32_t j = 0; j < runs[i].count; j++, r++)
-            if (r >= tile->t0 && r < tile->t0 + tile->n)
-                exec_copy(m, tile->xt + (r - tile->t0) * row, table + runs[i].tokens[j] * row,
-                          1, row, row, row);
+    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        const struct exec_seg *g = &tile->segs[s];
+        const uint32_t *tokens = g->run->tokens + (g->pos - g->run->pos);
+        for (uint32_t j = 0; j < g->count; j++)
+            exec_copy(m, tile->xt + (uint64_t)(g->row + j) * row, table + tokens[j] * row, 1,
+                      row, row, row);
+    }
 }
 
-int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op,
-                   const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb, n = tile->n;
@@ -164,7 +164,7 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op,
     if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
     switch (op->kind) {
-    case NPU_OP_EMBED: embed_tile(m, runs, nruns, tile); break;
+    case NPU_OP_EMBED: embed_tile(m, tile); break;
     case NPU_OP_ATTENTION:
         rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
         break;
@@ -192,10 +192,9 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, t0, n, &tile);
         const uint64_t x = m->x_all + (uint64_t)(row0 + t0) * row;
         tile.xt = m->x_in_sram ? x : m->a.xt;
-        rc = m->reuse_tiles ? exec_reuse_tile(m, op, runs, nruns, &tile, x)
-                            : exec_tile_full(m, op, runs, nruns, &tile, x);
+        rc = m->reuse_tiles ? exec_reuse_tile(m, op, &tile, x) : exec_tile_full(m, op, &tile, x);
     }
-    return rc;
+    return rc == NPU_OK && m->reuse_tiles ? exec_reuse_tile_flush(m) : rc;
 }
 
 /* out[i] (and logit[i] when `logits`) of each run that wants a token, from the argmax

@@ -57,23 +57,21 @@ void exec_reuse_tile_new_layer(struct exec_model *m)
     m->group_staged_n = 0;
 }
 
-/* The key of op over tile (MoE: but the load); false for ops without tiles to reuse. */
-static bool make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
+/* The key of op (a layer_op kind) over tile; MoE: but the load (moe_tile_draw). */
+static void make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
                      struct exec_tile_class *k)
 {
-    if (op->kind != NPU_OP_ATTENTION && op->kind != NPU_OP_FFN && op->kind != NPU_OP_MOE)
-        return false;
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
     if (op->kind != NPU_OP_ATTENTION)
-        return true; /* every row does the same work (MoE: and the routing, moe_tile_draw) */
+        return; /* every row does the same work: a row copy from the table (the
+                   embeddings), the FFN, the MoE by its routing */
     k->nsegs = tile->nsegs; /* more than EXEC_TILE_SEGS: not keyed */
     for (uint32_t s = 0; s < tile->nsegs && s < EXEC_TILE_SEGS; s++) {
         const struct exec_seg *g = &tile->segs[s];
         k->segs[s] = (struct exec_tile_seg){ .count = g->count, .end = g->pos + g->count,
                                              .nblocks = g->run->nblocks };
     }
-    return true;
 }
 
 /* How far class c is from key k: 0 if equal, UINT64_MAX if c cannot serve k. */
@@ -139,17 +137,20 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
     static uint32_t owner[ROUTING_EXPERTS_MAX], pairs[NOC_GROUP_MAX];
     static uint8_t hit[ROUTING_EXPERTS_MAX];
+    static bool owners_known;
     const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
     const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
     const bool streamed = g->sram_off == NPU_IMAGE_NOWHERE;
-    for (uint32_t q = 0; ep && q < m->tp; q++) {
-        pairs[q] = 0;
+    for (uint32_t q = 0; ep && !owners_known && q < m->tp; q++)
         for (uint32_t e = npu_plan_expert_first(m->plan, E, q);
              e < npu_plan_expert_first(m->plan, E, q + 1); e++)
             owner[e] = q;
-    }
-    memset(hit, 0, E);
+    owners_known = true; /* the plan's, for the whole run */
+    if (ep)
+        memset(pairs, 0, m->tp * sizeof(pairs[0]));
+    else
+        memset(hit, 0, E);
     struct routing_model rm;
     const uint64_t *table = moe_routing(m, l, &rm);
     bool steady = true;
@@ -185,8 +186,7 @@ static uint32_t slot_of(const struct exec_tile_class *c)
 
 /* Runs the tile in full, recording it in class c. */
 static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
-                       const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
-                       uint64_t x, struct exec_tile_class *c)
+                       struct exec_tile *tile, uint64_t x, struct exec_tile_class *c)
 {
     const uint32_t slot = slot_of(c);
     exec_set_cat(m, m->cat); /* the engines are idle from here */
@@ -201,7 +201,7 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
     if (rc != NPU_OK)
         return refused(rc, "BEGIN", slot);
     const uint64_t t0 = hal_time_ps();
-    rc = exec_tile_full(m, op, runs, nruns, tile, x);
+    rc = exec_tile_full(m, op, tile, x);
     if (rc != NPU_OK)
         return rc;
     exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
@@ -216,31 +216,51 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
     return NPU_OK;
 }
 
-static int replay_tile(struct exec_model *m, const struct exec_tile_class *c)
+/* Replays waiting to be repeated at once: `pending` of class pending_class. */
+static struct exec_tile_class *pending_class;
+static uint32_t pending;
+
+int exec_reuse_tile_flush(struct exec_model *m)
 {
-    const uint32_t slot = slot_of(c);
+    if (pending == 0)
+        return NPU_OK;
+    const struct exec_tile_class *c = pending_class;
+    const uint32_t n = pending, slot = slot_of(c);
+    pending = 0, pending_class = NULL;
     exec_set_cat(m, m->cat);
-    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, 1);
+    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, n);
     if (rc != NPU_OK)
         return refused(rc, "REPEAT", slot);
-    exec_stats_add(&m->stats[m->layer], &c->delta);
-    m->reuse_tiles_n[1]++;
-    rc = hal_sleep_ps(c->span_ps);
+    for (uint32_t i = 0; i < n; i++)
+        exec_stats_add(&m->stats[m->layer], &c->delta);
+    m->reuse_tiles_n[1] += n;
+    rc = hal_sleep_ps(c->span_ps * n);
     exec_rebase_cat(m); /* the replay charged the layer itself */
     return rc;
 }
 
-int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
-                    const struct exec_run *runs, uint32_t nruns, struct exec_tile *tile,
+/* Queues a replay of class c, after the queued ones of the same class. */
+static int replay_tile(struct exec_model *m, struct exec_tile_class *c)
+{
+    if (pending && (pending_class != c || pending == NPU_REPLAY_COUNT_MAX)) {
+        int rc = exec_reuse_tile_flush(m);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    pending_class = c, pending++;
+    return NPU_OK;
+}
+
+int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x)
 {
     static struct exec_tile_class key;
-    if (!make_key(op, tile, &key))
-        return exec_tile_full(m, op, runs, nruns, tile, x); /* the embeddings */
+    make_key(op, tile, &key);
     if (key.nsegs > EXEC_TILE_SEGS ||
         (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
         m->reuse_tiles_n[2]++;
-        return exec_tile_full(m, op, runs, nruns, tile, x);
+        int rc = exec_reuse_tile_flush(m);
+        return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
     }
     m->tile_uses++;
     struct exec_tile_class *c = find_class(m, &key);
@@ -248,8 +268,11 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op,
         c->last_used = m->tile_uses;
         return replay_tile(m, c);
     }
+    int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
+    if (rc != NPU_OK)
+        return rc;
     c = new_class();
     *c = key;
     c->last_used = m->tile_uses;
-    return record_tile(m, op, runs, nruns, tile, x, c);
+    return record_tile(m, op, tile, x, c);
 }
