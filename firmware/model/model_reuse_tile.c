@@ -7,36 +7,39 @@
  * Why: layered prefill runs a whole prompt through a layer group at once, so a layer that
  * must be recorded has up to max_tokens / tile_rows tiles, and layer keys of prompts of
  * different lengths never match. The tiles of such a layer repeat: every full tile of an
- * FFN or MoE op does the same work, and an attention tile's work follows where its rows'
- * contexts end. Each tile starts with this core's engines idle (layer_op flushes the chain
- * at its first op), so a tile is a unit the chip can repeat.
+ * FFN op or embedding does the same work, a MoE tile's follows its routing, and an
+ * attention tile's where its rows' contexts end. Each tile starts with this core's engines
+ * idle (layer_op flushes the chain at its first op), so a tile is a unit the chip can
+ * repeat.
  *
- * Keys. A class is the op (kind and flags) and the tile's row count; for attention, also
- * per segment (one run's rows in the tile, at most EXEC_TILE_SEGS) its rows, its run's KV
- * pool blocks and where its context ends. Context ends match within the layer keys'
- * tolerance (half a stripe and a quarter of the context; tile_distance), the nearest class
- * first. A tile with more segments is not keyed and runs in full.
+ * Keys. A class is the op (kind and flags) and the tile's row count, and:
+ * - attention: per segment (one run's rows in the tile; more than EXEC_TILE_SEGS: not
+ *   keyed, run in full) its rows, its run's KV pool blocks and where its context ends;
+ *   ends match within the layer keys' tolerance (half a stripe and a quarter of the
+ *   context, nearest class first) and in the same stripe, so that the busiest rank holds as
+ *   many KV blocks (tile_distance);
+ * - MoE: the load of its routing (moe_tile_draw): the routed pairs of the busiest rank
+ *   under expert parallelism, else the number of experts routed to. Every rank draws the
+ *   routing model's choices of all the tile's rows (the same on every rank). A tile that
+ *   routes to an expert the group has not staged in this layer (m->group_staged) runs in
+ *   full and is not recorded: the first route of an expert in a layer moves its weights
+ *   (expert-load bytes), and a replay must not move them again;
+ * - embeddings, dense FFN: the rows alone (the same work per row).
  *
- * MoE tiles that stage expert weights are never recorded or replayed: the first route of
- * an expert in a layer moves its weights (expert-load bytes), later ones do not. Every
- * rank draws the routing model's choices of all the tile's rows (the same on every rank)
- * and keeps which experts the group has staged in this layer (m->group_staged); a tile
- * that routes a row to an expert not yet staged runs in full. Once every expert is staged,
- * no draws are needed.
- *
- * Recording: the group starts the tile together (a barrier, as a recorded layer does),
- * BEGIN, the tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time
- * and the layer statistics it added are kept. Replay: REPEAT once, add the statistics, the
- * hart sleeps the span. Inside a recorded layer the layer's slot is open around these: the
- * repeats count as the layer's work (chip_replay.h allows a REPEAT while another slot is
- * being recorded).
+ * Recording: the group starts the tile together (a barrier: see record_tile), BEGIN, the
+ * tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time and the
+ * layer statistics it added are kept. Replay: consecutive replays of a class are queued
+ * and repeated at once (one REPEAT with a count, one sleep) before anything else runs and
+ * at the end of the op (exec_reuse_tile_flush). Inside a recorded layer the layer's slot
+ * is open around these: the repeats count as the layer's work (chip_replay.h allows a
+ * REPEAT while another slot is being recorded).
  *
  * Every rank decides the same way (the key, the draws and the class table are the same on
  * each), so collectives stay matched. Modelled: chip time, energy, traffic and per-layer
- * statistics of a tile like the recorded one. Not modelled: a replayed MoE tile's own
- * routing (its rows per expert and rank are the recorded tile's; `MODEL routed` counts the
- * tiles that ran), the data (refused in functional mode), and a replayed tile's contention
- * with other groups' traffic.
+ * statistics of a tile like the recorded one. Not modelled: a replayed tile's own routing
+ * and KV-block placement (per rank, the split of its time between categories is the
+ * recorded tile's; `MODEL routed` counts the tiles that ran), the data (refused in
+ * functional mode), and a replayed tile's contention with other groups' traffic.
  */
 #include <stddef.h>
 #include <stdio.h>
