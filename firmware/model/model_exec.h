@@ -261,6 +261,21 @@ int exec_reuse_init(struct exec_model *m);
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used);
 
+/* model_reuse.c, for both kinds of classes: recording what this core does between
+   exec_record_begin and exec_record_end in replay slot `slot` (the engines idle, the group
+   started together: a barrier), its chip time and what it added to layer m->layer's
+   statistics (descriptors excepted); and repeating a slot `count` times (the hart sleeps the
+   spans; the caller adds the statistics). 0, or the chip's refusal (printed). */
+struct exec_recording {
+    uint32_t slot;
+    uint64_t t0;
+    struct exec_stats before;
+};
+int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r);
+int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
+                    struct exec_stats *delta);
+int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps);
+
 struct exec_tile;
 /* model_reuse_tile.c: from layer_op, one tile of op (rows in tile, residual rows at x):
    replays a recorded tile of its class (consecutive replays of a class are repeated at

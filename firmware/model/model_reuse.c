@@ -208,57 +208,73 @@ static int refused(int rc, const char *what, uint32_t slot)
     return rc;
 }
 
+int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r)
+{
+    exec_set_cat(m, m->cat); /* the engines are idle from here */
+    /* The group starts together: a rank that began early would wait for the others in the
+       first collective, record a longer span and replay that difference every time (and
+       consecutive replays, sleeps with no collective between them, would add up the
+       ranks' differences until a collective timed out). */
+    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
+    if (rc != NPU_OK)
+        return rc;
+    r->slot = slot, r->before = m->stats[m->layer];
+    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "BEGIN", slot);
+    r->t0 = hal_time_ps();
+    return NPU_OK;
+}
+
+int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
+                    struct exec_stats *delta)
+{
+    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
+    int rc = engine_replay(NPU_REPLAY_OP_END, r->slot, 0);
+    if (rc != NPU_OK)
+        return refused(rc, "END", r->slot);
+    *span_ps = hal_time_ps() - r->t0;
+    *delta = m->stats[m->layer];
+    exec_stats_sub(delta, &r->before);
+    memset(delta->descs, 0, sizeof(delta->descs)); /* descs: what the emulator ran */
+    return NPU_OK;
+}
+
+int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps)
+{
+    exec_set_cat(m, m->cat);
+    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
+    if (rc != NPU_OK)
+        return refused(rc, "REPEAT", slot);
+    rc = hal_sleep_ps(span_ps * count);
+    exec_rebase_cat(m); /* the replay charged the layers itself */
+    return rc;
+}
+
 /* Runs layer ops[0..per) in full, recording it in class c (slot c - classes). */
 static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                         const struct exec_batch *b, struct exec_reuse_class *c)
 {
-    const uint32_t slot = (uint32_t)(c - m->reuse), layer = ops[0].layer;
-    exec_set_layer(m, layer); /* the engines are idle from here */
-    /* The group starts the layer together: a rank that began early would wait for the
-       others in the layer's first collective, record a longer span and replay that
-       difference once per replayed layer. */
-    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
-    if (rc != NPU_OK)
-        return rc;
-    const struct exec_stats before = m->stats[layer];
-    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
-    if (rc != NPU_OK)
-        return refused(rc, "BEGIN", slot);
-    const uint64_t t0 = hal_time_ps();
+    static struct exec_recording r; /* exec_stats: not on the hart's small stack */
+    exec_set_layer(m, ops[0].layer);
+    int rc = exec_record_begin(m, (uint32_t)(c - m->reuse), &r);
     for (uint32_t i = 0; rc == NPU_OK && i < per; i++)
         rc = exec_op(m, &ops[i], b, NULL, NULL);
-    if (rc != NPU_OK)
-        return rc;
-    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
-    rc = engine_replay(NPU_REPLAY_OP_END, slot, 0);
-    if (rc != NPU_OK)
-        return refused(rc, "END", slot);
-    c->span_ps = hal_time_ps() - t0;
-    c->delta = m->stats[layer];
-    exec_stats_sub(&c->delta, &before);
-    memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
-    return NPU_OK;
+    return rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
 }
 
 /* Layers [l0, l0 + n) but `skip` (or all of them: skip >= l0 + n) replay class c. */
 static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c, uint32_t l0,
                          uint32_t n, uint32_t skip)
 {
-    const uint32_t slot = (uint32_t)(c - m->reuse);
     const uint32_t count = skip >= l0 && skip < l0 + n ? n - 1 : n;
     if (count == 0)
         return NPU_OK;
-    exec_set_cat(m, m->cat);
-    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
-    if (rc != NPU_OK)
-        return refused(rc, "REPEAT", slot);
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
             exec_stats_add(&m->stats[l], &c->delta);
     m->reuse_layers[1] += count;
-    rc = hal_sleep_ps(c->span_ps * count);
-    exec_rebase_cat(m); /* the replay charged the layers itself */
-    return rc;
+    return exec_replay_slot(m, (uint32_t)(c - m->reuse), count, c->span_ps);
 }
 
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,

@@ -42,15 +42,10 @@
  * functional mode), and a replayed tile's contention with other groups' traffic.
  */
 #include <stddef.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "model_exec.h"
 #include "model_moe.h"
-#include "noc/collective.h"
-#include "npu/engine.h"
-#include "npu/hal.h"
-#include "npu/wait.h"
 
 static struct exec_tile_class classes[EXEC_REUSE_TILE_SLOTS];
 
@@ -175,13 +170,6 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     return steady;
 }
 
-static int refused(int rc, const char *what, uint32_t slot)
-{
-    printf("MODEL error: core %u: the chip refused tile replay %s on slot %u (%d)\n",
-           hal_self()->core_id, what, slot, rc);
-    return rc;
-}
-
 static uint32_t slot_of(const struct exec_tile_class *c)
 {
     return EXEC_REUSE_LAYER_SLOTS + (uint32_t)(c - classes);
@@ -191,32 +179,14 @@ static uint32_t slot_of(const struct exec_tile_class *c)
 static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
                        struct exec_tile *tile, uint64_t x, struct exec_tile_class *c)
 {
-    const uint32_t slot = slot_of(c);
-    exec_set_cat(m, m->cat); /* the engines are idle from here */
-    /* The group starts the tile together: a rank that began early would record the wait
-       for the others, and consecutive replays (sleeps, no collective between them) would
-       add up the ranks' differences until the group's next collective times out. */
-    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
-    if (rc != NPU_OK)
-        return rc;
-    const struct exec_stats before = m->stats[m->layer];
-    rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
-    if (rc != NPU_OK)
-        return refused(rc, "BEGIN", slot);
-    const uint64_t t0 = hal_time_ps();
-    rc = exec_tile_full(m, op, tile, x);
-    if (rc != NPU_OK)
-        return rc;
-    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
-    rc = engine_replay(NPU_REPLAY_OP_END, slot, 0);
-    if (rc != NPU_OK)
-        return refused(rc, "END", slot);
-    c->span_ps = hal_time_ps() - t0;
-    c->delta = m->stats[m->layer];
-    exec_stats_sub(&c->delta, &before);
-    memset(c->delta.descs, 0, sizeof(c->delta.descs)); /* descs: what the emulator ran */
-    m->reuse_tiles_n[0]++;
-    return NPU_OK;
+    static struct exec_recording r; /* exec_stats: not on the hart's small stack */
+    int rc = exec_record_begin(m, slot_of(c), &r);
+    if (rc == NPU_OK)
+        rc = exec_tile_full(m, op, tile, x);
+    if (rc == NPU_OK)
+        rc = exec_record_end(m, &r, &c->span_ps, &c->delta);
+    m->reuse_tiles_n[0] += rc == NPU_OK;
+    return rc;
 }
 
 /* Replays waiting to be repeated at once: `pending` of class pending_class. */
@@ -228,18 +198,12 @@ int exec_reuse_tile_flush(struct exec_model *m)
     if (pending == 0)
         return NPU_OK;
     const struct exec_tile_class *c = pending_class;
-    const uint32_t n = pending, slot = slot_of(c);
+    const uint32_t n = pending;
     pending = 0, pending_class = NULL;
-    exec_set_cat(m, m->cat);
-    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, n);
-    if (rc != NPU_OK)
-        return refused(rc, "REPEAT", slot);
     for (uint32_t i = 0; i < n; i++)
         exec_stats_add(&m->stats[m->layer], &c->delta);
     m->reuse_tiles_n[1] += n;
-    rc = hal_sleep_ps(c->span_ps * n);
-    exec_rebase_cat(m); /* the replay charged the layer itself */
-    return rc;
+    return exec_replay_slot(m, slot_of(c), n, c->span_ps);
 }
 
 /* Queues a replay of class c, after the queued ones of the same class. */
