@@ -136,10 +136,11 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     static uint32_t owner[ROUTING_EXPERTS_MAX], pairs[NOC_GROUP_MAX];
     static uint8_t hit[ROUTING_EXPERTS_MAX];
     static bool owners_known;
-    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
     const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
-    const bool streamed = g->sram_off == NPU_IMAGE_NOWHERE;
+    /* the plan's, not this rank's tensors: a rank may hold no expert, and every rank must
+       decide alike */
+    const bool streamed = !m->plan->weights_resident;
     for (uint32_t q = 0; ep && !owners_known && q < m->tp; q++)
         for (uint32_t e = npu_plan_expert_first(m->plan, E, q);
              e < npu_plan_expert_first(m->plan, E, q + 1); e++)
