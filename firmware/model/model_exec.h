@@ -275,6 +275,11 @@ int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording
 int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
                     struct exec_stats *delta);
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps);
+/* How far a recorded context end is from `end` (of `runs` runs summed), or UINT64_MAX if
+   beyond the tolerance: shape keys, m->reuse_tol per run and a quarter of the context;
+   otherwise none. */
+uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint32_t end,
+                            uint64_t runs);
 
 struct exec_tile;
 /* model_reuse_tile.c: from layer_op, one tile of op (rows in tile, residual rows at x):

@@ -143,6 +143,15 @@ static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, 
     return true;
 }
 
+uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint32_t end,
+                           uint64_t runs)
+{
+    const uint32_t d = recorded > end ? recorded - end : end - recorded;
+    uint64_t tol = m->reuse_shapes ? m->reuse_tol * runs : 0;
+    tol = tol < end / 4 ? tol : end / 4; /* and a quarter of the context */
+    return d <= tol ? d : UINT64_MAX;
+}
+
 /* How far class c's rows are from key k's: 0 if equal, UINT64_MAX if c cannot serve k.
    Shape keys take context ends within the tolerance (m->reuse_tol positions per run). */
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
@@ -157,11 +166,9 @@ static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse
         const struct exec_reuse_row *a = &c->rows[i], *b = &k->rows[i];
         if (a->req != b->req || a->count != b->count || a->nblocks != b->nblocks)
             return UINT64_MAX;
-        const uint32_t d = a->pos > b->pos ? a->pos - b->pos : b->pos - a->pos;
-        const uint64_t runs = b->req == EXEC_REUSE_DECODES ? b->count : 1;
-        uint64_t tol = m->reuse_shapes ? m->reuse_tol * runs : 0;
-        tol = tol < b->pos / 4 ? tol : b->pos / 4; /* and a quarter of the context */
-        if (d > tol)
+        const uint64_t d = exec_reuse_end_gap(m, a->pos, b->pos,
+                                               b->req == EXEC_REUSE_DECODES ? b->count : 1);
+        if (d == UINT64_MAX)
             return UINT64_MAX;
         dist += d;
     }

@@ -79,17 +79,16 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
     if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->load != k->load ||
         c->nsegs != k->nsegs)
         return UINT64_MAX;
+    const uint32_t w = npu_kv_stripe(m->plan);
     uint64_t dist = 0;
     for (uint32_t s = 0; s < k->nsegs; s++) {
         const struct exec_tile_seg *a = &c->segs[s], *b = &k->segs[s];
-        if (a->count != b->count || a->nblocks != b->nblocks)
+        if (a->count != b->count || a->nblocks != b->nblocks ||
+            (a->end + w - 1) / w != (b->end + w - 1) / w) /* the busiest rank: as many
+                                                              blocks */
             return UINT64_MAX;
-        const uint32_t w = npu_kv_stripe(m->plan);
-        if ((a->end + w - 1) / w != (b->end + w - 1) / w)
-            return UINT64_MAX; /* the busiest rank holds as many blocks */
-        const uint32_t d = a->end > b->end ? a->end - b->end : b->end - a->end;
-        const uint32_t tol = m->reuse_tol < b->end / 4 ? m->reuse_tol : b->end / 4;
-        if (d > tol)
+        const uint64_t d = exec_reuse_end_gap(m, a->end, b->end, 1);
+        if (d == UINT64_MAX)
             return UINT64_MAX;
         dist += d;
     }
