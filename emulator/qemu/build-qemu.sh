@@ -7,8 +7,10 @@
 # 1. QEMU 7.2 source comes from Debian's source package (apt-get source), downloaded once
 #    into DIR/dl. It is unpacked into DIR/qemu-src-<K1>, where K1 hashes the tarball and the
 #    glue below, and configured there.
-# 2. The machine's files (emulator/qemu, emulator/model, generated register headers) are
-#    copied into hw/riscv/npu_mesh/ of that tree, only where their content changed.
+# 2. The machine's files (emulator/qemu, emulator/model, the portable libraries the chip
+#    model uses: models/kvconf, models/numeric, models/chipdesc, and the generated register
+#    headers) are copied into hw/riscv/npu_mesh/ of that tree, only where their content
+#    changed.
 # 3. The binary is kept as DIR/qemu-bin-<K2>/qemu-system-riscv64, K2 hashing K1 and every
 #    copied file: when it exists nothing is built. PATH becomes a symlink to it.
 # The project commits only its own files and the few glue lines below, never QEMU's source.
@@ -78,9 +80,14 @@ src="$cache/qemu-src-$k1/qemu-7.2.0"
 # Stage the machine's files, then hash them.
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/model"
+mkdir -p "$stage/model" "$stage/desc"
 cp "$here"/*.c "$here"/*.h "$here/meson.build" "$stage/"
 cp "$root"/emulator/model/*.c "$root"/emulator/model/*.h "$stage/model/"
+# The portable libraries the chip model links (emulator/CMakeLists.txt): headers and sources.
+for lib in kvconf numeric chipdesc; do
+  cp "$root"/models/$lib/include/*.h "$stage/desc/"
+  [ ! -d "$root/models/$lib/src" ] || cp "$root"/models/$lib/src/*.c "$stage/desc/"
+done
 "$python" "$root/hal/regspec/gen_regs.py" --spec "$root/hal/regspec/npu_regs.toml" \
   --out "$stage" --only qemu
 k2=$( (echo "$k1"; cd "$stage" && find . -type f | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)

@@ -14,7 +14,7 @@
 #include "target/riscv/cpu.h"
 
 #include "model/chip_clock.h"
-#include "model/chip_config.h"
+#include "chip_config.h"
 #include "model/chip_console.h"
 #include "model/chip_engines.h"
 #include "model/chip_replay.h"

@@ -91,18 +91,6 @@ uint32_t coll_arrive_sem(const struct noc_comm *c);
 uint32_t *coll_arrive_expect(const struct noc_comm *c);
 uint64_t coll_slot_addr(const struct noc_comm *c, uint64_t scratch, uint32_t q);
 uint32_t coll_elem_bytes(enum npu_dtype dt);
-/* Element boundary of part k of `count` split in `parts`. */
-static inline uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k)
-{
-    /* count < 2^40 (a buffer in SRAM) and parts <= 1024: no overflow. */
-    return count * k / parts;
-}
-/* Parts of `count` split in `parts` (coll_bound) that are not empty: with count < parts
-   the bounds rise by at most one per part, so exactly `count` of them rise. */
-static inline uint32_t coll_nonempty_parts(uint64_t count, uint32_t parts)
-{
-    return count < parts ? (uint32_t)count : parts;
-}
 /* The headers of the current collective (every rank's), valid after coll_agree. */
 const struct coll_header *coll_headers(const struct noc_comm *c);
 /* This core's mailbox of the current collective's parity: counts area for M2N. */

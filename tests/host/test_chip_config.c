@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit tests of the chip config parser (emulator/model/chip_config.[ch]).
+ * Host unit tests of the chip config parser (models/chipdesc: chip_config.[ch]).
  * Covers: a valid config with every field, hex and decimal with '_' separators, comments
  * (also '#' inside the quoted name), indentation, CRLF and blank lines; range boundaries;
  * errors with exact messages naming file:line and the field: unknown, repeated, missing,

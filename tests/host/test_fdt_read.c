@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host tests of the firmware devicetree reader (hal/src/fdt_read.c).
+ * Host tests of the firmware devicetree reader (hal/fdt/src/fdt_read.c).
  *
  * Valid blobs are built with libfdt's sequential-write API and every node offset is checked
  * against libfdt's own lookups (both use offsets into the structure block). Malformed blobs

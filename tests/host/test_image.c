@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The planner and model images (models/src/npu_plan.c, npu_image.c, npu_layout.c;
+ * The planner and model images (models/planner/src/npu_plan.c, models/image/src/npu_image.c, npu_layout.c;
  * docs/images.md): images of the tiny models for mesh-2x2 and mesh-4x4 in both modes pass
  * the checks and carry their checksum; corrupt, truncated and inconsistent images are
  * refused with the reason; an image is refused on another chip or mode; plans that do not
@@ -22,7 +22,7 @@
 
 #include "model_config.h"
 #include "model_weights.h"
-#include "noc/collective.h"
+#include "noc/coll_sizes.h"
 #include "npu_enums.h"
 #include "npu_image.h"
 #include "npu_layout.h"

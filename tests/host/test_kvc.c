@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit tests of the KV-cache manager (runtime/src/kvc.c).
+ * Host unit tests of the KV-cache manager (runtime/core/src/kvc.c).
  * Covers: bad configurations refused; admit/grow/free round trips with block ids in position
  * order; exact accounting (blocks == min(reserved, ceil(len / B)) after every grow); spill
  * of what SRAM cannot reserve into an HBM ring segment; ring wrap-around and FIFO

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Host unit tests of the matrix engine (emulator/model/matrix_engine.[ch]) and of the bf16
- * helpers it uses (emulator/model/npu_numeric.h).
+ * helpers it uses (models/numeric/include/npu_numeric.h).
  * Covers: bf16 <-> fp32 edge cases (ties to even, overflow to inf, NaN quieting, denormals,
  * signed zero, every bf16 pattern round-tripping); span and overlap helpers; the GEMM bit for
  * bit against a plain triple loop in the documented order, for odd shapes, both transposes,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Serving metrics (runtime/src/serve_log.c, metrics*.c; docs/outputs.md) on a hand-written
+ * Serving metrics (runtime/host/src/serve_log.c, metrics*.c; docs/outputs.md) on a hand-written
  * run, tests/host/data/serve/run.log: 4 requests, 3 finished with the token times below,
  * 1 rejected; 3 iterations, engine records of 2 cores, two MODEL rank lines.
  *   id 0: arrives 0 ms, tokens 10 15 20       TTFT 10  gaps 5 5   e2e 20  TPOT 5

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Model configs (models/src/model_config.c, docs/model-config.md): the tiny and real model
+ * Model configs (models/modeldesc/src/model_config.c, docs/model-config.md): the tiny and real model
  * files parse; the real ones give the parameter counts their publishers state (a check of
  * the numbers copied from them); every kind of bad field is refused with a message naming
  * the file, line and field, and fields that contradict each other are refused too.

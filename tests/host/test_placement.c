@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Core placement maps (noc_driver/src/placement.c): every placement is a bijection from
+ * Core placement maps (noc_driver/layout/src/placement.c): every placement is a bijection from
  * ranks onto the rectangle's cores; ring steps (the closing one included) are 1 hop on a
  * closed snake and at most 2 hops interleaved; mesh2d rows and columns are interleaved lines;
  * exact orders pinned for small cases; bad rectangles refused. Also the collectives' split of
- * a count into per-rank parts (noc_driver/src/coll_internal.h).
+ * a count into per-rank parts (noc/coll_sizes.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "coll_internal.h"
+#include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_enums.h"
 

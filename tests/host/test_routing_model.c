@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The routing model of performance mode (models/src/routing_model.c, docs/images.md
+ * The routing model of performance mode (models/routing/src/routing_model.c, docs/images.md
  * "Routing without activations"): a row's draw is k distinct experts in range, a function of
  * (seed, layer, request, position) only; uniform routing spreads rows evenly; Zipf-skewed
  * routing makes one expert per layer hot, a different one in different layers, with the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit tests of the iteration-level schedulers (runtime/src/sched.c, sched_policy.c).
+ * Host unit tests of the iteration-level schedulers (runtime/core/src/sched.c, sched_policy.c).
  *
  * A small simulator drives a policy over a synthetic trace with a fake clock (an iteration
  * takes 1 ms + 10 us per row) through sched_arrive / sched_next / sched_complete and checks

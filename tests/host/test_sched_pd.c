@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit tests of PD disaggregation (runtime/src/sched_pd.c).
+ * Host unit tests of PD disaggregation (runtime/core/src/sched_pd.c).
  *
  * A small simulator runs the instances concurrently with a fake clock (an iteration takes
  * 1 ms + 10 us per row, each instance on its own) through pd_arrive / pd_next /

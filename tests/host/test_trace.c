@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Host unit tests of the traces (runtime/src/trace_*.c, docs/traces.md).
+ * Host unit tests of the traces (runtime/host/src/trace_*.c, docs/traces.md).
  * Covers: JSONL round trip (exact doubles, ids) and reading of a sample with blank lines and
  * extra keys; each malformed line refused naming file, line and field; each importer on its
  * sample (values, relative timestamps, CRLF, extra and reordered columns, --limit) and its

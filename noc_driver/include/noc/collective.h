@@ -43,19 +43,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_enums.h"
 
 #define NOC_COMM_SLOTS 2u
-/* Scratch each rank gives a communicator: receive slots for reductions and tokens. */
-#define NOC_COMM_SEGMENT_DEFAULT 65536u
-#define NOC_COMM_SEGMENT_MAX (1u << 20)
-#define NOC_COMM_RECV_SLOTS 4u /* per bank; two banks */
-#define NOC_COMM_SCRATCH_BYTES(segment_bytes) \
-    (1024ull + 2ull * NOC_COMM_RECV_SLOTS * (uint64_t)(segment_bytes))
 #define NOC_COMM_TIMEOUT_DEFAULT_PS 100000000000ull /* 100 ms of chip time */
 #define NOC_COMM_QUEUED_MAX 64u /* descriptors the caller may leave queued on NoC, vector */
-#define NOC_M2N_PAIRS_MAX 8192u /* M2N senders x receivers; all-to-all-v ranks x buckets */
 
 /* How all-gathers (and the all-gather half of all-reduces) move data: AUTO multicasts each
    rank's chunk to the group in one step when every rank's buffer is at the same SRAM offset

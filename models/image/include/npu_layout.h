@@ -62,7 +62,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
  * The KV cache of one core (docs/serving.md, "KV cache"): a pool of kv_sram_blocks blocks in
  * SRAM, laid out [K|V][layer][block][kv_block][kvd], and a ring of kv_ring_rows positions,
  * laid out [K|V][layer][row][kvd]. Each core holds the same layout; the control core's KV
- * manager (runtime/include/rt/kvc.h) decides which blocks and rows a request owns.
+ * manager (runtime/core/include/rt/kvc.h) decides which blocks and rows a request owns.
  */
 uint64_t npu_kv_row_bytes(const struct model_config *c, const struct npu_plan *p);
 uint64_t npu_kv_pool_bytes(const struct model_config *c, const struct npu_plan *p);

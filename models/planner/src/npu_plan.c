@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "model_weights.h"
-#include "noc/collective.h"
+#include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_numeric.h"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "noc/collective.h"
+#include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_plan_internal.h"

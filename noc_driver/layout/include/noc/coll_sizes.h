@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the planner, the image check and the NoC driver must agree on about the collectives
+ * (docs/noc-driver.md): the scratch a rank gives a communicator for a segment size, the
+ * limits of segments and of M2N pairs, and how a count is split into per-rank parts.
+ * Plain C: built for the host (planner, image check, tests) and for the cores (noc/collective.h
+ * includes it), so the two sides cannot drift apart.
+ */
+#ifndef NOC_COLL_SIZES_H
+#define NOC_COLL_SIZES_H
+
+#include <stdint.h>
+
+/* Scratch each rank gives a communicator: receive slots for reductions and tokens. */
+#define NOC_COMM_SEGMENT_DEFAULT 65536u
+#define NOC_COMM_SEGMENT_MAX (1u << 20)
+#define NOC_COMM_RECV_SLOTS 4u /* per bank; two banks */
+#define NOC_COMM_SCRATCH_BYTES(segment_bytes) \
+    (1024ull + 2ull * NOC_COMM_RECV_SLOTS * (uint64_t)(segment_bytes))
+#define NOC_M2N_PAIRS_MAX 8192u /* M2N senders x receivers; all-to-all-v ranks x buckets */
+
+/* Element boundary of part k of `count` split in `parts`: rank r's chunk of a collective is
+   [coll_bound(count, size, r), coll_bound(count, size, r + 1)). */
+static inline uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k)
+{
+    /* count < 2^40 (a buffer in SRAM) and parts <= 1024: no overflow. */
+    return count * k / parts;
+}
+/* Parts of `count` split in `parts` (coll_bound) that are not empty: with count < parts
+   the bounds rise by at most one per part, so exactly `count` of them rise. */
+static inline uint32_t coll_nonempty_parts(uint64_t count, uint32_t parts)
+{
+    return count < parts ? (uint32_t)count : parts;
+}
+
+#endif
