@@ -48,7 +48,7 @@
 
 #define EXEC_LAYERS_MAX 128u
 #define EXEC_KINDS (MT_LM_HEAD + 1)
-#define EXEC_RUNS_MAX 64u
+#define EXEC_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
 
 /* Per-layer accounting of chip time (what the per-layer breakdown prints). */
 enum exec_cat {

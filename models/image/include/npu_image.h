@@ -31,6 +31,10 @@
 #define NPU_IMAGE_APP_BASE 0x100000u
 #define NPU_IMAGE_NOWHERE UINT64_MAX /* sram_off of a tensor that stays in HBM */
 #define NPU_IMAGE_IDLE UINT32_MAX    /* rank of a core outside the plan */
+/* Row runs (one request's rows each) one iteration carries: the limit of the plan's
+   max_batch, of the schedulers (RT_SCHED_RUNS_MAX), of the mailbox (RT_MB_RUNS_MAX) and of
+   the interpreter (EXEC_RUNS_MAX), which are all this constant. */
+#define NPU_IMAGE_RUNS_MAX 64u
 /* The collectives of a model run: the pipelining segment (npu_plan.comm_segment; the plan
    reserves NOC_COMM_SCRATCH_BYTES of it), and the mailboxes the NoC driver keeps at the
    top of SRAM (it checks noc_reserved_bytes() fits). The planner's default segment: large

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "model_config.h"
+#include "model_weights.h"
 #include "npu_image.h"
 
 struct npu_act_layout {
@@ -88,5 +89,26 @@ uint32_t npu_kv_ranks(const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
    holds). */
 uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions);
+
+/* ---- Staging of one layer's weights (plans whose weights are not resident in SRAM)
+ *
+ * The staging buffer holds the rank's non-expert shares of one layer in tensor-kind order,
+ * then one slot per expert the rank holds (its gate, up and down blocks); every piece is
+ * 64-byte aligned. The planner sizes the buffer with npu_stage_map_layer and the cores place
+ * the shares with it, so the two cannot disagree. The embeddings, the final norm and the LM
+ * head are not staged per layer.
+ */
+#define NPU_STAGE_KINDS (MT_LM_HEAD + 1u)
+struct npu_stage_map {
+    uint64_t off[NPU_STAGE_KINDS]; /* a share's offset from the buffer; an expert kind's
+                                      offset within an expert slot; 0 where none */
+    uint64_t experts;              /* offset of expert slot 0 (the end of the other shares) */
+    uint64_t expert_span;          /* bytes of one expert slot */
+    uint32_t expert_slots;         /* the rank's experts in the layer */
+    uint64_t bytes;                /* the layer: experts + expert_span x expert_slots */
+};
+/* t[kind]: this rank's share of tensor kind `kind` of the layer, or NULL where it has none. */
+void npu_stage_map_layer(const struct npu_image_tensor *const t[NPU_STAGE_KINDS],
+                         struct npu_stage_map *map);
 
 #endif

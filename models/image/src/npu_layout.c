@@ -2,6 +2,9 @@
 /* Per-core buffer layout shared by the planner and the firmware (npu_layout.h). */
 #include "npu_layout.h"
 
+#include <assert.h>
+#include <string.h>
+
 uint32_t npu_dtype_bytes(uint32_t dtype)
 {
     return dtype == NPU_IMAGE_BF16 ? 2u : 4u;
@@ -112,4 +115,33 @@ uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions)
 {
     const uint64_t w = npu_kv_stripe(p);
     return npu_kv_is_split(p) ? (positions + w - 1) / w * p->kv_block : positions;
+}
+
+static uint64_t stage_align(uint64_t bytes)
+{
+    return (bytes + 63) & ~63ull;
+}
+
+void npu_stage_map_layer(const struct npu_image_tensor *const t[NPU_STAGE_KINDS],
+                         struct npu_stage_map *map)
+{
+    memset(map, 0, sizeof(*map));
+    uint64_t at = 0;
+    for (uint32_t kind = 0; kind < NPU_STAGE_KINDS; kind++) {
+        if (!t[kind] || model_tensor_is_expert(kind) || kind == MT_EMBED ||
+            kind == MT_FINAL_NORM || kind == MT_LM_HEAD)
+            continue;
+        map->off[kind] = at;
+        at += stage_align(t[kind]->blocks * t[kind]->block_bytes);
+    }
+    map->experts = at;
+    const struct npu_image_tensor *g = t[MT_E_GATE], *u = t[MT_E_UP], *d = t[MT_E_DOWN];
+    if (g) {
+        assert(u && d && u->blocks == g->blocks && d->blocks == g->blocks);
+        map->off[MT_E_UP] = stage_align(g->block_bytes);
+        map->off[MT_E_DOWN] = map->off[MT_E_UP] + stage_align(u->block_bytes);
+        map->expert_span = map->off[MT_E_DOWN] + stage_align(d->block_bytes);
+        map->expert_slots = g->blocks;
+    }
+    map->bytes = at + map->expert_span * map->expert_slots;
 }

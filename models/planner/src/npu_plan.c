@@ -319,9 +319,9 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX || p->comm_segment % 4)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "comm_segment %u is not a multiple of "
                     "4 in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);
-    if (p->max_batch > 64 || c->experts_per_token > 64)
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most 64",
-                    p->max_batch, c->experts_per_token);
+    if (p->max_batch > NPU_IMAGE_RUNS_MAX || c->experts_per_token > 64)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "max_batch %u / top-%u: at most %u / 64",
+                    p->max_batch, c->experts_per_token, NPU_IMAGE_RUNS_MAX);
     pl->eb = npu_dtype_bytes(p->dtype);
     return NPU_OK;
 }

@@ -11,21 +11,35 @@
 #include "npu_plan_internal.h"
 #include "npu_regs.h"
 
-/* Bytes of the shares of rank r of stage st in layer l, or in all of the stage's layers if
-   l < 0 (every rank has the replicated tensors too). */
-static uint64_t layer_bytes(const struct planner *pl, uint32_t st, uint32_t rank, int64_t layer)
+/* Bytes of the shares of rank r of stage st in all of the stage's layers (every rank has
+   the replicated tensors too), for resident plans. */
+static uint64_t stage_bytes_all(const struct planner *pl, uint32_t st, uint32_t rank)
 {
     uint64_t sum = 0;
     for (uint64_t i = 0; i < pl->ntensors; i++) {
         const struct npu_image_tensor *t = &pl->tensors[i];
-        bool global = t->kind == MT_EMBED || t->kind == MT_FINAL_NORM || t->kind == MT_LM_HEAD;
         if (t->kind == MT_EMBED || (t->rank != NPU_IMAGE_IDLE && t->rank != rank) ||
             npu_plan_tensor_stage(&pl->plan, t) != st)
             continue; /* embeddings stay in HBM: rows are read as tokens need them */
-        if (layer < 0 ? true : (!global && t->layer == (uint32_t)layer))
-            sum += align_up(t->block_bytes, 64) * t->blocks; /* as exec_stage_* lay them out */
+        sum += align_up(t->block_bytes, 64) * t->blocks;
     }
     return sum;
+}
+
+/* Bytes the staging buffer needs for layer l's shares of rank r: the cores lay them out
+   with the same function (npu_stage_map_layer). */
+static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint32_t layer)
+{
+    const struct npu_image_tensor *t[NPU_STAGE_KINDS] = { 0 };
+    for (uint64_t i = 0; i < pl->ntensors; i++) {
+        const struct npu_image_tensor *x = &pl->tensors[i];
+        if (x->layer == layer && x->kind < NPU_STAGE_KINDS &&
+            (x->rank == NPU_IMAGE_IDLE || x->rank == rank))
+            t[x->kind] = x;
+    }
+    struct npu_stage_map map;
+    npu_stage_map_layer(t, &map);
+    return map.bytes;
 }
 
 /* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
@@ -48,9 +62,9 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
                     pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
     const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
     const uint64_t kvb = align_up(npu_kv_ring_bytes(c, p), 64);
-    uint64_t stage = 0, all = layer_bytes(pl, st, rank, -1);
+    uint64_t stage = 0, all = stage_bytes_all(pl, st, rank);
     for (uint32_t l = st * p->stage_layers; l < (st + 1) * p->stage_layers; l++) {
-        uint64_t b = layer_bytes(pl, st, rank, (int64_t)l);
+        uint64_t b = layer_stage_bytes(pl, rank, l);
         stage = b > stage ? b : stage;
     }
     stage = align_up(stage, 64);

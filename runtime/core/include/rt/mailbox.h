@@ -23,6 +23,8 @@
 
 #include <stdint.h>
 
+#include "npu_image.h"
+
 #define RT_MAILBOX_DRAM_OFFSET (12u << 20)
 #define RT_MAILBOX_BYTES (512u << 10) /* one instance's */
 #define RT_MB_INSTANCES_MAX 8u
@@ -33,7 +35,7 @@
 #define RT_SEM_DONE 1u   /* on the control core: rounds done, summed over the instances */
 #define RT_SEM_ANSWER0 3u /* on the control core, + instance: its last round done */
 
-#define RT_MB_RUNS_MAX 64u
+#define RT_MB_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
 #define RT_MB_BLOCKS_MAX 16384u   /* two caches' worth (RT_KVC_BLOCKS_MAX each): a pull
                                      lists the prefill side's blocks too */
 #define RT_MB_TOKENS_MAX 65536u

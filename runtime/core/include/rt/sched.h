@@ -34,10 +34,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "npu_image.h"
 #include "rt/kvc.h"
 #include "rt/request.h"
 
-#define RT_SCHED_RUNS_MAX 64u     /* runs per iteration (the firmware's EXEC_RUNS_MAX) */
+#define RT_SCHED_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
 #define RT_SCHED_RUNNING_MAX 64u  /* requests running at once */
 
 enum rt_sched_kind {
