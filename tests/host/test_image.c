@@ -869,6 +869,70 @@ static void test_auto_partition(void **state)
 
 /* The cache sizes follow the stripes: a rank holds ceil(max_seq / (tp x B)) blocks of a
    request, so the ring defaults to max_batch of those and the pool is capped at them. */
+/* The staging map (npu_stage_map_layer) both the planner and the cores use: for every rank
+   of a streamed plan, every layer of its stage fits the staging buffer the planner gave it,
+   the largest one fills it, and the pieces are 64-byte aligned and do not overlap. */
+static void check_stage_maps(const struct model *m, const struct npu_plan_chip *chip,
+                             struct npu_plan_request req)
+{
+    struct npu_built_image img = build(m, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    const struct npu_image_tensor *ts = tensors(&img);
+    for (uint32_t c = 0; c < h->cores_count; c++) {
+        const struct npu_image_core *core = &cores(&img)[c];
+        if (core->rank == NPU_IMAGE_IDLE)
+            continue;
+        assert_int_not_equal(core->sram_stage_bytes, 0);
+        uint64_t largest = 0;
+        const uint32_t l0 = core->stage * h->plan.stage_layers;
+        for (uint32_t l = l0; l < l0 + h->plan.stage_layers; l++) {
+            const struct npu_image_tensor *t[NPU_STAGE_KINDS] = { 0 };
+            for (uint64_t i = 0; i < h->tensors_count; i++)
+                if (ts[i].layer == l && ts[i].kind < NPU_STAGE_KINDS &&
+                    (ts[i].rank == NPU_IMAGE_IDLE || ts[i].rank == core->rank))
+                    t[ts[i].kind] = &ts[i];
+            struct npu_stage_map map;
+            npu_stage_map_layer(t, &map);
+            assert_true(map.bytes <= core->sram_stage_bytes);
+            largest = map.bytes > largest ? map.bytes : largest;
+            uint64_t end = 0; /* shares in kind order, each after the one before */
+            for (uint32_t k = MT_ATTN_NORM; k < MT_FINAL_NORM; k++) {
+                if (!t[k] || model_tensor_is_expert(k))
+                    continue;
+                assert_int_equal(map.off[k] % 64, 0);
+                assert_true(map.off[k] >= end);
+                end = map.off[k] + t[k]->blocks * t[k]->block_bytes;
+            }
+            assert_true(end <= map.experts && map.experts % 64 == 0);
+            if (t[MT_E_GATE]) {
+                assert_int_equal(map.expert_slots, t[MT_E_GATE]->blocks);
+                assert_true(map.off[MT_E_UP] >= t[MT_E_GATE]->block_bytes);
+                assert_true(map.off[MT_E_DOWN] >= map.off[MT_E_UP] + t[MT_E_UP]->block_bytes);
+                assert_true(map.expert_span >= map.off[MT_E_DOWN] + t[MT_E_DOWN]->block_bytes);
+                assert_int_equal(map.expert_span % 64, 0);
+            }
+        }
+        assert_int_equal((largest + 63) & ~63ull, core->sram_stage_bytes);
+    }
+    free(img.data);
+}
+
+static void test_stage_map(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+    req.max_batch = 1, req.max_tokens = 64, req.stream_weights = 1;
+    check_stage_maps(&moe, &mesh2x2, req);
+    check_stage_maps(&dense, &mesh2x2, req);
+    req = request(16, NPU_PART_MN, NPU_IMAGE_PERFORMANCE); /* experts whole, per rank */
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.stream_weights = 1;
+    check_stage_maps(&moe, &mesh4x4, req);
+    req = request(8, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.stream_weights = 1, req.stages = 2;
+    check_stage_maps(&moe, &mesh4x4, req);
+}
+
 static void test_kv_split_sizes(void **state)
 {
     (void)state;
@@ -913,6 +977,7 @@ int main(void)
         cmocka_unit_test(test_per_core_uneven_resident),
         cmocka_unit_test(test_auto_partition),
         cmocka_unit_test(test_kv_split_sizes),
+        cmocka_unit_test(test_stage_map),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
