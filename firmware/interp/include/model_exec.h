@@ -146,6 +146,15 @@ struct exec_tile_class {
 
 /* ---- The interpreter's state: one per NPU core, in its struct model_core (model_setup.h) */
 
+/* Indices of the reuse counters (exec_layer_reuse.counts, exec_tile_reuse.counts). */
+enum exec_reuse_count {
+    EXEC_REUSE_RECORDED, /* run in full, recorded in a replay slot */
+    EXEC_REUSE_REPLAYED, /* replayed */
+    EXEC_REUSE_FULL,     /* run in full, not recorded (layers: for want of a slot; tiles:
+                            not keyed, or routed to experts the group had not staged) */
+    EXEC_REUSE_COUNTS,
+};
+
 /* Pipeline stages: this core's stage, and the cores of its rank in the neighbouring stages
    (prev: RECV's sender; next: SEND's receiver) (model_pipe.c). */
 struct exec_pipe {
@@ -207,7 +216,7 @@ struct exec_layer_reuse {
                                               key_distance caps it at a quarter of the
                                               context) */
     struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS]; /* class i in replay slot i */
-    uint64_t counts[3];    /* layers recorded, replayed, run in full for
+    uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
 };
 
@@ -224,7 +233,7 @@ struct exec_tile_reuse {
     uint8_t group_staged[256];             /* experts some rank of the group staged this
                                               layer */
     uint32_t group_staged_n;               /* how many */
-    uint64_t counts[3];    /* tiles recorded, replayed, run in full */
+    uint64_t counts[EXEC_REUSE_COUNTS];    /* tiles recorded, replayed, run in full */
 };
 
 struct exec_model {

@@ -83,10 +83,10 @@ static void print_reuse(const struct exec_model *m)
         printf("MODEL reuse stage=%u keys=%s layers_recorded=%" PRIu64 " layers_replayed=%"
                PRIu64 " layers_unslotted=%" PRIu64, m->pipe.stage,
                m->treuse.enabled ? "tiles" : m->lreuse.shapes ? "shapes" : "runs",
-               lc[0], lc[1], lc[2]);
+               lc[EXEC_REUSE_RECORDED], lc[EXEC_REUSE_REPLAYED], lc[EXEC_REUSE_FULL]);
     if (m->treuse.enabled)
         printf(" tiles_recorded=%" PRIu64 " tiles_replayed=%" PRIu64 " tiles_full=%" PRIu64,
-               tc[0], tc[1], tc[2]);
+               tc[EXEC_REUSE_RECORDED], tc[EXEC_REUSE_REPLAYED], tc[EXEC_REUSE_FULL]);
     if (m->lreuse.enabled)
         printf("\n");
 }

@@ -277,7 +277,7 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
             exec_stats_add(&m->acct.stats[l], &c->delta);
-    m->lreuse.counts[1] += count;
+    m->lreuse.counts[EXEC_REUSE_REPLAYED] += count;
     return exec_replay_slot(m, (uint32_t)(c - m->lreuse.classes), count, c->span_ps);
 }
 
@@ -299,7 +299,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
             int rc = NPU_OK;
             for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
                 rc = exec_op(m, &ops[i], b, NULL, NULL);
-            m->lreuse.counts[2] += n;
+            m->lreuse.counts[EXEC_REUSE_FULL] += n;
             return rc;
         }
         *c = key;
@@ -308,7 +308,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
         if (rc != NPU_OK)
             return rc;
-        m->lreuse.counts[0]++;
+        m->lreuse.counts[EXEC_REUSE_RECORDED]++;
     }
     c->last_used = m->acct.iterations + 1;
     return replay_layers(m, c, l0, n, skip);

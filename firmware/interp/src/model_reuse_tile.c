@@ -184,7 +184,7 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
         rc = exec_tile_full(m, op, tile, x);
     if (rc == NPU_OK)
         rc = exec_record_end(m, &r, &c->span_ps, &c->delta);
-    m->treuse.counts[0] += rc == NPU_OK;
+    m->treuse.counts[EXEC_REUSE_RECORDED] += rc == NPU_OK;
     return rc;
 }
 
@@ -198,7 +198,7 @@ int exec_reuse_tile_flush(struct exec_model *m)
     t->pending = 0, t->pending_class = NULL;
     for (uint32_t i = 0; i < n; i++)
         exec_stats_add(&m->acct.stats[m->acct.layer], &c->delta);
-    t->counts[1] += n;
+    t->counts[EXEC_REUSE_REPLAYED] += n;
     return exec_replay_slot(m, slot_of(m, c), n, c->span_ps);
 }
 
@@ -222,7 +222,7 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     make_key(op, tile, &key);
     if (key.nsegs > EXEC_TILE_SEGS ||
         (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
-        m->treuse.counts[2]++;
+        m->treuse.counts[EXEC_REUSE_FULL]++;
         int rc = exec_reuse_tile_flush(m);
         return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
     }
