@@ -186,7 +186,7 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
                 continue;
             q->tokens[q->len + q->generated] = out[i];
             /* the last stage's rank 0: where the logits are */
-            if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages)
+            if (mc.m.rank == 0 && mc.m.pipe.stage + 1 == mc.m.pipe.stages)
                 printf("MODEL req=%" PRIu32 " step=%" PRIu32 " token=%" PRIu32 " logit=%.7g\n",
                        runs[i].req, q->generated, out[i], (double)logit[i]);
             q->generated++;

@@ -92,11 +92,11 @@ static int pull_run(const struct rt_mailbox *mb, uint32_t i)
                  .ring = (h->plan.kv_in_sram ? sram : hbm) + src->kv_off,
                  .blocks = &mb->blocks[r->pull_block_first], .nblocks = r->pull_nblocks,
                  .ring_row = r->pull_ring_row },
-        .dst = { .sram = mc.m.sram, .pool = mc.m.kv_pool, .ring = mc.m.kv_ring,
+        .dst = { .sram = mc.m.buf.sram, .pool = mc.m.buf.kv_pool, .ring = mc.m.buf.kv_ring,
                  .blocks = &mb->blocks[r->block_first], .nblocks = r->nblocks,
                  .ring_row = r->ring_row },
         .count = r->pos,
-        .bounce = mc.m.sram + mc.core->sram_act, .bounce_bytes = mc.core->sram_act_bytes };
+        .bounce = mc.m.buf.sram + mc.core->sram_act, .bounce_bytes = mc.core->sram_act_bytes };
     return exec_kv_pull(&mc.m, &p);
 }
 
@@ -149,7 +149,7 @@ static int serve_iteration(struct rt_mailbox *mb)
         rc = exec_iteration(&mc.m, mc.ops, mc.nops, &b, out, logit);
     if (rc != NPU_OK)
         return rc;
-    if (mc.m.rank == 0 && mc.m.pipe_stage + 1 == mc.m.pipe_stages) /* where the logits are */
+    if (mc.m.rank == 0 && mc.m.pipe.stage + 1 == mc.m.pipe.stages) /* where the logits are */
         for (uint32_t i = 0; i < b.nruns; i++)
             if (b.runs[i].wants_token)
                 mb->out_token[i] = out[i], mb->out_logit[i] = logit[i];
@@ -179,7 +179,7 @@ int main(void)
         if (rc == NPU_OK)
             exec_set_cat(&mc.m, EXEC_CAT_OTHER); /* closes the accounting ... */
         hal_sem_wait(RT_SEM_GO, seq);
-        mc.m.cat_t0 = hal_time_ps();             /* ... so idle time counts nowhere */
+        mc.m.acct.cat_t0 = hal_time_ps();        /* ... so idle time counts nowhere */
         struct rt_mailbox *mb = mailbox();
         if (mb->cmd == RT_MB_STOP)
             break;

@@ -91,18 +91,82 @@ struct exec_batch {
     uint32_t layer0, layer1;
 };
 
-struct exec_model {
-    const struct model_config *cfg;
-    const struct npu_plan *plan;
-    const uint8_t *image;                  /* at the base of HBM */
-    uint32_t rank, tp;
-    struct noc_comm *comm;                 /* NULL when tp == 1 */
-    /* pipeline stages: this core's stage, and the cores of its rank in the neighbouring
-       stages (prev: RECV's sender; next: SEND's receiver) */
-    uint32_t pipe_stage, pipe_stages;
-    uint16_t pipe_core[EXEC_LAYERS_MAX];   /* [stage]: the core of this rank (stages <= layers) */
-    uint32_t pipe_recvs, token_recvs;      /* residual and token messages received so far */
-    uint64_t pipe_prev_x;                  /* HBM residual rows: the previous stage's copy */
+/* ---- Reuse classes (model_reuse.c, model_reuse_tile.c) */
+
+/* A class of layers: the same ops over rows of the same shape (model_reuse.c, "Keys"). */
+#define EXEC_REUSE_OPS 8u
+#define EXEC_REUSE_ROWS 16u                /* prefill runs + 1 decode summary per key */
+#define EXEC_REUSE_DECODES UINT32_MAX      /* exec_reuse_row.req of the decode summary */
+struct exec_reuse_row {
+    uint32_t req;                          /* prefill run: its request (shapes: 0);
+                                              EXEC_REUSE_DECODES: the decode runs */
+    uint32_t count;                        /* prefill: rows; decodes: runs */
+    uint32_t pos;                          /* prefill: the position of its first row
+                                              (shapes: where its context ends); decodes:
+                                              the sum of the stripes their contexts end in
+                                              (shapes: of where they end) */
+    uint32_t nblocks;                      /* KV pool blocks (decodes: their sum) */
+};
+struct exec_reuse_class {
+    uint16_t kinds[EXEC_REUSE_OPS], flags[EXEC_REUSE_OPS]; /* one layer's ops */
+    uint32_t nops;
+    bool all;                              /* the prefill runs take part too */
+    bool prefill;                          /* some run of its rows is a prefill run */
+    uint32_t nrows;
+    struct exec_reuse_row rows[EXEC_REUSE_ROWS];
+    uint64_t span_ps;                      /* chip time of its recorded layer on this core */
+    struct exec_stats delta;               /* what that layer added to its stats */
+    uint32_t iteration;                    /* when recorded (m->acct.iterations) */
+    uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
+};
+
+/* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
+#define EXEC_REUSE_LAYER_SLOTS 64u
+#define EXEC_REUSE_TILE_SLOTS (NPU_REPLAY_SLOTS - EXEC_REUSE_LAYER_SLOTS)
+_Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for tile classes");
+
+/* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
+#define EXEC_TILE_SEGS 4u
+struct exec_tile_seg {
+    uint32_t count;                        /* rows */
+    uint32_t end;                          /* where the context of its last row ends */
+    uint32_t nblocks;                      /* its run's KV pool blocks */
+};
+struct exec_tile_class {
+    uint16_t kind, flags;                  /* the op */
+    uint32_t n;                            /* tile rows */
+    uint32_t load;                         /* MoE: the routed pairs of the busiest rank
+                                              (expert parallelism) or the experts routed to */
+    uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
+    struct exec_tile_seg segs[EXEC_TILE_SEGS];
+    uint64_t span_ps;                      /* chip time of its recorded tile on this core */
+    struct exec_stats delta;               /* what that tile added to its layer's stats */
+    uint32_t last_used;                    /* m->treuse.uses when last used (0: free) */
+};
+
+/* ---- The interpreter's state: one per NPU core, in its struct model_core (model_setup.h) */
+
+/* Indices of the reuse counters (exec_layer_reuse.counts, exec_tile_reuse.counts). */
+enum exec_reuse_count {
+    EXEC_REUSE_RECORDED, /* run in full, recorded in a replay slot */
+    EXEC_REUSE_REPLAYED, /* replayed */
+    EXEC_REUSE_FULL,     /* run in full, not recorded (layers: for want of a slot; tiles:
+                            not keyed, or routed to experts the group had not staged) */
+    EXEC_REUSE_COUNTS,
+};
+
+/* Pipeline stages: this core's stage, and the cores of its rank in the neighbouring stages
+   (prev: RECV's sender; next: SEND's receiver) (model_pipe.c). */
+struct exec_pipe {
+    uint32_t stage, stages;
+    uint16_t core[EXEC_LAYERS_MAX];        /* [stage]: the core of this rank (stages <= layers) */
+    uint32_t recvs, token_recvs;           /* residual and token messages received so far */
+    uint64_t prev_x;                       /* HBM residual rows: the previous stage's copy */
+};
+
+/* Buffers: the activations' element type, this core's SRAM, its tile buffers, residual rows
+   and KV cache. */
+struct exec_bufs {
     uint32_t eb;                           /* activation / weight element bytes */
     enum npu_dtype dt;
     uint64_t sram;                         /* this core's SRAM base */
@@ -111,6 +175,10 @@ struct exec_model {
     uint64_t kv_pool, kv_ring;             /* KV block pool (SRAM), ring (SRAM or HBM) */
     bool x_in_sram;
     uint32_t ident_ld;                     /* a.ident is [ident_ld]^2: max(T, B) */
+};
+
+/* Weights: this rank's tensor shares, and what is staged of them (non-resident plans). */
+struct exec_weights {
     uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
@@ -118,32 +186,69 @@ struct exec_model {
     uint64_t expert_stage;                 /* staged experts: slot e at + e * expert_span */
     uint64_t expert_span;
     uint8_t expert_staged[256];
-    uint8_t group_staged[256];             /* tile reuse: experts some rank of the group
-                                              staged this layer (model_reuse_tile.c) */
-    uint32_t group_staged_n;               /* how many */
+};
+
+/* Accounting: where chip time is charged (layer, category), the statistics, the counts of
+   the run. */
+struct exec_acct {
     uint32_t layer;                        /* the layer being run, for accounting */
     struct exec_stats *stats;              /* [num_layers + 1]: the last is outside layers */
-    uint64_t routing_table[256];           /* performance mode: cumulative popularity */
-    uint32_t routing_layer;                /* the layer routing_table is for (+1; 0: none) */
     enum exec_cat cat;
     uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0, cat_descs0;
     uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
     uint32_t steps;                        /* descriptors completed so far */
     uint32_t iterations;                   /* exec_iteration calls so far */
-    bool layer_reuse;                      /* bootarg layer_reuse (model_reuse.c) */
-    bool reuse_shapes;                     /* bootarg reuse_shapes: keys by shape, reused
+};
+
+/* The routing model's table (performance mode, model_moe.c). */
+struct exec_routing {
+    uint64_t table[256];                   /* cumulative popularity */
+    uint32_t layer;                        /* the layer table is for (+1; 0: none) */
+};
+
+/* Layer reuse (model_reuse.c): its bootargs, the classes in their replay slots, counts. */
+struct exec_layer_reuse {
+    bool enabled;                          /* bootarg layer_reuse */
+    bool shapes;                           /* bootarg reuse_shapes: keys by shape, reused
                                               across iterations (model_reuse.c, "Keys") */
-    uint32_t reuse_tol;                    /* shape keys: context ends within this many
+    uint32_t tol;                          /* shape keys: context ends within this many
                                               positions per run match (half a stripe;
                                               key_distance caps it at a quarter of the
                                               context) */
-    struct exec_reuse_class *reuse;        /* [EXEC_REUSE_LAYER_SLOTS]: class i in replay
-                                              slot i */
-    uint64_t reuse_layers[3];              /* layers recorded, replayed, run in full for
+    struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS]; /* class i in replay slot i */
+    uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
-    bool reuse_tiles;                      /* bootarg reuse_tiles (model_reuse_tile.c) */
-    uint32_t tile_uses;                    /* tiles keyed so far (the classes' LRU clock) */
-    uint64_t reuse_tiles_n[3];             /* tiles recorded, replayed, run in full */
+};
+
+/* Tile reuse (model_reuse_tile.c): its bootarg, the classes in their replay slots, the
+   replays queued, the experts the group staged, counts. */
+struct exec_tile_reuse {
+    bool enabled;                          /* bootarg reuse_tiles */
+    uint32_t uses;                         /* tiles keyed so far (the classes' LRU clock) */
+    struct exec_tile_class classes[EXEC_REUSE_TILE_SLOTS]; /* class i in replay slot
+                                              EXEC_REUSE_LAYER_SLOTS + i */
+    /* replays waiting to be repeated at once: `pending` of class pending_class */
+    struct exec_tile_class *pending_class;
+    uint32_t pending;
+    uint8_t group_staged[256];             /* experts some rank of the group staged this
+                                              layer */
+    uint32_t group_staged_n;               /* how many */
+    uint64_t counts[EXEC_REUSE_COUNTS];    /* tiles recorded, replayed, run in full */
+};
+
+struct exec_model {
+    const struct model_config *cfg;
+    const struct npu_plan *plan;
+    const uint8_t *image;                  /* at the base of HBM */
+    uint32_t rank, tp;
+    struct noc_comm *comm;                 /* NULL when tp == 1 */
+    struct exec_pipe pipe;
+    struct exec_bufs buf;
+    struct exec_weights w;
+    struct exec_acct acct;
+    struct exec_routing route;
+    struct exec_layer_reuse lreuse;
+    struct exec_tile_reuse treuse;
 };
 
 /* ---- model_kv_pull.c: PD disaggregation */
@@ -201,57 +306,6 @@ bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b);
 
 /* ---- model_reuse.c: layer reuse (performance mode) */
 
-/* A class of layers: the same ops over rows of the same shape (model_reuse.c, "Keys"). */
-#define EXEC_REUSE_OPS 8u
-#define EXEC_REUSE_ROWS 16u                /* prefill runs + 1 decode summary per key */
-#define EXEC_REUSE_DECODES UINT32_MAX      /* exec_reuse_row.req of the decode summary */
-struct exec_reuse_row {
-    uint32_t req;                          /* prefill run: its request (shapes: 0);
-                                              EXEC_REUSE_DECODES: the decode runs */
-    uint32_t count;                        /* prefill: rows; decodes: runs */
-    uint32_t pos;                          /* prefill: the position of its first row
-                                              (shapes: where its context ends); decodes:
-                                              the sum of the stripes their contexts end in
-                                              (shapes: of where they end) */
-    uint32_t nblocks;                      /* KV pool blocks (decodes: their sum) */
-};
-struct exec_reuse_class {
-    uint16_t kinds[EXEC_REUSE_OPS], flags[EXEC_REUSE_OPS]; /* one layer's ops */
-    uint32_t nops;
-    bool all;                              /* the prefill runs take part too */
-    bool prefill;                          /* some run of its rows is a prefill run */
-    uint32_t nrows;
-    struct exec_reuse_row rows[EXEC_REUSE_ROWS];
-    uint64_t span_ps;                      /* chip time of its recorded layer on this core */
-    struct exec_stats delta;               /* what that layer added to its stats */
-    uint32_t iteration;                    /* when recorded (m->iterations) */
-    uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
-};
-
-/* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
-#define EXEC_REUSE_LAYER_SLOTS 64u
-#define EXEC_REUSE_TILE_SLOTS (NPU_REPLAY_SLOTS - EXEC_REUSE_LAYER_SLOTS)
-_Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for tile classes");
-
-/* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
-#define EXEC_TILE_SEGS 4u
-struct exec_tile_seg {
-    uint32_t count;                        /* rows */
-    uint32_t end;                          /* where the context of its last row ends */
-    uint32_t nblocks;                      /* its run's KV pool blocks */
-};
-struct exec_tile_class {
-    uint16_t kind, flags;                  /* the op */
-    uint32_t n;                            /* tile rows */
-    uint32_t load;                         /* MoE: the routed pairs of the busiest rank
-                                              (expert parallelism) or the experts routed to */
-    uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
-    struct exec_tile_seg segs[EXEC_TILE_SEGS];
-    uint64_t span_ps;                      /* chip time of its recorded tile on this core */
-    struct exec_stats delta;               /* what that tile added to its layer's stats */
-    uint32_t last_used;                    /* m->tile_uses when last used (0: free) */
-};
-
 /* From exec_init: reads the bootarg layer_reuse (refused in functional mode). */
 int exec_reuse_init(struct exec_model *m);
 /* When ops[0] starts a run of layers of one class (docs/images.md, "Layer reuse"): runs
@@ -263,7 +317,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
 
 /* model_reuse.c, for both kinds of classes: recording what this core does between
    exec_record_begin and exec_record_end in replay slot `slot` (the engines idle, the group
-   started together: a barrier), its chip time and what it added to layer m->layer's
+   started together: a barrier), its chip time and what it added to layer m->acct.layer's
    statistics (descriptors excepted); and repeating a slot `count` times (the hart sleeps the
    spans; the caller adds the statistics). 0, or the chip's refusal (printed). */
 struct exec_recording {
@@ -276,7 +330,7 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
                     struct exec_stats *delta);
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps);
 /* How far a recorded context end is from `end` (of `runs` runs summed), or UINT64_MAX if
-   beyond the tolerance: shape keys, m->reuse_tol per run and a quarter of the context;
+   beyond the tolerance: shape keys, m->lreuse.tol per run and a quarter of the context;
    otherwise none. */
 uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint32_t end,
                             uint64_t runs);
@@ -318,7 +372,7 @@ static inline struct vector_op_args exec_vec_f32(struct vector_op_args v)
 static inline struct vector_op_args exec_vec_act(const struct exec_model *m,
                                                  struct vector_op_args v)
 {
-    v.x_type = v.y_type = v.out_type = m->dt;
+    v.x_type = v.y_type = v.out_type = m->buf.dt;
     return v;
 }
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,

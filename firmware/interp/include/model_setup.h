@@ -16,6 +16,8 @@
    chip; prints `MODEL image ok ...` or `MODEL image refused: ...`. 0 or the error. */
 int model_image_check(void);
 
+/* One NPU core's state, the interpreter's with it (tens of KiB: the image's static, never
+   on the hart's small stack). */
 struct model_core {
     struct exec_model m;
     struct model_config cfg;

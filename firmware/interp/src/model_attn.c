@@ -115,9 +115,9 @@ uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k,
 
 static struct exec_kv_cache attn_run_cache(const struct exec_model *m, const struct exec_run *r)
 {
-    return (struct exec_kv_cache){ .sram = m->sram, .pool = m->kv_pool, .ring = m->kv_ring,
-                                   .blocks = r->blocks, .nblocks = r->nblocks,
-                                   .ring_row = r->ring_row };
+    return (struct exec_kv_cache){ .sram = m->buf.sram, .pool = m->buf.kv_pool,
+                                   .ring = m->buf.kv_ring, .blocks = r->blocks,
+                                   .nblocks = r->nblocks, .ring_row = r->ring_row };
 }
 
 /* Segment g's new keys and values of the positions this rank holds into its cache, split
@@ -139,8 +139,8 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
         uint32_t n = g->count - i < span ? g->count - i : span;
         if (npu_kv_is_split(m->plan) && n > to_block_end) /* the next block is another rank's */
             n = to_block_end;
-        exec_copy(m, kd, m->a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
-        exec_copy(m, vd, m->a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        exec_copy(m, kd, m->buf.a.knew + (g->row + i) * row, 1, n * row, n * row, n * row);
+        exec_copy(m, vd, m->buf.a.vnew + (g->row + i) * row, 1, n * row, n * row, n * row);
         i += n;
     }
 }
@@ -149,7 +149,7 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
 static void attn_rotate_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t hd = c->head_dim, nh = c->num_heads, nkv = c->num_kv_heads, n = tile->n;
     uint32_t *pos = (uint32_t *)(uintptr_t)a->positions;
     for (uint32_t s = 0; s < tile->nsegs; s++) /* the chain was flushed: nothing reads it */
@@ -175,7 +175,7 @@ static void attn_rotate_store(struct exec_model *m, uint32_t l, const struct exe
 static void attn_rescale_state(struct exec_model *m, const struct attn_state *st,
                                uint64_t first_row, uint32_t rows, uint64_t m_old, uint64_t m_new)
 {
-    const uint64_t stat = first_row * 4, acc = m->a.acc + first_row * m->cfg->head_dim * 4;
+    const uint64_t stat = first_row * 4, acc = m->buf.a.acc + first_row * m->cfg->head_dim * 4;
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_RESCALE, .x = acc,
                                              .y = m_old + stat, .aux = m_new + stat,
                                              .out = acc, .rows = rows,
@@ -185,7 +185,7 @@ static void attn_rescale_state(struct exec_model *m, const struct attn_state *st
                                              .out = st->l + stat, .rows = rows, .cols = 1,
                                              .ldy = 1, .ldaux = 1 });
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ADD, .x = st->l + stat,
-                                             .y = m->a.rsum + stat, .out = st->l + stat,
+                                             .y = m->buf.a.rsum + stat, .out = st->l + stat,
                                              .rows = 1, .cols = rows });
 }
 
@@ -200,10 +200,10 @@ static void attn_head_step(struct exec_model *m, const struct attn_state *st,
                            bool first, uint32_t window, uint64_t m_old, uint64_t m_new)
 {
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd, nb = s->nb;
     const uint32_t group = c->num_heads / c->num_kv_heads, rows = g->count * group;
-    const uint64_t eb = m->eb, first_row = h * st->span + (uint64_t)g->row * group;
+    const uint64_t eb = m->buf.eb, first_row = h * st->span + (uint64_t)g->row * group;
     const uint64_t stat = first_row * 4; /* fp32 statistics of these rows */
     const uint64_t acc = a->acc + first_row * hd * 4;
     /* scores[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T / sqrt(hd) */
@@ -229,7 +229,7 @@ static void attn_head_step(struct exec_model *m, const struct attn_state *st,
         .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
         .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = nb, .ldy = 1,
         .ldaux = 1 });
-    e.out_type = m->dt;
+    e.out_type = m->buf.dt;
     exec_vec(m, e);
     if (!first)
         attn_rescale_state(m, st, first_row, rows, m_old, m_new);
@@ -248,8 +248,8 @@ static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_k
         uint64_t kd = exec_kv_addr(m, k, l, false, at, &contig);
         uint64_t vd = exec_kv_addr(m, k, l, true, at, &contig);
         n = lr + nb - at < contig ? lr + nb - at : contig;
-        exec_copy(m, m->a.kblk + (at - lr) * row, kd, 1, n * row, n * row, n * row);
-        exec_copy(m, m->a.vblk + (at - lr) * row, vd, 1, n * row, n * row, n * row);
+        exec_copy(m, m->buf.a.kblk + (at - lr) * row, kd, 1, n * row, n * row, n * row);
+        exec_copy(m, m->buf.a.vblk + (at - lr) * row, vd, 1, n * row, n * row, n * row);
     }
 }
 
@@ -298,7 +298,7 @@ static void attn_fill_empty(struct exec_model *m, const struct attn_state *st,
     const uint32_t rows = g->count * (c->num_heads / nkv);
     const uint64_t first = (uint64_t)g->row * (c->num_heads / nkv);
     const struct { uint64_t buf; uint32_t width; float value; } fills[3] = {
-        { m->a.m_a, 1, NPU_VECTOR_MASKED }, { st->l, 1, 0.0f }, { m->a.acc, hd, 0.0f } };
+        { m->buf.a.m_a, 1, NPU_VECTOR_MASKED }, { st->l, 1, 0.0f }, { m->buf.a.acc, hd, 0.0f } };
     for (int i = 0; i < 3; i++) { /* KV head h's rows at h x span */
         const uint64_t at = fills[i].buf + first * fills[i].width * 4;
         const uint32_t ld = (uint32_t)(st->span * fills[i].width);
@@ -315,7 +315,7 @@ static void attn_run_segment(struct exec_model *m, const struct attn_state *st, 
                              bool sliding, const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t last = g->pos + g->count - 1;
     const uint32_t window = sliding ? c->sliding_window : 0;
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
@@ -341,7 +341,7 @@ static void attn_run_segment(struct exec_model *m, const struct attn_state *st, 
 /* Split attention: the ranks' states into the whole softmax's (the file header). */
 static int attn_combine(struct exec_model *m, const struct attn_state *st)
 {
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint64_t R = st->rows, hd = m->cfg->head_dim;
     /* gmax[tp][R]: every rank's maxima; rows [0, k) = max(themselves, the last k rows)
        until row 0 holds M */
@@ -368,11 +368,11 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st)
 int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct exec_tile *tile)
 {
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, hd = c->head_dim, qd = c->num_heads * hd;
     const uint32_t kvd = c->num_kv_heads * hd, n = tile->n, nkv = c->num_kv_heads;
     const uint32_t group = c->num_heads / nkv;
-    const uint64_t eb = m->eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
+    const uint64_t eb = m->buf.eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
     const struct attn_state st = { .span = span, .rows = nkv * span,
                                    .l = a->acc + nkv * span * hd * 4 };
     exec_set_cat(m, EXEC_CAT_ATTN);
@@ -397,7 +397,7 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     struct vector_op_args v = exec_vec_f32((struct vector_op_args){
         .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc, .y = st.l, .out = a->qg,
         .rows = (uint32_t)st.rows, .cols = hd, .ldy = 1 });
-    v.out_type = m->dt;
+    v.out_type = m->buf.dt;
     exec_vec(m, v);
     for (uint32_t h = 0; h < nkv; h++)
         exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);

@@ -15,13 +15,15 @@
 #define SEM_STEP 1u
 #define CHAIN_MAX 256u
 
+/* The chain being built: engine scratch of this core (run by exec_flush), not model state,
+   so not in struct exec_model. */
 static struct npu_desc chain[CHAIN_MAX];
 static uint32_t nchain;
 
 /* The sync of the next descriptor: start after the previous one, count itself when done. */
 static struct engine_sync next_sync(struct exec_model *m)
 {
-    uint32_t index = m->steps + nchain;
+    uint32_t index = m->acct.steps + nchain;
     return (struct engine_sync){
         .wait = index > 0, .wait_sem = SEM_STEP, .wait_value = index,
         .signal = true, .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_STEP,
@@ -33,7 +35,7 @@ static struct engine_sync next_sync(struct exec_model *m)
 static void print_chain(const struct exec_model *m, int rc)
 {
     printf("MODEL error: the engines refused a chain (%d), layer %u, category %d:\n", rc,
-           m->layer, (int)m->cat);
+           m->acct.layer, (int)m->acct.cat);
     for (uint32_t i = 0; i < nchain; i++)
         printf("  desc %u: engine %u op %u a %#llx b %#llx c %#llx d %#llx m %u n %u k %u "
                "ld %u/%u/%u/%u\n", i, chain[i].engine, chain[i].op,
@@ -51,9 +53,9 @@ int exec_flush(struct exec_model *m)
         print_chain(m, rc);
         return rc;
     }
-    m->steps += nchain;
+    m->acct.steps += nchain;
     nchain = 0;
-    return hal_sem_wait(SEM_STEP, m->steps);
+    return hal_sem_wait(SEM_STEP, m->acct.steps);
 }
 
 /* The next descriptor; a full chain is run first (its order is kept). */
@@ -78,14 +80,14 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat)
     uint64_t hbm = engine_perf_read(NPU_PERF_HBM_BYTES);
     uint64_t noc = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
     uint64_t descs = engine_perf_read(NPU_PERF_DESCS);
-    struct exec_stats *s = &m->stats[m->layer];
-    s->ps[m->cat] += now - m->cat_t0;
-    s->flops[m->cat] += flops - m->cat_flops0;
-    s->hbm_bytes[m->cat] += hbm - m->cat_hbm0;
-    s->noc_byte_hops[m->cat] += noc - m->cat_noc0;
-    s->descs[m->cat] += descs - m->cat_descs0;
-    m->cat = cat, m->cat_t0 = now, m->cat_flops0 = flops, m->cat_hbm0 = hbm;
-    m->cat_noc0 = noc, m->cat_descs0 = descs;
+    struct exec_stats *s = &m->acct.stats[m->acct.layer];
+    s->ps[m->acct.cat] += now - m->acct.cat_t0;
+    s->flops[m->acct.cat] += flops - m->acct.cat_flops0;
+    s->hbm_bytes[m->acct.cat] += hbm - m->acct.cat_hbm0;
+    s->noc_byte_hops[m->acct.cat] += noc - m->acct.cat_noc0;
+    s->descs[m->acct.cat] += descs - m->acct.cat_descs0;
+    m->acct.cat = cat, m->acct.cat_t0 = now, m->acct.cat_flops0 = flops, m->acct.cat_hbm0 = hbm;
+    m->acct.cat_noc0 = noc, m->acct.cat_descs0 = descs;
 }
 
 _Static_assert(sizeof(struct exec_stats) % sizeof(uint64_t) == 0,
@@ -109,24 +111,24 @@ void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s)
 
 void exec_rebase_cat(struct exec_model *m)
 {
-    m->cat_t0 = hal_time_ps();
-    m->cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
-    m->cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
-    m->cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
-    m->cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
+    m->acct.cat_t0 = hal_time_ps();
+    m->acct.cat_flops0 = engine_perf_read(NPU_PERF_FLOPS);
+    m->acct.cat_hbm0 = engine_perf_read(NPU_PERF_HBM_BYTES);
+    m->acct.cat_noc0 = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
+    m->acct.cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
 }
 
 void exec_set_layer(struct exec_model *m, uint32_t layer)
 {
-    exec_set_cat(m, m->cat); /* what is queued belongs to the layer that queued it */
-    m->layer = layer;
+    exec_set_cat(m, m->acct.cat); /* what is queued belongs to the layer that queued it */
+    m->acct.layer = layer;
 }
 
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate)
 {
-    enum npu_matrix_op op = m->dt == NPU_DTYPE_FP32 ? NPU_MATRIX_OP_GEMM_F32
+    enum npu_matrix_op op = m->buf.dt == NPU_DTYPE_FP32 ? NPU_MATRIX_OP_GEMM_F32
                             : f32_out ? NPU_MATRIX_OP_GEMM_BF16_F32
                                       : NPU_MATRIX_OP_GEMM_BF16_BF16;
     struct matrix_gemm_desc_args g = {
@@ -161,7 +163,7 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
 
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width)
 {
-    return buf + row * width * m->eb;
+    return buf + row * width * m->buf.eb;
 }
 
 static uint64_t hbm(const struct exec_model *m, uint64_t off)
@@ -188,53 +190,53 @@ static void load_share(struct exec_model *m, uint64_t dst, const struct npu_imag
 
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind)
 {
-    const struct npu_image_tensor *t = m->t[layer][kind];
+    const struct npu_image_tensor *t = m->w.t[layer][kind];
     assert(t);
     if (t->sram_off != NPU_IMAGE_NOWHERE)
-        return m->sram + t->sram_off;
-    return m->staged[kind];
+        return m->buf.sram + t->sram_off;
+    return m->w.staged[kind];
 }
 
 /* Stages layer l's shares (all but the experts, which stage when routed to). */
 void exec_stage_layer(struct exec_model *m, uint32_t l)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    uint64_t at = m->stage;
+    uint64_t at = m->w.stage;
     for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
-        const struct npu_image_tensor *t = m->t[l][kind];
+        const struct npu_image_tensor *t = m->w.t[l][kind];
         if (!t || model_tensor_is_expert(kind))
             continue;
-        m->staged[kind] = at;
+        m->w.staged[kind] = at;
         load_share(m, at, t, 0, t->blocks);
         at += (t->blocks * t->block_bytes + 63) & ~63ull;
     }
-    m->expert_stage = at;
-    memset(m->expert_staged, 0, sizeof(m->expert_staged));
+    m->w.expert_stage = at;
+    memset(m->w.expert_staged, 0, sizeof(m->w.expert_staged));
     exec_reuse_tile_new_layer(m);
-    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
-    m->expert_span = g ? ((g->block_bytes + 63) & ~63ull) +
-                             ((m->t[l][MT_E_UP]->block_bytes + 63) & ~63ull) +
-                             ((m->t[l][MT_E_DOWN]->block_bytes + 63) & ~63ull) : 0;
-    assert(!g || at + m->expert_span * g->blocks <= m->stage + m->stage_bytes);
+    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
+    m->w.expert_span = g ? ((g->block_bytes + 63) & ~63ull) +
+                             ((m->w.t[l][MT_E_UP]->block_bytes + 63) & ~63ull) +
+                             ((m->w.t[l][MT_E_DOWN]->block_bytes + 63) & ~63ull) : 0;
+    assert(!g || at + m->w.expert_span * g->blocks <= m->w.stage + m->w.stage_bytes);
 }
 
 void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
 {
-    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
-    if (g->sram_off != NPU_IMAGE_NOWHERE || m->expert_staged[e])
+    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
+    if (g->sram_off != NPU_IMAGE_NOWHERE || m->w.expert_staged[e])
         return; /* resident, or already staged this iteration */
-    enum exec_cat was = m->cat;
+    enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     assert(e >= g->block0 && e - g->block0 < g->blocks && "the expert is this rank's");
-    uint64_t at = m->expert_stage + (e - g->block0) * m->expert_span;
+    uint64_t at = m->w.expert_stage + (e - g->block0) * m->w.expert_span;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
     for (int i = 0; i < 3; i++) {
-        const struct npu_image_tensor *t = m->t[l][kinds[i]];
+        const struct npu_image_tensor *t = m->w.t[l][kinds[i]];
         load_share(m, at, t, e - t->block0, 1);
         at += (t->block_bytes + 63) & ~63ull;
-        m->stats[l].expert_bytes += t->block_bytes;
+        m->acct.stats[l].expert_bytes += t->block_bytes;
     }
-    m->expert_staged[e] = 1;
+    m->w.expert_staged[e] = 1;
     exec_set_cat(m, was);
 }
 
@@ -246,16 +248,16 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     assert(block >= t->block0 && block - t->block0 < t->blocks && "a block this rank holds");
     block -= t->block0; /* EP: the rank's first expert is its block 0 */
     if (t->sram_off != NPU_IMAGE_NOWHERE)
-        return m->sram + t->sram_off + block * t->block_bytes;
+        return m->buf.sram + t->sram_off + block * t->block_bytes;
     if (model_tensor_is_expert(kind)) {
-        uint64_t at = m->expert_stage + block * m->expert_span;
+        uint64_t at = m->w.expert_stage + block * m->w.expert_span;
         if (kind != MT_E_GATE)
-            at += (m->t[layer][MT_E_GATE]->block_bytes + 63) & ~63ull;
+            at += (m->w.t[layer][MT_E_GATE]->block_bytes + 63) & ~63ull;
         if (kind == MT_E_DOWN)
-            at += (m->t[layer][MT_E_UP]->block_bytes + 63) & ~63ull;
+            at += (m->w.t[layer][MT_E_UP]->block_bytes + 63) & ~63ull;
         return at;
     }
-    return kind == MT_LM_HEAD ? 0 : m->staged[kind];
+    return kind == MT_LM_HEAD ? 0 : m->w.staged[kind];
 }
 
 /*
@@ -268,7 +270,7 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
                        uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
                        uint32_t r1, uint32_t n, uint32_t k)
 {
-    const uint64_t eb = m->eb, xs = x + (uint64_t)t->col0 * eb;
+    const uint64_t eb = m->buf.eb, xs = x + (uint64_t)t->col0 * eb;
     if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
         exec_gemm(m, y + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n, true, false,
                   false);
@@ -276,7 +278,7 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
         exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, 1, r1 - r0, t->cols, k, t->cols, n,
                   true, false, false);
     } else {                                /* Y^T rows row0 + r0 .. into ytmp */
-        exec_gemm(m, m->a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, xs, r1 - r0, rows,
+        exec_gemm(m, m->buf.a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, xs, r1 - r0, rows,
                   t->cols, t->cols, k, rows, true, false, false);
     }
 }
@@ -289,12 +291,12 @@ static int complete_2d(struct exec_model *m, uint64_t yt, uint32_t rows, uint32_
 {
     int rc = NPU_OK;
     if (m->plan->rect_cols > 1) {
-        struct noc_coll_args a = { .buf = yt + (uint64_t)t->row0 * rows * m->eb,
-                                   .count = (uint64_t)t->rows * rows, .dtype = m->dt };
+        struct noc_coll_args a = { .buf = yt + (uint64_t)t->row0 * rows * m->buf.eb,
+                                   .count = (uint64_t)t->rows * rows, .dtype = m->buf.dt };
         rc = noc_allreduce_line(m->comm, &a, NOC_LINE_ROWS);
     }
     if (rc == NPU_OK && m->plan->rect_rows > 1) {
-        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->dt };
+        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
         rc = noc_allgather_line(m->comm, &a, NOC_LINE_COLS);
     }
     return rc;
@@ -306,23 +308,23 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
 {
     if (m->tp == 1)
         return NPU_OK;
-    enum exec_cat was = m->cat;
+    enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    const uint64_t yt = rows == 1 ? y : m->a.ytmp; /* where MN and 2D left Y^T */
+    const uint64_t yt = rows == 1 ? y : m->buf.a.ytmp; /* where MN and 2D left Y^T */
     int rc;
     if (part == NPU_PART_K) {
-        struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->dt };
+        struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
         rc = noc_allreduce(m->comm, &a);
     } else if (part == NPU_PART_MN) {
-        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->dt };
+        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
         rc = noc_allgather(m->comm, &a);
     } else {
         rc = complete_2d(m, yt, rows, n, t);
     }
     exec_set_cat(m, was);
     if (rc == NPU_OK && part != NPU_PART_K && rows > 1) /* Y = I Y^T^T: back to rows */
-        exec_gemm(m, y, m->a.ident, m->a.ytmp, rows, n, rows, m->ident_ld, rows, n, true, false,
-                  false);
+        exec_gemm(m, y, m->buf.a.ident, m->buf.a.ytmp, rows, n, rows, m->buf.ident_ld, rows, n,
+                  true, false, false);
     return rc;
 }
 
@@ -330,21 +332,21 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
                uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
                uint32_t k)
 {
-    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->lm_head : m->t[layer][kind];
+    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
     uint64_t w = share_addr(m, t, layer, kind, block);
     if (w) {
         share_gemm(m, part, y, x, w, rows, t, 0, t->rows, n, k);
     } else { /* streamed through the staging buffer, as many rows as fit at a time */
-        const uint64_t row_bytes = (uint64_t)t->cols * m->eb;
-        const uint32_t chunk = (uint32_t)(m->stage_bytes / row_bytes);
+        const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+        const uint32_t chunk = (uint32_t)(m->w.stage_bytes / row_bytes);
         assert(chunk >= 1);
         for (uint32_t r0 = 0; r0 < t->rows; r0 += chunk) {
             uint32_t r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
             exec_set_cat(m, EXEC_CAT_WEIGHTS);
-            load_rows(m, m->stage, hbm(m, t->hbm_off) + r0 * row_bytes, (r1 - r0) * row_bytes);
+            load_rows(m, m->w.stage, hbm(m, t->hbm_off) + r0 * row_bytes, (r1 - r0) * row_bytes);
             exec_set_cat(m, EXEC_CAT_OTHER);
-            share_gemm(m, part, y, x, m->stage, rows, t, r0, r1, n, k);
+            share_gemm(m, part, y, x, m->w.stage, rows, t, r0, r1, n, k);
         }
     }
     int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
@@ -358,7 +360,7 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
                       uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
                       uint32_t n, uint32_t ldx)
 {
-    const struct npu_image_tensor *t = m->t[layer][kind];
+    const struct npu_image_tensor *t = m->w.t[layer][kind];
     uint64_t w = share_addr(m, t, layer, kind, block);
     assert(w && "local shares are staged or resident");
     if (m->plan->partition[g] == NPU_PART_MN || m->plan->partition[g] == NPU_PART_EP)
@@ -377,7 +379,7 @@ static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, ui
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
-    enum exec_cat was = m->cat;
+    enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
     struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt };
     rc = reduce ? noc_allreduce(m->comm, &a) : noc_allgather(m->comm, &a);

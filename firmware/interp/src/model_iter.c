@@ -17,7 +17,7 @@ extern char __image_end[];
 /* Layout offsets -> addresses in this core's SRAM. */
 static void place_layout(struct exec_model *m, uint64_t base)
 {
-    uint64_t *f = (uint64_t *)&m->a;
+    uint64_t *f = (uint64_t *)&m->buf.a;
     for (size_t i = 0; i < offsetof(struct npu_act_layout, bytes) / 8; i++)
         f[i] += base;
 }
@@ -31,23 +31,23 @@ static void index_tensors(struct exec_model *m)
         if (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank)
             continue;
         if (t->kind == MT_EMBED)
-            m->embed = t;
+            m->w.embed = t;
         else if (t->kind == MT_FINAL_NORM)
-            m->final_norm = t;
+            m->w.final_norm = t;
         else if (t->kind == MT_LM_HEAD)
-            m->lm_head = t;
+            m->w.lm_head = t;
         else
-            m->t[t->layer][t->kind] = t;
+            m->w.t[t->layer][t->kind] = t;
     }
 }
 
 static void write_identity(struct exec_model *m)
 {
-    const uint32_t n = m->ident_ld;
-    uint8_t *id = (uint8_t *)(uintptr_t)m->a.ident;
-    memset(id, 0, (size_t)n * n * m->eb);
+    const uint32_t n = m->buf.ident_ld;
+    uint8_t *id = (uint8_t *)(uintptr_t)m->buf.a.ident;
+    memset(id, 0, (size_t)n * n * m->buf.eb);
     for (uint32_t i = 0; i < n; i++) {
-        if (m->eb == 4) {
+        if (m->buf.eb == 4) {
             float one = 1.0f;
             memcpy(id + ((size_t)i * n + i) * 4, &one, 4);
         } else {
@@ -61,8 +61,8 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
 {
     const struct model_config *c = m->cfg;
     const struct npu_plan *p = m->plan;
-    m->sram = hal_self()->sram_base;
-    if ((uint64_t)(uintptr_t)__image_end > m->sram + NPU_IMAGE_APP_BASE ||
+    m->buf.sram = hal_self()->sram_base;
+    if ((uint64_t)(uintptr_t)__image_end > m->buf.sram + NPU_IMAGE_APP_BASE ||
         noc_reserved_bytes() > NPU_IMAGE_NOC_RESERVE(hal_chip()->ncores)) {
         printf("MODEL error: core %u: firmware or NoC mailboxes overlap the plan's SRAM\n",
                hal_self()->core_id);
@@ -75,29 +75,29 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
                "tile_rows x top-k 8192\n", c->name, EXEC_LAYERS_MAX);
         return NPU_ERR_RANGE;
     }
-    m->eb = npu_dtype_bytes(p->dtype);
-    m->dt = p->dtype == NPU_IMAGE_BF16 ? NPU_DTYPE_BF16 : NPU_DTYPE_FP32;
-    npu_act_layout(c, p, &m->a);
-    if (m->a.bytes > core->sram_act_bytes) { /* an image planned by another layout */
+    m->buf.eb = npu_dtype_bytes(p->dtype);
+    m->buf.dt = p->dtype == NPU_IMAGE_BF16 ? NPU_DTYPE_BF16 : NPU_DTYPE_FP32;
+    npu_act_layout(c, p, &m->buf.a);
+    if (m->buf.a.bytes > core->sram_act_bytes) { /* an image planned by another layout */
         printf("MODEL error: core %u: the tile buffers need %llu bytes, the image planned "
-               "%llu\n", hal_self()->core_id, (unsigned long long)m->a.bytes,
+               "%llu\n", hal_self()->core_id, (unsigned long long)m->buf.a.bytes,
                (unsigned long long)core->sram_act_bytes);
         return NPU_ERR_FORMAT;
     }
-    place_layout(m, m->sram + core->sram_act);
+    place_layout(m, m->buf.sram + core->sram_act);
     const uint64_t hbm = (uint64_t)(uintptr_t)m->image;
-    m->x_in_sram = p->x_in_sram;
-    m->x_all = (p->x_in_sram ? m->sram : hbm) + core->x_off;
-    m->kv_ring = (p->kv_in_sram ? m->sram : hbm) + core->kv_off;
-    m->kv_pool = m->sram + core->kv_pool_off;
-    m->ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
-    m->stage = m->sram + core->sram_stage, m->stage_bytes = core->sram_stage_bytes;
+    m->buf.x_in_sram = p->x_in_sram;
+    m->buf.x_all = (p->x_in_sram ? m->buf.sram : hbm) + core->x_off;
+    m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
+    m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
+    m->buf.ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
+    m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
     index_tensors(m);
     if (m->tp > 1 && npu_plan_is_ep(p) && !exec_moe_ep_owns(m))
         return NPU_ERR_FORMAT;
     write_identity(m);
-    m->layer = c->num_layers;
-    m->cat = EXEC_CAT_OTHER;
+    m->acct.layer = c->num_layers;
+    m->acct.cat = EXEC_CAT_OTHER;
     exec_rebase_cat(m);
     return exec_reuse_init(m);
 }
@@ -111,13 +111,13 @@ int exec_load_resident(struct exec_model *m)
         const struct npu_image_tensor *t = &ts[i];
         if (t->sram_off == NPU_IMAGE_NOWHERE || t->blocks == 0 || /* EP: no experts here */
             (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank) ||
-            npu_plan_tensor_stage(m->plan, t) != m->pipe_stage)
+            npu_plan_tensor_stage(m->plan, t) != m->pipe.stage)
             continue;
         uint64_t bytes = t->block_bytes * t->blocks;
-        exec_copy(m, m->sram + t->sram_off, (uint64_t)(uintptr_t)m->image + t->hbm_off, 1,
+        exec_copy(m, m->buf.sram + t->sram_off, (uint64_t)(uintptr_t)m->image + t->hbm_off, 1,
                   bytes, bytes, bytes);
         if (model_tensor_is_expert(t->kind))
-            m->stats[m->cfg->num_layers].expert_bytes += bytes; /* at load, once */
+            m->acct.stats[m->cfg->num_layers].expert_bytes += bytes; /* at load, once */
     }
     exec_set_cat(m, EXEC_CAT_OTHER);
     return exec_flush(m);
@@ -144,8 +144,8 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
    every run's rows per tile would cost the harts rows x tiles steps per layer op). */
 static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
-    const uint64_t table = (uint64_t)(uintptr_t)m->image + m->embed->hbm_off;
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t table = (uint64_t)(uintptr_t)m->image + m->w.embed->hbm_off;
     for (uint32_t s = 0; s < tile->nsegs; s++) {
         const struct exec_seg *g = &tile->segs[s];
         const uint32_t *tokens = g->run->tokens + (g->pos - g->run->pos);
@@ -158,10 +158,10 @@ static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x)
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb, n = tile->n;
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, n = tile->n;
     int rc = NPU_OK;
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (!m->x_in_sram && op->kind != NPU_OP_EMBED)
+    if (!m->buf.x_in_sram && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
@@ -172,7 +172,7 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     default: rc = exec_moe(m, op->layer, tile); break;
     }
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (rc == NPU_OK && !m->x_in_sram)
+    if (rc == NPU_OK && !m->buf.x_in_sram)
         exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
     return rc;
 }
@@ -183,18 +183,18 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
 static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
                     const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     int rc = NPU_OK;
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += m->plan->tile_rows) {
         static struct exec_tile tile;
         uint32_t n = rows - t0 < m->plan->tile_rows ? rows - t0 : m->plan->tile_rows;
         make_tile(runs, nruns, t0, n, &tile);
-        const uint64_t x = m->x_all + (uint64_t)(row0 + t0) * row;
-        tile.xt = m->x_in_sram ? x : m->a.xt;
-        rc = m->reuse_tiles ? exec_reuse_tile(m, op, &tile, x) : exec_tile_full(m, op, &tile, x);
+        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
+        tile.xt = m->buf.x_in_sram ? x : m->buf.a.xt;
+        rc = m->treuse.enabled ? exec_reuse_tile(m, op, &tile, x) : exec_tile_full(m, op, &tile, x);
     }
-    return rc == NPU_OK && m->reuse_tiles ? exec_reuse_tile_flush(m) : rc;
+    return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
 /* out[i] (and logit[i] when `logits`) of each run that wants a token, from the argmax
@@ -203,15 +203,15 @@ static void read_tokens(const struct exec_model *m, const struct exec_run *runs,
                         uint32_t nruns, bool logits, uint32_t *out, float *logit)
 {
     const uint32_t V = m->cfg->vocab_size;
-    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->a.argmax;
-    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->a.logits;
+    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->buf.a.argmax;
+    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->buf.a.logits;
     for (uint32_t i = 0, w = 0; i < nruns; i++) {
         if (!runs[i].wants_token)
             continue;
         uint32_t t = m->plan->mode ? 0 : am[w];
         out[i] = t;
         logit[i] = m->plan->mode || !logits
-                   ? 0.0f : num_load(lg, (size_t)w * V + t, m->eb == 4 ? NUM_FP32 : NUM_BF16);
+                   ? 0.0f : num_load(lg, (size_t)w * V + t, m->buf.eb == 4 ? NUM_FP32 : NUM_BF16);
         w++;
     }
 }
@@ -222,31 +222,32 @@ static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nrun
 {
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, V = c->vocab_size;
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t nw = 0, r = 0;
     exec_set_layer(m, c->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
         if (runs[i].wants_token)
-            exec_copy(m, m->a.hx + nw++ * row, m->x_all + (r + runs[i].count - 1) * row, 1,
+            exec_copy(m, m->buf.a.hx + nw++ * row, m->buf.x_all + (r + runs[i].count - 1) * row, 1,
                       row, row, row);
     if (nw == 0)
         return NPU_OK;
-    uint64_t norm = m->sram + m->final_norm->sram_off;
-    if (m->final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
-        norm = m->a.gather;
-        exec_copy(m, norm, (uint64_t)(uintptr_t)m->image + m->final_norm->hbm_off, 1, row, row,
+    uint64_t norm = m->buf.sram + m->w.final_norm->sram_off;
+    if (m->w.final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
+        norm = m->buf.a.gather;
+        exec_copy(m, norm, (uint64_t)(uintptr_t)m->image + m->w.final_norm->hbm_off, 1, row, row,
                   row);
     }
-    exec_rmsnorm(m, m->a.xb, m->a.hx, norm, nw, d);
-    int rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->a.logits, m->a.xb, nw, 0, MT_LM_HEAD, 0, V, d);
+    exec_rmsnorm(m, m->buf.a.xb, m->buf.a.hx, norm, nw, d);
+    int rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->buf.a.logits, m->buf.a.xb, nw, 0, MT_LM_HEAD, 0,
+                        V, d);
     if (rc != NPU_OK)
         return rc;
-    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->a.logits,
-                                         .aux = m->a.argmax, .rows = nw, .cols = V,
-                                         .ldaux = 1, .x_type = m->dt });
+    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->buf.a.logits,
+                                         .aux = m->buf.a.argmax, .rows = nw, .cols = V,
+                                         .ldaux = 1, .x_type = m->buf.dt });
     rc = exec_flush(m);
-    if (rc == NPU_OK && m->pipe_stages > 1)
+    if (rc == NPU_OK && m->pipe.stages > 1)
         rc = exec_pipe_send_tokens(m, nw);
     if (rc == NPU_OK)
         read_tokens(m, runs, nruns, true, out, logit);
@@ -319,15 +320,15 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;
-        if (m->layer_reuse)
+        if (m->lreuse.enabled)
             rc = exec_reuse_layers(m, ops + i, nops - i, b, &used);
         if (rc == NPU_OK && used == 0)
             rc = exec_op(m, &ops[i], b, out, logit), used = 1;
     }
-    if (rc == NPU_OK && m->pipe_stage + 1 < m->pipe_stages)
+    if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
-    m->iterations++;
+    m->acct.iterations++;
     return rc;
 }

@@ -49,7 +49,7 @@ static int pull_piece(struct exec_model *m, const struct exec_kv_pull *p, uint64
         exec_copy(m, dst, src, 1, bytes, bytes, bytes);
         return NPU_OK;
     }
-    if (in_sram(dst, m->sram, sram_bytes))
+    if (in_sram(dst, m->buf.sram, sram_bytes))
         return pull_read(dst, src, (uint32_t)bytes);
     /* remote SRAM to HBM: through the bounce buffer, a piece at a time */
     for (uint64_t at = 0; at < bytes; at += p->bounce_bytes) {
@@ -69,7 +69,7 @@ static int pull_piece(struct exec_model *m, const struct exec_kv_pull *p, uint64
 int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
-    const uint32_t l0 = m->pipe_stage * m->plan->stage_layers;
+    const uint32_t l0 = m->pipe.stage * m->plan->stage_layers;
     const uint32_t rows = exec_kv_local_count(m, p->count); /* this rank's of them */
     assert(p->bounce_bytes >= row);
     int rc = NPU_OK;

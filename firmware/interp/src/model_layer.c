@@ -53,34 +53,34 @@ int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint
     const enum model_tensor_kind kd = expert ? MT_E_DOWN : MT_W_DOWN;
     if (exec_ffn_paired(m, expert)) { /* hb[n][fs]: this rank's columns of the hidden
                                            (EP: all ff of a whole expert) */
-        const uint32_t fs = m->t[l][kg]->rows;
-        exec_wgemm_local(m, up, m->a.hb, x, n, l, kg, e, fs, d);
-        exec_wgemm_local(m, up, m->a.hb2, x, n, l, ku, e, fs, d);
-        layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
-                                                  .y = m->a.hb2, .out = m->a.hb, .rows = n,
+        const uint32_t fs = m->w.t[l][kg]->rows;
+        exec_wgemm_local(m, up, m->buf.a.hb, x, n, l, kg, e, fs, d);
+        exec_wgemm_local(m, up, m->buf.a.hb2, x, n, l, ku, e, fs, d);
+        layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->buf.a.hb,
+                                                  .y = m->buf.a.hb2, .out = m->buf.a.hb, .rows = n,
                                                   .cols = fs });
-        exec_wgemm_local(m, down, out, m->a.hb, n, l, kd, e, d, fs); /* partial [n][d] */
-        return partial ? NPU_OK : exec_allreduce(m, out, (uint64_t)n * d, m->dt);
+        exec_wgemm_local(m, down, out, m->buf.a.hb, n, l, kd, e, d, fs); /* partial [n][d] */
+        return partial ? NPU_OK : exec_allreduce(m, out, (uint64_t)n * d, m->buf.dt);
     }
-    int rc = exec_wgemm(m, up, m->a.hb, x, n, l, kg, e, ff, d);
+    int rc = exec_wgemm(m, up, m->buf.a.hb, x, n, l, kg, e, ff, d);
     if (rc == NPU_OK)
-        rc = exec_wgemm(m, up, m->a.hb2, x, n, l, ku, e, ff, d);
+        rc = exec_wgemm(m, up, m->buf.a.hb2, x, n, l, ku, e, ff, d);
     if (rc != NPU_OK)
         return rc;
-    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->a.hb,
-                                              .y = m->a.hb2, .out = m->a.hb, .rows = n,
+    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->buf.a.hb,
+                                              .y = m->buf.a.hb2, .out = m->buf.a.hb, .rows = n,
                                               .cols = ff });
-    return exec_wgemm(m, down, out, m->a.hb, n, l, kd, e, d, ff);
+    return exec_wgemm(m, down, out, m->buf.a.hb, n, l, kd, e, d, ff);
 }
 
 int exec_ffn(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const uint32_t d = m->cfg->hidden_size;
     exec_set_cat(m, EXEC_CAT_FFN);
-    exec_rmsnorm(m, m->a.xb, tile->xt, exec_weight_addr(m, l, MT_FFN_NORM), tile->n, d);
-    int rc = exec_swiglu(m, l, m->a.xb2, m->a.xb, tile->n, false, 0, m->cfg->intermediate_size,
-                         false);
+    exec_rmsnorm(m, m->buf.a.xb, tile->xt, exec_weight_addr(m, l, MT_FFN_NORM), tile->n, d);
+    int rc = exec_swiglu(m, l, m->buf.a.xb2, m->buf.a.xb, tile->n, false, 0,
+                         m->cfg->intermediate_size, false);
     if (rc == NPU_OK)
-        exec_add_rows(m, tile->xt, m->a.xb2, tile->n, d);
+        exec_add_rows(m, tile->xt, m->buf.a.xb2, tile->n, d);
     return rc;
 }

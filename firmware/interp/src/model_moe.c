@@ -23,7 +23,7 @@ struct moe_pairs moe_pairs;
 int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n)
 {
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, E = c->num_experts;
     if (n > 0) {
         exec_rmsnorm(m, a->xb, x, exec_weight_addr(m, l, MT_FFN_NORM), n, d);
@@ -47,12 +47,12 @@ const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_mod
                                   .k = m->cfg->experts_per_token,
                                   .skew_milli = m->plan->routing_skew_milli,
                                   .seed = m->plan->routing_seed };
-    if (m->routing_layer == 0)
-        routing_layer_table(rm, l, m->routing_table);
-    else if (m->routing_layer != l + 1) /* the next layer's table is this one rotated */
-        routing_layer_table_rotate(rm, m->routing_layer - 1, l, m->routing_table);
-    m->routing_layer = l + 1;
-    return m->routing_table;
+    if (m->route.layer == 0)
+        routing_layer_table(rm, l, m->route.table);
+    else if (m->route.layer != l + 1) /* the next layer's table is this one rotated */
+        routing_layer_table_rotate(rm, m->route.layer - 1, l, m->route.table);
+    m->route.layer = l + 1;
+    return m->route.table;
 }
 
 /* Each row's k experts and weights: from the top-k (functional) or the routing model. */
@@ -62,8 +62,8 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
     const struct model_config *c = m->cfg;
     const uint32_t k = c->experts_per_token;
     if (!m->plan->mode) {
-        const float *val = (const float *)(uintptr_t)m->a.topk_val;
-        const uint32_t *top = (const uint32_t *)(uintptr_t)m->a.topk_idx;
+        const float *val = (const float *)(uintptr_t)m->buf.a.topk_val;
+        const uint32_t *top = (const uint32_t *)(uintptr_t)m->buf.a.topk_idx;
         for (uint32_t r = 0; r < r1 - r0; r++) {
             double norm = 0.0;
             for (uint32_t j = 0; j < k; j++)
@@ -97,7 +97,7 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
     static float wgt[MOE_PAIRS_MAX];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token, n = r1 - r0;
     struct moe_pairs *p = &moe_pairs;
-    float *rw = (float *)(uintptr_t)m->a.rweight; /* the chain was flushed at the top-k */
+    float *rw = (float *)(uintptr_t)m->buf.a.rweight; /* the chain was flushed at the top-k */
     assert(n * k <= MOE_PAIRS_MAX && E <= ROUTING_EXPERTS_MAX);
     choices(m, l, tile, r0, r1, idx, wgt);
     for (uint32_t e = 0; e <= E; e++) /* counting sort by expert */
@@ -120,13 +120,13 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
 void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t n)
 {
     const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token;
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     for (uint32_t j = 0; j < k; j++) {
         struct vector_op_args v = {
             .op = j ? NPU_VECTOR_OP_ADD : NPU_VECTOR_OP_SCALE, .x = j ? out : slots,
             .y = j ? slots + j * row : 0, .out = out, .rows = n, .cols = d,
             .ldx = j ? d : k * d, .ldy = j ? k * d : 0, .ldout = d, .scalar = 1.0f,
-            .x_type = m->dt, .y_type = m->dt, .out_type = m->dt };
+            .x_type = m->buf.dt, .y_type = m->buf.dt, .out_type = m->buf.dt };
         exec_vec(m, v);
     }
 }
@@ -134,11 +134,11 @@ void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t 
 /* Expert e over its rows: gather, SwiGLU, scale, scatter into combine. */
 static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
 {
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token;
     const uint32_t ne = p->first[e + 1] - p->first[e];
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     exec_stage_expert(m, l, e);
     for (uint32_t i = 0; i < ne; i++)
         exec_copy(m, a->gather + i * row, a->xb + p->row[p->first[e] + i] * row, 1, row, row,
@@ -151,8 +151,8 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
         return rc;
     struct vector_op_args v = { .op = NPU_VECTOR_OP_ROW_DIV, .x = a->eout,
                                 .y = a->rweight + p->first[e] * 4ull, .out = a->eout,
-                                .rows = ne, .cols = d, .ldy = 1, .x_type = m->dt,
-                                .out_type = m->dt, .y_type = NPU_DTYPE_FP32 };
+                                .rows = ne, .cols = d, .ldy = 1, .x_type = m->buf.dt,
+                                .out_type = m->buf.dt, .y_type = NPU_DTYPE_FP32 };
     exec_vec(m, v);
     for (uint32_t i = 0; i < ne; i++) {
         uint64_t r = p->row[p->first[e] + i], j = p->slot[p->first[e] + i];
@@ -166,7 +166,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     if (m->tp > 1 && npu_plan_is_ep(m->plan))
         return exec_moe_ep(m, l, tile);
     const struct model_config *c = m->cfg;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, E = c->num_experts, n = tile->n;
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt, n);
@@ -174,7 +174,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
         return rc;
     moe_sort_choices(m, l, tile, 0, n);
     for (uint32_t e = 0; e < E; e++)
-        m->expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
+        m->acct.expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
     for (uint32_t e = 0; rc == NPU_OK && e < E; e++)
         if (moe_pairs.first[e + 1] > moe_pairs.first[e])
             rc = run_expert(m, l, e);
@@ -182,7 +182,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
         return rc;
     moe_sum_slots(m, a->xb2, a->combine, n);
     if (exec_ffn_paired(m, true))
-        rc = exec_allreduce(m, a->xb2, (uint64_t)n * d, m->dt);
+        rc = exec_allreduce(m, a->xb2, (uint64_t)n * d, m->buf.dt);
     if (rc == NPU_OK)
         exec_add_rows(m, tile->xt, a->xb2, n, d);
     return rc;

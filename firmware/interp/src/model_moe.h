@@ -23,7 +23,7 @@ struct moe_pairs {
 extern struct moe_pairs moe_pairs;
 
 /* Performance mode: the routing model of the plan in *rm and layer l's table of it (kept in
-   m->routing_table; the previous layer's is rotated, not rebuilt). */
+   m->route.table; the previous layer's is rotated, not rebuilt). */
 const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_model *rm);
 /* xb[n][d] = RMSNorm(x), probs[n][E] = softmax(xb router^T), topk of each row; flushed. */
 int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n);

@@ -26,7 +26,8 @@
 _Static_assert(NPU_IMAGE_A2A_COUNTS_MAX == NOC_M2N_PAIRS_MAX,
                "the planner's limit on ranks x experts is the driver's count matrix");
 
-/* The dispatch's bucket map (expert owners) and count matrix [p][E]. */
+/* The dispatch's bucket map (expert owners) and count matrix [p][E]: scratch of one MoE op,
+   not model state (struct exec_model). */
 static uint32_t owner_first[NOC_GROUP_MAX + 1];
 static uint32_t counts_store[NOC_M2N_PAIRS_MAX];
 
@@ -47,7 +48,7 @@ bool exec_moe_ep_owns(const struct exec_model *m)
     const uint32_t hi = npu_plan_expert_first(m->plan, E, m->rank + 1);
     for (uint32_t l = 0; l < m->cfg->num_layers; l++)
         for (uint32_t k = MT_E_GATE; k <= MT_E_DOWN; k++) {
-            const struct npu_image_tensor *t = m->t[l][k];
+            const struct npu_image_tensor *t = m->w.t[l][k];
             if (t && (t->block0 != lo || t->blocks != hi - lo)) {
                 printf("MODEL error: core %u: rank %u holds experts [%u, %u) of layer %u, "
                        "the dispatch sends it [%u, %u)\n", hal_self()->core_id, m->rank,
@@ -63,10 +64,10 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
     const uint32_t k = m->cfg->experts_per_token, E = m->cfg->num_experts;
     const uint32_t per_rank = (E + m->tp - 1) / m->tp;
     const uint64_t rows = (uint64_t)n * (k < per_rank ? k : per_rank);
-    return (struct noc_alltoallv_args){ .counts = (const uint32_t *)(uintptr_t)m->a.ep_counts,
-                                        .send = m->a.ep_send, .recv = m->a.ep_recv,
+    return (struct noc_alltoallv_args){ .counts = (const uint32_t *)(uintptr_t)m->buf.a.ep_counts,
+                                        .send = m->buf.a.ep_send, .recv = m->buf.a.ep_recv,
                                         .recv_capacity = rows * m->cfg->hidden_size,
-                                        .dtype = m->dt };
+                                        .dtype = m->buf.dt };
 }
 
 /* Steps 1-2 on this rank's slice of nr rows (xb): its rows by expert into ep_send, the
@@ -77,10 +78,10 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
     const uint32_t k = m->cfg->experts_per_token;
-    const uint64_t row = (uint64_t)d * m->eb;
-    uint32_t *counts = (uint32_t *)(uintptr_t)m->a.ep_counts;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
+    uint32_t *counts = (uint32_t *)(uintptr_t)m->buf.a.ep_counts;
     for (uint32_t i = 0; i < nr * k; i++)
-        exec_copy(m, m->a.ep_send + i * row, m->a.xb + p->row[i] * row, 1, row, row, row);
+        exec_copy(m, m->buf.a.ep_send + i * row, m->buf.a.xb + p->row[i] * row, 1, row, row, row);
     for (uint32_t e = 0; e < E; e++)
         counts[e] = (p->first[e + 1] - p->first[e]) * d;
     int rc = exec_flush(m);
@@ -99,14 +100,15 @@ static uint32_t move_expert_rows(struct exec_model *m, const struct noc_alltoall
                                  uint32_t e, bool to_gather)
 {
     const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t at = 0;
     for (uint32_t i = 0; i < m->tp; i++) {
         uint32_t rows = plan->counts[i * E + e] / d;
         if (rows == 0)
             continue;
-        uint64_t in_recv = m->a.ep_recv + noc_alltoallv_recv_offset(plan, m->tp, i, e) * m->eb;
-        uint64_t in_gather = (to_gather ? m->a.gather : m->a.eout) + at * row;
+        uint64_t in_recv = m->buf.a.ep_recv +
+                           noc_alltoallv_recv_offset(plan, m->tp, i, e) * m->buf.eb;
+        uint64_t in_gather = (to_gather ? m->buf.a.gather : m->buf.a.eout) + at * row;
         exec_copy(m, to_gather ? in_gather : in_recv, to_gather ? in_recv : in_gather, rows,
                   row, row, row);
         at += rows;
@@ -117,20 +119,20 @@ static uint32_t move_expert_rows(struct exec_model *m, const struct noc_alltoall
 /* Step 3: every expert this rank holds, over the rows dispatched to it. */
 static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_alltoallv_plan *plan)
 {
-    const struct npu_image_tensor *g = m->t[l][MT_E_GATE];
+    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, d = m->cfg->hidden_size;
     for (uint32_t e = 0; e < E; e++) { /* the dispatch's matrix has every sender's choices */
         uint64_t elems = 0; /* each count is rows x d: one division per expert, not per pair */
         for (uint32_t i = 0; i < m->tp; i++)
             elems += plan->counts[i * E + e];
-        m->expert_tokens[(uint64_t)l * E + e] += elems / d;
+        m->acct.expert_tokens[(uint64_t)l * E + e] += elems / d;
     }
     for (uint32_t e = g->block0; e < g->block0 + g->blocks; e++) {
         uint32_t ne = move_expert_rows(m, plan, e, true);
         if (ne == 0)
             continue;
         exec_stage_expert(m, l, e);
-        int rc = exec_swiglu(m, l, m->a.eout, m->a.gather, ne, true, e,
+        int rc = exec_swiglu(m, l, m->buf.a.eout, m->buf.a.gather, ne, true, e,
                              m->cfg->moe_intermediate_size, true); /* whole expert */
         if (rc != NPU_OK)
             return rc;
@@ -144,13 +146,13 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_allt
 static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr)
 {
     const struct moe_pairs *p = &moe_pairs;
-    const struct npu_act_layout *a = &m->a;
+    const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token;
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_DIV, .x = a->ep_send,
                                          .y = a->rweight, .out = a->ep_send, .rows = nr * k,
-                                         .cols = d, .ldy = 1, .x_type = m->dt,
-                                         .out_type = m->dt, .y_type = NPU_DTYPE_FP32 });
+                                         .cols = d, .ldy = 1, .x_type = m->buf.dt,
+                                         .out_type = m->buf.dt, .y_type = NPU_DTYPE_FP32 });
     for (uint32_t i = 0; i < nr * k; i++)
         exec_copy(m, a->combine + ((uint64_t)p->row[i] * k + p->slot[i]) * row,
                   a->ep_send + i * row, 1, row, row, row);
@@ -162,7 +164,7 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     const uint32_t d = m->cfg->hidden_size, n = tile->n, slice = (n + m->tp - 1) / m->tp;
     const uint32_t r0 = m->rank * slice < n ? m->rank * slice : n;
     const uint32_t nr = n - r0 < slice ? n - r0 : slice;
-    const uint64_t row = (uint64_t)d * m->eb;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
     struct noc_alltoallv_plan plan = dispatch_plan(m);
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
@@ -181,16 +183,16 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     if (rc != NPU_OK)
         return rc;
     if (nr > 0)
-        weigh_and_sum(m, m->a.ep_out + (uint64_t)m->rank * slice * row, nr);
+        weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr);
     rc = exec_flush(m);
     if (rc == NPU_OK) { /* step 5 */
-        struct noc_coll_args a = { .buf = m->a.ep_out, .count = (uint64_t)m->tp * slice * d,
-                                   .dtype = m->dt };
+        struct noc_coll_args a = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,
+                                   .dtype = m->buf.dt };
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_allgather(m->comm, &a);
         exec_set_cat(m, EXEC_CAT_FFN);
     }
     if (rc == NPU_OK)
-        exec_add_rows(m, tile->xt, m->a.ep_out, n, d);
+        exec_add_rows(m, tile->xt, m->buf.a.ep_out, n, d);
     return rc;
 }

@@ -22,7 +22,7 @@
 /* The same SRAM offset as `addr` of this core, in core `core`. */
 static uint64_t peer_addr(const struct exec_model *m, uint32_t core, uint64_t addr)
 {
-    return noc_sram_addr(core, addr - m->sram);
+    return noc_sram_addr(core, addr - m->buf.sram);
 }
 
 static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t bytes,
@@ -39,16 +39,16 @@ static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t byte
 
 int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows)
 {
-    assert(m->pipe_stage + 1 < m->pipe_stages);
+    assert(m->pipe.stage + 1 < m->pipe.stages);
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
-    enum exec_cat was = m->cat;
+    enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    const uint32_t next = m->pipe_core[m->pipe_stage + 1];
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb;
-    if (m->x_in_sram) {
-        rc = send(m, next, m->x_all + row0 * row, rows * row, SEM_PIPE, false);
+    const uint32_t next = m->pipe.core[m->pipe.stage + 1];
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    if (m->buf.x_in_sram) {
+        rc = send(m, next, m->buf.x_all + row0 * row, rows * row, SEM_PIPE, false);
     } else { /* in HBM, where they are: the next stage copies them */
         struct noc_sem_args ready = { .core = next, .sem = SEM_PIPE, .value = 1 };
         rc = noc_sem_inc(&ready);
@@ -61,13 +61,13 @@ int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows)
 
 int exec_pipe_recv(struct exec_model *m, uint32_t row0, uint32_t rows)
 {
-    assert(m->pipe_stage > 0);
-    enum exec_cat was = m->cat;
+    assert(m->pipe.stage > 0);
+    enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL); /* waiting for the previous stage counts here */
-    int rc = noc_sem_wait(SEM_PIPE, ++m->pipe_recvs);
-    if (rc == NPU_OK && !m->x_in_sram) { /* the previous stage is done with them */
-        const uint64_t row = (uint64_t)m->cfg->hidden_size * m->eb, at = row0 * row;
-        exec_copy(m, m->x_all + at, m->pipe_prev_x + at, 1, rows * row, rows * row,
+    int rc = noc_sem_wait(SEM_PIPE, ++m->pipe.recvs);
+    if (rc == NPU_OK && !m->buf.x_in_sram) { /* the previous stage is done with them */
+        const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, at = row0 * row;
+        exec_copy(m, m->buf.x_all + at, m->pipe.prev_x + at, 1, rows * row, rows * row,
                   rows * row);
         rc = exec_flush(m);
     }
@@ -77,15 +77,15 @@ int exec_pipe_recv(struct exec_model *m, uint32_t row0, uint32_t rows)
 
 int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw)
 {
-    assert(m->pipe_stage + 1 == m->pipe_stages);
+    assert(m->pipe.stage + 1 == m->pipe.stages);
     int rc = NPU_OK;
-    for (uint32_t s = 0; rc == NPU_OK && s + 1 < m->pipe_stages; s++)
-        rc = send(m, m->pipe_core[s], m->a.argmax, nw * 4ull, SEM_TOKENS, true);
+    for (uint32_t s = 0; rc == NPU_OK && s + 1 < m->pipe.stages; s++)
+        rc = send(m, m->pipe.core[s], m->buf.a.argmax, nw * 4ull, SEM_TOKENS, true);
     return rc == NPU_OK ? noc_write_barrier() : rc;
 }
 
 int exec_pipe_recv_tokens(struct exec_model *m)
 {
-    assert(m->pipe_stage + 1 < m->pipe_stages);
-    return noc_sem_wait(SEM_TOKENS, ++m->token_recvs);
+    assert(m->pipe.stage + 1 < m->pipe.stages);
+    return noc_sem_wait(SEM_TOKENS, ++m->pipe.token_recvs);
 }

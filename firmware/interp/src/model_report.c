@@ -58,7 +58,7 @@ static void print_rooflines(const struct exec_stats *sum)
 /* This core's stage's layers [*l0, *l1). */
 static void stage_layers(const struct exec_model *m, uint32_t *l0, uint32_t *l1)
 {
-    *l0 = m->pipe_stage * m->plan->stage_layers, *l1 = *l0 + m->plan->stage_layers;
+    *l0 = m->pipe.stage * m->plan->stage_layers, *l1 = *l0 + m->plan->stage_layers;
 }
 
 static void print_routing(const struct exec_model *m)
@@ -69,9 +69,26 @@ static void print_routing(const struct exec_model *m)
     for (uint32_t l = l0; c->arch == MODEL_MOE && l < l1; l++) {
         printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over the run */
         for (uint32_t e = 0; e < c->num_experts; e++)
-            printf("%s%" PRIu64, e ? "," : "", m->expert_tokens[l * c->num_experts + e]);
+            printf("%s%" PRIu64, e ? "," : "", m->acct.expert_tokens[l * c->num_experts + e]);
         printf("\n");
     }
+}
+
+/* The reuse line (docs/images.md, "Layer reuse"): its layer counts, and with tile reuse its
+   tile counts. */
+static void print_reuse(const struct exec_model *m)
+{
+    const uint64_t *lc = m->lreuse.counts, *tc = m->treuse.counts;
+    if (m->lreuse.enabled)
+        printf("MODEL reuse stage=%u keys=%s layers_recorded=%" PRIu64 " layers_replayed=%"
+               PRIu64 " layers_unslotted=%" PRIu64, m->pipe.stage,
+               m->treuse.enabled ? "tiles" : m->lreuse.shapes ? "shapes" : "runs",
+               lc[EXEC_REUSE_RECORDED], lc[EXEC_REUSE_REPLAYED], lc[EXEC_REUSE_FULL]);
+    if (m->treuse.enabled)
+        printf(" tiles_recorded=%" PRIu64 " tiles_replayed=%" PRIu64 " tiles_full=%" PRIu64,
+               tc[EXEC_REUSE_RECORDED], tc[EXEC_REUSE_REPLAYED], tc[EXEC_REUSE_FULL]);
+    if (m->lreuse.enabled)
+        printf("\n");
 }
 
 /* Stage rank 0's lines: its layers, what ran outside them, its sums and rooflines; the
@@ -87,27 +104,18 @@ static void print_stage(struct exec_model *m, const char *what, uint64_t chip_ps
         for (uint32_t l = l0; l < l1; l++) {
             char label[24];
             snprintf(label, sizeof(label), "layer=%" PRIu32, l);
-            print_row(label, &m->stats[l]);
+            print_row(label, &m->acct.stats[l]);
         }
     char label[40];
-    snprintf(label, sizeof(label), m->pipe_stages > 1 ? "stage=%u layer=outside" : "layer=outside",
-             m->pipe_stage);
-    print_row(label, &m->stats[c->num_layers]);
-    snprintf(label, sizeof(label), m->pipe_stages > 1 ? "stage=%u layers=all" : "layers=all",
-             m->pipe_stage);
+    snprintf(label, sizeof(label), m->pipe.stages > 1 ? "stage=%u layer=outside" : "layer=outside",
+             m->pipe.stage);
+    print_row(label, &m->acct.stats[c->num_layers]);
+    snprintf(label, sizeof(label), m->pipe.stages > 1 ? "stage=%u layers=all" : "layers=all",
+             m->pipe.stage);
     print_row(label, layers);
     print_rooflines(sum);
-    if (m->layer_reuse) /* docs/images.md, "Layer reuse" */
-        printf("MODEL reuse stage=%u keys=%s layers_recorded=%" PRIu64 " layers_replayed=%"
-               PRIu64 " layers_unslotted=%" PRIu64, m->pipe_stage,
-               m->reuse_tiles ? "tiles" : m->reuse_shapes ? "shapes" : "runs",
-               m->reuse_layers[0], m->reuse_layers[1], m->reuse_layers[2]);
-    if (m->reuse_tiles)
-        printf(" tiles_recorded=%" PRIu64 " tiles_replayed=%" PRIu64 " tiles_full=%" PRIu64,
-               m->reuse_tiles_n[0], m->reuse_tiles_n[1], m->reuse_tiles_n[2]);
-    if (m->layer_reuse)
-        printf("\n");
-    if (m->pipe_stage + 1 == m->pipe_stages)
+    print_reuse(m);
+    if (m->pipe.stage + 1 == m->pipe.stages)
         printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
 }
 
@@ -117,12 +125,12 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
     struct exec_stats sum = { 0 }, layers = { 0 };
     uint64_t expert = 0;
     for (uint32_t l = 0; l <= c->num_layers; l++) {
-        exec_stats_add(&sum, &m->stats[l]);
+        exec_stats_add(&sum, &m->acct.stats[l]);
         if (l < c->num_layers)
-            exec_stats_add(&layers, &m->stats[l]);
-        expert += m->stats[l].expert_bytes;
+            exec_stats_add(&layers, &m->acct.stats[l]);
+        expert += m->acct.stats[l].expert_bytes;
     }
-    if (m->rank == 0 && m->pipe_stage > 0)
+    if (m->rank == 0 && m->pipe.stage > 0)
         noc_sem_wait(SEM_REPORT, 1); /* the stages' lines come in stage order */
     if (m->rank == 0)
         print_stage(m, what, chip_ps, &sum, &layers);
@@ -134,12 +142,12 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
                    PRIu64 " expert_load_bytes_at_load=%" PRIu64 "\n", r, hal_self()->core_id,
                    sum.hbm_bytes[0] + sum.hbm_bytes[1] + sum.hbm_bytes[2] + sum.hbm_bytes[3] +
                        sum.hbm_bytes[4],
-                   expert - m->stats[c->num_layers].expert_bytes,
-                   m->stats[c->num_layers].expert_bytes);
+                   expert - m->acct.stats[c->num_layers].expert_bytes,
+                   m->acct.stats[c->num_layers].expert_bytes);
         if (comm)
             noc_barrier(comm);
     }
-    if (m->rank == 0 && m->pipe_stage + 1 < m->pipe_stages)
-        noc_sem_inc(&(struct noc_sem_args){ .core = m->pipe_core[m->pipe_stage + 1],
+    if (m->rank == 0 && m->pipe.stage + 1 < m->pipe.stages)
+        noc_sem_inc(&(struct noc_sem_args){ .core = m->pipe.core[m->pipe.stage + 1],
                                             .sem = SEM_REPORT, .value = 1 });
 }

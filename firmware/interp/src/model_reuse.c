@@ -5,11 +5,11 @@
  * Within an iteration, consecutive layers whose ops are the same (kinds and flags) over
  * the same rows form a run. One layer of the run goes through the engines in full between
  * the replay slot's BEGIN and END (chip_replay.h), which records this core's engine
- * counters over it, and its chip time (span) and per-layer statistics are kept here; every
- * other layer of the run, and of any later run of the same class, is a replay: the chip
- * adds the recorded counters once per layer and the hart sleeps the spans. Which layer
- * runs rotates with the iteration, so that over a run the routing (experts staged, rows per
- * expert) of every layer gets its turn.
+ * counters over it, and its chip time (span) and per-layer statistics are kept in its class
+ * (m->lreuse.classes, class i in replay slot i); every other layer of the run, and of any
+ * later run of the same class, is a replay: the chip adds the recorded counters once per
+ * layer and the hart sleeps the spans. Which layer runs rotates with the iteration, so that
+ * over a run the routing (experts staged, rows per expert) of every layer gets its turn.
  *
  * Keys. A class is the layer's ops and its rows: per prefill run taking part, its row count,
  * KV pool blocks and its request and first position; the decode runs taking part as one
@@ -51,16 +51,13 @@
 #include "npu/hal.h"
 #include "npu/wait.h"
 
-static struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS];
-
 int exec_reuse_init(struct exec_model *m)
 {
-    m->reuse_tiles = hal_bootarg_has("reuse_tiles"); /* shape keys, and tiles inside */
-    m->reuse_shapes = m->reuse_tiles || hal_bootarg_has("reuse_shapes");
-    m->layer_reuse = m->reuse_shapes || hal_bootarg_has("layer_reuse");
-    m->reuse_tol = npu_kv_stripe(m->plan) / 2;
-    m->reuse = classes;
-    if (m->layer_reuse && !m->plan->mode) {
+    m->treuse.enabled = hal_bootarg_has("reuse_tiles"); /* shape keys, and tiles inside */
+    m->lreuse.shapes = m->treuse.enabled || hal_bootarg_has("reuse_shapes");
+    m->lreuse.enabled = m->lreuse.shapes || hal_bootarg_has("layer_reuse");
+    m->lreuse.tol = npu_kv_stripe(m->plan) / 2;
+    if (m->lreuse.enabled && !m->plan->mode) {
         if (hal_self()->core_id == 0) /* every core refuses; one says why */
             printf("MODEL error: core %u: layer_reuse needs a performance-mode image (a "
                    "functional run computes every layer)\n", hal_self()->core_id);
@@ -125,13 +122,13 @@ static bool make_key(const struct exec_model *m, const struct npu_prog_op *ops, 
         const struct exec_run *r = &b->runs[i];
         if (i >= b->nprefill) { /* a decode run: into the summary */
             dec.count++, dec.nblocks += r->nblocks;
-            dec.pos += m->reuse_shapes ? r->pos + r->count
+            dec.pos += m->lreuse.shapes ? r->pos + r->count
                                        : (r->pos + r->count + stripe - 1) / stripe;
             continue;
         }
         if (k->nrows + 1 >= EXEC_REUSE_ROWS) /* keep a row for the decode summary */
             return false;
-        k->rows[k->nrows++] = m->reuse_shapes
+        k->rows[k->nrows++] = m->lreuse.shapes
             ? (struct exec_reuse_row){ .count = r->count, .nblocks = r->nblocks,
                                        .pos = r->pos + r->count }
             : (struct exec_reuse_row){ .req = r->req, .count = r->count, .nblocks = r->nblocks,
@@ -147,13 +144,13 @@ uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint3
                            uint64_t runs)
 {
     const uint32_t d = recorded > end ? recorded - end : end - recorded;
-    uint64_t tol = m->reuse_shapes ? m->reuse_tol * runs : 0;
+    uint64_t tol = m->lreuse.shapes ? m->lreuse.tol * runs : 0;
     tol = tol < end / 4 ? tol : end / 4; /* and a quarter of the context */
     return d <= tol ? d : UINT64_MAX;
 }
 
 /* How far class c's rows are from key k's: 0 if equal, UINT64_MAX if c cannot serve k.
-   Shape keys take context ends within the tolerance (m->reuse_tol positions per run). */
+   Shape keys take context ends within the tolerance (m->lreuse.tol positions per run). */
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                              const struct exec_reuse_class *k)
 {
@@ -182,9 +179,9 @@ static struct exec_reuse_class *find_class(struct exec_model *m,
     struct exec_reuse_class *best = NULL;
     uint64_t best_dist = UINT64_MAX;
     for (uint32_t i = 0; i < EXEC_REUSE_LAYER_SLOTS; i++) {
-        struct exec_reuse_class *c = &m->reuse[i];
+        struct exec_reuse_class *c = &m->lreuse.classes[i];
         if (!c->last_used ||
-            !(c->iteration == m->iterations || c->prefill || m->reuse_shapes))
+            !(c->iteration == m->acct.iterations || c->prefill || m->lreuse.shapes))
             continue;
         const uint64_t d = key_distance(m, c, k);
         if (d < best_dist)
@@ -199,10 +196,10 @@ static struct exec_reuse_class *new_class(struct exec_model *m)
 {
     struct exec_reuse_class *lru = NULL;
     for (uint32_t i = 0; i < EXEC_REUSE_LAYER_SLOTS; i++) {
-        struct exec_reuse_class *c = &m->reuse[i];
+        struct exec_reuse_class *c = &m->lreuse.classes[i];
         if (!c->last_used)
             return c;
-        if (c->last_used != m->iterations + 1 && (!lru || c->last_used < lru->last_used))
+        if (c->last_used != m->acct.iterations + 1 && (!lru || c->last_used < lru->last_used))
             lru = c;
     }
     return lru;
@@ -217,7 +214,7 @@ static int refused(int rc, const char *what, uint32_t slot)
 
 int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r)
 {
-    exec_set_cat(m, m->cat); /* the engines are idle from here */
+    exec_set_cat(m, m->acct.cat); /* the engines are idle from here */
     /* The group starts together: a rank that began early would wait for the others in the
        first collective, record a longer span and replay that difference every time (and
        consecutive replays, sleeps with no collective between them, would add up the
@@ -225,7 +222,7 @@ int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording
     int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
     if (rc != NPU_OK)
         return rc;
-    r->slot = slot, r->before = m->stats[m->layer];
+    r->slot = slot, r->before = m->acct.stats[m->acct.layer];
     rc = engine_replay(NPU_REPLAY_OP_BEGIN, slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "BEGIN", slot);
@@ -236,12 +233,12 @@ int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording
 int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
                     struct exec_stats *delta)
 {
-    exec_set_cat(m, m->cat); /* runs what is queued, charges it to this layer */
+    exec_set_cat(m, m->acct.cat); /* runs what is queued, charges it to this layer */
     int rc = engine_replay(NPU_REPLAY_OP_END, r->slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "END", r->slot);
     *span_ps = hal_time_ps() - r->t0;
-    *delta = m->stats[m->layer];
+    *delta = m->acct.stats[m->acct.layer];
     exec_stats_sub(delta, &r->before);
     memset(delta->descs, 0, sizeof(delta->descs)); /* descs: what the emulator ran */
     return NPU_OK;
@@ -249,7 +246,7 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
 
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps)
 {
-    exec_set_cat(m, m->cat);
+    exec_set_cat(m, m->acct.cat);
     int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
     if (rc != NPU_OK)
         return refused(rc, "REPEAT", slot);
@@ -258,13 +255,13 @@ int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64
     return rc;
 }
 
-/* Runs layer ops[0..per) in full, recording it in class c (slot c - classes). */
+/* Runs layer ops[0..per) in full, recording it in class c (slot c - m->lreuse.classes). */
 static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                         const struct exec_batch *b, struct exec_reuse_class *c)
 {
     static struct exec_recording r; /* exec_stats: not on the hart's small stack */
     exec_set_layer(m, ops[0].layer);
-    int rc = exec_record_begin(m, (uint32_t)(c - m->reuse), &r);
+    int rc = exec_record_begin(m, (uint32_t)(c - m->lreuse.classes), &r);
     for (uint32_t i = 0; rc == NPU_OK && i < per; i++)
         rc = exec_op(m, &ops[i], b, NULL, NULL);
     return rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
@@ -279,9 +276,9 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
         return NPU_OK;
     for (uint32_t l = l0; l < l0 + n; l++)
         if (l != skip)
-            exec_stats_add(&m->stats[l], &c->delta);
-    m->reuse_layers[1] += count;
-    return exec_replay_slot(m, (uint32_t)(c - m->reuse), count, c->span_ps);
+            exec_stats_add(&m->acct.stats[l], &c->delta);
+    m->lreuse.counts[EXEC_REUSE_REPLAYED] += count;
+    return exec_replay_slot(m, (uint32_t)(c - m->lreuse.classes), count, c->span_ps);
 }
 
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
@@ -302,17 +299,17 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
             int rc = NPU_OK;
             for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
                 rc = exec_op(m, &ops[i], b, NULL, NULL);
-            m->reuse_layers[2] += n;
+            m->lreuse.counts[EXEC_REUSE_FULL] += n;
             return rc;
         }
         *c = key;
-        c->iteration = m->iterations;
-        skip = l0 + m->iterations % n;
+        c->iteration = m->acct.iterations;
+        skip = l0 + m->acct.iterations % n;
         int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
         if (rc != NPU_OK)
             return rc;
-        m->reuse_layers[0]++;
+        m->lreuse.counts[EXEC_REUSE_RECORDED]++;
     }
-    c->last_used = m->iterations + 1;
+    c->last_used = m->acct.iterations + 1;
     return replay_layers(m, c, l0, n, skip);
 }

@@ -21,7 +21,7 @@
  * - MoE: the load of its routing (moe_tile_draw): the routed pairs of the busiest rank
  *   under expert parallelism, else the number of experts routed to. Every rank draws the
  *   routing model's choices of all the tile's rows (the same on every rank). A tile that
- *   routes to an expert the group has not staged in this layer (m->group_staged) runs in
+ *   routes to an expert the group has not staged in this layer (m->treuse.group_staged) runs in
  *   full and is not recorded: the first route of an expert in a layer moves its weights
  *   (expert-load bytes), and a replay must not move them again;
  * - embeddings, dense FFN: the rows alone (the same work per row).
@@ -47,12 +47,10 @@
 #include "model_exec.h"
 #include "model_moe.h"
 
-static struct exec_tile_class classes[EXEC_REUSE_TILE_SLOTS];
-
 void exec_reuse_tile_new_layer(struct exec_model *m)
 {
-    memset(m->group_staged, 0, sizeof(m->group_staged));
-    m->group_staged_n = 0;
+    memset(m->treuse.group_staged, 0, sizeof(m->treuse.group_staged));
+    m->treuse.group_staged_n = 0;
 }
 
 /* The key of op (a layer_op kind) over tile; MoE: but the load (moe_tile_draw). */
@@ -95,13 +93,13 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
     return dist;
 }
 
-static struct exec_tile_class *find_class(const struct exec_model *m,
+static struct exec_tile_class *find_class(struct exec_model *m,
                                           const struct exec_tile_class *k)
 {
     struct exec_tile_class *best = NULL;
     uint64_t best_dist = UINT64_MAX;
     for (uint32_t i = 0; i < EXEC_REUSE_TILE_SLOTS; i++) {
-        struct exec_tile_class *c = &classes[i];
+        struct exec_tile_class *c = &m->treuse.classes[i];
         if (!c->last_used)
             continue;
         const uint64_t d = tile_distance(m, c, k);
@@ -112,11 +110,11 @@ static struct exec_tile_class *find_class(const struct exec_model *m,
 }
 
 /* A free slot, else the least recently used (no tile class is in use between tiles). */
-static struct exec_tile_class *new_class(void)
+static struct exec_tile_class *new_class(struct exec_model *m)
 {
-    struct exec_tile_class *lru = &classes[0];
+    struct exec_tile_class *lru = &m->treuse.classes[0];
     for (uint32_t i = 0; i < EXEC_REUSE_TILE_SLOTS; i++) {
-        struct exec_tile_class *c = &classes[i];
+        struct exec_tile_class *c = &m->treuse.classes[i];
         if (!c->last_used)
             return c;
         if (c->last_used < lru->last_used)
@@ -131,6 +129,7 @@ static struct exec_tile_class *new_class(void)
 static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                           uint32_t *load)
 {
+    /* scratch, and the plan's expert owners (found once): not model state */
     static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
     static uint32_t owner[ROUTING_EXPERTS_MAX], pairs[NOC_GROUP_MAX];
     static uint8_t hit[ROUTING_EXPERTS_MAX];
@@ -162,17 +161,17 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
                     most = pairs[owner[e]];
                 if (!ep && !hit[e])
                     hit[e] = 1, most++;
-                if (streamed && !m->group_staged[e])
-                    m->group_staged[e] = 1, m->group_staged_n++, steady = false;
+                if (streamed && !m->treuse.group_staged[e])
+                    m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
             }
         }
     *load = most;
     return steady;
 }
 
-static uint32_t slot_of(const struct exec_tile_class *c)
+static uint32_t slot_of(const struct exec_model *m, const struct exec_tile_class *c)
 {
-    return EXEC_REUSE_LAYER_SLOTS + (uint32_t)(c - classes);
+    return EXEC_REUSE_LAYER_SLOTS + (uint32_t)(c - m->treuse.classes);
 }
 
 /* Runs the tile in full, recording it in class c. */
@@ -180,41 +179,39 @@ static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
                        struct exec_tile *tile, uint64_t x, struct exec_tile_class *c)
 {
     static struct exec_recording r; /* exec_stats: not on the hart's small stack */
-    int rc = exec_record_begin(m, slot_of(c), &r);
+    int rc = exec_record_begin(m, slot_of(m, c), &r);
     if (rc == NPU_OK)
         rc = exec_tile_full(m, op, tile, x);
     if (rc == NPU_OK)
         rc = exec_record_end(m, &r, &c->span_ps, &c->delta);
-    m->reuse_tiles_n[0] += rc == NPU_OK;
+    m->treuse.counts[EXEC_REUSE_RECORDED] += rc == NPU_OK;
     return rc;
 }
 
-/* Replays waiting to be repeated at once: `pending` of class pending_class. */
-static struct exec_tile_class *pending_class;
-static uint32_t pending;
-
 int exec_reuse_tile_flush(struct exec_model *m)
 {
-    if (pending == 0)
+    struct exec_tile_reuse *t = &m->treuse;
+    if (t->pending == 0)
         return NPU_OK;
-    const struct exec_tile_class *c = pending_class;
-    const uint32_t n = pending;
-    pending = 0, pending_class = NULL;
+    const struct exec_tile_class *c = t->pending_class;
+    const uint32_t n = t->pending;
+    t->pending = 0, t->pending_class = NULL;
     for (uint32_t i = 0; i < n; i++)
-        exec_stats_add(&m->stats[m->layer], &c->delta);
-    m->reuse_tiles_n[1] += n;
-    return exec_replay_slot(m, slot_of(c), n, c->span_ps);
+        exec_stats_add(&m->acct.stats[m->acct.layer], &c->delta);
+    t->counts[EXEC_REUSE_REPLAYED] += n;
+    return exec_replay_slot(m, slot_of(m, c), n, c->span_ps);
 }
 
 /* Queues a replay of class c, after the queued ones of the same class. */
 static int replay_tile(struct exec_model *m, struct exec_tile_class *c)
 {
-    if (pending && (pending_class != c || pending == NPU_REPLAY_COUNT_MAX)) {
+    struct exec_tile_reuse *t = &m->treuse;
+    if (t->pending && (t->pending_class != c || t->pending == NPU_REPLAY_COUNT_MAX)) {
         int rc = exec_reuse_tile_flush(m);
         if (rc != NPU_OK)
             return rc;
     }
-    pending_class = c, pending++;
+    t->pending_class = c, t->pending++;
     return NPU_OK;
 }
 
@@ -225,21 +222,21 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     make_key(op, tile, &key);
     if (key.nsegs > EXEC_TILE_SEGS ||
         (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
-        m->reuse_tiles_n[2]++;
+        m->treuse.counts[EXEC_REUSE_FULL]++;
         int rc = exec_reuse_tile_flush(m);
         return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
     }
-    m->tile_uses++;
+    m->treuse.uses++;
     struct exec_tile_class *c = find_class(m, &key);
     if (c) {
-        c->last_used = m->tile_uses;
+        c->last_used = m->treuse.uses;
         return replay_tile(m, c);
     }
     int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
     if (rc != NPU_OK)
         return rc;
-    c = new_class();
+    c = new_class(m);
     *c = key;
-    c->last_used = m->tile_uses;
+    c->last_used = m->treuse.uses;
     return record_tile(m, op, tile, x, c);
 }

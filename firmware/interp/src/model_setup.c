@@ -49,9 +49,9 @@ static void find_peers(struct model_core *mc, const struct npu_image_header *h)
         if (cores[i].rank != mc->core->rank || cores[i].instance != mc->core->instance ||
             cores[i].stage >= EXEC_LAYERS_MAX)
             continue;
-        mc->m.pipe_core[cores[i].stage] = (uint16_t)i;
+        mc->m.pipe.core[cores[i].stage] = (uint16_t)i;
         if (cores[i].stage + 1 == mc->core->stage)
-            mc->m.pipe_prev_x = (uint64_t)(uintptr_t)h + cores[i].x_off;
+            mc->m.pipe.prev_x = (uint64_t)(uintptr_t)h + cores[i].x_off;
         assert((!h->plan.x_in_sram || cores[i].x_off == mc->core->x_off) &&
                cores[i].sram_act == mc->core->sram_act);
     }
@@ -72,10 +72,11 @@ int model_core_setup(struct model_core *mc)
         return rc;
     }
     mc->m = (struct exec_model){ .cfg = &mc->cfg, .plan = &h->plan, .image = image,
-                                 .rank = mc->core->rank, .tp = h->plan.tp, .stats = mc->stats,
-                                 .expert_tokens = mc->expert_tokens,
-                                 .pipe_stage = mc->core->stage,
-                                 .pipe_stages = h->plan.stages };
+                                 .rank = mc->core->rank, .tp = h->plan.tp,
+                                 .pipe = { .stage = mc->core->stage,
+                                           .stages = h->plan.stages },
+                                 .acct = { .stats = mc->stats,
+                                           .expert_tokens = mc->expert_tokens } };
     find_peers(mc, h);
     if (h->plan.tp > 1)
         rc = join_group(mc, &h->plan);
