@@ -48,6 +48,7 @@
 
 #define EXEC_LAYERS_MAX 128u
 #define EXEC_KINDS (MT_LM_HEAD + 1)
+_Static_assert(EXEC_KINDS == NPU_STAGE_KINDS, "the staging map covers every tensor kind");
 #define EXEC_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
 
 /* Per-layer accounting of chip time (what the per-layer breakdown prints). */
@@ -182,9 +183,8 @@ struct exec_weights {
     uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
-    uint64_t staged[EXEC_KINDS];           /* current layer's staged share addresses */
-    uint64_t expert_stage;                 /* staged experts: slot e at + e * expert_span */
-    uint64_t expert_span;
+    struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
+                                              planner sized the buffer with the same map) */
     uint8_t expert_staged[256];
 };
 

@@ -194,30 +194,29 @@ uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tenso
     assert(t);
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->buf.sram + t->sram_off;
-    return m->w.staged[kind];
+    return m->w.stage + m->w.map.off[kind];
 }
 
 /* Stages layer l's shares (all but the experts, which stage when routed to). */
 void exec_stage_layer(struct exec_model *m, uint32_t l)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    uint64_t at = m->w.stage;
+    npu_stage_map_layer(m->w.t[l], &m->w.map);
+    assert(m->w.map.bytes <= m->w.stage_bytes && "the planner sized it with the same map");
     for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
         const struct npu_image_tensor *t = m->w.t[l][kind];
-        if (!t || model_tensor_is_expert(kind))
-            continue;
-        m->w.staged[kind] = at;
-        load_share(m, at, t, 0, t->blocks);
-        at += (t->blocks * t->block_bytes + 63) & ~63ull;
+        if (t && !model_tensor_is_expert(kind))
+            load_share(m, m->w.stage + m->w.map.off[kind], t, 0, t->blocks);
     }
-    m->w.expert_stage = at;
     memset(m->w.expert_staged, 0, sizeof(m->w.expert_staged));
     exec_reuse_tile_new_layer(m);
-    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
-    m->w.expert_span = g ? ((g->block_bytes + 63) & ~63ull) +
-                             ((m->w.t[l][MT_E_UP]->block_bytes + 63) & ~63ull) +
-                             ((m->w.t[l][MT_E_DOWN]->block_bytes + 63) & ~63ull) : 0;
-    assert(!g || at + m->w.expert_span * g->blocks <= m->w.stage + m->w.stage_bytes);
+}
+
+/* Where expert slot `slot` puts the block of `kind` in the staging buffer. */
+static uint64_t expert_slot_addr(const struct exec_model *m, uint32_t slot,
+                                 enum model_tensor_kind kind)
+{
+    return m->w.stage + m->w.map.experts + slot * m->w.map.expert_span + m->w.map.off[kind];
 }
 
 void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
@@ -228,12 +227,10 @@ void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     assert(e >= g->block0 && e - g->block0 < g->blocks && "the expert is this rank's");
-    uint64_t at = m->w.expert_stage + (e - g->block0) * m->w.expert_span;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
     for (int i = 0; i < 3; i++) {
         const struct npu_image_tensor *t = m->w.t[l][kinds[i]];
-        load_share(m, at, t, e - t->block0, 1);
-        at += (t->block_bytes + 63) & ~63ull;
+        load_share(m, expert_slot_addr(m, e - g->block0, kinds[i]), t, e - t->block0, 1);
         m->acct.stats[l].expert_bytes += t->block_bytes;
     }
     m->w.expert_staged[e] = 1;
@@ -249,15 +246,10 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     block -= t->block0; /* EP: the rank's first expert is its block 0 */
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->buf.sram + t->sram_off + block * t->block_bytes;
-    if (model_tensor_is_expert(kind)) {
-        uint64_t at = m->w.expert_stage + block * m->w.expert_span;
-        if (kind != MT_E_GATE)
-            at += (m->w.t[layer][MT_E_GATE]->block_bytes + 63) & ~63ull;
-        if (kind == MT_E_DOWN)
-            at += (m->w.t[layer][MT_E_UP]->block_bytes + 63) & ~63ull;
-        return at;
-    }
-    return kind == MT_LM_HEAD ? 0 : m->w.staged[kind];
+    (void)layer; /* the staged layer's: staging holds one layer at a time */
+    if (model_tensor_is_expert(kind))
+        return expert_slot_addr(m, block, kind);
+    return kind == MT_LM_HEAD ? 0 : m->w.stage + m->w.map.off[kind];
 }
 
 /*
