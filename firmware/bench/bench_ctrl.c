@@ -5,9 +5,6 @@
  * cores, waits until each has posted BENCH_DONE_SEM, and prints `BENCH end` with the chip
  * time.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "bench.h"
 #include "npu/hal.h"
 #include "npu/wait.h"

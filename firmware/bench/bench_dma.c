@@ -10,9 +10,6 @@
  * Every case has a slot: an absolute chip time at which its cores start, the same on every
  * core (bench.h), so the cores of a multi-core case start together without a barrier.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "bench.h"
 #include "npu/dma.h"
 #include "npu/hal.h"

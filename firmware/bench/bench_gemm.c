@@ -13,9 +13,6 @@
  * cut in multiples of the array (accumulating over K tiles), M only if it must be. In
  * performance mode the tiles all reuse the same buffers; the data is never touched.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "bench.h"
 #include "npu/hal.h"
 #include "npu/matrix.h"

@@ -10,9 +10,6 @@
  * the instance has; rank 0 first writes the tokens. On stop every rank prints its report
  * (model_report.c).
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "model_exec.h"
 #include "model_report.h"
 #include "model_setup.h"

@@ -5,9 +5,6 @@
  * cores run it; the tokens come back, are printed with the chip time they were ready at,
  * and the scheduler is told.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "npu/hal.h"
 #include "npu/wait.h"
 #include "rt/lines.h"
