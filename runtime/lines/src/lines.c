@@ -472,7 +472,8 @@ static void split_words(struct decode *c, const struct lines_kind_def *d, char *
     }
 }
 
-int lines_parse(const char *text, struct lines_line *line, char *err, size_t errlen)
+/* lines_parse, but for errno. */
+static int parse(const char *text, struct lines_line *line, char *err, size_t errlen)
 {
     struct decode c = { .line = line, .err = err, .errlen = errlen };
     size_t len = text ? strcspn(text, "\r\n") : 0;
@@ -513,4 +514,12 @@ int lines_parse(const char *text, struct lines_line *line, char *err, size_t err
             return rc;
     }
     return NPU_OK;
+}
+
+int lines_parse(const char *text, struct lines_line *line, char *err, size_t errlen)
+{
+    const int saved = errno; /* the number readers use it; the caller's value stays */
+    int rc = parse(text, line, err, errlen);
+    errno = saved;
+    return rc;
 }

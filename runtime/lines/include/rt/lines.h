@@ -474,7 +474,7 @@ int lines_identify(const char *text, enum lines_kind *kind, char *err, size_t er
  * Decodes a protocol text into *line: lines_identify's results, or NPU_ERR_FORMAT with the
  * reason in err ("missing t=", "n='zero' is not a whole number", "blocks='3' is not
  * USED/TOTAL", a value out of its type's range, a text longer than LINES_TEXT_MAX); on
- * an error after the kind was known, line->kind is set.
+ * an error after the kind was known, line->kind is set. errno is left as it was.
  */
 int lines_parse(const char *text, struct lines_line *line, char *err, size_t errlen);
 
