@@ -89,14 +89,12 @@ void bench_print_note(enum lines_kind kind, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    struct lines_value v;
     if (kind == LINES_BENCH_SKIP)
-        v.bench_skip = (struct lines_bench_skip){ .text = text };
+        lines_print_bench_skip(&(struct lines_bench_skip){ .text = text });
     else if (kind == LINES_BENCH_WARN)
-        v.bench_warn = (struct lines_bench_warn){ .text = text };
+        lines_print_bench_warn(&(struct lines_bench_warn){ .text = text });
     else
-        kind = LINES_BENCH_ERROR, v.bench_error = (struct lines_bench_error){ .text = text };
-    lines_print(kind, &v);
+        lines_print_bench_error(&(struct lines_bench_error){ .text = text });
 }
 
 int bench_done(int status)

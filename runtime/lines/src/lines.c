@@ -25,9 +25,16 @@
 LINES_KINDS(FIELDS_)
 
 #define DEF_(ID, name, prefix, event) \
-    [LINES_##ID] = { #name, prefix, event, fields_##name, \
-                     (uint32_t)(sizeof(fields_##name) / sizeof(fields_##name[0])) },
-static const struct lines_kind_def kinds[LINES_KIND_COUNT] = { LINES_KINDS(DEF_) };
+    static const struct lines_kind_def def_##name = { \
+        #name, prefix, event, fields_##name, \
+        (uint32_t)(sizeof(fields_##name) / sizeof(fields_##name[0])) };
+LINES_KINDS(DEF_)
+
+/* Every kind. The firmware's lines_print_<name> use their kind's definition alone, so that
+   an image carries only the definitions of the lines it prints (-fdata-sections,
+   --gc-sections). */
+#define KIND_(ID, name, prefix, event) [LINES_##ID] = &def_##name,
+static const struct lines_kind_def *const kinds[LINES_KIND_COUNT] = { LINES_KINDS(KIND_) };
 
 /* The prefix whose unknown events are errors: the control core's serving events, which
    the host turns into metrics (an event dropped silently would make them wrong). */
@@ -35,7 +42,7 @@ static const struct lines_kind_def kinds[LINES_KIND_COUNT] = { LINES_KINDS(DEF_)
 
 const struct lines_kind_def *lines_describe_kind(enum lines_kind kind)
 {
-    return (unsigned)kind < LINES_KIND_COUNT ? &kinds[kind] : NULL;
+    return (unsigned)kind < LINES_KIND_COUNT ? kinds[kind] : NULL;
 }
 
 /* A field's value and absent flag in the struct at base. */
@@ -186,9 +193,8 @@ int lines_format(char *buf, size_t len, enum lines_kind kind, const struct lines
     return s.pos < s.len ? NPU_OK : NPU_ERR_RANGE;
 }
 
-static int print_kind(enum lines_kind kind, const void *v)
+static int print_def(const struct lines_kind_def *d, const void *v)
 {
-    const struct lines_kind_def *d = lines_describe_kind(kind);
     if (!d || !v || !values_ok(d, v))
         return NPU_ERR_INVAL;
     struct sink s = { .out = true };
@@ -199,13 +205,13 @@ static int print_kind(enum lines_kind kind, const void *v)
 
 int lines_print(enum lines_kind kind, const struct lines_value *v)
 {
-    return print_kind(kind, v);
+    return print_def(lines_describe_kind(kind), v);
 }
 
 #define PRINT_DEF_(ID, name, prefix, event) \
     int lines_print_##name(const struct lines_##name *v) \
     { \
-        return print_kind(LINES_##ID, v); \
+        return print_def(&def_##name, v); \
     }
 LINES_KINDS(PRINT_DEF_)
 
@@ -238,9 +244,9 @@ static bool is_digit(char c)
 static const char *prefix_of(const char *text)
 {
     for (uint32_t k = 0; k < LINES_KIND_COUNT; k++) {
-        size_t n = strlen(kinds[k].prefix);
-        if (strncmp(text, kinds[k].prefix, n) == 0 && is_blank(text[n]))
-            return kinds[k].prefix;
+        size_t n = strlen(kinds[k]->prefix);
+        if (strncmp(text, kinds[k]->prefix, n) == 0 && is_blank(text[n]))
+            return kinds[k]->prefix;
     }
     return NULL;
 }
@@ -285,7 +291,7 @@ static int identify(const char *text, enum lines_kind *kind, const char **fields
     size_t wlen = strcspn(rest, " \t\r\n");
     const char *eq = memchr(rest, '=', wlen);
     for (uint32_t k = 0; k < LINES_KIND_COUNT; k++) {
-        const struct lines_kind_def *d = &kinds[k];
+        const struct lines_kind_def *d = kinds[k];
         const bool eventless = d->event == NULL;
         if (strcmp(d->prefix, prefix) != 0 || eventless != (eq != NULL))
             continue;
@@ -490,7 +496,7 @@ static int parse(const char *text, struct lines_line *line, char *err, size_t er
     if (rc != NPU_OK)
         return rc;
     line->kind = kind;
-    const struct lines_kind_def *d = &kinds[kind];
+    const struct lines_kind_def *d = kinds[kind];
     char *tail;
     split_words(&c, d, line->buf + (fields - line->buf), &tail);
     for (uint32_t i = 0; i < d->nfields; i++) {
