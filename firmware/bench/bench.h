@@ -5,8 +5,8 @@
  * Every benchmark image has the same control core (bench_ctrl.c): it prints the chip's
  * parameters as one `BENCH chip ...` line, releases the NPU cores, waits until each has
  * posted BENCH_DONE_SEM and prints `BENCH end ...`. The cores run the cases and print one
- * `BENCH <kind> key=value ...` line per measurement; `npuctl bench` turns those lines into
- * tables. Measurements are chip time read with hal_time_ps(): a case's time runs from the
+ * `BENCH <kind> key=value ...` line per measurement (the BENCH kinds of rt/lines.h);
+ * `npuctl bench` turns those lines into tables. Measurements are chip time read with hal_time_ps(): a case's time runs from the
  * moment the hart issues its first command to the moment it (or the observing core) wakes
  * on the completion semaphore.
  *
@@ -23,6 +23,7 @@
 #include <stdint.h>
 
 #include "npu/engine.h"
+#include "rt/lines.h"
 
 #define BENCH_DONE_SEM 0u        /* on the control core: one increment per NPU core */
 #define BENCH_SLOT_BASE_PS 10000000ull /* 10 us: first slot, after the release */
@@ -52,6 +53,11 @@ int bench_submit_wait(const struct npu_desc *descs, uint32_t n, uint32_t sem, ui
 
 /* Sleeps until absolute chip time t; returns how late the hart already was (0 if on time). */
 uint64_t bench_sleep_until(uint64_t t);
+
+/* A note for the reader: `BENCH skip|warn|error TEXT` (kind LINES_BENCH_SKIP, _WARN or
+   _ERROR), TEXT printf-formatted. */
+void bench_print_note(enum lines_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Tells the control core this core is done; returns the core's exit status. */
 int bench_done(int status);

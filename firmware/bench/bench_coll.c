@@ -127,10 +127,11 @@ static void report(enum op op, uint64_t bytes, bool mcast)
         hops = (op == OP_ALLREDUCE ? ring_hops : 0) + group.rect.rows + group.rect.cols - 2;
     }
     uint64_t lat_ps = hops * c->noc_hop_cycles * hal_cycle_ps();
-    printf("BENCH coll op=%s placement=%s p=%" PRIu32 " rows=%u cols=%u bytes=%" PRIu64
-           " ps=%" PRIu64 " bw_ps=%.0f lat_ps=%" PRIu64 " eff=%.4f\n", op_names[op],
-           mcast ? "multicast" : noc_placement_name(group.placement), p, group.rect.rows,
-           group.rect.cols, bytes, last - first, bw_ps, lat_ps, bw_ps / (double)(last - first));
+    lines_print_bench_coll(&(struct lines_bench_coll){
+        .op = op_names[op],
+        .placement = mcast ? "multicast" : noc_placement_name(group.placement), .p = p,
+        .rows = group.rect.rows, .cols = group.rect.cols, .bytes = bytes, .ps = last - first,
+        .bw_ps = bw_ps, .lat_ps = lat_ps, .eff = bw_ps / (double)(last - first) });
 }
 
 /* One case on the members of the group; the others only take the closing barrier. */
@@ -151,7 +152,8 @@ static void run_case(uint32_t algo, uint32_t side, enum op op, uint64_t bytes)
         int rc = run_op(op, bytes);
         span[1] = hal_time_ps();
         if (rc != NPU_OK)
-            printf("BENCH error core=%u op=%s rc=%d\n", hal_self()->core_id, op_names[op], rc);
+            bench_print_note(LINES_BENCH_ERROR, "core=%u op=%s rc=%d", hal_self()->core_id,
+                             op_names[op], rc);
         struct noc_write_async_args w = {
             .src = (uint64_t)(uintptr_t)span,
             .dst = noc_sram_addr(group.core[0], (uint64_t)(uintptr_t)spans[comm.rank] -
@@ -189,9 +191,10 @@ static void run_all(bool quick)
                 for (uint64_t bytes = KIB; bytes <= 64 * KIB * KIB; bytes *= quick ? 64 : 4) {
                     if (!fits(bytes)) {
                         if (hal_self()->core_id == 0 && pl == 0 && op == 0)
-                            printf("BENCH skip p=%u bytes=%" PRIu64 " reason=exceeds_free_sram"
-                                   " free=%" PRIu64 "\n", side * side, bytes,
-                                   scratch_base() - bench_data_base());
+                            bench_print_note(LINES_BENCH_SKIP, "p=%u bytes=%" PRIu64
+                                             " reason=exceeds_free_sram free=%" PRIu64,
+                                             side * side, bytes,
+                                             scratch_base() - bench_data_base());
                         continue;
                     }
                     run_case(pl, side, (enum op)op, bytes);
@@ -214,7 +217,7 @@ int main(void)
     if (rc == NPU_OK)
         rc = noc_comm_init(&mesh_comm, &cc);
     if (rc != NPU_OK) {
-        printf("BENCH error core=%u setup=%d\n", hal_self()->core_id, rc);
+        bench_print_note(LINES_BENCH_ERROR, "core=%u setup=%d", hal_self()->core_id, rc);
         return bench_done(NPU_EXIT_FAIL);
     }
     run_all(bench_has_flag("quick"));

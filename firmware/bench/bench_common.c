@@ -3,6 +3,7 @@
 #include "bench.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,8 @@ int bench_submit_wait(const struct npu_desc *descs, uint32_t n, uint32_t sem, ui
         uint32_t chunk = n - done < NPU_SUBMIT_MAX ? n - done : NPU_SUBMIT_MAX;
         int rc = engine_submit(descs + done, chunk);
         if (rc != NPU_OK) {
-            printf("BENCH error core=%u submit=%d descs=%u\n", hal_self()->core_id, rc, n);
+            bench_print_note(LINES_BENCH_ERROR, "core=%u submit=%d descs=%u",
+                             hal_self()->core_id, rc, n);
             return rc;
         }
         done += chunk;
@@ -78,6 +80,21 @@ uint64_t bench_sleep_until(uint64_t t)
         return now - t;
     hal_sleep_until_ps(t);
     return 0;
+}
+
+void bench_print_note(enum lines_kind kind, const char *fmt, ...)
+{
+    char text[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (kind == LINES_BENCH_SKIP)
+        lines_print_bench_skip(&(struct lines_bench_skip){ .text = text });
+    else if (kind == LINES_BENCH_WARN)
+        lines_print_bench_warn(&(struct lines_bench_warn){ .text = text });
+    else
+        lines_print_bench_error(&(struct lines_bench_error){ .text = text });
 }
 
 int bench_done(int status)

@@ -10,9 +10,6 @@
  * Every case has a slot: an absolute chip time at which its cores start, the same on every
  * core (bench.h), so the cores of a multi-core case start together without a barrier.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "bench.h"
 #include "npu/dma.h"
 #include "npu/hal.h"
@@ -108,12 +105,11 @@ static int run_case(const struct dma_case *c, uint32_t *sem_count)
         return rc;
     uint64_t ps = hal_time_ps() - t0, bytes = case_bytes(c);
     double xfer = bench_xfer_ps(bytes, chip->hbm_gbps);
-    printf("BENCH dma case=%s cores=%u core=%u dir=%s bytes=%" PRIu64 " rows=%u ps=%" PRIu64
-           " xfer_ps=%.0f latency_ps=%" PRIu64 " cmd_ps=%" PRIu64 " late_ps=%" PRIu64
-           " eff=%.4f\n", c->name, c->cores, hal_self()->core_id,
-           c->to_hbm ? "sram>hbm" : "hbm>sram", bytes, c->rows, ps, xfer,
-           (uint64_t)chip->hbm_latency_cycles * hal_cycle_ps(), bench_cmd_ps(), late,
-           xfer / (double)ps);
+    lines_print_bench_dma(&(struct lines_bench_dma){
+        .case_name = c->name, .cores = c->cores, .core = hal_self()->core_id,
+        .dir = c->to_hbm ? "sram>hbm" : "hbm>sram", .bytes = bytes, .rows = c->rows, .ps = ps,
+        .xfer_ps = xfer, .latency_ps = (uint64_t)chip->hbm_latency_cycles * hal_cycle_ps(),
+        .cmd_ps = bench_cmd_ps(), .late_ps = late, .eff = xfer / (double)ps });
     return NPU_OK;
 }
 

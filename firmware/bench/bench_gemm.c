@@ -13,9 +13,6 @@
  * cut in multiples of the array (accumulating over K tiles), M only if it must be. In
  * performance mode the tiles all reuse the same buffers; the data is never touched.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "bench.h"
 #include "npu/hal.h"
 #include "npu/matrix.h"
@@ -129,14 +126,14 @@ static uint64_t build_tiles(const struct shape *s, const struct tiling *t)
 static int run_shape(const struct shape *s, uint32_t *sem_count)
 {
     if (!hal_chip()->performance && (uint64_t)s->m * s->n * s->k > FUNCTIONAL_MACS_MAX) {
-        printf("BENCH skip gemm m=%u n=%u k=%u: too large for functional mode (the host "
-               "computes it)\n", s->m, s->n, s->k);
+        bench_print_note(LINES_BENCH_SKIP, "gemm m=%u n=%u k=%u: too large for functional "
+                         "mode (the host computes it)", s->m, s->n, s->k);
         return NPU_OK;
     }
     struct tiling t = tile_plan(s);
     if (t.count > MAX_TILES) {
-        printf("BENCH skip gemm m=%u n=%u k=%u: more than %u tiles in the free SRAM\n", s->m,
-               s->n, s->k, MAX_TILES);
+        bench_print_note(LINES_BENCH_SKIP, "gemm m=%u n=%u k=%u: more than %u tiles in the "
+                         "free SRAM", s->m, s->n, s->k, MAX_TILES);
         return NPU_OK;
     }
     const uint64_t cyc = hal_cycle_ps();
@@ -149,9 +146,10 @@ static int run_shape(const struct shape *s, uint32_t *sem_count)
     double peak_cycles = (double)s->m * s->n * s->k /
                          ((double)hal_chip()->sa_rows * hal_chip()->sa_cols);
     double bound_ps = peak_cycles * (double)cyc;
-    printf("BENCH gemm m=%u n=%u k=%u tiles=%u mt=%u nt=%u kt=%u ps=%" PRIu64
-           " bound_ps=%.0f formula_ps=%" PRIu64 " util=%.4f\n", s->m, s->n, s->k, t.count,
-           t.mt, t.nt, t.kt, ps, bound_ps, formula_ps, bound_ps / (double)ps);
+    lines_print_bench_gemm(&(struct lines_bench_gemm){
+        .m = s->m, .n = s->n, .k = s->k, .tiles = t.count, .mt = t.mt, .nt = t.nt, .kt = t.kt,
+        .ps = ps, .bound_ps = bound_ps, .formula_ps = formula_ps,
+        .util = bound_ps / (double)ps });
     return NPU_OK;
 }
 

@@ -40,8 +40,9 @@ int main(void)
     uint64_t n = bench_arg_u64("n", 0), k = bench_arg_u64("k", 1);
     uint64_t bytes = bench_arg_u64("bytes", 256);
     if (k < 1 || k > NPU_SUBMIT_MAX || bytes < 1 || k * bytes > bench_data_bytes()) {
-        printf("BENCH error host k=%" PRIu64 " bytes=%" PRIu64 ": need 1 <= k <= %u and "
-               "k x bytes within the free SRAM\n", k, bytes, NPU_SUBMIT_MAX);
+        bench_print_note(LINES_BENCH_ERROR, "host k=%" PRIu64 " bytes=%" PRIu64 ": need 1 <= "
+                         "k <= %u and k x bytes within the free SRAM", k, bytes,
+                         NPU_SUBMIT_MAX);
         return bench_done(NPU_EXIT_FAIL);
     }
     build_chain((uint32_t)k, (uint32_t)bytes);
@@ -51,9 +52,9 @@ int main(void)
         if (bench_submit_wait(chain, (uint32_t)k, SEM_HOST, ++count) != NPU_OK)
             return bench_done(NPU_EXIT_FAIL);
     if (hal_self()->core_id == 0)
-        printf("BENCH host cores=%u n=%" PRIu64 " k=%" PRIu64 " bytes=%" PRIu64
-               " submits=%" PRIu64 " descs=%" PRIu64 " chip_ps=%" PRIu64 "\n",
-               hal_chip()->ncores, n, k, bytes, n * hal_chip()->ncores,
-               n * k * hal_chip()->ncores, hal_time_ps() - t0);
+        lines_print_bench_host(&(struct lines_bench_host){
+            .cores = hal_chip()->ncores, .n = n, .k = k, .bytes = bytes,
+            .submits = n * hal_chip()->ncores, .descs = n * k * hal_chip()->ncores,
+            .chip_ps = hal_time_ps() - t0 });
     return bench_done(NPU_EXIT_OK);
 }

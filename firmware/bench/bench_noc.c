@@ -168,10 +168,11 @@ static int send(const struct noc_case *c, const struct flow *f, struct npu_desc 
     noc_write_desc(d, &w);
     uint64_t late = bench_sleep_until(c->start_ps);
     if (late)
-        printf("BENCH warn noc case=%s src=%u late_ps=%" PRIu64 "\n", c->name, f->src, late);
+        bench_print_note(LINES_BENCH_WARN, "noc case=%s src=%u late_ps=%" PRIu64, c->name,
+                         f->src, late);
     int rc = engine_submit(d, 1);
     if (rc != NPU_OK)
-        printf("BENCH error core=%u submit=%d\n", f->src, rc);
+        bench_print_note(LINES_BENCH_ERROR, "core=%u submit=%d", f->src, rc);
     return rc;
 }
 
@@ -183,10 +184,10 @@ static void observe(const struct noc_case *c, const struct flow *f, uint32_t cou
     uint64_t hop_ps = hops * chip->noc_hop_cycles * hal_cycle_ps();
     double share = flow_share(c, f), xfer = bench_xfer_ps(c->bytes, chip->noc_link_gbps);
     double bound = (double)bench_cmd_ps() + xfer / share + (double)hop_ps;
-    printf("BENCH noc case=%s flows=%u src=%u dst=%u hops=%" PRIu64 " bytes=%u ps=%" PRIu64
-           " xfer_ps=%.0f share=%.4f hop_ps=%" PRIu64 " cmd_ps=%" PRIu64 " bound_ps=%.0f"
-           " ratio=%.4f\n", c->name, c->nflows, f->src, f->dst, hops, c->bytes, ps, xfer,
-           share, hop_ps, bench_cmd_ps(), bound, bound / (double)ps);
+    lines_print_bench_noc(&(struct lines_bench_noc){
+        .case_name = c->name, .flows = c->nflows, .src = f->src, .dst = f->dst, .hops = hops,
+        .bytes = c->bytes, .ps = ps, .xfer_ps = xfer, .share = share, .hop_ps = hop_ps,
+        .cmd_ps = bench_cmd_ps(), .bound_ps = bound, .ratio = bound / (double)ps });
 }
 
 /*

@@ -28,6 +28,7 @@
 #include "noc/placement.h"
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "rt/lines.h"
 
 #define DONE_SEM 0u
 #define REQ_MAX 16u
@@ -187,8 +188,9 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
             q->tokens[q->len + q->generated] = out[i];
             /* the last stage's rank 0: where the logits are */
             if (mc.m.rank == 0 && mc.m.pipe.stage + 1 == mc.m.pipe.stages)
-                printf("MODEL req=%" PRIu32 " step=%" PRIu32 " token=%" PRIu32 " logit=%.7g\n",
-                       runs[i].req, q->generated, out[i], (double)logit[i]);
+                lines_print_model_req(&(struct lines_model_req){
+                    .req = runs[i].req, .step = q->generated, .token = out[i],
+                    .logit = (double)logit[i] });
             q->generated++;
         }
     }
@@ -212,11 +214,14 @@ int main(void)
     if (rc == NPU_OK)
         rc = run_requests(nreq, n_new, mc.ops, mc.nops);
     if (rc == NPU_OK) {
-        char what[48];
-        snprintf(what, sizeof(what), "requests=%" PRIu32 " new=%" PRIu32, nreq, n_new);
-        report_run(&mc.m, mc.m.comm, what, hal_time_ps() - t0);
+        report_run(&mc.m, mc.m.comm,
+                   &(struct lines_model_done){ .requests = nreq, .new_tokens = n_new,
+                                               .absent = { .iterations = true } },
+                   hal_time_ps() - t0);
+    } else {
+        char detail[24];
+        snprintf(detail, sizeof(detail), "(core %u)", hal_self()->core_id);
+        lines_print_model_failed(&(struct lines_model_failed){ .rc = rc, .detail = detail });
     }
-    else
-        printf("MODEL failed rc=%d (core %u)\n", rc, hal_self()->core_id);
     return report_done(rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL);
 }

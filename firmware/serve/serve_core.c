@@ -10,9 +10,6 @@
  * the instance has; rank 0 first writes the tokens. On stop every rank prints its report
  * (model_report.c).
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "model_exec.h"
 #include "model_report.h"
 #include "model_setup.h"
@@ -20,6 +17,7 @@
 #include "npu/hal.h"
 #include "npu/wait.h"
 #include "noc/noc.h"
+#include "rt/lines.h"
 #include "rt/mailbox.h"
 
 static struct model_core mc;
@@ -191,18 +189,19 @@ int main(void)
         }
         if (rc != NPU_OK) {
             mb->failed = 1; /* every failing core writes the same value */
-            printf("SERVE core-failed core=%u n=%" PRIu32 " rc=%d\n", hal_self()->core_id,
-                   seq, rc);
+            lines_print_serve_core_failed(&(struct lines_serve_core_failed){
+                .core = hal_self()->core_id, .n = seq, .rc = rc });
         }
         post_round_done(seq);
     }
     /* after a failure anywhere, no rank reports: the report's barriers would wait for a
        rank that is not there */
-    if (rc == NPU_OK && !mailbox()->failed) {
-        char what[32];
-        snprintf(what, sizeof(what), "iterations=%" PRIu32, served);
-        report_run(&mc.m, mc.m.comm, what, busy_ps);
-    }
+    if (rc == NPU_OK && !mailbox()->failed)
+        report_run(&mc.m, mc.m.comm,
+                   &(struct lines_model_done){
+                       .iterations = served,
+                       .absent = { .requests = true, .new_tokens = true } },
+                   busy_ps);
     post_round_done(seq); /* the STOP round */
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
 }

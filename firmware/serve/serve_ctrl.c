@@ -3,12 +3,13 @@
  * Serve image, control core (docs/serving.md): checks the model image and the trace blob,
  * then serves: requests join at their arrival times in chip time, the scheduler chosen by
  * the bootargs plans each iteration (runtime/), the cores run it (serve_iter.c), and every
- * event is printed as a `SERVE ...` line (rt/serve_log.h) for npuctl serve to turn into
+ * event is printed as a `SERVE ...` line (rt/lines.h) for npuctl serve to turn into
  * metrics. When nothing can run the control core sleeps until the next arrival; the chip
  * clock jumps there. Bootargs: image_bytes=, trace_bytes=, sched=NAME, chunk=, groups=,
  * group_tokens=, budget=, prefill_units=, engine_trace.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,9 +20,21 @@
 #include "npu/wait.h"
 #include "npu_layout.h"
 #include "rt/kvc_plan.h"
+#include "rt/lines.h"
 #include "serve_ctrl.h"
 
 static struct serve sv;
+
+void serve_print_abort(const char *reason, const char *fmt, ...)
+{
+    char detail[240];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    lines_print_serve_abort(&(struct lines_serve_abort){
+        .reason = reason, .detail = detail, .absent = { .queue = true, .n = true } });
+}
 
 static uint32_t bootarg_u32(const char *key, uint32_t dflt)
 {
@@ -37,14 +50,14 @@ static int load_trace(void)
     uint64_t bytes = arg ? strtoull(arg, NULL, 10) : 0;
     char err[200];
     if (!arg || bytes > room) {
-        printf("SERVE abort reason=bad_trace no trace_bytes= bootarg, or more than %" PRIu64
-               " bytes (run with npuctl serve)\n", room);
+        serve_print_abort("bad_trace", "no trace_bytes= bootarg, or more than %" PRIu64
+                          " bytes (run with npuctl serve)", room);
         return NPU_ERR_INVAL;
     }
     sv.blob = (const void *)(uintptr_t)(hal_chip()->dram_base + RT_TRACE_DRAM_OFFSET);
     int rc = rt_blob_check(sv.blob, bytes, err, sizeof(err));
     if (rc != NPU_OK)
-        printf("SERVE abort reason=bad_trace %s\n", err);
+        serve_print_abort("bad_trace", "%s", err);
     return rc;
 }
 
@@ -58,7 +71,7 @@ static int make_requests(void)
     sv.last_token = calloc(sv.nreqs ? sv.nreqs : 1, sizeof(*sv.last_token));
     sv.announced = calloc(sv.nreqs ? sv.nreqs : 1, sizeof(*sv.announced));
     if (!sv.reqs || !sv.last_token || !sv.announced) {
-        printf("SERVE abort reason=no_memory %" PRIu32 " requests\n", sv.nreqs);
+        serve_print_abort("no_memory", "%" PRIu32 " requests", sv.nreqs);
         return NPU_ERR_NOMEM;
     }
     const uint32_t *ids = rt_blob_ids(sv.blob);
@@ -68,9 +81,9 @@ static int make_requests(void)
                                           .output_len = b[i].output_len };
         for (uint32_t j = 0; b[i].ids_first != RT_BLOB_NO_IDS && j < b[i].input_len; j++)
             if (ids[b[i].ids_first + j] >= sv.vocab) {
-                printf("SERVE abort reason=bad_trace request %" PRIu32 ": token %" PRIu32
-                       " = %" PRIu32 " is not below vocab_size %" PRIu32 "\n", i, j,
-                       ids[b[i].ids_first + j], sv.vocab);
+                serve_print_abort("bad_trace", "request %" PRIu32 ": token %" PRIu32 " = %"
+                                  PRIu32 " is not below vocab_size %" PRIu32, i, j,
+                                  ids[b[i].ids_first + j], sv.vocab);
                 return NPU_ERR_RANGE;
             }
     }
@@ -108,11 +121,11 @@ static int make_scheduler(uint32_t layers)
     } else if (rc == NPU_OK)
         rc = sched_init(&sv.sched, &sp, sv.reqs, sv.nreqs, &sv.inst[0].kvc, err, sizeof(err));
     if (rc != NPU_OK)
-        printf("SERVE abort reason=bad_sched %s\n", err);
+        serve_print_abort("bad_sched", "%s", err);
     else
-        printf("SERVE begin requests=%" PRIu32 " sched=%s layers=%" PRIu32 " blocks=%" PRIu32
-               " ring=%" PRIu64 " instances=%" PRIu32 "\n", sv.nreqs, kind, layers,
-               kc.sram_blocks, kc.ring_rows, sv.ninst);
+        lines_print_serve_begin(&(struct lines_serve_begin){
+            .requests = sv.nreqs, .sched = kind, .layers = layers, .blocks = kc.sram_blocks,
+            .ring = kc.ring_rows, .instances = sv.ninst });
     return rc;
 }
 
@@ -123,8 +136,8 @@ static int find_cores(void)
                                                         sv.image->cores_off);
     sv.ninst = sv.image->plan.instances;
     if (sv.ninst > RT_MB_INSTANCES_MAX) {
-        printf("SERVE abort reason=bad_image %" PRIu32 " instances: the control core serves at "
-               "most %u\n", sv.ninst, RT_MB_INSTANCES_MAX);
+        serve_print_abort("bad_image", "%" PRIu32 " instances: the control core serves at "
+                          "most %u", sv.ninst, RT_MB_INSTANCES_MAX);
         return NPU_ERR_RANGE;
     }
     for (uint32_t i = 0; i < sv.ninst; i++) {
@@ -134,8 +147,8 @@ static int find_cores(void)
     for (uint32_t c = 0; c < sv.image->cores_count; c++)
         if (cores[c].rank != NPU_IMAGE_IDLE) {
             if (c >= RT_MB_CORES_MAX) {
-                printf("SERVE abort reason=bad_image core %" PRIu32 " is beyond the mailbox's "
-                       "%u cores\n", c, RT_MB_CORES_MAX);
+                serve_print_abort("bad_image", "core %" PRIu32 " is beyond the mailbox's "
+                                  "%u cores", c, RT_MB_CORES_MAX);
                 return NPU_ERR_RANGE;
             }
             struct serve_inst *in = &sv.inst[cores[c].instance];
@@ -155,7 +168,7 @@ static int setup(void)
     rc = model_config_parse(&cfg, (const char *)sv.image + sv.image->config_off,
                             "image:config", err, sizeof(err));
     if (rc != NPU_OK) {
-        printf("SERVE abort reason=bad_image %s\n", err);
+        serve_print_abort("bad_image", "%s", err);
         return rc;
     }
     sv.vocab = cfg.vocab_size, sv.max_seq = sv.image->plan.max_seq;
@@ -163,8 +176,8 @@ static int setup(void)
     extern char __image_end[];
     if ((uint64_t)(uintptr_t)__image_end > hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET ||
         hal_chip()->dram_size < RT_TRACE_DRAM_OFFSET) {
-        printf("SERVE abort reason=bad_image the control image or the DRAM size leaves no "
-               "room for the mailboxes at DRAM + %u MiB\n", RT_MAILBOX_DRAM_OFFSET >> 20);
+        serve_print_abort("bad_image", "the control image or the DRAM size leaves no room "
+                          "for the mailboxes at DRAM + %u MiB", RT_MAILBOX_DRAM_OFFSET >> 20);
         return NPU_ERR_NOMEM;
     }
     rc = find_cores();
@@ -186,11 +199,11 @@ void serve_take_arrivals(struct serve *v)
                                   : sched_arrive(&v->sched, hal_time_ps(), v->max_seq);
     for (uint32_t i = first; i < first + n; i++) {
         const struct rt_request *q = &v->reqs[i];
-        printf("SERVE arrive id=%" PRIu32 " t=%" PRIu64 " input=%" PRIu32 " output=%" PRIu32
-               "\n", i, q->arrival_ps, q->input_len, q->output_len);
+        lines_print_serve_arrive(&(struct lines_serve_arrive){
+            .id = i, .t = q->arrival_ps, .input = q->input_len, .output = q->output_len });
         if (q->state == RT_REQ_REJECTED)
-            printf("SERVE reject id=%" PRIu32 " t=%" PRIu64 " reason=%s\n", i, hal_time_ps(),
-                   rt_reject_reason_name(q->reject));
+            lines_print_serve_reject(&(struct lines_serve_reject){
+                .id = i, .t = hal_time_ps(), .reason = rt_reject_reason_name(q->reject) });
     }
 }
 
@@ -199,8 +212,8 @@ static void announce(struct serve *v, uint32_t r, const struct rt_kv_seq *kv)
     if (v->announced[r])
         return;
     v->announced[r] = true;
-    printf("SERVE admit id=%" PRIu32 " t=%" PRIu64 " blocks=%" PRIu32 " ring=%" PRIu64 "\n",
-           r, hal_time_ps(), kv->reserved, kv->ring_rows);
+    lines_print_serve_admit(&(struct lines_serve_admit){
+        .id = r, .t = hal_time_ps(), .blocks = kv->reserved, .ring = kv->ring_rows });
 }
 
 /* Admit lines of the requests just admitted (pd-disagg: to a prefill instance). */
@@ -222,8 +235,8 @@ void serve_announce_finishes(struct serve *v, const struct rt_iter_plan *it)
     for (uint32_t i = 0; i < it->nruns; i++) {
         const struct rt_request *q = &v->reqs[it->runs[i].req];
         if (q->state == RT_REQ_FINISHED && it->runs[i].wants_token)
-            printf("SERVE finish id=%" PRIu32 " t=%" PRIu64 "\n", it->runs[i].req,
-                   hal_time_ps());
+            lines_print_serve_finish(&(struct lines_serve_finish){ .id = it->runs[i].req,
+                                                                   .t = hal_time_ps() });
     }
 }
 
@@ -246,7 +259,9 @@ static int serve_all(void)
         }
         uint64_t next = sched_next_arrival_ps(&sv.sched);
         if (next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
-            printf("SERVE abort reason=stuck queue=%" PRIu32 "\n", sched_queue_len(&sv.sched));
+            lines_print_serve_abort(&(struct lines_serve_abort){
+                .reason = "stuck", .queue = sched_queue_len(&sv.sched),
+                .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;
         }
         hal_sleep_until_ps(next); /* the chip clock jumps to the arrival */
@@ -262,9 +277,9 @@ int main(void)
     uint64_t end = hal_time_ps();
     serve_stop_cores(&sv);
     if (rc == NPU_OK)
-        printf("SERVE done t=%" PRIu64 " finished=%" PRIu32 " rejected=%" PRIu32
-               " iterations=%" PRIu32 "\n", end,
-               sv.pd_mode ? sv.pd.finished : sv.sched.finished,
-               sv.pd_mode ? sv.pd.rejected : sv.sched.rejected, sv.iterations);
+        lines_print_serve_done(&(struct lines_serve_done){
+            .t = end, .finished = sv.pd_mode ? sv.pd.finished : sv.sched.finished,
+            .rejected = sv.pd_mode ? sv.pd.rejected : sv.sched.rejected,
+            .iterations = sv.iterations });
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
 }

@@ -56,6 +56,9 @@ int serve_run_iteration(struct serve *sv, struct rt_iter_plan *it);
 /* Posts STOP to each instance in turn and waits for its reports. */
 void serve_stop_cores(struct serve *sv);
 
+/* serve_ctrl.c: `SERVE abort reason=REASON DETAIL`, DETAIL printf-formatted (rt/lines.h). */
+void serve_print_abort(const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 /* serve_ctrl.c: the arrive / admit / finish lines. */
 void serve_take_arrivals(struct serve *sv);
 void serve_announce_admissions(struct serve *sv, const struct rt_iter_plan *it);

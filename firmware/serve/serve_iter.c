@@ -5,11 +5,9 @@
  * cores run it; the tokens come back, are printed with the chip time they were ready at,
  * and the scheduler is told.
  */
-#include <inttypes.h>
-#include <stdio.h>
-
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "rt/lines.h"
 #include "serve_ctrl.h"
 
 /* Prompt token `pos` of request r: the trace's ids, else (performance runs) a stand-in. */
@@ -86,22 +84,21 @@ static void print_iteration(const struct serve *sv, uint32_t i, const struct rt_
     uint32_t pulls = 0;
     for (uint32_t k = 0; k < it->nruns; k++)
         pulls += it->runs[k].pull;
-    printf("SERVE iter n=%" PRIu32 " t0=%" PRIu64 " t1=%" PRIu64 " runs=%" PRIu32 " prefill=%"
-           PRIu32 " decode=%" PRIu32 " group=%" PRIu32 " groups=%" PRIu32 " queue=%" PRIu32
-           " running=%" PRIu32 " blocks=%" PRIu32 "/%" PRIu32 " ring=%" PRIu64 "/%" PRIu64
-           " inst=%" PRIu32 " pulls=%" PRIu32 "\n",
-           in->n, in->t0, t1, it->nruns, it->prefill_tokens, it->decode_tokens, it->group,
-           it->groups, sv->pd_mode ? pd_queue_len(&sv->pd) : sched_queue_len(&sv->sched),
-           sv->pd_mode ? sv->pd.inst[i].nrunning : sv->sched.nrunning,
-           kvc_blocks_used(&in->kvc), in->kvc.cfg.sram_blocks, kvc_ring_rows_used(&in->kvc),
-           in->kvc.cfg.ring_rows, i, pulls);
+    lines_print_serve_iter(&(struct lines_serve_iter){
+        .n = in->n, .t0 = in->t0, .t1 = t1, .runs = it->nruns, .prefill = it->prefill_tokens,
+        .decode = it->decode_tokens, .group = it->group, .groups = it->groups,
+        .queue = sv->pd_mode ? pd_queue_len(&sv->pd) : sched_queue_len(&sv->sched),
+        .running = sv->pd_mode ? sv->pd.inst[i].nrunning : sv->sched.nrunning,
+        .blocks = { kvc_blocks_used(&in->kvc), in->kvc.cfg.sram_blocks },
+        .ring = { kvc_ring_rows_used(&in->kvc), in->kvc.cfg.ring_rows }, .inst = i,
+        .pulls = pulls });
     if (!sv->engine_trace)
         return;
     for (uint32_t c = 0; c < in->ncores; c++) {
         const uint64_t *b = in->mb->busy_ps[in->cores[c]];
-        printf("SERVE engines core=%" PRIu32 " n=%" PRIu32 " matrix=%" PRIu64 " vector=%" PRIu64
-               " dma=%" PRIu64 " noc=%" PRIu64 "\n", in->cores[c], in->n, b[0], b[1], b[2],
-               b[3]);
+        lines_print_serve_engines(&(struct lines_serve_engines){
+            .core = in->cores[c], .n = in->n, .matrix = b[0], .vector = b[1], .dma = b[2],
+            .noc = b[3] });
     }
 }
 
@@ -115,8 +112,8 @@ static void record_tokens(struct serve *sv, uint32_t i, const struct rt_iter_pla
             continue;
         uint32_t tok = sv->inst[i].mb->out_token[k];
         sv->last_token[run->req] = tok;
-        printf("SERVE token id=%" PRIu32 " n=%" PRIu32 " t=%" PRIu64 " token=%" PRIu32 "\n",
-               run->req, sv->reqs[run->req].generated, t, tok);
+        lines_print_serve_token(&(struct lines_serve_token){
+            .id = run->req, .n = sv->reqs[run->req].generated, .t = t, .token = tok });
     }
 }
 
@@ -127,7 +124,9 @@ int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
     uint32_t ntok = 0, nblk = 0;
     for (uint32_t k = 0; k < it->nruns; k++)
         if (!write_run(sv, i, &it->runs[k], k, &ntok, &nblk)) {
-            printf("SERVE abort reason=mailbox_full n=%" PRIu32 "\n", sv->iterations + 1);
+            lines_print_serve_abort(&(struct lines_serve_abort){
+                .reason = "mailbox_full", .n = sv->iterations + 1,
+                .absent = { .queue = true, .detail = true } });
             return NPU_ERR_NOMEM;
         }
     mb->cmd = RT_MB_RUN, mb->nruns = it->nruns, mb->nprefill = it->nprefill;
@@ -158,7 +157,8 @@ int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
     const struct serve_inst *in = &sv->inst[i];
     uint64_t t1 = hal_time_ps();
     if (in->mb->failed) {
-        printf("SERVE abort reason=core_failed n=%" PRIu32 "\n", in->n);
+        lines_print_serve_abort(&(struct lines_serve_abort){
+            .reason = "core_failed", .n = in->n, .absent = { .queue = true, .detail = true } });
         return NPU_ERR_STATE;
     }
     record_tokens(sv, i, it, t1);

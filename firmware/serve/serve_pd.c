@@ -14,6 +14,7 @@
 
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "rt/lines.h"
 #include "serve_ctrl.h"
 
 int serve_pd_init(struct serve *sv, uint32_t layers, char *err, size_t errlen)
@@ -40,9 +41,9 @@ int serve_pd_init(struct serve *sv, uint32_t layers, char *err, size_t errlen)
     int rc = pd_init(&sv->pd, &pp, sv->reqs, sv->nreqs, kvcs, pkv, pinst, dinst, ready, err,
                      errlen);
     for (uint32_t i = 0; rc == NPU_OK && i < sv->ninst; i++)
-        printf("SERVE instance id=%" PRIu32 " role=%s cores=%" PRIu32 "\n", i,
-               sv->pd.inst[i].role == RT_PD_PREFILL ? "prefill" : "decode",
-               sv->inst[i].ncores);
+        lines_print_serve_instance(&(struct lines_serve_instance){
+            .id = i, .role = sv->pd.inst[i].role == RT_PD_PREFILL ? "prefill" : "decode",
+            .cores = sv->inst[i].ncores });
     return rc;
 }
 
@@ -97,7 +98,9 @@ int serve_pd_all(struct serve *sv)
             continue;
         }
         if (next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
-            printf("SERVE abort reason=stuck queue=%" PRIu32 "\n", pd_queue_len(&sv->pd));
+            lines_print_serve_abort(&(struct lines_serve_abort){
+                .reason = "stuck", .queue = pd_queue_len(&sv->pd),
+                .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;
         }
         hal_sleep_until_ps(next);

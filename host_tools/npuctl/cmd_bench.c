@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * npuctl bench gemm|dma|noc|collectives|host: runs a benchmark image (firmware/bench/) on the emulated
- * chip with its console captured, parses the `BENCH kind key=value ...` lines the firmware
- * prints, and hands them to the report of that benchmark (cmd_bench_report.c,
+ * chip with its console captured, decodes the `BENCH kind key=value ...` lines the firmware
+ * prints (rt/lines.h: a BENCH line that does not decode fails the run), and hands them to
+ * the report of that benchmark (cmd_bench_report.c,
  * cmd_bench_host.c). The measuring and the analytical bounds are in the firmware; npuctl
  * only formats them and judges the targets. See docs/benchmarks.md.
  *
@@ -21,6 +22,7 @@
 #include <unistd.h>
 
 #include "npu_enums.h"
+#include "rt/lines.h"
 
 struct bench_kind {
     const char *name;
@@ -88,28 +90,19 @@ static void copy_text(char *dst, size_t size, const char *src)
     dst[n] = '\0';
 }
 
-/* Parses "BENCH kind k=v k=v ..." (text after the console prefix) into *r. */
-static void parse_rec(const char *text, struct bench_rec *r)
+/* A decoded BENCH line (text: from BENCH on, with its newline) as a record. */
+static void make_rec(const char *text, const struct lines_line *ln, struct bench_rec *r)
 {
     memset(r, 0, sizeof(*r));
     copy_text(r->text, sizeof(r->text), text);
-    char buf[BENCH_TEXT_MAX], *save = NULL;
-    copy_text(buf, sizeof(buf), text);
-    char *tok = strtok_r(buf, " \n", &save); /* BENCH */
-    tok = strtok_r(NULL, " \n", &save);
-    copy_text(r->kind, sizeof(r->kind), tok ? tok : "");
-    while ((tok = strtok_r(NULL, " \n", &save)) != NULL && r->nkv < BENCH_KV_MAX) {
-        char *eq = strchr(tok, '=');
-        if (!eq)
-            continue;
-        *eq = '\0';
-        copy_text(r->kv[r->nkv].key, sizeof(r->kv[0].key), tok);
-        copy_text(r->kv[r->nkv].val, sizeof(r->kv[0].val), eq + 1);
-        r->nkv++;
+    copy_text(r->kind, sizeof(r->kind), lines_describe_kind(ln->kind)->event);
+    for (uint32_t i = 0; i < ln->nwords && r->nkv < BENCH_KV_MAX; i++, r->nkv++) {
+        copy_text(r->kv[r->nkv].key, sizeof(r->kv[0].key), ln->words[i].key);
+        copy_text(r->kv[r->nkv].val, sizeof(r->kv[0].val), ln->words[i].val);
     }
 }
 
-static int push_rec(struct bench_output *out, const char *text)
+static int push_rec(struct bench_output *out, const char *text, const struct lines_line *ln)
 {
     if (out->n == out->cap) {
         size_t cap = out->cap ? 2 * out->cap : 64;
@@ -119,8 +112,30 @@ static int push_rec(struct bench_output *out, const char *text)
         out->recs = recs;
         out->cap = cap;
     }
-    parse_rec(text, &out->recs[out->n++]);
+    make_rec(text, ln, &out->recs[out->n++]);
     return NPU_OK;
+}
+
+/* One console line: a BENCH line of a known kind into out (other lines and kinds are
+   skipped). 0, or npuctl's exit status after printing why. */
+static int take_line(struct bench_output *out, const char *line, size_t lineno,
+                     struct lines_line *ln)
+{
+    const char *text = lines_find(line);
+    enum lines_kind kind;
+    char err[200];
+    if (!text || lines_identify(text, &kind, NULL, 0) != NPU_OK ||
+        strcmp(lines_describe_kind(kind)->prefix, "BENCH") != 0)
+        return 0;
+    if (lines_parse(text, ln, err, sizeof(err)) != NPU_OK) {
+        npuctl_print_error("bench: console line %zu: %s", lineno, err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (push_rec(out, text, ln) != NPU_OK) {
+        npuctl_print_error("out of memory");
+        return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
 }
 
 void bench_output_free(struct bench_output *out)
@@ -129,22 +144,28 @@ void bench_output_free(struct bench_output *out)
     memset(out, 0, sizeof(*out));
 }
 
-/* Reads the captured console: BENCH lines into out, everything to `echo` if not NULL. */
+/* Reads the captured console: BENCH lines into out (until one fails), everything to
+   `echo` if not NULL. */
 static int parse_console(FILE *f, struct bench_output *out, FILE *echo)
 {
     char line[1024];
+    size_t lineno = 0;
+    int rc = 0;
+    struct lines_line *ln = malloc(sizeof(*ln));
+    if (!ln) {
+        npuctl_print_error("out of memory");
+        return NPUCTL_EXIT_USAGE;
+    }
     rewind(f);
     while (fgets(line, sizeof(line), f)) {
+        lineno++;
         if (echo)
             fputs(line, echo);
-        const char *p = strstr(line, "] BENCH ");
-        p = p ? p + 2 : strncmp(line, "BENCH ", 6) == 0 ? line : NULL;
-        if (p && push_rec(out, p) != NPU_OK) {
-            npuctl_print_error("out of memory");
-            return NPUCTL_EXIT_USAGE;
-        }
+        if (rc == 0)
+            rc = take_line(out, line, lineno, ln);
     }
-    return 0;
+    free(ln);
+    return rc;
 }
 
 /* ---- running an image */

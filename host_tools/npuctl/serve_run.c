@@ -4,8 +4,9 @@
  * the image at the base of HBM and the trace blob in the control core's DRAM (both placed
  * by QEMU's loader device); the bootargs carry their sizes and the scheduler's parameters.
  * While QEMU runs, the console it writes is read once a second for the progress line:
- * requests ended, chip time, wall time and chip seconds per wall second (on a terminal it
- * rewrites one line; otherwise it prints a line every 30 s).
+ * requests ended (finish and reject lines), chip time (iter and done lines; rt/lines.h),
+ * wall time and chip seconds per wall second (on a terminal it rewrites one line; otherwise
+ * it prints a line every 30 s).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "serve_opts.h"
@@ -17,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "npu_enums.h"
 #include "npu_memmap.h"
+#include "rt/lines.h"
 #include "rt/mailbox.h"
 
 struct progress {
@@ -28,6 +31,7 @@ struct progress {
     struct timespec start;
     bool tty;
     double last_print;
+    struct lines_line line;  /* the line being read */
 };
 
 static double wall_s(const struct progress *p)
@@ -39,16 +43,15 @@ static double wall_s(const struct progress *p)
 
 static void progress_line(struct progress *p, const char *line)
 {
-    const char *s = strstr(line, "SERVE ");
-    if (!s)
+    const char *text = lines_find(line);
+    enum lines_kind kind;
+    if (!text || lines_identify(text, &kind, NULL, 0) != NPU_OK)
         return;
-    if (!strncmp(s, "SERVE finish ", 13) || !strncmp(s, "SERVE reject ", 13))
+    if (kind == LINES_SERVE_FINISH || kind == LINES_SERVE_REJECT)
         p->ended++;
-    const char *t = strstr(s, " t1=");
-    if (!t)
-        t = strncmp(s, "SERVE done ", 11) ? NULL : strstr(s, " t=");
-    if (t)
-        p->chip_ps = strtoull(strchr(t, '=') + 1, NULL, 10);
+    else if ((kind == LINES_SERVE_ITER || kind == LINES_SERVE_DONE) &&
+             lines_parse(text, &p->line, NULL, 0) == NPU_OK)
+        p->chip_ps = kind == LINES_SERVE_ITER ? p->line.v.serve_iter.t1 : p->line.v.serve_done.t;
 }
 
 static void progress_print(struct progress *p, bool final)

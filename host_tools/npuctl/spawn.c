@@ -124,12 +124,13 @@ static int wait_child(const struct npuctl_spawn *sp, pid_t pid, const sigset_t *
             left = (struct timespec){ 1, 0 };
         sig = sp->timeout_s || sp->tick ? sigtimedwait(set, NULL, &left)
                                         : sigwaitinfo(set, NULL);
-        if (sig < 0 && errno == EAGAIN && sp->tick)
+        const int wait_errno = errno; /* the tick may change errno */
+        if (sig < 0 && wait_errno == EAGAIN && sp->tick)
             sp->tick(sp->tick_ctx);
-        if (sig < 0 && (errno == EAGAIN || errno == EINTR))
+        if (sig < 0 && (wait_errno == EAGAIN || wait_errno == EINTR))
             continue; /* the deadline is checked at the top */
         if (sig < 0) {
-            snprintf(err, errlen, "waiting for '%s': %s", sp->argv[0], strerror(errno));
+            snprintf(err, errlen, "waiting for '%s': %s", sp->argv[0], strerror(wait_errno));
             kill(sp->own_group ? -pid : pid, SIGKILL);
             waitpid(pid, &st, 0);
             return NPU_ERR_IO;

@@ -7,6 +7,7 @@
 #include "model_setup.h"
 #include "npu/hal.h"
 #include "npu_image.h"
+#include "rt/lines.h"
 
 int model_image_check(void)
 {
@@ -37,8 +38,8 @@ int model_image_check(void)
         printf("MODEL image refused: %s\n", err);
         return rc;
     }
-    printf("MODEL image ok: model=%.64s chip=%.64s tp=%" PRIu32 " bytes=%" PRIu64
-           " checksum=%#018" PRIx64 "\n", h->model_name, h->chip_name, h->plan.tp, bytes,
-           h->checksum);
+    lines_print_model_image_ok(&(struct lines_model_image_ok){
+        .model = h->model_name, .chip = h->chip_name, .tp = h->plan.tp, .bytes = bytes,
+        .checksum = h->checksum });
     return NPU_OK;
 }

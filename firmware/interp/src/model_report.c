@@ -4,7 +4,7 @@
  * (rank 0's view): compute at 2 x sa_rows x sa_cols FLOPs per cycle, HBM at the core's
  * hbm_gbps, collectives at one NoC link per core (byte-hops / noc_link_gbps: a ring sends
  * every byte one hop). An op's bound is the largest of the three; measured / bound says how
- * far it is from it (1.00 = on the bound).
+ * far it is from it (1.00 = on the bound). The lines are rt/lines.h's MODEL kinds.
  */
 #include "model_report.h"
 
@@ -29,29 +29,36 @@ static double bound_ps(uint64_t flops, uint64_t hbm, uint64_t noc)
     return (tn > t ? tn : t) * 1e12;
 }
 
-static void print_row(const char *label, const struct exec_stats *s)
+/* A row of the breakdown: `row` names it (layer, outside, all), s gives the figures. */
+static void print_row(struct lines_model_row *row, const struct exec_stats *s)
 {
     uint64_t ps = 0, flops = 0, hbm = 0, noc = 0;
-    printf("MODEL %s", label);
-    for (int c = 0; c < EXEC_CAT_COUNT; c++) {
-        printf(" %s_us=%.3f", cat_names[c], s->ps[c] / 1e6);
+    for (int c = 0; c < EXEC_CAT_COUNT; c++)
         ps += s->ps[c], flops += s->flops[c], hbm += s->hbm_bytes[c], noc += s->noc_byte_hops[c];
-    }
     double b = bound_ps(flops, hbm, noc);
-    printf(" total_us=%.3f gflop=%.3f hbm_mib=%.3f expert_mib=%.3f bound_us=%.3f "
-           "x_bound=%.2f\n", ps / 1e6, flops / 1e9, hbm / 1048576.0,
-           s->expert_bytes / 1048576.0, b / 1e6, b > 0 ? ps / b : 0.0);
+    row->attn_us = s->ps[EXEC_CAT_ATTN] / 1e6;
+    row->ffn_us = s->ps[EXEC_CAT_FFN] / 1e6;
+    row->coll_us = s->ps[EXEC_CAT_COLL] / 1e6;
+    row->weights_us = s->ps[EXEC_CAT_WEIGHTS] / 1e6;
+    row->other_us = s->ps[EXEC_CAT_OTHER] / 1e6;
+    row->total_us = ps / 1e6;
+    row->gflop = flops / 1e9;
+    row->hbm_mib = hbm / 1048576.0;
+    row->expert_mib = s->expert_bytes / 1048576.0;
+    row->bound_us = b / 1e6;
+    row->x_bound = b > 0 ? ps / b : 0.0;
+    lines_print_model_row(row);
 }
 
 static void print_rooflines(const struct exec_stats *sum)
 {
     for (int c = 0; c < EXEC_CAT_COUNT; c++) {
         double b = bound_ps(sum->flops[c], sum->hbm_bytes[c], sum->noc_byte_hops[c]);
-        printf("MODEL roofline op=%s measured_us=%.3f bound_us=%.3f x_bound=%.2f gflop=%.3f "
-               "hbm_mib=%.3f noc_mib_hops=%.3f descs=%" PRIu64 "\n", cat_names[c],
-               sum->ps[c] / 1e6, b / 1e6, b > 0 ? sum->ps[c] / b : 0.0, sum->flops[c] / 1e9,
-               sum->hbm_bytes[c] / 1048576.0, sum->noc_byte_hops[c] / 1048576.0,
-               sum->descs[c]);
+        lines_print_model_roofline(&(struct lines_model_roofline){
+            .op = cat_names[c], .measured_us = sum->ps[c] / 1e6, .bound_us = b / 1e6,
+            .x_bound = b > 0 ? sum->ps[c] / b : 0.0, .gflop = sum->flops[c] / 1e9,
+            .hbm_mib = sum->hbm_bytes[c] / 1048576.0,
+            .noc_mib_hops = sum->noc_byte_hops[c] / 1048576.0, .descs = sum->descs[c] });
     }
 }
 
@@ -66,12 +73,9 @@ static void print_routing(const struct exec_model *m)
     const struct model_config *c = m->cfg;
     uint32_t l0, l1;
     stage_layers(m, &l0, &l1);
-    for (uint32_t l = l0; c->arch == MODEL_MOE && l < l1; l++) {
-        printf("MODEL routed layer=%" PRIu32 " tokens=", l); /* per expert, over the run */
-        for (uint32_t e = 0; e < c->num_experts; e++)
-            printf("%s%" PRIu64, e ? "," : "", m->acct.expert_tokens[l * c->num_experts + e]);
-        printf("\n");
-    }
+    for (uint32_t l = l0; c->arch == MODEL_MOE && l < l1; l++) /* per expert, over the run */
+        lines_print_model_routed(&(struct lines_model_routed){
+            .layer = l, .tokens = { &m->acct.expert_tokens[l * c->num_experts], c->num_experts } });
 }
 
 /* The reuse line (docs/images.md, "Layer reuse"): its layer counts, and with tile reuse its
@@ -79,47 +83,54 @@ static void print_routing(const struct exec_model *m)
 static void print_reuse(const struct exec_model *m)
 {
     const uint64_t *lc = m->lreuse.counts, *tc = m->treuse.counts;
-    if (m->lreuse.enabled)
-        printf("MODEL reuse stage=%u keys=%s layers_recorded=%" PRIu64 " layers_replayed=%"
-               PRIu64 " layers_unslotted=%" PRIu64, m->pipe.stage,
-               m->treuse.enabled ? "tiles" : m->lreuse.shapes ? "shapes" : "runs",
-               lc[EXEC_REUSE_RECORDED], lc[EXEC_REUSE_REPLAYED], lc[EXEC_REUSE_FULL]);
-    if (m->treuse.enabled)
-        printf(" tiles_recorded=%" PRIu64 " tiles_replayed=%" PRIu64 " tiles_full=%" PRIu64,
-               tc[EXEC_REUSE_RECORDED], tc[EXEC_REUSE_REPLAYED], tc[EXEC_REUSE_FULL]);
-    if (m->lreuse.enabled)
-        printf("\n");
+    const bool tiles = m->treuse.enabled;
+    if (!m->lreuse.enabled)
+        return;
+    lines_print_model_reuse(&(struct lines_model_reuse){
+        .stage = m->pipe.stage, .keys = tiles ? "tiles" : m->lreuse.shapes ? "shapes" : "runs",
+        .layers_recorded = lc[EXEC_REUSE_RECORDED], .layers_replayed = lc[EXEC_REUSE_REPLAYED],
+        .layers_unslotted = lc[EXEC_REUSE_FULL], .tiles_recorded = tc[EXEC_REUSE_RECORDED],
+        .tiles_replayed = tc[EXEC_REUSE_REPLAYED], .tiles_full = tc[EXEC_REUSE_FULL],
+        .absent = { .tiles_recorded = !tiles, .tiles_replayed = !tiles, .tiles_full = !tiles } });
 }
 
 /* Stage rank 0's lines: its layers, what ran outside them, its sums and rooflines; the
    last stage ends with `MODEL done`. */
-static void print_stage(struct exec_model *m, const char *what, uint64_t chip_ps,
-                        const struct exec_stats *sum, const struct exec_stats *layers)
+static void print_stage(struct exec_model *m, const struct lines_model_done *done,
+                        uint64_t chip_ps, const struct exec_stats *sum,
+                        const struct exec_stats *layers)
 {
     const struct model_config *c = m->cfg;
+    const bool staged = m->pipe.stages > 1;
     uint32_t l0, l1;
     stage_layers(m, &l0, &l1);
     print_routing(m);
     if (!hal_bootarg_has("quiet_layers"))
         for (uint32_t l = l0; l < l1; l++) {
-            char label[24];
-            snprintf(label, sizeof(label), "layer=%" PRIu32, l);
-            print_row(label, &m->acct.stats[l]);
+            char layer[12];
+            snprintf(layer, sizeof(layer), "%" PRIu32, l);
+            print_row(&(struct lines_model_row){
+                          .layer = layer, .absent = { .stage = true, .layers = true } },
+                      &m->acct.stats[l]);
         }
-    char label[40];
-    snprintf(label, sizeof(label), m->pipe.stages > 1 ? "stage=%u layer=outside" : "layer=outside",
-             m->pipe.stage);
-    print_row(label, &m->acct.stats[c->num_layers]);
-    snprintf(label, sizeof(label), m->pipe.stages > 1 ? "stage=%u layers=all" : "layers=all",
-             m->pipe.stage);
-    print_row(label, layers);
+    print_row(&(struct lines_model_row){ .stage = m->pipe.stage, .layer = "outside",
+                                         .absent = { .stage = !staged, .layers = true } },
+              &m->acct.stats[c->num_layers]);
+    print_row(&(struct lines_model_row){ .stage = m->pipe.stage, .layers = "all",
+                                         .absent = { .stage = !staged, .layer = true } },
+              layers);
     print_rooflines(sum);
     print_reuse(m);
-    if (m->pipe.stage + 1 == m->pipe.stages)
-        printf("MODEL done model=%s %s chip_us=%.3f\n", c->name, what, (double)chip_ps / 1e6);
+    if (m->pipe.stage + 1 == m->pipe.stages) {
+        struct lines_model_done d = *done;
+        d.model = c->name;
+        d.chip_us = (double)chip_ps / 1e6;
+        lines_print_model_done(&d);
+    }
 }
 
-void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, uint64_t chip_ps)
+void report_run(struct exec_model *m, struct noc_comm *comm, const struct lines_model_done *done,
+                uint64_t chip_ps)
 {
     const struct model_config *c = m->cfg;
     struct exec_stats sum = { 0 }, layers = { 0 };
@@ -133,17 +144,17 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const char *what, u
     if (m->rank == 0 && m->pipe.stage > 0)
         noc_sem_wait(SEM_REPORT, 1); /* the stages' lines come in stage order */
     if (m->rank == 0)
-        print_stage(m, what, chip_ps, &sum, &layers);
+        print_stage(m, done, chip_ps, &sum, &layers);
     /* Every rank's traffic, one rank at a time (a barrier between two ranks' lines keeps
        the console lines whole). */
     for (uint32_t r = 0; r < m->tp; r++) {
         if (r == m->rank)
-            printf("MODEL rank=%" PRIu32 " core=%u hbm_bytes=%" PRIu64 " expert_load_bytes=%"
-                   PRIu64 " expert_load_bytes_at_load=%" PRIu64 "\n", r, hal_self()->core_id,
-                   sum.hbm_bytes[0] + sum.hbm_bytes[1] + sum.hbm_bytes[2] + sum.hbm_bytes[3] +
-                       sum.hbm_bytes[4],
-                   expert - m->acct.stats[c->num_layers].expert_bytes,
-                   m->acct.stats[c->num_layers].expert_bytes);
+            lines_print_model_rank(&(struct lines_model_rank){
+                .rank = r, .core = hal_self()->core_id,
+                .hbm_bytes = sum.hbm_bytes[0] + sum.hbm_bytes[1] + sum.hbm_bytes[2] +
+                             sum.hbm_bytes[3] + sum.hbm_bytes[4],
+                .expert_load_bytes = expert - m->acct.stats[c->num_layers].expert_bytes,
+                .expert_load_bytes_at_load = m->acct.stats[c->num_layers].expert_bytes });
         if (comm)
             noc_barrier(comm);
     }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The parser of a serving run's console (rt/serve_log.h). Each line is scanned for
- * "SERVE " (the control core's events) or "MODEL rank=" (a core's traffic report); the
- * rest of a line is key=value words. Unknown keys are skipped so the firmware can add
- * fields without breaking older hosts; unknown events are errors because silently
- * dropping one would give wrong metrics.
+ * The parser of a serving run's console (rt/serve_log.h). The lines are the protocol of
+ * rt/lines.h, read with its decoder: a SERVE line (the control core's events) or a
+ * `MODEL rank=` line (a core's traffic report); other MODEL lines are skipped unread. The
+ * decoder ignores unknown keys (the firmware may add fields) and refuses unknown SERVE
+ * events, because silently dropping one would give wrong metrics; this file checks what
+ * the values mean (ids in range, tokens in sequence).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "rt/serve_log.h"
@@ -16,23 +17,18 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "rt/lines.h"
 
-#define KV_MAX 32
 #define REQUESTS_MAX (1u << 24) /* a begin line asking for more is corrupt, not a run */
-
-struct kv {
-    const char *key, *val;
-};
 
 struct parse_ctx {
     const char *path;
     size_t lineno;
-    struct kv kv[KV_MAX];
-    size_t nkv;
     uint64_t max_t;          /* the latest chip time seen: end of an unfinished run */
     struct rt_serve_log *log;
     char *err;
     size_t errlen;
+    struct lines_line line;  /* the line being read */
 };
 
 static int fail(struct parse_ctx *c, int rc, const char *fmt, ...)
@@ -49,158 +45,94 @@ static int fail(struct parse_ctx *c, int rc, const char *fmt, ...)
     return rc;
 }
 
-/* Splits the words after the event into key=value pairs (in place). */
-static void split_words(struct parse_ctx *c, char *text)
+static void saw_time(struct parse_ctx *c, uint64_t t)
 {
-    char *save = NULL;
-    c->nkv = 0;
-    for (char *w = strtok_r(text, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        char *eq = strchr(w, '=');
-        if (!eq || c->nkv == KV_MAX)
-            continue;
-        *eq = '\0';
-        c->kv[c->nkv].key = w;
-        c->kv[c->nkv++].val = eq + 1;
-    }
+    c->max_t = t > c->max_t ? t : c->max_t;
 }
 
-static const char *find_val(const struct parse_ctx *c, const char *key)
+static int on_begin(struct parse_ctx *c, const struct lines_value *v)
 {
-    for (size_t i = 0; i < c->nkv; i++)
-        if (strcmp(c->kv[i].key, key) == 0)
-            return c->kv[i].val;
-    return NULL;
-}
-
-static bool parse_u64_text(const char *s, const char **end, uint64_t *out)
-{
-    char *e;
-    if (!s || *s < '0' || *s > '9')
-        return false;
-    *out = strtoull(s, &e, 10);
-    *end = e;
-    return true;
-}
-
-/* A decimal value; a missing key keeps *out when optional. */
-static int get_u64(struct parse_ctx *c, const char *key, bool required, uint64_t *out)
-{
-    const char *v = find_val(c, key), *end;
-    if (!v)
-        return required ? fail(c, NPU_ERR_FORMAT, "missing %s=", key) : 0;
-    if (!parse_u64_text(v, &end, out) || *end)
-        return fail(c, NPU_ERR_FORMAT, "%s='%s' is not a whole number", key, v);
-    if (strcmp(key, "t") == 0 || strcmp(key, "t1") == 0)
-        c->max_t = *out > c->max_t ? *out : c->max_t;
-    return 0;
-}
-
-static int get_u32(struct parse_ctx *c, const char *key, bool required, uint32_t *out)
-{
-    uint64_t v = *out;
-    int rc = get_u64(c, key, required, &v);
-    if (rc == 0 && v > UINT32_MAX)
-        return fail(c, NPU_ERR_FORMAT, "%s=%llu is out of range", key, (unsigned long long)v);
-    *out = (uint32_t)v;
-    return rc;
-}
-
-/* "USED/TOTAL" (optional: the firmware may leave it out). */
-static int get_pair(struct parse_ctx *c, const char *key, uint64_t *used, uint64_t *total)
-{
-    const char *v = find_val(c, key), *end;
-    if (!v)
-        return 0;
-    if (!parse_u64_text(v, &end, used) || *end != '/' || !parse_u64_text(end + 1, &end, total)
-        || *end)
-        return fail(c, NPU_ERR_FORMAT, "%s='%s' is not USED/TOTAL", key, v);
-    return 0;
-}
-
-static int on_begin(struct parse_ctx *c)
-{
+    const struct lines_serve_begin *b = &v->serve_begin;
     struct rt_serve_log *log = c->log;
-    uint64_t n = 0;
-    const char *sched = find_val(c, "sched");
     if (log->reqs)
         return fail(c, NPU_ERR_FORMAT, "a second SERVE begin");
-    int rc = get_u64(c, "requests", true, &n);
-    if (rc == 0 && (n == 0 || n > REQUESTS_MAX))
-        return fail(c, NPU_ERR_FORMAT, "requests=%llu is out of range", (unsigned long long)n);
-    if (rc == 0 && !(log->reqs = calloc(n, sizeof(*log->reqs))))
-        return fail(c, NPU_ERR_NOMEM, "no memory for %llu requests", (unsigned long long)n);
-    if (rc)
-        return rc;
-    log->nreqs = n;
-    for (size_t i = 0; i < n; i++)
+    if (b->requests == 0 || b->requests > REQUESTS_MAX)
+        return fail(c, NPU_ERR_FORMAT, "requests=%u is out of range", b->requests);
+    if (!(log->reqs = calloc(b->requests, sizeof(*log->reqs))))
+        return fail(c, NPU_ERR_NOMEM, "no memory for %u requests", b->requests);
+    log->nreqs = b->requests;
+    for (size_t i = 0; i < log->nreqs; i++)
         log->reqs[i].id = (uint32_t)i;
-    snprintf(log->sched, sizeof(log->sched), "%s", sched ? sched : "");
-    rc = get_u32(c, "layers", false, &log->layers);
-    rc = rc ? rc : get_u32(c, "blocks", false, &log->blocks_total);
-    return rc ? rc : get_u64(c, "ring", false, &log->ring_total);
+    snprintf(log->sched, sizeof(log->sched), "%s", b->absent.sched ? "" : b->sched);
+    log->layers = b->layers;
+    log->blocks_total = b->blocks;
+    log->ring_total = b->ring;
+    return 0;
 }
 
 /* The request a per-request event names. */
-static int get_req(struct parse_ctx *c, struct rt_req_record **r)
+static int get_req(struct parse_ctx *c, uint32_t id, struct rt_req_record **r)
 {
-    uint64_t id = 0;
     if (!c->log->reqs)
         return fail(c, NPU_ERR_FORMAT, "request event before SERVE begin");
-    int rc = get_u64(c, "id", true, &id);
-    if (rc)
-        return rc;
     if (id >= c->log->nreqs)
-        return fail(c, NPU_ERR_FORMAT, "id=%llu out of range (requests=%zu)",
-                    (unsigned long long)id, c->log->nreqs);
+        return fail(c, NPU_ERR_FORMAT, "id=%u out of range (requests=%zu)", id,
+                    c->log->nreqs);
     *r = &c->log->reqs[id];
     return 0;
 }
 
-static int on_arrive(struct parse_ctx *c)
+static int on_arrive(struct parse_ctx *c, const struct lines_value *v)
 {
+    const struct lines_serve_arrive *a = &v->serve_arrive;
     struct rt_req_record *r = NULL;
-    int rc = get_req(c, &r);
-    rc = rc ? rc : get_u64(c, "t", true, &r->arrival_ps);
-    rc = rc ? rc : get_u32(c, "input", true, &r->input_len);
-    rc = rc ? rc : get_u32(c, "output", true, &r->output_len);
-    if (rc == 0)
-        r->arrived = true;
-    return rc;
-}
-
-static int on_reject(struct parse_ctx *c)
-{
-    struct rt_req_record *r = NULL;
-    const char *reason = find_val(c, "reason");
-    int rc = get_req(c, &r);
-    rc = rc ? rc : get_u64(c, "t", true, &r->finish_ps);
-    if (rc == 0 && !reason)
-        rc = fail(c, NPU_ERR_FORMAT, "missing reason=");
+    int rc = get_req(c, a->id, &r);
     if (rc)
         return rc;
-    r->rejected = true;
-    snprintf(r->reason, sizeof(r->reason), "%s", reason);
+    saw_time(c, a->t);
+    r->arrival_ps = a->t;
+    r->input_len = a->input;
+    r->output_len = a->output;
+    r->arrived = true;
     return 0;
 }
 
-static int on_admit(struct parse_ctx *c)
+static int on_reject(struct parse_ctx *c, const struct lines_value *v)
 {
+    const struct lines_serve_reject *j = &v->serve_reject;
     struct rt_req_record *r = NULL;
-    int rc = get_req(c, &r);
-    rc = rc ? rc : get_u64(c, "t", true, &r->admit_ps);
-    if (rc == 0)
-        r->admitted = true;
-    return rc;
+    int rc = get_req(c, j->id, &r);
+    if (rc)
+        return rc;
+    saw_time(c, j->t);
+    r->finish_ps = j->t;
+    r->rejected = true;
+    snprintf(r->reason, sizeof(r->reason), "%s", j->reason);
+    return 0;
 }
 
-static int on_finish(struct parse_ctx *c)
+static int on_admit(struct parse_ctx *c, const struct lines_value *v)
 {
     struct rt_req_record *r = NULL;
-    int rc = get_req(c, &r);
-    rc = rc ? rc : get_u64(c, "t", true, &r->finish_ps);
-    if (rc == 0)
-        r->finished = true;
-    return rc;
+    int rc = get_req(c, v->serve_admit.id, &r);
+    if (rc)
+        return rc;
+    saw_time(c, v->serve_admit.t);
+    r->admit_ps = v->serve_admit.t;
+    r->admitted = true;
+    return 0;
+}
+
+static int on_finish(struct parse_ctx *c, const struct lines_value *v)
+{
+    struct rt_req_record *r = NULL;
+    int rc = get_req(c, v->serve_finish.id, &r);
+    if (rc)
+        return rc;
+    saw_time(c, v->serve_finish.t);
+    r->finish_ps = v->serve_finish.t;
+    r->finished = true;
+    return 0;
 }
 
 /* Token arrays grow to 4, then double at every power of two: no capacity field needed. */
@@ -219,24 +151,21 @@ static int token_reserve(struct parse_ctx *c, struct rt_req_record *r)
     return ids ? 0 : fail(c, NPU_ERR_NOMEM, "no memory for the tokens of id=%u", r->id);
 }
 
-static int on_token(struct parse_ctx *c)
+static int on_token(struct parse_ctx *c, const struct lines_value *v)
 {
+    const struct lines_serve_token *k = &v->serve_token;
     struct rt_req_record *r = NULL;
-    uint64_t n = 0, t = 0;
-    uint32_t tok = 0;
-    int rc = get_req(c, &r);
-    rc = rc ? rc : get_u64(c, "n", true, &n);
-    rc = rc ? rc : get_u64(c, "t", true, &t);
-    rc = rc ? rc : get_u32(c, "token", true, &tok);
+    int rc = get_req(c, k->id, &r);
     if (rc)
         return rc;
-    if (n != r->ntokens)
-        return fail(c, NPU_ERR_FORMAT, "token n=%llu of id=%u out of sequence (expected n=%u)",
-                    (unsigned long long)n, r->id, r->ntokens);
+    saw_time(c, k->t);
+    if (k->n != r->ntokens)
+        return fail(c, NPU_ERR_FORMAT, "token n=%u of id=%u out of sequence (expected n=%u)",
+                    k->n, r->id, r->ntokens);
     if ((rc = token_reserve(c, r)))
         return rc;
-    r->token_ps[r->ntokens] = t;
-    r->tokens[r->ntokens++] = tok;
+    r->token_ps[r->ntokens] = k->t;
+    r->tokens[r->ntokens++] = k->token;
     return 0;
 }
 
@@ -255,132 +184,106 @@ static void *array_push(void *base, size_t *n, size_t elem)
     return base;
 }
 
-static int on_iter(struct parse_ctx *c)
+/* Optional figures the line left out read as 0. */
+static int on_iter(struct parse_ctx *c, const struct lines_value *v)
 {
+    const struct lines_serve_iter *i = &v->serve_iter;
     struct rt_serve_log *log = c->log;
     struct rt_iter_record *a = array_push(log->iters, &log->niters, sizeof(*a));
     if (!a)
         return fail(c, NPU_ERR_NOMEM, "no memory for iteration records");
     log->iters = a;
-    struct rt_iter_record *it = &a[log->niters - 1];
-    uint64_t bu = 0, bt = 0;
-    int rc = get_u64(c, "n", true, &it->n);
-    rc = rc ? rc : get_u64(c, "t0", true, &it->t0_ps);
-    rc = rc ? rc : get_u64(c, "t1", true, &it->t1_ps);
-    rc = rc ? rc : get_u32(c, "runs", false, &it->runs);
-    rc = rc ? rc : get_u32(c, "prefill", false, &it->prefill_tokens);
-    rc = rc ? rc : get_u32(c, "decode", false, &it->decode_tokens);
-    rc = rc ? rc : get_u32(c, "group", false, &it->group);
-    rc = rc ? rc : get_u32(c, "groups", false, &it->groups);
-    rc = rc ? rc : get_u32(c, "queue", false, &it->queue);
-    rc = rc ? rc : get_u32(c, "running", false, &it->running);
-    rc = rc ? rc : get_pair(c, "blocks", &bu, &bt);
-    rc = rc ? rc : get_pair(c, "ring", &it->ring_used, &it->ring_total);
-    rc = rc ? rc : get_u32(c, "inst", false, &it->inst);
-    rc = rc ? rc : get_u32(c, "pulls", false, &it->pulls);
-    if (rc == 0 && (bu > UINT32_MAX || bt > UINT32_MAX))
-        rc = fail(c, NPU_ERR_FORMAT, "blocks= out of range");
-    it->blocks_used = (uint32_t)bu;
-    it->blocks_total = (uint32_t)bt;
-    return rc;
+    saw_time(c, i->t1);
+    a[log->niters - 1] = (struct rt_iter_record){
+        .n = i->n, .t0_ps = i->t0, .t1_ps = i->t1, .runs = i->runs,
+        .prefill_tokens = i->prefill, .decode_tokens = i->decode, .group = i->group,
+        .groups = i->groups, .queue = i->queue, .running = i->running,
+        .blocks_used = (uint32_t)i->blocks.used, .blocks_total = (uint32_t)i->blocks.total,
+        .ring_used = i->ring.used, .ring_total = i->ring.total, .inst = i->inst,
+        .pulls = i->pulls };
+    return 0;
 }
 
-static int on_engines(struct parse_ctx *c)
+static int on_engines(struct parse_ctx *c, const struct lines_value *v)
 {
-    static const char *const names[4] = { "matrix", "vector", "dma", "noc" };
+    const struct lines_serve_engines *e = &v->serve_engines;
     struct rt_serve_log *log = c->log;
     struct rt_engine_record *a = array_push(log->engines, &log->nengines, sizeof(*a));
     if (!a)
         return fail(c, NPU_ERR_NOMEM, "no memory for engine records");
     log->engines = a;
-    struct rt_engine_record *e = &a[log->nengines - 1];
-    int rc = get_u32(c, "core", true, &e->core);
-    rc = rc ? rc : get_u64(c, "n", true, &e->n);
-    for (int i = 0; i < 4 && rc == 0; i++)
-        rc = get_u64(c, names[i], false, &e->busy_ps[i]);
-    return rc;
+    a[log->nengines - 1] = (struct rt_engine_record){
+        .core = e->core, .n = e->n, .busy_ps = { e->matrix, e->vector, e->dma, e->noc } };
+    return 0;
 }
 
-static int on_done(struct parse_ctx *c)
+static int on_done(struct parse_ctx *c, const struct lines_value *v)
 {
+    const struct lines_serve_done *d = &v->serve_done;
     struct rt_serve_log *log = c->log;
-    log->iterations = log->niters;
-    int rc = get_u64(c, "t", true, &log->end_ps);
-    rc = rc ? rc : get_u64(c, "iterations", false, &log->iterations);
-    log->done = rc == 0;
-    return rc;
+    saw_time(c, d->t);
+    log->end_ps = d->t;
+    log->iterations = d->absent.iterations ? log->niters : d->iterations;
+    log->done = true;
+    return 0;
 }
 
-/* pd-disagg: `instance id=I role=prefill|decode cores=N`, one per instance of the plan. */
-static int on_instance(struct parse_ctx *c)
+/* pd-disagg: one per instance of the plan. */
+static int on_instance(struct parse_ctx *c, const struct lines_value *v)
 {
-    uint32_t id = 0, cores = 0;
-    const char *role = find_val(c, "role");
-    int rc = get_u32(c, "id", true, &id);
-    rc = rc ? rc : get_u32(c, "cores", true, &cores);
-    if (rc == 0 && (!role || (strcmp(role, "prefill") && strcmp(role, "decode"))))
-        return fail(c, NPU_ERR_FORMAT, "role='%s' is neither prefill nor decode",
-                    role ? role : "");
-    if (rc == 0 && role[0] == 'p')
+    const char *role = v->serve_instance.role;
+    if (strcmp(role, "prefill") == 0)
         c->log->prefill_instances++;
-    else if (rc == 0)
+    else if (strcmp(role, "decode") == 0)
         c->log->decode_instances++;
-    return rc;
+    else
+        return fail(c, NPU_ERR_FORMAT, "role='%s' is neither prefill nor decode", role);
+    return 0;
 }
 
-/* A failed run: `abort reason=WORD ...` (control core) or `core-failed core=C ...` (a core).
-   The run stays not done (the caller reports it incomplete); the reason is kept. */
-static int on_abort(struct parse_ctx *c)
+/* A failed run: `abort` (control core) or `core-failed` (a core). The run stays not done
+   (the caller reports it incomplete). */
+static int on_abort(struct parse_ctx *c, const struct lines_value *v)
 {
+    (void)v;
     c->log->done = false;
     return 0;
 }
 
-static const struct {
-    const char *name;
-    int (*fn)(struct parse_ctx *c);
-} events[] = {
-    { "abort", on_abort },   { "core-failed", on_abort },
-    { "begin", on_begin },   { "arrive", on_arrive }, { "reject", on_reject },
-    { "admit", on_admit },   { "token", on_token },   { "finish", on_finish },
-    { "iter", on_iter },     { "engines", on_engines }, { "done", on_done },
-    { "instance", on_instance },
+/* A core's traffic report. */
+static int on_rank(struct parse_ctx *c, const struct lines_value *v)
+{
+    c->log->expert_load_bytes += v->model_rank.expert_load_bytes;
+    return 0;
+}
+
+/* The kinds this parser reads; the others are skipped without being decoded. */
+static int (*const handlers[LINES_KIND_COUNT])(struct parse_ctx *c,
+                                               const struct lines_value *v) = {
+    [LINES_SERVE_BEGIN] = on_begin,     [LINES_SERVE_INSTANCE] = on_instance,
+    [LINES_SERVE_ARRIVE] = on_arrive,   [LINES_SERVE_REJECT] = on_reject,
+    [LINES_SERVE_ADMIT] = on_admit,     [LINES_SERVE_TOKEN] = on_token,
+    [LINES_SERVE_FINISH] = on_finish,   [LINES_SERVE_ITER] = on_iter,
+    [LINES_SERVE_ENGINES] = on_engines, [LINES_SERVE_DONE] = on_done,
+    [LINES_SERVE_ABORT] = on_abort,     [LINES_SERVE_CORE_FAILED] = on_abort,
+    [LINES_MODEL_RANK] = on_rank,
 };
 
-/* "WORD" at a word start of line (the console prefix ends with "] "). */
-static char *find_word(char *line, const char *word)
+static int parse_line(struct parse_ctx *c, const char *line)
 {
-    for (char *p = strstr(line, word); p; p = strstr(p + 1, word))
-        if (p == line || p[-1] == ' ' || p[-1] == ']')
-            return p;
-    return NULL;
-}
-
-static int parse_serve(struct parse_ctx *c, char *text)
-{
-    size_t len = strcspn(text, " \t");
-    char save = text[len];
-    text[len] = '\0';
-    for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++)
-        if (strcmp(text, events[i].name) == 0) {
-            split_words(c, save ? text + len + 1 : text + len);
-            return events[i].fn(c);
-        }
-    return fail(c, NPU_ERR_FORMAT, "unknown SERVE event '%s'", text);
-}
-
-static int parse_line(struct parse_ctx *c, char *line)
-{
-    char *p = find_word(line, "SERVE ");
-    if (p)
-        return parse_serve(c, p + strlen("SERVE "));
-    if (!(p = find_word(line, "MODEL rank=")))
+    const char *text = lines_find(line);
+    enum lines_kind kind;
+    char msg[200];
+    if (!text)
         return 0;
-    uint64_t bytes = 0;
-    split_words(c, p + strlen("MODEL "));
-    int rc = get_u64(c, "expert_load_bytes", false, &bytes);
-    c->log->expert_load_bytes += bytes;
-    return rc;
+    int rc = lines_identify(text, &kind, msg, sizeof(msg));
+    if (rc == NPU_ERR_NOTFOUND || (rc == NPU_OK && !handlers[kind]))
+        return 0;
+    if (rc == NPU_OK)
+        rc = lines_parse(text, &c->line, msg, sizeof(msg));
+    if (rc != NPU_OK)
+        return fail(c, NPU_ERR_FORMAT, "%s", msg);
+    return handlers[kind](c, &c->line.v);
 }
 
 static int parse_stream(struct parse_ctx *c, FILE *f)
@@ -403,15 +306,23 @@ static int parse_stream(struct parse_ctx *c, FILE *f)
 
 int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_t errlen)
 {
-    struct parse_ctx c = { .path = path, .log = log, .err = err, .errlen = errlen };
     memset(log, 0, sizeof(*log));
+    struct parse_ctx *c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errlen, "%s: no memory", path);
+        return NPU_ERR_NOMEM;
+    }
+    c->path = path, c->log = log, c->err = err, c->errlen = errlen;
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        free(c);
         return NPU_ERR_IO;
     }
-    int rc = parse_stream(&c, f);
+    int rc = parse_stream(c, f);
+    uint64_t max_t = c->max_t;
     fclose(f);
+    free(c);
     if (rc)
         return rc;
     if (!log->reqs) {
@@ -419,7 +330,7 @@ int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_
         return NPU_ERR_FORMAT;
     }
     if (!log->done) {
-        log->end_ps = c.max_t;
+        log->end_ps = max_t;
         log->iterations = log->niters;
     }
     return 0;

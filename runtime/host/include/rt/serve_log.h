@@ -2,9 +2,11 @@
 /*
  * What a serving run prints, and its parsed form (docs/serving.md, "Outputs").
  *
- * The control core prints one line per event on the chip console (each console line is
- * "[ T us WHO ] TEXT"; the parser looks for "SERVE " in TEXT and ignores the rest). Times
- * are chip picoseconds.
+ * The lines are defined in rt/lines.h (runtime/lines): the kinds, their keys and types,
+ * required or optional, in one table that the firmware prints with and this parser reads
+ * with. The control core prints one line per event on the chip console (each console line
+ * is "[ T us WHO ] TEXT"; the parser finds the protocol word in TEXT and ignores the rest).
+ * Times are chip picoseconds. In short:
  *   SERVE begin requests=N sched=NAME layers=L blocks=B ring=R instances=I
  *   SERVE instance id=I role=prefill|decode cores=N   (pd-disagg: one per instance)
  *   SERVE arrive id=I t=PS input=IN output=OUT  (one per request at its arrival, before
@@ -20,6 +22,7 @@
  *   SERVE engines core=C n=N matrix=PS vector=PS dma=PS noc=PS  (busy time of core C's
  *         engines during iteration N; only with the serve option engine_trace)
  *   SERVE done t=PS finished=F rejected=J iterations=N
+ *   SERVE abort reason=WORD ... / SERVE core-failed core=C n=N rc=RC  (a failed run)
  * The cores add, at the end (model_report.c):
  *   MODEL rank=R ... expert_load_bytes=B ...
  */
@@ -76,8 +79,8 @@ struct rt_serve_log {
 
 /* Parses a run's console output. Requests are sized from the begin line and get their
    input/output lengths and arrivals from the arrive lines. Unknown keys are ignored; an
-   unknown SERVE event, a missing or malformed value, an id out of range or a token out of
-   sequence is an error. A log without the done line parses (done = false, end_ps = the
+   unknown SERVE event, a missing or malformed value (rt/lines.h's decoder), an id out of
+   range or a token out of sequence is an error. A log without the done line parses (done = false, end_ps = the
    last time seen): the run did not finish. 0, or NPU_ERR_FORMAT / NPU_ERR_IO /
    NPU_ERR_NOMEM with "PATH:LINE: ..." in err. *log is zeroed first; free it with
    serve_log_free even after an error. */
