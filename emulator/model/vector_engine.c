@@ -419,7 +419,18 @@ uint64_t vector_op_cycles(const struct vector_engine_cfg *cfg, enum vector_op op
     if (q > UINT64_MAX / ops - 1)
         return UINT64_MAX;
     uint64_t alu = q * ops + (rem * ops + width - 1) / width; /* rem * ops < 2^20 * 9 */
-    uint64_t fills = 1 + (uint64_t)rows * op_cost[op].barriers; /* < 2^34 */
-    uint64_t pipe = fills * cfg->pipeline_depth;                /* < 2^44 */
+    /* One fill per operation; a row-wide reduction's next pass waits only for the rows
+       already in flight: its bubble is what the other rows' issue time does not cover,
+       in exact fractions of a cycle (so the time never falls as elements grow). */
+    const uint64_t b = op_cost[op].barriers, p = cfg->pipeline_depth;
+    const uint64_t r = rows ? rows : 1, slots = (1 + b) * r;  /* slots < 2^35 */
+    uint64_t pipe = p;
+    if (b && p) {
+        const uint64_t need = p * slots;                      /* < 2^45 */
+        if (r == 1 || alu < (need + r - 2) / (r - 1)) {       /* the cover falls short */
+            uint64_t gap = need - (r - 1) * alu;              /* (r - 1) alu < need */
+            pipe += (b * gap + slots - 1) / slots;            /* b gap < 2^47 */
+        }
+    }
     return alu > UINT64_MAX - pipe ? UINT64_MAX : alu + pipe;
 }

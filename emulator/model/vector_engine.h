@@ -245,10 +245,18 @@ struct vector_engine_cfg {
 int vector_engine_cfg_check(const struct vector_engine_cfg *cfg);
 
 /*
- *   cycles = ceil(elements * ops[op] / (L * A)) + P * (1 + rows * barriers[op])
- * elements: of the main input (rows * cols; SWIGLU: of the output; RoPE: of x). One pipeline
- * fill per op, plus one per row-wide reduction whose result a later pass of that row needs
- * (the per-row scalar work, rsqrt or exp of the factor, hides in that fill). ALU costs: add,
+ *   alu    = ceil(elements * ops[op] / (L * A))
+ *   cover  = (rows - 1) * alu / ((1 + barriers[op]) * rows)   (other rows' issue time, exact)
+ *   cycles = alu + P + ceil(barriers[op] * max(0, P - cover))
+ * elements: of the main input (rows * cols; SWIGLU: of the output; RoPE: of x). The unit is
+ * pipelined as a vector processor's lanes are: one start-up (the pipeline depth P) per
+ * operation, then L * A ALU operations per cycle, rows streaming back to back (Hennessy and
+ * Patterson, "Computer Architecture: A Quantitative Approach", 6th ed., section 4.2, vector
+ * execution time = start-up + elements / lanes per convoy). A row-wide reduction whose result
+ * a later pass of the same row needs (barriers) splits the op into passes; the next pass of a
+ * row starts when that row's reduction leaves the pipeline, so the drain is hidden behind the
+ * other rows' issue and costs only what they do not cover (the per-row scalar work, rsqrt or
+ * exp of the factor, hides in it). ALU costs: add,
  * sub, mul, max, compare 1; divide 2; exp 4; sin, cos 4 each.
  *
  *   op        ops  barriers   breakdown

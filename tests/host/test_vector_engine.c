@@ -810,10 +810,20 @@ static void test_timing(void **state)
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ADD, 100, 1), 4 + 10);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ADD, 64, 4), 2 + 10);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_EXP, 1, 1), 1 + 10);
-    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SOFTMAX, 64, 2), 18 + 10 * 5);
+    /* SOFTMAX, 2 rows: alu 18 in 3 passes of 2 rows (3 cycles a row's pass); the second
+       row covers 3 of each barrier's 10-cycle drain */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SOFTMAX, 64, 2), 18 + 10 + 2 * 7);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_RMSNORM, 4096, 1), 512 + 20);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SWIGLU, 4096, 8), 1024 + 10);
-    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_TOPK, 1000, 4), 250 + 50);
+    /* TOPK, 4 rows: 31.25 cycles a row's pass, the drain is covered */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_TOPK, 1000, 4), 250 + 10);
+    /* many short rows (ROW_MAX over 512 rows of 8): one fill for the whole op, not one per
+       row (a pipelined unit streams the rows) */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ROW_MAX, 4096, 512), 128 + 10);
+    /* two rows of RMSNORM: alu 8, 2 cycles a row's pass cover 2 of the drain's 10 */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_RMSNORM, 64, 2), 8 + 10 + 8);
+    /* SOFTMAX, 3 rows, 64 elements: alu 18, cover 2 * 18 / 9 = 4, bubble 2 * 6 */
+    assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_SOFTMAX, 64, 3), 18 + 10 + 12);
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_ROPE, 33, 3), 8 + 10); /* 231 / 32 */
     /* MASK costs what ADD does: 1 ALU op per element, one pipeline fill per op */
     assert_int_equal(vector_op_cycles(&cfg, VECTOR_OP_MASK, 100, 1), 4 + 10);
@@ -824,10 +834,10 @@ static void test_timing(void **state)
     for (int op = 0; op < VECTOR_OP_COUNT; op++) {
         assert_int_equal(vector_op_alu_ops((enum vector_op)op), ops[op]);
         uint64_t prev = 0, first = vector_op_cycles(&cfg, (enum vector_op)op, 1, 3);
-        for (uint64_t e = 1; e < 300; e += 7) { /* monotonic in elements and rows */
+        for (uint64_t e = 1; e < 300; e += 1) { /* rises with elements, not with rows */
             uint64_t c1 = vector_op_cycles(&cfg, (enum vector_op)op, e, 3);
             assert_true(c1 >= prev && c1 > 0);
-            assert_true(vector_op_cycles(&cfg, (enum vector_op)op, e, 4) >= c1);
+            assert_true(vector_op_cycles(&cfg, (enum vector_op)op, e, 4) <= c1);
             prev = c1;
         }
         assert_true(prev > first);
