@@ -8,7 +8,10 @@
  *
  * Requests (bootargs): prompt=T1,T2,... (request 0; also prompt0=), prompt1=... up to the
  * plan's max_batch, startR=I (request R joins at iteration I), new=N tokens each (default
- * 16); or, for performance runs, prompt_len=L [requests=R]: R requests of L synthetic tokens.
+ * 16); or, for performance runs, prompt_len=L [requests=R] [context=C]: R requests of L
+ * synthetic tokens, each already holding C positions of KV cache (the cache's contents are
+ * not computed: performance mode moves no data), so one iteration of a given shape can be
+ * timed on its own (npuctl bench model).
  * An iteration carries every joined, unfinished request: the rest of its prompt (up to the
  * plan's max_tokens over all requests; a longer prompt continues next iteration) or one
  * decode row. Rank 0 prints `MODEL req=R step=S token=T logit=L` per generated token, the
@@ -31,15 +34,20 @@
 #include "rt/lines.h"
 
 #define DONE_SEM 0u
-#define REQ_MAX 16u
-#define TOKENS_MAX 4096u
+#define REQ_MAX 64u                     /* the planner's max_batch limit */
+#define TOKENS_MAX 4096u                /* prompt tokens of one request */
+#define POOL_TOKENS (16u * TOKENS_MAX)  /* every request's prompt and new tokens */
 
 struct request {
+    uint32_t ctx;                /* positions held before the first iteration (context=) */
     uint32_t len, start, done_prompt, generated;
-    uint32_t tokens[TOKENS_MAX]; /* prompt, then generated */
+    uint32_t *tokens;            /* [len + new] in pool: prompt, then generated (position
+                                    ctx + i at i) */
 };
 
 static struct request reqs[REQ_MAX];
+static uint32_t pool[POOL_TOKENS];
+static uint32_t pool_used;
 static struct model_core mc;
 
 static int report_done(int status)
@@ -49,14 +57,15 @@ static int report_done(int status)
 }
 
 /* key=T1,T2,... into dst[]; the count (0 if absent), or -1 (with a message) if malformed. */
-static int parse_tokens(const char *key, uint32_t *dst)
+static int parse_tokens(const char *key, uint32_t *dst, uint32_t room)
 {
     const char *p = hal_bootarg_value(key);
     int n = 0;
     while (p && *p && *p != ' ') {
         char *end;
         unsigned long v = strtoul(p, &end, 10);
-        if (end == p || n == (int)TOKENS_MAX || (*end != ',' && *end != ' ' && *end)) {
+        if (end == p || n == (int)TOKENS_MAX || n == (int)room ||
+            (*end != ',' && *end != ' ' && *end)) {
             printf("MODEL error: bootarg %s: token %d is not a number, or more than %u "
                    "tokens\n", key, n, TOKENS_MAX);
             return -1;
@@ -73,33 +82,61 @@ static uint32_t bootarg_u32(const char *key, uint32_t dflt)
     return v ? (uint32_t)strtoul(v, NULL, 10) : dflt;
 }
 
+/* Room for n tokens in the pool, or NULL (with a message). */
+static uint32_t *pool_take(uint32_t n)
+{
+    if (n > POOL_TOKENS - pool_used) {
+        printf("MODEL error: the requests' tokens pass %u in all\n", POOL_TOKENS);
+        return NULL;
+    }
+    pool_used += n;
+    return pool + pool_used - n;
+}
+
+/* Synthetic prompts for performance runs: prompt_len=L [requests=R] [context=C]. */
+static uint32_t parse_synthetic(uint32_t plen, uint32_t n_new)
+{
+    uint32_t n = bootarg_u32("requests", 1), ctx = bootarg_u32("context", 0);
+    if (n == 0 || n > REQ_MAX || plen > TOKENS_MAX) {
+        printf("MODEL error: requests=1..%u, prompt_len=1..%u\n", REQ_MAX, TOKENS_MAX);
+        return 0;
+    }
+    if (ctx && mc.m.plan->mode != NPU_IMAGE_PERFORMANCE) {
+        printf("MODEL error: context=%" PRIu32 " needs a performance-mode image (the held "
+               "positions' keys and values are not computed)\n", ctx);
+        return 0;
+    }
+    for (uint32_t r = 0; r < n; r++) {
+        reqs[r].len = plen, reqs[r].ctx = ctx;
+        if (!(reqs[r].tokens = pool_take(plen + n_new)))
+            return 0;
+        for (uint32_t i = 0; i < plen; i++)
+            reqs[r].tokens[i] =
+                (uint32_t)((i * 7919ull + r * 104729ull + 1) % mc.cfg.vocab_size);
+    }
+    return n;
+}
+
 /* The requests from the bootargs; their count, or 0 (with a message). */
-static uint32_t parse_requests(void)
+static uint32_t parse_requests(uint32_t n_new)
 {
     uint32_t n = 0, plen = bootarg_u32("prompt_len", 0);
-    if (plen) { /* synthetic prompts for performance runs */
-        n = bootarg_u32("requests", 1);
-        for (uint32_t r = 0; r < n && r < REQ_MAX && plen <= TOKENS_MAX; r++) {
-            reqs[r].len = plen;
-            for (uint32_t i = 0; i < plen; i++)
-                reqs[r].tokens[i] =
-                    (uint32_t)((i * 7919ull + r * 104729ull + 1) % mc.cfg.vocab_size);
-        }
-        if (n == 0 || n > REQ_MAX || plen > TOKENS_MAX) {
-            printf("MODEL error: requests=1..%u, prompt_len=1..%u\n", REQ_MAX, TOKENS_MAX);
-            return 0;
-        }
-        return n;
-    }
+    if (plen)
+        return parse_synthetic(plen, n_new);
     for (uint32_t r = 0; r < REQ_MAX; r++) {
         char key[16];
         snprintf(key, sizeof(key), "prompt%" PRIu32, r);
         bool alias = r == 0 && hal_bootarg_value("prompt"); /* prompt= is prompt0= */
-        int len = parse_tokens(alias ? "prompt" : key, reqs[r].tokens);
+        /* parsed in place, at the pool's free end */
+        uint32_t room = POOL_TOKENS - pool_used;
+        int len = parse_tokens(alias ? "prompt" : key, pool + pool_used,
+                               room > n_new ? room - n_new : 0);
         if (len < 0)
             return 0;
         if (len == 0)
             break;
+        if (!(reqs[n].tokens = pool_take((uint32_t)len + n_new)))
+            return 0;
         snprintf(key, sizeof(key), "start%" PRIu32, r);
         reqs[n].start = bootarg_u32(key, 0);
         reqs[n++].len = (uint32_t)len;
@@ -126,10 +163,10 @@ static int check_requests(uint32_t nreq, uint32_t n_new)
                        mc.cfg.vocab_size);
                 return NPU_ERR_RANGE;
             }
-        if ((uint64_t)reqs[r].len + n_new > p->max_seq || reqs[r].len + n_new > TOKENS_MAX) {
-            printf("MODEL error: request %" PRIu32 ": prompt of %" PRIu32 " tokens plus %"
-                   PRIu32 " new passes the plan's max_seq (%" PRIu32 ")\n", r, reqs[r].len,
-                   n_new, p->max_seq);
+        if ((uint64_t)reqs[r].ctx + reqs[r].len + n_new > p->max_seq) {
+            printf("MODEL error: request %" PRIu32 ": %" PRIu32 " held positions, a prompt of %"
+                   PRIu32 " tokens plus %" PRIu32 " new pass the plan's max_seq (%" PRIu32
+                   ")\n", r, reqs[r].ctx, reqs[r].len, n_new, p->max_seq);
             return NPU_ERR_RANGE;
         }
     }
@@ -144,15 +181,16 @@ static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec
         struct request *q = &reqs[r];
         if (t < q->start || q->generated == n_new)
             continue;
-        uint32_t pos = q->done_prompt < q->len ? q->done_prompt : q->len + q->generated - 1;
+        uint32_t at = q->done_prompt < q->len ? q->done_prompt : q->len + q->generated - 1;
+        uint32_t pos = q->ctx + at;
         uint32_t count = q->done_prompt < q->len ? q->len - q->done_prompt : 1;
         count = count < budget ? count : budget;
         budget -= count;
         /* request r's cache: the r-th max_seq positions' worth of ring rows (no pool
            blocks: these images are planned without one) */
         runs[n++] = (struct exec_run){ .req = r, .pos = pos, .count = count,
-                                       .tokens = &q->tokens[pos],
-                                       .wants_token = pos + count >= q->len,
+                                       .tokens = &q->tokens[at],
+                                       .wants_token = at + count >= q->len,
                                        .ring_row = r * npu_kv_local_rows(mc.m.plan,
                                                                           mc.m.plan->max_seq) };
     }
@@ -202,8 +240,8 @@ int main(void)
     int rc = model_core_setup(&mc);
     if (rc == NPU_ERR_NOTFOUND)
         return report_done(NPU_EXIT_OK); /* outside the plan */
-    uint32_t nreq = rc == NPU_OK ? parse_requests() : 0;
     uint32_t n_new = bootarg_u32("new", 16);
+    uint32_t nreq = rc == NPU_OK && n_new ? parse_requests(n_new) : 0;
     if (rc == NPU_OK && (nreq == 0 || n_new == 0))
         rc = NPU_ERR_INVAL;
     if (rc == NPU_OK)

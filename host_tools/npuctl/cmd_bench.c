@@ -381,6 +381,8 @@ static int bench_one_image(const struct npuctl_run_opts *o, const struct bench_k
 
 int npuctl_cmd_bench(int argc, char **argv)
 {
+    if (argc > 0 && !strcmp(argv[0], "model"))
+        return bench_model(argc - 1, argv + 1);
     struct npuctl_run_opts o;
     char err[NPUCTL_ERR_MAX];
     if (npuctl_parse_run_args(NPUCTL_MODE_BENCH, argc, argv, &o, err, sizeof(err))) {

@@ -76,4 +76,7 @@ int bench_report_coll(const struct bench_output *out);
 /* npuctl bench host: runs everything itself; returns the exit status. */
 int bench_host(const struct npuctl_run_opts *o);
 
+/* npuctl bench model (cmd_bench_model.c): argv after the word "model". */
+int bench_model(int argc, char **argv);
+
 #endif

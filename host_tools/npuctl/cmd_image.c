@@ -191,7 +191,7 @@ static int parse_image_args(int argc, char **argv, struct npuctl_image_opts *o, 
 }
 
 /* NAME -> models/configs/NAME.toml or models/tiny/NAME.toml; a path is used as it is. */
-static void resolve_model(const char *model, char *path, size_t len)
+void npuctl_resolve_model_path(const char *model, char *path, size_t len)
 {
     const char *src = npuctl_get_dir(NPUCTL_DIR_SOURCE);
     if (strchr(model, '/') || strstr(model, ".toml")) {
@@ -220,7 +220,7 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
     struct model_config cfg;
     struct chip_config chip;
     static char text[MODEL_CONFIG_TEXT_MAX];
-    resolve_model(o->model, mpath, sizeof(mpath));
+    npuctl_resolve_model_path(o->model, mpath, sizeof(mpath));
     if (kv_config_read(mpath, text, sizeof(text), err, sizeof(err)) ||
         model_config_parse(&cfg, text, mpath, err, sizeof(err)) ||
         npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), cpath,

@@ -193,6 +193,8 @@ struct npuctl_image_opts {
 };
 #define NPUCTL_IMAGE_UNKNOWN 100 /* npuctl_image_option: not a plan option */
 void npuctl_image_opts_init(struct npuctl_image_opts *o);
+/* NAME -> SRC/models/configs/NAME.toml, else SRC/models/tiny/NAME.toml; a path as it is. */
+void npuctl_resolve_model_path(const char *model, char *path, size_t len);
 /* One option and its value: 0, a usage error (printed), or NPUCTL_IMAGE_UNKNOWN. */
 int npuctl_image_option(struct npuctl_image_opts *o, const char *opt, const char *v);
 /* Plans and builds; the plan report goes to summary (may be NULL); *model gets the config. */

@@ -1,0 +1,364 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl bench model (docs/benchmarks.md, "bench model"): named step shapes of a model, each
+ * planned, built and run in performance mode as one iteration (the model image's
+ * prompt_len / requests / context bootargs), measured against the whole-chip lower bound of
+ * npu_bound.h, which comes from the model and chip configs and the shape alone.
+ *
+ * Per shape it prints the chip time of the iteration (rank 0's `MODEL done ... chip_us`,
+ * which starts after the resident weights are loaded), the bound and its two terms, their
+ * ratio, each engine kind's busy time over the run summed over all cores as a share of
+ * cores x run time (from the machine's stats file), HBM bytes moved against the least the
+ * bound counts, and rank 0's categories (`MODEL layers=all`).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "chip_config.h"
+#include "cmd_bench.h"
+#include "model_config.h"
+#include "npu_bound.h"
+#include "npu_image.h"
+#include "npu_layout.h"
+#include "npu_memmap.h"
+#include "npuctl.h"
+
+struct shape {
+    const char *name;
+    struct npu_bound_shape s;
+};
+
+/* The issue's named shapes: prefill chunks at two contexts, a long prefill, two decodes. */
+static const struct shape shapes[] = {
+    { "prefill-512", { 1, 512, 0 } },
+    { "prefill-512-ctx8k", { 1, 512, 8192 } },
+    { "prefill-2048", { 1, 2048, 0 } },
+    { "decode-b8-ctx4k", { 8, 1, 4096 } },
+    { "decode-b64-ctx1k", { 64, 1, 1024 } },
+};
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+struct bench_model_opts {
+    struct npuctl_image_opts image;
+    const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
+    const char *only;           /* --shapes a,b */
+    uint32_t timeout_s;
+};
+
+/* What one run measured. */
+struct measured {
+    double chip_us;             /* the iteration */
+    double cat_us[5];           /* attn, ffn, coll, weights, other (rank 0) */
+    double run_ps;              /* the whole run (stats file) */
+    double busy_ps[4];          /* matrix, vector, dma, noc: summed over the cores */
+    double hbm_bytes;
+    uint32_t cores;
+};
+
+static bool shape_selected(const struct bench_model_opts *o, const char *name)
+{
+    if (!o->only)
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = o->only; (p = strstr(p, name)); p += n)
+        if ((p == o->only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+static int parse_args(int argc, char **argv, struct bench_model_opts *o)
+{
+    npuctl_image_opts_init(&o->image);
+    o->image.req.mode = NPU_IMAGE_PERFORMANCE;
+    o->timeout_s = 3600;
+    for (int i = 0; i < argc; i += 2) {
+        const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v || (v[0] == '-' && v[1] == '-'))
+            return npuctl_usage_error("bench model: %s needs a value", opt);
+        if (!strcmp(opt, "--out"))
+            o->out = v;
+        else if (!strcmp(opt, "--shapes"))
+            o->only = v;
+        else if (!strcmp(opt, "--timeout")) {
+            char *end;
+            unsigned long t = strtoul(v, &end, 10);
+            if (*end || t == 0 || t > 604800)
+                return npuctl_usage_error("bench model: --timeout '%s' (1..604800 s)", v);
+            o->timeout_s = (uint32_t)t;
+        }
+        else if (!strcmp(opt, "--mode") || !strcmp(opt, "--max-batch") ||
+                 !strcmp(opt, "--max-tokens") || !strcmp(opt, "--max-seq"))
+            return npuctl_usage_error("bench model: %s is set by each shape", opt);
+        else {
+            int rc = npuctl_image_option(&o->image, opt, v);
+            if (rc == NPUCTL_IMAGE_UNKNOWN)
+                return npuctl_usage_error("bench model: unknown option '%s' (npuctl help "
+                                          "bench)", opt);
+            if (rc)
+                return rc;
+        }
+    }
+    if (!o->image.model)
+        return npuctl_usage_error("bench model: --model NAME|PATH is required");
+    for (size_t i = 0; o->only && i < NSHAPES; i++)
+        if (shape_selected(o, shapes[i].name))
+            return 0;
+    if (o->only)
+        return npuctl_usage_error("bench model: --shapes '%s' names none of prefill-512, "
+                                  "prefill-512-ctx8k, prefill-2048, decode-b8-ctx4k, "
+                                  "decode-b64-ctx1k", o->only);
+    return 0;
+}
+
+/* The value after "KEY=" in line, or -1. */
+static double line_value(const char *line, const char *key)
+{
+    char pat[40];
+    snprintf(pat, sizeof(pat), " %s=", key);
+    const char *p = strstr(line, pat);
+    return p ? strtod(p + strlen(pat), NULL) : -1;
+}
+
+/* Rank 0's MODEL done and MODEL layers=all lines (the first of each: rank 0 prints them). */
+static int read_console(const char *path, struct measured *m)
+{
+    static const char *const cats[5] = { "attn_us", "ffn_us", "coll_us", "weights_us",
+                                         "other_us" };
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    bool done = false, layers = false;
+    while (fgets(line, sizeof(line), f)) {
+        if (!done && strstr(line, "] MODEL done ")) {
+            m->chip_us = line_value(line, "chip_us");
+            done = m->chip_us >= 0;
+        }
+        else if (!layers && (strstr(line, "] MODEL layers=all ") ||
+                             strstr(line, " layers=all attn_us="))) {
+            for (int c = 0; c < 5; c++)
+                m->cat_us[c] = line_value(line, cats[c]);
+            layers = true;
+        }
+    }
+    fclose(f);
+    return done ? 0 : -1;
+}
+
+static int read_stats(const char *path, struct measured *m)
+{
+    static const char *const kinds[4] = { "matrix", "vector", "dma", "noc" };
+    json_error_t je;
+    json_t *root = json_load_file(path, 0, &je), *cores;
+    if (!root)
+        return -1;
+    m->run_ps = json_number_value(json_object_get(root, "chip_time_ps"));
+    m->hbm_bytes = json_number_value(json_object_get(json_object_get(root, "total"),
+                                                     "hbm_bytes"));
+    cores = json_object_get(root, "cores");
+    m->cores = (uint32_t)json_array_size(cores);
+    for (size_t i = 0; i < json_array_size(cores); i++)
+        for (int k = 0; k < 4; k++)
+            m->busy_ps[k] += json_number_value(
+                json_object_get(json_object_get(json_array_get(cores, i), kinds[k]),
+                                "busy_ps"));
+    json_decref(root);
+    return m->run_ps > 0 && m->cores ? 0 : -1;
+}
+
+static int write_image(const char *path, const struct npu_built_image *img)
+{
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(img->data, 1, img->bytes, f) == img->bytes;
+    if (f && fclose(f))
+        ok = false;
+    return ok ? 0 : -1;
+}
+
+/* Plans and builds the shape's image into DIR/NAME.img; *h gets its header. */
+static int build_shape(const struct bench_model_opts *o, const struct shape *sh,
+                       const char *dir, struct model_config *cfg, struct npu_image_header *h)
+{
+    struct npuctl_image_opts io = o->image;
+    io.req.max_batch = sh->s.requests;
+    io.req.max_tokens = sh->s.requests * sh->s.rows;
+    io.req.max_seq = sh->s.context + sh->s.rows + 1;
+    struct npu_built_image img = { 0 };
+    int rc = npuctl_image_build(&io, &img, cfg, NULL);
+    if (rc)
+        return rc;
+    char path[NPUCTL_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/%s.img", dir, sh->name);
+    memcpy(h, img.data, sizeof(*h));
+    rc = write_image(path, &img);
+    free(img.data);
+    if (rc)
+        npuctl_print_error("bench model: cannot write %s: %s", path, strerror(errno));
+    return rc ? NPUCTL_EXIT_USAGE : 0;
+}
+
+/* Runs DIR/NAME.img for one iteration of the shape; console and stats into DIR. */
+static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
+                     const char *dir, const char *chip, struct measured *m)
+{
+    char img[NPUCTL_PATH_MAX], loader[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
+    char console[NPUCTL_PATH_MAX], append[200], timeout[16];
+    struct stat st;
+    snprintf(img, sizeof(img), "%s/%s.img", dir, sh->name);
+    if (stat(img, &st))
+        return NPUCTL_EXIT_USAGE;
+    snprintf(loader, sizeof(loader), "loader,file=%s,addr=%#" PRIx64 ",force-raw=on", img,
+             (uint64_t)NPU_MAP_HBM_BASE);
+    snprintf(stats, sizeof(stats), "stats=%s/%s.stats.json", dir, sh->name);
+    snprintf(console, sizeof(console), "%s/%s.console.log", dir, sh->name);
+    snprintf(append, sizeof(append), "prompt_len=%u requests=%u context=%u new=1 "
+             "image_bytes=%lld", sh->s.rows, sh->s.requests, sh->s.context,
+             (long long)st.st_size);
+    snprintf(timeout, sizeof(timeout), "%u", o->timeout_s);
+    char *args[] = { "model", "--chip", (char *)chip, "--mode", "performance", "--timeout",
+                     timeout, "--", "-device", loader, "-machine", stats, "-append", append };
+    int rc = npuctl_run_captured((int)(sizeof(args) / sizeof(args[0])), args, console, NULL,
+                                 NULL);
+    if (rc) {
+        npuctl_print_error("bench model: %s: the run failed (exit %d); its console: %s",
+                           sh->name, rc, console);
+        return rc;
+    }
+    snprintf(stats, sizeof(stats), "%s/%s.stats.json", dir, sh->name);
+    if (read_console(console, m) || read_stats(stats, m)) {
+        npuctl_print_error("bench model: %s: no MODEL done line or stats in %s", sh->name,
+                           dir);
+        return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void print_header(const struct bench_model_opts *o, const struct npu_image_header *h)
+{
+    printf("bench model: %s on %s (performance), tp %u, %u stage(s), routing %s",
+           h->model_name, h->chip_name, h->plan.tp, h->plan.stages,
+           h->plan.routing == NPU_ROUTING_SKEWED ? "skewed" : "uniform");
+    if (h->plan.routing == NPU_ROUTING_SKEWED)
+        printf(":%.3f", h->plan.routing_skew_milli / 1000.0);
+    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s  %9s %9s  %s\n", "shape", "chip ms",
+           "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%", "noc%", "HBM GB",
+           "least GB", "attn/ffn/coll/weights/other ms (rank 0)");
+    (void)o;
+}
+
+static void print_row(const struct shape *sh, const struct measured *m,
+                      const struct npu_bound *b)
+{
+    double chip_ms = m->chip_us / 1e3, share = m->cores * m->run_ps;
+    printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f  %9.3f %9.3f  "
+           "%.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
+           b->matrix_s * 1e3, b->hbm_s * 1e3, b->bound_s > 0 ? m->chip_us / 1e6 / b->bound_s : 0,
+           100 * m->busy_ps[0] / share, 100 * m->busy_ps[1] / share,
+           100 * m->busy_ps[2] / share, 100 * m->busy_ps[3] / share, m->hbm_bytes / 1e9,
+           b->hbm_bytes / 1e9, m->cat_us[0] / 1e3, m->cat_us[1] / 1e3, m->cat_us[2] / 1e3,
+           m->cat_us[3] / 1e3, m->cat_us[4] / 1e3);
+}
+
+/* The bound of the shape on the chip the image was built for. */
+static int shape_bound(const char *chip_name, const struct model_config *cfg,
+                       const struct npu_image_header *h, const struct shape *sh,
+                       struct npu_bound *b)
+{
+    char path[NPUCTL_PATH_MAX], err[512];
+    struct chip_config chip;
+    if (npuctl_resolve_chip_path(chip_name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path,
+                                 sizeof(path), err, sizeof(err)) ||
+        chip_config_load(&chip, path, err, sizeof(err))) {
+        npuctl_print_error("bench model: %s", err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    const struct npu_bound_opts bo = {
+        .elem_bytes = npu_dtype_bytes(h->plan.dtype),
+        .skew_milli = h->plan.routing == NPU_ROUTING_SKEWED ? h->plan.routing_skew_milli : 0,
+        .seed = h->plan.routing_seed };
+    return npu_bound_step(cfg, &chip, &sh->s, &bo, b) ? NPUCTL_EXIT_USAGE : 0;
+}
+
+/* Whether the shape's positions fit the model (else a line says why it is skipped). */
+static bool shape_fits(const struct bench_model_opts *o, const struct shape *sh)
+{
+    char path[NPUCTL_PATH_MAX], err[512];
+    struct model_config cfg;
+    npuctl_resolve_model_path(o->image.model, path, sizeof(path));
+    if (model_config_load(&cfg, path, err, sizeof(err)))
+        return true; /* the build names the problem */
+    uint64_t need = (uint64_t)sh->s.context + sh->s.rows + 1;
+    if (need <= cfg.max_position)
+        return true;
+    printf("%-18s skipped: %" PRIu64 " positions pass %s's max_position %u\n", sh->name, need,
+           cfg.name, cfg.max_position);
+    return false;
+}
+
+static int bench_one_shape(const struct bench_model_opts *o, const struct shape *sh,
+                           const char *dir, bool *header)
+{
+    if (!shape_fits(o, sh))
+        return 0;
+    struct model_config cfg;
+    struct npu_image_header h;
+    struct measured m = { 0 };
+    struct npu_bound b;
+    const char *chip = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
+    int rc = build_shape(o, sh, dir, &cfg, &h);
+    rc = rc ? rc : shape_bound(chip, &cfg, &h, sh, &b);
+    rc = rc ? rc : run_shape(o, sh, dir, chip, &m);
+    if (rc)
+        return rc;
+    if (!*header)
+        print_header(o, &h), *header = true;
+    print_row(sh, &m, &b);
+    fflush(stdout);
+    return 0;
+}
+
+/* The temp dir: the shapes' images, consoles and stats files, then the dir. */
+static void remove_files(const char *dir)
+{
+    static const char *const ext[3] = { "img", "console.log", "stats.json" };
+    char path[NPUCTL_PATH_MAX];
+    for (size_t i = 0; i < NSHAPES; i++)
+        for (int e = 0; e < 3; e++) {
+            snprintf(path, sizeof(path), "%s/%s.%s", dir, shapes[i].name, ext[e]);
+            remove(path);
+        }
+    if (rmdir(dir))
+        npuctl_print_error("bench model: could not remove %s: %s", dir, strerror(errno));
+}
+
+int bench_model(int argc, char **argv)
+{
+    struct bench_model_opts o = { 0 };
+    int rc = parse_args(argc, argv, &o);
+    if (rc)
+        return rc;
+    char tmp[] = "/tmp/npuctl-bench-model-XXXXXX";
+    const char *dir = o.out;
+    if (dir && mkdir(dir, 0777) && errno != EEXIST) {
+        npuctl_print_error("bench model: cannot create %s: %s", dir, strerror(errno));
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (!dir && !(dir = mkdtemp(tmp))) {
+        npuctl_print_error("bench model: cannot create a directory in /tmp");
+        return NPUCTL_EXIT_USAGE;
+    }
+    bool header = false;
+    for (size_t i = 0; i < NSHAPES && rc == 0; i++)
+        if (shape_selected(&o, shapes[i].name))
+            rc = bench_one_shape(&o, &shapes[i], dir, &header);
+    if (!o.out)
+        remove_files(dir);
+    return rc;
+}
