@@ -59,6 +59,20 @@ npu_target_test(bench.unknown EXIT 2
   STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives or host\\)"
   CMD ${NPUCTL} bench frob)
 
-foreach(t gemm dma noc collectives host noc.mesh-4x4)
+
+# bench model on the tiny MoE model over a 4x4 mesh: the table, a measured row beside its
+# bound, and the shapes the model cannot hold skipped with the reason.
+npu_target_test(bench.model EXIT 0 TIMEOUT 120
+  EXPECT "^bench model: tiny-moe on mesh-4x4 \\(performance\\), tp 16, 1 stage\\(s\\), routing uniform$"
+         "^shape +chip ms +bound ms +matrix +hbm +x bound +mat% +vec% +dma% +noc%"
+         "^prefill-512 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ "
+         "^decode-b8-ctx4k +skipped: 4098 positions pass tiny-moe's max_position 1024$"
+  CMD ${NPUCTL} bench model --model tiny-moe --chip mesh-4x4 --tp 16 --timeout 100)
+foreach(t gemm dma noc collectives host noc.mesh-4x4 model)
   set_tests_properties(target.bench.${t} PROPERTIES LABELS "target;bench")
 endforeach()
+
+# The model image's context= holds positions it never computed: refused in functional mode.
+npu_target_test(model.context-functional EXIT 1
+  EXPECT "MODEL error: context=8 needs a performance-mode image"
+  CMD ${CMAKE_CURRENT_SOURCE_DIR}/model_context.sh ${NPUCTL})
