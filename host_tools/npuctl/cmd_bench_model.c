@@ -29,6 +29,7 @@
 #include "npu_layout.h"
 #include "npu_memmap.h"
 #include "npuctl.h"
+#include "rt/lines.h"
 
 struct shape {
     const char *name;
@@ -117,34 +118,29 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     return 0;
 }
 
-/* The value after "KEY=" in line, or -1. */
-static double line_value(const char *line, const char *key)
-{
-    char pat[40];
-    snprintf(pat, sizeof(pat), " %s=", key);
-    const char *p = strstr(line, pat);
-    return p ? strtod(p + strlen(pat), NULL) : -1;
-}
-
-/* Rank 0's MODEL done and MODEL layers=all lines (the first of each: rank 0 prints them). */
+/* Rank 0's MODEL done line and its first `layers=all` row (rank 0 prints them), read with
+   the console-line protocol's decoder (rt/lines.h). */
 static int read_console(const char *path, struct measured *m)
 {
-    static const char *const cats[5] = { "attn_us", "ffn_us", "coll_us", "weights_us",
-                                         "other_us" };
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
+    static struct lines_line ln;
     char line[4096];
     bool done = false, layers = false;
     while (fgets(line, sizeof(line), f)) {
-        if (!done && strstr(line, "] MODEL done ")) {
-            m->chip_us = line_value(line, "chip_us");
-            done = m->chip_us >= 0;
+        const char *text = lines_find(line);
+        if (!text || lines_parse(text, &ln, NULL, 0))
+            continue;
+        if (ln.kind == LINES_MODEL_DONE && !done) {
+            m->chip_us = ln.v.model_done.chip_us;
+            done = true;
         }
-        else if (!layers && (strstr(line, "] MODEL layers=all ") ||
-                             strstr(line, " layers=all attn_us="))) {
-            for (int c = 0; c < 5; c++)
-                m->cat_us[c] = line_value(line, cats[c]);
+        else if (ln.kind == LINES_MODEL_ROW && !layers && !ln.v.model_row.absent.layers) {
+            const struct lines_model_row *r = &ln.v.model_row;
+            const double cats[5] = { r->attn_us, r->ffn_us, r->coll_us, r->weights_us,
+                                     r->other_us };
+            memcpy(m->cat_us, cats, sizeof(cats));
             layers = true;
         }
     }
