@@ -164,9 +164,14 @@ static int check_requests(uint32_t nreq, uint32_t n_new)
                 return NPU_ERR_RANGE;
             }
         if ((uint64_t)reqs[r].ctx + reqs[r].len + n_new > p->max_seq) {
-            printf("MODEL error: request %" PRIu32 ": %" PRIu32 " held positions, a prompt of %"
-                   PRIu32 " tokens plus %" PRIu32 " new pass the plan's max_seq (%" PRIu32
-                   ")\n", r, reqs[r].ctx, reqs[r].len, n_new, p->max_seq);
+            if (reqs[r].ctx)
+                printf("MODEL error: request %" PRIu32 ": %" PRIu32 " held positions, a prompt "
+                       "of %" PRIu32 " tokens plus %" PRIu32 " new pass the plan's max_seq (%"
+                       PRIu32 ")\n", r, reqs[r].ctx, reqs[r].len, n_new, p->max_seq);
+            else
+                printf("MODEL error: request %" PRIu32 ": prompt of %" PRIu32 " tokens plus %"
+                       PRIu32 " new passes the plan's max_seq (%" PRIu32 ")\n", r, reqs[r].len,
+                       n_new, p->max_seq);
             return NPU_ERR_RANGE;
         }
     }
