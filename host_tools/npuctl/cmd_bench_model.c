@@ -304,11 +304,15 @@ static int bench_one_shape(const struct bench_model_opts *o, const struct shape 
     if (!shape_fits(o, sh))
         return 0;
     struct model_config cfg;
-    struct npu_image_header h;
+    struct npu_image_header h = { 0 };
     struct measured m = { 0 };
     struct npu_bound b;
     const char *chip = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
     int rc = build_shape(o, sh, dir, &cfg, &h);
+    if (rc == NPUCTL_EXIT_USAGE && !h.magic) { /* the planner refused it, and said why */
+        printf("%-18s not planned: the planner's reason is above\n", sh->name);
+        return 0;
+    }
     rc = rc ? rc : shape_bound(chip, &cfg, &h, sh, &b);
     rc = rc ? rc : run_shape(o, sh, dir, chip, &m);
     if (rc)
@@ -334,10 +338,30 @@ static void remove_files(const char *dir)
         npuctl_print_error("bench model: could not remove %s: %s", dir, strerror(errno));
 }
 
+/* The model and chip configs load (so that a shape left unplanned is the planner's
+   refusal, not a typo). */
+static int check_configs(const struct bench_model_opts *o)
+{
+    char path[NPUCTL_PATH_MAX], err[512];
+    struct model_config cfg;
+    struct chip_config chip;
+    const char *chip_name = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
+    npuctl_resolve_model_path(o->image.model, path, sizeof(path));
+    if (model_config_load(&cfg, path, err, sizeof(err)) ||
+        npuctl_resolve_chip_path(chip_name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path,
+                                 sizeof(path), err, sizeof(err)) ||
+        chip_config_load(&chip, path, err, sizeof(err))) {
+        npuctl_print_error("bench model: %s", err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
 int bench_model(int argc, char **argv)
 {
     struct bench_model_opts o = { 0 };
     int rc = parse_args(argc, argv, &o);
+    rc = rc ? rc : check_configs(&o);
     if (rc)
         return rc;
     char tmp[] = "/tmp/npuctl-bench-model-XXXXXX";
