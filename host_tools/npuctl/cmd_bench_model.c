@@ -48,6 +48,8 @@ static const struct shape shapes[] = {
 
 struct bench_model_opts {
     struct npuctl_image_opts image;
+    struct model_config model;  /* the model and the chip, loaded once (load_configs) */
+    struct chip_config chip;
     const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
     const char *only;           /* --shapes a,b */
     uint32_t timeout_s;
@@ -262,39 +264,25 @@ static void print_row(const struct shape *sh, const struct measured *m,
            m->cat_us[3] / 1e3, m->cat_us[4] / 1e3);
 }
 
-/* The bound of the shape on the chip the image was built for. */
-static int shape_bound(const char *chip_name, const struct model_config *cfg,
-                       const struct npu_image_header *h, const struct shape *sh,
-                       struct npu_bound *b)
+/* The bound of the shape on the chip, with the built image's element size and routing. */
+static int shape_bound(const struct bench_model_opts *o, const struct npu_image_header *h,
+                       const struct shape *sh, struct npu_bound *b)
 {
-    char path[NPUCTL_PATH_MAX], err[512];
-    struct chip_config chip;
-    if (npuctl_resolve_chip_path(chip_name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path,
-                                 sizeof(path), err, sizeof(err)) ||
-        chip_config_load(&chip, path, err, sizeof(err))) {
-        npuctl_print_error("bench model: %s", err);
-        return NPUCTL_EXIT_USAGE;
-    }
     const struct npu_bound_opts bo = {
         .elem_bytes = npu_dtype_bytes(h->plan.dtype),
         .skew_milli = h->plan.routing == NPU_ROUTING_SKEWED ? h->plan.routing_skew_milli : 0,
         .seed = h->plan.routing_seed };
-    return npu_bound_step(cfg, &chip, &sh->s, &bo, b) ? NPUCTL_EXIT_USAGE : 0;
+    return npu_bound_step(&o->model, &o->chip, &sh->s, &bo, b) ? NPUCTL_EXIT_USAGE : 0;
 }
 
 /* Whether the shape's positions fit the model (else a line says why it is skipped). */
 static bool shape_fits(const struct bench_model_opts *o, const struct shape *sh)
 {
-    char path[NPUCTL_PATH_MAX], err[512];
-    struct model_config cfg;
-    npuctl_resolve_model_path(o->image.model, path, sizeof(path));
-    if (model_config_load(&cfg, path, err, sizeof(err)))
-        return true; /* the build names the problem */
     uint64_t need = (uint64_t)sh->s.context + sh->s.rows + 1;
-    if (need <= cfg.max_position)
+    if (need <= o->model.max_position)
         return true;
     printf("%-18s skipped: %" PRIu64 " positions pass %s's max_position %u\n", sh->name, need,
-           cfg.name, cfg.max_position);
+           o->model.name, o->model.max_position);
     return false;
 }
 
@@ -313,7 +301,7 @@ static int bench_one_shape(const struct bench_model_opts *o, const struct shape 
         printf("%-18s not planned: the planner's reason is above\n", sh->name);
         return 0;
     }
-    rc = rc ? rc : shape_bound(chip, &cfg, &h, sh, &b);
+    rc = rc ? rc : shape_bound(o, &h, sh, &b);
     rc = rc ? rc : run_shape(o, sh, dir, chip, &m);
     if (rc)
         return rc;
@@ -338,19 +326,17 @@ static void remove_files(const char *dir)
         npuctl_print_error("bench model: could not remove %s: %s", dir, strerror(errno));
 }
 
-/* The model and chip configs load (so that a shape left unplanned is the planner's
+/* Loads the model and chip configs once (so that a shape left unplanned is the planner's
    refusal, not a typo). */
-static int check_configs(const struct bench_model_opts *o)
+static int load_configs(struct bench_model_opts *o)
 {
     char path[NPUCTL_PATH_MAX], err[512];
-    struct model_config cfg;
-    struct chip_config chip;
     const char *chip_name = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
     npuctl_resolve_model_path(o->image.model, path, sizeof(path));
-    if (model_config_load(&cfg, path, err, sizeof(err)) ||
+    if (model_config_load(&o->model, path, err, sizeof(err)) ||
         npuctl_resolve_chip_path(chip_name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path,
                                  sizeof(path), err, sizeof(err)) ||
-        chip_config_load(&chip, path, err, sizeof(err))) {
+        chip_config_load(&o->chip, path, err, sizeof(err))) {
         npuctl_print_error("bench model: %s", err);
         return NPUCTL_EXIT_USAGE;
     }
@@ -361,10 +347,10 @@ int bench_model(int argc, char **argv)
 {
     struct bench_model_opts o = { 0 };
     int rc = parse_args(argc, argv, &o);
-    rc = rc ? rc : check_configs(&o);
+    rc = rc ? rc : load_configs(&o);
     if (rc)
         return rc;
-    char tmp[] = "/tmp/npuctl-bench-model-XXXXXX";
+    char tmp[] = "/tmp/npuctl-bench-model-XXXXXX"; /* mkdtemp's template */
     const char *dir = o.out;
     if (dir && mkdir(dir, 0777) && errno != EEXIST) {
         npuctl_print_error("bench model: cannot create %s: %s", dir, strerror(errno));
