@@ -6,7 +6,9 @@
  * knows the [size][buckets] matrix and computes every block's place; then each sender writes
  * its block for rank q straight into q's recv buffer, starting with q = rank + 1 and going
  * round (at any moment the ranks write to different destinations). The combine is the same
- * traffic backwards, from the receivers' recv buffers into the senders' send buffers.
+ * traffic backwards, from the receivers' recv buffers into the senders' send buffers. By
+ * bucket (plan.by_bucket), a receiver's buckets are contiguous: each (sender, bucket) block
+ * is written on its own, so a pair with several buckets costs several writes.
  */
 #include <stdio.h>
 #include <string.h>
@@ -43,6 +45,8 @@ static uint64_t send_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint
     return off;
 }
 
+/* Elements of q's buckets from every sender before sender i (by-sender layout), i.e. where
+   i's block for q starts in q's recv; recv_offset(p, size, q) is q's whole receive. */
 static uint64_t recv_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t q)
 {
     uint64_t off = 0;
@@ -51,16 +55,38 @@ static uint64_t recv_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint
     return off;
 }
 
-uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
-                                   uint32_t i, uint32_t b)
+/* Owner of bucket b. */
+static uint32_t owner_of(const struct noc_alltoallv_plan *p, uint32_t size, uint32_t b)
 {
     uint32_t q = 0;
     while (q + 1 < size && hi_of(p, q) <= b)
         q++;
-    uint64_t off = recv_offset(p, i, q);
-    for (uint32_t k = lo_of(p, q); k < b; k++)
-        off += p->counts[(uint64_t)i * p->buckets + k];
+    return q;
+}
+
+/* Element offset of sender i's elements of bucket b (owned by q) in q's recv. */
+static uint64_t bucket_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
+                                   uint32_t q, uint32_t i, uint32_t b)
+{
+    uint64_t off = 0;
+    if (!p->by_bucket) {
+        off = recv_offset(p, i, q);
+        for (uint32_t k = lo_of(p, q); k < b; k++)
+            off += p->counts[(uint64_t)i * p->buckets + k];
+        return off;
+    }
+    for (uint32_t k = lo_of(p, q); k < b; k++) /* q's earlier buckets, every sender's */
+        for (uint32_t s = 0; s < size; s++)
+            off += p->counts[(uint64_t)s * p->buckets + k];
+    for (uint32_t s = 0; s < i; s++)
+        off += p->counts[(uint64_t)s * p->buckets + b];
     return off;
+}
+
+uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
+                                   uint32_t i, uint32_t b)
+{
+    return bucket_recv_offset(p, size, owner_of(p, size, b), i, b);
 }
 
 /* FNV-1a of the bucket map: the ranks' maps must agree (the header's root). */
@@ -99,7 +125,7 @@ static void a2av_header(const struct noc_comm *c, struct coll_header *h, enum co
         h->fault = COLL_BAD_ARGS;
         return;
     }
-    h->root = map_hash(p->bucket_first, size);
+    h->root = map_hash(p->bucket_first, size) ^ (p->by_bucket ? 0x9e3779b9u : 0u);
     if ((uint64_t)size * p->buckets > NOC_M2N_PAIRS_MAX ||
         p->capacity < (uint64_t)size * p->buckets) {
         h->fault = COLL_BAD_COUNTS;
@@ -139,7 +165,43 @@ static int a2av_check_capacity(const struct noc_comm *c, const struct noc_alltoa
     return NPU_OK;
 }
 
-/* Dispatch: this rank's block for every q, into q's recv. Combine: every sender's block in
+/* Segments that arrive for the blocks sender i writes to q (dispatch), or q sends back to i
+   (combine): one block per (i, q), or per (i, bucket) by bucket. */
+static uint32_t pair_segments(const struct noc_comm *c, const struct noc_alltoallv_plan *p,
+                              uint32_t i, uint32_t q, uint64_t eb)
+{
+    if (!p->by_bucket)
+        return coll_segments(c, block_count(p, i, q) * eb);
+    uint32_t n = 0;
+    for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++)
+        n += coll_segments(c, p->counts[(uint64_t)i * p->buckets + b] * eb);
+    return n;
+}
+
+/* The blocks between sender i's send buffer (at `send`) and q's recv (at `recv`), in the
+   dispatch's direction or back. */
+static void emit_pair(struct coll_stream *st, const struct noc_alltoallv_plan *p, uint32_t i,
+                      uint32_t q, bool combine, uint64_t send, uint64_t recv, uint64_t eb,
+                      uint32_t dst_core)
+{
+    const uint32_t size = st->c->group.size;
+    if (!p->by_bucket) {
+        uint64_t s = send + send_offset(p, i, q) * eb, r = recv + recv_offset(p, i, q) * eb;
+        coll_emit_block(st, combine ? r : s, combine ? s : r, block_count(p, i, q) * eb,
+                        dst_core);
+        return;
+    }
+    uint64_t s = send + send_offset(p, i, q) * eb;
+    for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++) {
+        uint64_t n = p->counts[(uint64_t)i * p->buckets + b] * eb;
+        uint64_t r = recv + bucket_recv_offset(p, size, q, i, b) * eb;
+        if (n)
+            coll_emit_block(st, combine ? r : s, combine ? s : r, n, dst_core);
+        s += n;
+    }
+}
+
+/* Dispatch: this rank's blocks for every q, into q's recv. Combine: every sender's blocks in
    this rank's recv, back into the sender's send buffer. */
 static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p, bool combine,
                      enum npu_dtype dt)
@@ -153,15 +215,10 @@ static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p, boo
     for (uint32_t s = 1; s <= size; s++) {
         uint32_t q = (me + s) % size; /* ... and this rank itself last */
         if (!combine)
-            coll_emit_block(&st, h[me].buf + send_offset(p, me, q) * eb,
-                            h[q].buf2 + recv_offset(p, me, q) * eb, block_count(p, me, q) * eb,
-                            c->group.core[q]);
+            emit_pair(&st, p, me, q, false, h[me].buf, h[q].buf2, eb, c->group.core[q]);
         else
-            coll_emit_block(&st, h[me].buf2 + recv_offset(p, q, me) * eb,
-                            h[q].buf + send_offset(p, q, me) * eb, block_count(p, q, me) * eb,
-                            c->group.core[q]);
-        arrivals += coll_segments(c, (combine ? block_count(p, me, q) : block_count(p, q, me)) *
-                                         eb);
+            emit_pair(&st, p, q, me, true, h[q].buf, h[me].buf2, eb, c->group.core[q]);
+        arrivals += combine ? pair_segments(c, p, me, q, eb) : pair_segments(c, p, q, me, eb);
     }
     *coll_arrive_expect(c) += arrivals;
     return coll_stream_finish(&st);

@@ -70,9 +70,10 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     }
     if (c->num_layers > EXEC_LAYERS_MAX || c->num_experts > 256 ||
         (uint64_t)p->tile_rows * (c->experts_per_token ? c->experts_per_token : 1) > 8192u ||
+        (uint64_t)(p->moe_rows + p->tp - 1) / p->tp * c->experts_per_token > 8192u ||
         c->num_experts > 128) {
         printf("MODEL error: %s: this firmware takes at most %u layers, 128 experts and "
-               "tile_rows x top-k 8192\n", c->name, EXEC_LAYERS_MAX);
+               "tile_rows (or an EP group's slice) x top-k 8192\n", c->name, EXEC_LAYERS_MAX);
         return NPU_ERR_RANGE;
     }
     m->buf.eb = npu_dtype_bytes(p->dtype);
@@ -185,10 +186,12 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
+    /* EP MoE runs over groups of moe_rows (the residual rows are then in SRAM) */
+    const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     int rc = NPU_OK;
-    for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += m->plan->tile_rows) {
+    for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
         static struct exec_tile tile;
-        uint32_t n = rows - t0 < m->plan->tile_rows ? rows - t0 : m->plan->tile_rows;
+        uint32_t n = rows - t0 < step ? rows - t0 : step;
         make_tile(runs, nruns, t0, n, &tile);
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
         tile.xt = m->buf.x_in_sram ? x : m->buf.a.xt;

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The MoE op under expert parallelism (plan partition ep, tp = p > 1 ranks; docs/images.md,
- * "Expert parallelism"). Rank r holds whole experts [rE/p, (r+1)E/p) and owns a slice of the
- * tile's rows, [r S, r S + S) with S = ceil(n / p):
+ * "Expert parallelism"), over a group of n <= moe_rows rows (the whole iteration's rows when
+ * they fit: "MoE groups"). Rank r holds whole experts [rE/p, (r+1)E/p) and owns a slice of the
+ * group's rows, [r S, r S + S) with S = ceil(n / p):
  *   1. route: RMSNorm, router and top-k of its slice only (nobody else knows these choices);
  *   2. dispatch: its rows, sorted by expert (hence by owner), go over the NoC to the ranks
  *      holding their experts (noc_alltoallv_dispatch; the per-expert counts travel with it);
- *   3. serve: each rank gathers, per expert it holds, the rows every sender sent for it, runs
- *      one SwiGLU over them (grouped expert GEMM) and puts the outputs back where they came;
+ *   3. serve: the dispatch leaves each expert's rows from every sender as one run (its
+ *      by-bucket layout); each rank runs one SwiGLU per expert it holds over that run
+ *      (grouped expert GEMM) and writes the outputs over it, where the combine reads them;
  *   4. combine: the outputs go back to the slice owners (noc_alltoallv_combine), which weight
  *      them and sum each row's k slots in top-k order (the reference's order);
  *   5. all-gather of the slices' outputs; every rank adds them to the residual rows.
@@ -38,7 +40,8 @@ static struct noc_alltoallv_plan dispatch_plan(const struct exec_model *m)
         owner_first[q] = npu_plan_expert_first(m->plan, E, q);
     return (struct noc_alltoallv_plan){ .buckets = E, .bucket_first = owner_first,
                                         .counts = counts_store,
-                                        .capacity = NOC_M2N_PAIRS_MAX };
+                                        .capacity = NOC_M2N_PAIRS_MAX,
+                                        .by_bucket = true }; /* an expert's rows: one run */
 }
 
 bool exec_moe_ep_owns(const struct exec_model *m)
@@ -94,29 +97,10 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     return rc;
 }
 
-/* Copies expert e's blocks of every sender between ep_recv and gather (in one direction or
-   the other); returns its rows. */
-static uint32_t move_expert_rows(struct exec_model *m, const struct noc_alltoallv_plan *plan,
-                                 uint32_t e, bool to_gather)
-{
-    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
-    const uint64_t row = (uint64_t)d * m->buf.eb;
-    uint32_t at = 0;
-    for (uint32_t i = 0; i < m->tp; i++) {
-        uint32_t rows = plan->counts[i * E + e] / d;
-        if (rows == 0)
-            continue;
-        uint64_t in_recv = m->buf.a.ep_recv +
-                           noc_alltoallv_recv_offset(plan, m->tp, i, e) * m->buf.eb;
-        uint64_t in_gather = (to_gather ? m->buf.a.gather : m->buf.a.eout) + at * row;
-        exec_copy(m, to_gather ? in_gather : in_recv, to_gather ? in_recv : in_gather, rows,
-                  row, row, row);
-        at += rows;
-    }
-    return at;
-}
-
-/* Step 3: every expert this rank holds, over the rows dispatched to it. */
+/* Step 3: every expert this rank holds, over every row of the group dispatched to it. The
+   dispatch left each expert's rows as one run of ep_recv (by bucket), so the expert's
+   SwiGLU reads them there and writes its outputs over them (the up projections have read
+   them by then): no gather, no scatter. */
 static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_alltoallv_plan *plan)
 {
     const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
@@ -128,15 +112,18 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_allt
         m->acct.expert_tokens[(uint64_t)l * E + e] += elems / d;
     }
     for (uint32_t e = g->block0; e < g->block0 + g->blocks; e++) {
-        uint32_t ne = move_expert_rows(m, plan, e, true);
-        if (ne == 0)
+        uint64_t elems = 0;
+        for (uint32_t i = 0; i < m->tp; i++)
+            elems += plan->counts[i * E + e];
+        if (elems == 0)
             continue;
+        const uint64_t rows = m->buf.a.ep_recv +
+                              noc_alltoallv_recv_offset(plan, m->tp, 0, e) * m->buf.eb;
         exec_stage_expert(m, l, e);
-        int rc = exec_swiglu(m, l, m->buf.a.eout, m->buf.a.gather, ne, true, e,
+        int rc = exec_swiglu(m, l, rows, rows, (uint32_t)(elems / d), true, e,
                              m->cfg->moe_intermediate_size, true); /* whole expert */
         if (rc != NPU_OK)
             return rc;
-        move_expert_rows(m, plan, e, false);
     }
     return exec_flush(m);
 }

@@ -124,7 +124,12 @@ struct npu_plan {
     uint32_t kv_split;
     uint32_t comm_segment;       /* bytes per pipelining segment of the collectives: a
                                     multiple of 4 in [64, NOC_COMM_SEGMENT_MAX] */
-    uint32_t reserved;           /* 0 */
+    /* Rows of one MoE group under expert parallelism: the MoE op routes, dispatches, runs
+       each expert over every row routed to it and combines, over groups of up to moe_rows
+       of the iteration's rows at once (docs/images.md, "MoE groups"), so an expert's
+       weights pass its matrix engine once per group, not once per tile. tile_rows without
+       EP (or with tp 1); with EP >= tile_rows, and > tile_rows only with x_in_sram. */
+    uint32_t moe_rows;
 };
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */

@@ -17,7 +17,8 @@
 #include "npu_image.h"
 
 struct npu_act_layout {
-    uint64_t xt, xb, xb2;          /* [T][d] eb: residual tile, normed, block output */
+    uint64_t xt, xb, xb2;          /* [T][d] eb: residual tile, normed, block output (xb:
+                                      [max(T, S)][d], S the slice of an EP MoE group) */
     uint64_t q, attn;              /* [T][qd] eb */
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
@@ -31,18 +32,20 @@ struct npu_act_layout {
                                       attention keeps the sums there: one all-reduce) */
     uint64_t gmax;                 /* split attention: [tp][heads x T] fp32, every rank's
                                       row maxima (all-gather); else empty */
-    uint64_t hb, hb2;              /* [T][max(ff, mff)] eb */
-    uint64_t probs;                /* [T][E] fp32: router */
-    uint64_t topk_val, topk_idx;   /* [T][k] fp32, uint32 */
-    uint64_t rweight;              /* [T][k] fp32: 1 / (weight of a row's choice) */
+    uint64_t hb, hb2;              /* [max(T x ff, G x mff)] eb, G = moe_rows under EP
+                                      (else T): the FFN's or one expert's hidden rows */
+    uint64_t probs;                /* [R][E] fp32: router, R = max(T, S) */
+    uint64_t topk_val, topk_idx;   /* [R][k] fp32, uint32 */
+    uint64_t rweight;              /* [R][k] fp32: 1 / (weight of a row's choice) */
     uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
     uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs
                                       (EP: [S][k][d], the rank's slice) */
-    /* Expert parallelism over p > 1 ranks (else empty): a rank routes its slice of S =
-       ceil(T / p) rows and serves the rows routed to its experts (at most min(k, ceil(E /
-       p)) per row of the tile). */
+    /* Expert parallelism over p > 1 ranks (else empty): the MoE runs over groups of G =
+       max(T, moe_rows) rows; a rank routes its slice of S = ceil(G / p) rows and serves the
+       rows routed to its experts (at most min(k, ceil(E / p)) per row of the group), which
+       arrive expert by expert (the dispatch's by-bucket layout) and are computed in place. */
     uint64_t ep_send;              /* [S x k][d] eb: the slice's rows by expert, then results */
-    uint64_t ep_recv;              /* [T x min(k, ceil(E / p))][d] eb: rows for its experts */
+    uint64_t ep_recv;              /* [G x min(k, ceil(E / p))][d] eb: rows for its experts */
     uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
     uint64_t ep_counts;            /* uint32 [E]: elements the slice routes to each expert */
     uint64_t hx;                   /* [B][d] eb: each request's last row */

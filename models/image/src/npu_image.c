@@ -95,10 +95,16 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: kv_split %u is not 0 or 1",
                     p->kv_split);
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX ||
-        p->comm_segment % 4 || p->reserved)
+        p->comm_segment % 4)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: comm_segment %u is not a multiple of 4 "
-                    "in [64, %u] (or reserved %u is not 0)", p->comm_segment,
-                    NOC_COMM_SEGMENT_MAX, p->reserved);
+                    "in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);
+    const bool ep = npu_plan_is_ep(p) && p->tp > 1;
+    if (p->moe_rows < p->tile_rows || p->moe_rows > p->max_tokens ||
+        (p->moe_rows != p->tile_rows && (!ep || !p->x_in_sram)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: moe_rows %u is not tile_rows %u, or "
+                    "not in [tile_rows, max_tokens %u] with expert parallelism over tp > 1 "
+                    "and the residual rows in SRAM", p->moe_rows, p->tile_rows,
+                    p->max_tokens);
     return NPU_OK;
 }
 

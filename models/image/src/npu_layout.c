@@ -28,7 +28,10 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     const uint64_t e = c->num_experts ? c->num_experts : 1;
     const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
     uint64_t at = 0;
-    o->xt = take(&at, t * d * eb), o->xb = take(&at, t * d * eb), o->xb2 = take(&at, t * d * eb);
+    const uint64_t gs = npu_plan_is_ep(p) && p->tp > 1 && p->moe_rows > t
+                          ? (p->moe_rows + p->tp - 1) / p->tp : 0; /* an EP group's slice */
+    o->xt = take(&at, t * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
+    o->xb2 = take(&at, t * d * eb);
     o->q = take(&at, t * qd * eb), o->attn = take(&at, t * qd * eb);
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
     o->positions = take(&at, t * 4);
@@ -41,17 +44,23 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->rsum = take(&at, nh * t * 4);
     o->acc = take(&at, t * qd * 4 + nh * t * 4);
     o->gmax = take(&at, npu_kv_is_split(p) ? (uint64_t)p->tp * nh * t * 4 : 0);
-    o->hb = take(&at, t * ff * eb), o->hb2 = take(&at, t * ff * eb);
-    o->probs = take(&at, t * e * 4);
-    o->topk_val = take(&at, t * k * 4), o->topk_idx = take(&at, t * k * 4);
-    o->rweight = take(&at, t * k * 4);
-    o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
+    /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
+       / p) of them and serves the rows routed to its experts, at most g per expert (a row
+       picks an expert once) and g x min(k, ceil(E / p)) in all. */
     const uint64_t p_ep = npu_plan_is_ep(p) && p->tp > 1 ? p->tp : 0;
-    const uint64_t slice = p_ep ? (t + p_ep - 1) / p_ep : 0;
+    const uint64_t g = p_ep && p->moe_rows > t ? p->moe_rows : t;
+    const uint64_t slice = p_ep ? (g + p_ep - 1) / p_ep : 0;
+    const uint64_t rr = slice > t ? slice : t; /* rows the router and top-k see */
+    const uint64_t mff = c->moe_intermediate_size, hbe = t * ff > g * mff ? t * ff : g * mff;
+    o->hb = take(&at, hbe * eb), o->hb2 = take(&at, hbe * eb);
+    o->probs = take(&at, rr * e * 4);
+    o->topk_val = take(&at, rr * k * 4), o->topk_idx = take(&at, rr * k * 4);
+    o->rweight = take(&at, rr * k * 4);
+    o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
     o->combine = take(&at, (p_ep ? slice : t) * k * d * eb); /* EP: the rank's slice only */
     const uint64_t per_rank = p_ep ? (e + p_ep - 1) / p_ep : 0;
     o->ep_send = take(&at, slice * k * d * eb);
-    o->ep_recv = take(&at, t * (k < per_rank ? k : per_rank) * d * eb);
+    o->ep_recv = take(&at, g * (k < per_rank ? k : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
     o->ep_counts = take(&at, p_ep ? e * 4 : 0);
     o->hx = take(&at, b * d * eb);

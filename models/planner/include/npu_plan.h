@@ -31,6 +31,8 @@ struct npu_plan_request {
     uint32_t max_batch, max_tokens, max_seq; /* 0: defaults (8, 512, 4096 capped by the
                                                 model's max_position) */
     uint32_t tile_rows, kv_block;       /* 0: defaults (64, 256) */
+    uint32_t moe_rows;                  /* rows of an EP MoE group (npu_plan.moe_rows); 0:
+                                           the most that fit, up to max_tokens */
     uint32_t attn_block;                /* positions per attention step, a multiple of
                                            kv_block (0: kv_block) */
     uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks

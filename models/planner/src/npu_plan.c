@@ -275,6 +275,21 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
     return NPU_OK;
 }
 
+/* MoE groups (npu_plan.moe_rows): with expert parallelism the whole iteration's rows by
+   default (the planner halves them if the buffers do not fit); else the tile. */
+static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
+{
+    struct npu_plan *p = &pl->plan;
+    const bool ep = npu_plan_is_ep(p) && p->tp > 1;
+    if (req->moe_rows && (!ep || req->moe_rows < p->tile_rows ||
+                          req->moe_rows > p->max_tokens))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "moe_rows %u: MoE groups need expert "
+                    "parallelism over tp > 1 and tile_rows %u <= moe_rows <= max_tokens %u",
+                    req->moe_rows, p->tile_rows, p->max_tokens);
+    p->moe_rows = !ep ? p->tile_rows : req->moe_rows ? req->moe_rows : p->max_tokens;
+    return NPU_OK;
+}
+
 /* Iteration shape and element type. */
 static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
 {
@@ -380,9 +395,10 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
         if (gemm_used(pl->cfg, (enum npu_gemm)g))
             fprintf(f, " %s=%s", npu_gemm_name((enum npu_gemm)g),
                     npu_partition_name((enum npu_partition)p->partition[g]));
-    fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows; %u positions "
-            "per request, KV blocks of %u, attention steps of %u%s\n", p->max_batch,
-            p->max_tokens, p->tile_rows, p->max_seq, p->kv_block, p->attn_block,
+    fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows, MoE groups of "
+            "%u; %u positions per request, KV blocks of %u, attention steps of %u%s\n",
+            p->max_batch, p->max_tokens, p->tile_rows, p->moe_rows, p->max_seq, p->kv_block,
+            p->attn_block,
             p->kv_split ? "; KV cache and attention split over the ranks" : "");
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
@@ -486,6 +502,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         rc = plan_shape(&pl, req);
     if (rc == NPU_OK)
         rc = plan_partitions(&pl, req);
+    if (rc == NPU_OK)
+        rc = plan_moe_rows(&pl, req);
     if (rc != NPU_OK)
         return rc;
     model_tensors_each(cfg, plan_tensor, &pl);
@@ -498,7 +516,13 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     if (!cores || !ops)
         abort();
     rc = npu_planner_cores(&pl, cores, ops, &nops);
-    /* Default tile and block sizes shrink until the tile buffers fit a small core. */
+    /* A default MoE group halves down to the tile, then default tile and block sizes shrink,
+       until the buffers fit a small core. */
+    while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl.plan.moe_rows > pl.plan.tile_rows) {
+        pl.plan.moe_rows = pl.plan.moe_rows / 2 > pl.plan.tile_rows ? pl.plan.moe_rows / 2
+                                                                    : pl.plan.tile_rows;
+        rc = npu_planner_cores(&pl, cores, ops, &nops);
+    }
     while (rc == NPU_ERR_NOMEM) {
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
         if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl.plan.max_batch)
@@ -510,6 +534,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         }
         if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
+        if (!req->moe_rows || !npu_plan_is_ep(&pl.plan) || pl.plan.tp == 1)
+            pl.plan.moe_rows = pl.plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(&pl, cores, ops, &nops);
     }
     if (rc == NPU_OK)

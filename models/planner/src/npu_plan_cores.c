@@ -306,6 +306,10 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
     int rc = plan_stage_groups(pl, groups);
     if (rc == NPU_OK)
         rc = plan_ranks_sram(pl, groups, cores, &act);
+    if (rc == NPU_OK && p->moe_rows > p->tile_rows && !p->x_in_sram)
+        rc = fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: MoE groups of %u rows need "
+                  "the residual rows in SRAM, and they do not fit beside the rest: use a "
+                  "smaller --moe-rows", pl->cfg->name, pl->chip->name, p->moe_rows);
     if (rc != NPU_OK)
         return rc;
     if (p->weights_resident) {

@@ -156,7 +156,9 @@ int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
  * order: rank q owns [bucket_first[q], bucket_first[q + 1]). Every rank's send buffer holds
  * its buckets one after another (bucket 0 first, counts[b] elements each). Dispatch leaves in
  * rank q's recv, sender by sender (0, 1, ...), that sender's elements of q's buckets in
- * bucket order; noc_alltoallv_recv_offset finds them. The count matrix [size][buckets] is
+ * bucket order; with `by_bucket`, bucket by bucket instead (every sender's elements of the
+ * bucket, sender 0 first), so each of q's buckets is one contiguous run of rows, as a grouped
+ * expert GEMM reads them. noc_alltoallv_recv_offset finds them in either layout. The count matrix [size][buckets] is
  * kept in `plan` (the caller's storage); the combine sends every block back from recv to
  * where it came from in the sender's send buffer. Every rank passes the same bucket_first.
  */
@@ -165,6 +167,8 @@ struct noc_alltoallv_plan {
     const uint32_t *bucket_first; /* [size + 1]: 0, ..., buckets (non-decreasing) */
     uint32_t *counts;             /* [size][buckets], filled by dispatch */
     uint32_t capacity;            /* entries of counts */
+    bool by_bucket;               /* recv layout: bucket-major (else sender-major); the same
+                                     on every rank */
 };
 struct noc_alltoallv_args {
     const uint32_t *counts;       /* dispatch: buckets entries (in this core's SRAM) */

@@ -266,15 +266,31 @@ static uint64_t a2av_receive(const struct coll_case *cs, const struct noc_alltoa
     return bad;
 }
 
-/* Buckets over the ranks unevenly (count 1: fewer buckets than ranks, so some own none). */
-static void run_alltoallv(const struct coll_case *cs, uint64_t buf, uint64_t recv)
+/* By bucket, each of q's buckets must be one run: sender i + 1's elements right after i's. */
+static uint64_t a2av_bucket_runs(const struct noc_alltoallv_plan *p)
+{
+    const uint32_t size = case_group.size, q = case_comm.rank;
+    uint64_t bad = 0, at = 0;
+    for (uint32_t b = p->bucket_first[q]; b < p->bucket_first[q + 1]; b++)
+        for (uint32_t i = 0; i < size; i++) {
+            bad += noc_alltoallv_recv_offset(p, size, i, b) != at;
+            at += p->counts[i * p->buckets + b];
+        }
+    return bad;
+}
+
+/* Buckets over the ranks unevenly (count 1: fewer buckets than ranks, so some own none);
+   the receive layout by sender, then by bucket. */
+static void run_alltoallv_layout(const struct coll_case *cs, uint64_t buf, uint64_t recv,
+                                 bool by_bucket)
 {
     const uint32_t size = case_group.size, rank = case_comm.rank;
     const uint32_t buckets = cs->count == 1 ? (size + 1) / 2 : size + size / 2 + 1;
     for (uint32_t q = 0; q <= size; q++)
         a2av_first[q] = q * buckets / size;
     struct noc_alltoallv_plan plan = { .buckets = buckets, .bucket_first = a2av_first,
-                                       .counts = plan_store, .capacity = NOC_M2N_PAIRS_MAX };
+                                       .counts = plan_store, .capacity = NOC_M2N_PAIRS_MAX,
+                                       .by_bucket = by_bucket };
     struct noc_alltoallv_args a = { .counts = a2av_counts, .send = buf, .recv = recv,
                                     .recv_capacity = region_bytes() / 4, .dtype = cs->dtype };
     uint64_t sent = 0, bad = 0;
@@ -286,15 +302,22 @@ static void run_alltoallv(const struct coll_case *cs, uint64_t buf, uint64_t rec
     }
     int rc = noc_alltoallv_dispatch(&case_comm, &a, &plan);
     if (rc == NPU_OK)
-        bad += a2av_receive(cs, &plan, recv);
+        bad += a2av_receive(cs, &plan, recv) + (by_bucket ? a2av_bucket_runs(&plan) : 0);
     if (rc == NPU_OK)
         rc = noc_alltoallv_combine(&case_comm, &a, &plan);
     for (uint32_t b = 0, at = 0; rc == NPU_OK && b < buckets; at += a2av_count(cs, rank, b++))
         for (uint64_t e = 0; e < a2av_count(cs, rank, b); e++)
             bad += coll_load(buf, at + e, cs->dtype) != -coll_val(rank * 1000 + b, e);
     expect(rc == NPU_OK && bad == 0, cs->kind, "alltoallv %s %ux%u count %" PRIu64 ", %u "
-           "buckets: rc %d, %" PRIu64 " wrong elements", noc_placement_name(cs->placement),
-           cs->rows, cs->cols, cs->count, buckets, rc, bad);
+           "buckets, by %s: rc %d, %" PRIu64 " wrong elements",
+           noc_placement_name(cs->placement), cs->rows, cs->cols, cs->count, buckets,
+           by_bucket ? "bucket" : "sender", rc, bad);
+}
+
+static void run_alltoallv(const struct coll_case *cs, uint64_t buf, uint64_t recv)
+{
+    run_alltoallv_layout(cs, buf, recv, false);
+    run_alltoallv_layout(cs, buf, recv, true);
 }
 
 void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
