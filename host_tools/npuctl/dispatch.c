@@ -98,6 +98,8 @@ static const struct npuctl_command commands[] = {
       "  --moe-rows G          rows of one MoE group under expert parallelism: the\n"
       "                        experts run over every row of a group routed to them\n"
       "                        (default: max-tokens, halved until it fits)\n"
+      "  --expert-slots N      EP: staged experts stream through N buffers of one\n"
+      "                        expert matrix each, loaded ahead of their GEMMs (default 3)\n"
       "  --attn-block A        positions per attention step, a multiple of the KV block\n"
       "                        (default: the KV block); larger steps mean fewer, larger\n"
       "                        GEMMs and vector ops over long contexts\n"

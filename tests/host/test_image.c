@@ -892,7 +892,7 @@ static void check_stage_maps(const struct model *m, const struct npu_plan_chip *
                     (ts[i].rank == NPU_IMAGE_IDLE || ts[i].rank == core->rank))
                     t[ts[i].kind] = &ts[i];
             struct npu_stage_map map;
-            npu_stage_map_layer(t, &map);
+            npu_stage_map_layer(t, h->plan.expert_slots, &map);
             assert_true(map.bytes <= core->sram_stage_bytes);
             largest = map.bytes > largest ? map.bytes : largest;
             uint64_t end = 0; /* shares in kind order, each after the one before */
@@ -904,7 +904,14 @@ static void check_stage_maps(const struct model *m, const struct npu_plan_chip *
                 end = map.off[k] + t[k]->blocks * t[k]->block_bytes;
             }
             assert_true(end <= map.experts && map.experts % 64 == 0);
-            if (t[MT_E_GATE]) {
+            if (t[MT_E_GATE] && h->plan.expert_slots) { /* the ring: slots of a matrix */
+                assert_int_equal(map.expert_slots, 0);
+                assert_int_equal(map.ring_slots, t[MT_E_GATE]->blocks ? h->plan.expert_slots : 0);
+                for (uint32_t k = MT_E_GATE; k <= MT_E_DOWN; k++)
+                    assert_true(map.ring_span >= t[k]->block_bytes);
+                assert_int_equal(map.ring_span % 64, 0);
+                assert_int_equal(map.bytes, map.experts + map.ring_span * map.ring_slots);
+            } else if (t[MT_E_GATE]) {
                 assert_int_equal(map.expert_slots, t[MT_E_GATE]->blocks);
                 assert_true(map.off[MT_E_UP] >= t[MT_E_GATE]->block_bytes);
                 assert_true(map.off[MT_E_DOWN] >= map.off[MT_E_UP] + t[MT_E_UP]->block_bytes);
@@ -927,6 +934,8 @@ static void test_stage_map(void **state)
     req = request(16, NPU_PART_MN, NPU_IMAGE_PERFORMANCE); /* experts whole, per rank */
     req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.stream_weights = 1;
+    check_stage_maps(&moe, &mesh4x4, req); /* the default expert ring */
+    req.expert_slots = 1;
     check_stage_maps(&moe, &mesh4x4, req);
     req = request(8, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
     req.stream_weights = 1, req.stages = 2;

@@ -186,6 +186,21 @@ struct exec_weights {
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
                                               planner sized the buffer with the same map) */
     uint8_t expert_staged[256];
+    /* The expert ring (npu_plan.expert_slots, EP with staged experts): each expert matrix a
+       GEMM reads is loaded into the next slot by a DMA outside the serial chain, which waits
+       only until the slot's previous reader is done and counts itself on SEM_WLOAD; the GEMM
+       waits for that count as well as for the chain (docs/images.md, "Expert ring"). */
+    struct {
+        uint32_t loads;                    /* loads issued (SEM_WLOAD's final value) */
+        uint32_t next;                     /* the slot the next load takes */
+        uint32_t free_at[NPU_EXPERT_SLOTS_MAX]; /* chain steps after its last reader */
+        uint32_t ticket, slot;             /* the next GEMM waits for load `ticket` (0:
+                                              none) and is the last reader of `slot` */
+        struct {                           /* what a slot holds: a matrix still there is */
+            const struct npu_image_tensor *t; /* not loaded again (NULL: nothing) */
+            uint32_t block, ticket;
+        } held[NPU_EXPERT_SLOTS_MAX];
+    } ring;
 };
 
 /* Accounting: where chip time is charged (layer, category), the statistics, the counts of

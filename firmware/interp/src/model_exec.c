@@ -13,17 +13,19 @@
 #include "npu/wait.h"
 
 #define SEM_STEP 1u
+#define SEM_WLOAD 7u /* +1 per expert-ring load landed (6 is RT_SEM_GATHER) */
 #define CHAIN_MAX 256u
 
 /* The chain being built: engine scratch of this core (run by exec_flush), not model state,
-   so not in struct exec_model. */
+   so not in struct exec_model. `nside` of its descriptors are outside the serial order
+   (expert-ring loads): they neither wait for the one before nor count on SEM_STEP. */
 static struct npu_desc chain[CHAIN_MAX];
-static uint32_t nchain;
+static uint32_t nchain, nside;
 
 /* The sync of the next descriptor: start after the previous one, count itself when done. */
 static struct engine_sync next_sync(struct exec_model *m)
 {
-    uint32_t index = m->acct.steps + nchain;
+    uint32_t index = m->acct.steps + nchain - nside;
     return (struct engine_sync){
         .wait = index > 0, .wait_sem = SEM_STEP, .wait_value = index,
         .signal = true, .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_STEP,
@@ -53,8 +55,8 @@ int exec_flush(struct exec_model *m)
         print_chain(m, rc);
         return rc;
     }
-    m->acct.steps += nchain;
-    nchain = 0;
+    m->acct.steps += nchain - nside;
+    nchain = nside = 0;
     return hal_sem_wait(SEM_STEP, m->acct.steps);
 }
 
@@ -133,8 +135,15 @@ void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_
                                       : NPU_MATRIX_OP_GEMM_BF16_BF16;
     struct matrix_gemm_desc_args g = {
         .op = op, .a = a, .b = b, .c = c, .m = rows, .n = n, .k = k, .lda = lda, .ldb = ldb,
-        .ldc = ldc, .trans_b = trans_b, .accumulate = accumulate, .sync = next_sync(m),
+        .ldc = ldc, .trans_b = trans_b, .accumulate = accumulate,
     };
+    g.sync = next_sync(m); /* (a full chain run by push keeps the index: steps + nchain) */
+    if (m->w.ring.ticket) { /* it reads an expert matrix the ring loads */
+        g.sync.wait2 = true, g.sync.wait2_sem = SEM_WLOAD;
+        g.sync.wait2_value = m->w.ring.ticket;
+        m->w.ring.free_at[m->w.ring.slot] = g.sync.wait_value + 1;
+        m->w.ring.ticket = 0;
+    }
     matrix_gemm_desc(push(m), &g);
 }
 
@@ -201,7 +210,7 @@ uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tenso
 void exec_stage_layer(struct exec_model *m, uint32_t l)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    npu_stage_map_layer(m->w.t[l], &m->w.map);
+    npu_stage_map_layer(m->w.t[l], m->plan->expert_slots, &m->w.map);
     assert(m->w.map.bytes <= m->w.stage_bytes && "the planner sized it with the same map");
     for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
         const struct npu_image_tensor *t = m->w.t[l][kind];
@@ -219,11 +228,53 @@ static uint64_t expert_slot_addr(const struct exec_model *m, uint32_t slot,
     return m->w.stage + m->w.map.experts + slot * m->w.map.expert_span + m->w.map.off[kind];
 }
 
+/* Staged experts go through the ring (npu_plan.expert_slots)? */
+static bool ring_on(const struct exec_model *m, const struct npu_image_tensor *t)
+{
+    return m->w.map.ring_slots && t->sram_off == NPU_IMAGE_NOWHERE;
+}
+
+/* Loads block `block` (an expert id) of t into the ring's next slot, outside the chain: it
+   waits until the slot's last reader is done and counts itself on SEM_WLOAD; the next GEMM
+   (exec_gemm) waits for it. A matrix still in a slot is not loaded again within the
+   iteration (a rank whose experts fit the ring loads each once per layer and iteration,
+   however many MoE groups).
+   Returns the slot's address. */
+static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_image_tensor *t,
+                          uint32_t block)
+{
+    const uint64_t slots = m->w.stage + m->w.map.experts;
+    for (uint32_t h = 0; h < m->w.map.ring_slots; h++)
+        if (m->w.ring.held[h].t == t && m->w.ring.held[h].block == block) { /* still there */
+            m->w.ring.ticket = m->w.ring.held[h].ticket, m->w.ring.slot = h;
+            return slots + h * m->w.map.ring_span;
+        }
+    const uint32_t s = m->w.ring.next;
+    const uint64_t dst = slots + s * m->w.map.ring_span;
+    assert(t->block_bytes <= m->w.map.ring_span && t->block_bytes <= (1u << 30));
+    const uint32_t bytes = (uint32_t)t->block_bytes;
+    struct dma_copy_args a = {
+        .src = hbm(m, t->hbm_off) + (uint64_t)(block - t->block0) * t->block_bytes,
+        .dst = dst, .rows = 1, .row_bytes = bytes, .src_stride = bytes, .dst_stride = bytes,
+        .sync = { .wait = m->w.ring.free_at[s] > 0, .wait_sem = SEM_STEP,
+                  .wait_value = m->w.ring.free_at[s], .signal = true,
+                  .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_WLOAD,
+                  .signal_value = 1 } };
+    dma_copy_desc(push(m), &a);
+    nside++;
+    m->w.ring.ticket = ++m->w.ring.loads, m->w.ring.slot = s;
+    m->w.ring.held[s].t = t, m->w.ring.held[s].block = block;
+    m->w.ring.held[s].ticket = m->w.ring.ticket;
+    m->w.ring.next = (s + 1) % m->w.map.ring_slots;
+    m->acct.stats[l].expert_bytes += t->block_bytes;
+    return dst;
+}
+
 void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
 {
     const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
-    if (g->sram_off != NPU_IMAGE_NOWHERE || m->w.expert_staged[e])
-        return; /* resident, or already staged this iteration */
+    if (g->sram_off != NPU_IMAGE_NOWHERE || m->w.expert_staged[e] || ring_on(m, g))
+        return; /* resident, already staged this iteration, or loaded by its GEMMs */
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     assert(e >= g->block0 && e - g->block0 < g->blocks && "the expert is this rank's");
@@ -246,7 +297,8 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     block -= t->block0; /* EP: the rank's first expert is its block 0 */
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->buf.sram + t->sram_off + block * t->block_bytes;
-    (void)layer; /* the staged layer's: staging holds one layer at a time */
+    if (model_tensor_is_expert(kind) && ring_on(m, t))
+        return ring_load(m, layer, t, block + t->block0);
     if (model_tensor_is_expert(kind))
         return expert_slot_addr(m, block, kind);
     return kind == MT_LM_HEAD ? 0 : m->w.stage + m->w.map.off[kind];

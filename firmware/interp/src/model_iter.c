@@ -320,6 +320,9 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
     assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
            b->layer1 <= m->cfg->num_layers);
+    /* the expert ring keeps what it holds within an iteration only, so expert-load bytes
+       count each routed expert once per layer and iteration (as the reference does) */
+    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

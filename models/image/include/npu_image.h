@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 7u
+#define NPU_IMAGE_VERSION 8u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -130,7 +130,14 @@ struct npu_plan {
        weights pass its matrix engine once per group, not once per tile. tile_rows without
        EP (or with tp 1); with EP >= tile_rows, and > tile_rows only with x_in_sram. */
     uint32_t moe_rows;
+    /* Staged experts under expert parallelism stream through a ring of expert_slots buffers
+       of one expert matrix (gate, up or down) each, loaded ahead of the GEMMs that read them
+       (docs/images.md, "Expert ring"); 0: every expert the rank holds has its own slot of
+       all three (no EP, or tp 1). At most NPU_EXPERT_SLOTS_MAX. */
+    uint32_t expert_slots;
+    uint32_t reserved;           /* 0 */
 };
+#define NPU_EXPERT_SLOTS_MAX 8u
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
 struct npu_image_tensor {

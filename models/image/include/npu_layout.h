@@ -96,7 +96,8 @@ uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions);
 /* ---- Staging of one layer's weights (plans whose weights are not resident in SRAM)
  *
  * The staging buffer holds the rank's non-expert shares of one layer in tensor-kind order,
- * then one slot per expert the rank holds (its gate, up and down blocks); every piece is
+ * then one slot per expert the rank holds (its gate, up and down blocks), or with an expert
+ * ring (npu_plan.expert_slots) that many slots of one expert matrix each; every piece is
  * 64-byte aligned. The planner sizes the buffer with npu_stage_map_layer and the cores place
  * the shares with it, so the two cannot disagree. The embeddings, the final norm and the LM
  * head are not staged per layer.
@@ -107,11 +108,14 @@ struct npu_stage_map {
                                       offset within an expert slot; 0 where none */
     uint64_t experts;              /* offset of expert slot 0 (the end of the other shares) */
     uint64_t expert_span;          /* bytes of one expert slot */
-    uint32_t expert_slots;         /* the rank's experts in the layer */
-    uint64_t bytes;                /* the layer: experts + expert_span x expert_slots */
+    uint32_t expert_slots;         /* the rank's experts in the layer (0 with a ring) */
+    uint64_t ring_span;            /* expert ring (npu_plan.expert_slots): bytes of a slot, */
+    uint32_t ring_slots;           /* the largest expert matrix; slots (0: no ring) */
+    uint64_t bytes;                /* the layer: experts + the expert slots or the ring */
 };
-/* t[kind]: this rank's share of tensor kind `kind` of the layer, or NULL where it has none. */
+/* t[kind]: this rank's share of tensor kind `kind` of the layer, or NULL where it has none;
+   ring_slots: the plan's expert_slots. */
 void npu_stage_map_layer(const struct npu_image_tensor *const t[NPU_STAGE_KINDS],
-                         struct npu_stage_map *map);
+                         uint32_t ring_slots, struct npu_stage_map *map);
 
 #endif

@@ -105,6 +105,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "not in [tile_rows, max_tokens %u] with expert parallelism over tp > 1 "
                     "and the residual rows in SRAM", p->moe_rows, p->tile_rows,
                     p->max_tokens);
+    if (p->expert_slots > NPU_EXPERT_SLOTS_MAX || (p->expert_slots && !ep) || p->reserved)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: expert_slots %u is not in [0, %u], or "
+                    "not 0 without expert parallelism over tp > 1 (or reserved %u is not 0)",
+                    p->expert_slots, NPU_EXPERT_SLOTS_MAX, p->reserved);
     return NPU_OK;
 }
 

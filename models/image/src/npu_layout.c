@@ -132,7 +132,7 @@ static uint64_t stage_align(uint64_t bytes)
 }
 
 void npu_stage_map_layer(const struct npu_image_tensor *const t[NPU_STAGE_KINDS],
-                         struct npu_stage_map *map)
+                         uint32_t ring_slots, struct npu_stage_map *map)
 {
     memset(map, 0, sizeof(*map));
     uint64_t at = 0;
@@ -145,12 +145,18 @@ void npu_stage_map_layer(const struct npu_image_tensor *const t[NPU_STAGE_KINDS]
     }
     map->experts = at;
     const struct npu_image_tensor *g = t[MT_E_GATE], *u = t[MT_E_UP], *d = t[MT_E_DOWN];
-    if (g) {
+    if (g && ring_slots) { /* the expert ring: slots of the largest expert matrix */
+        assert(u && d && u->blocks == g->blocks && d->blocks == g->blocks);
+        uint64_t span = g->block_bytes > u->block_bytes ? g->block_bytes : u->block_bytes;
+        span = d->block_bytes > span ? d->block_bytes : span;
+        map->ring_span = stage_align(span);
+        map->ring_slots = g->blocks ? ring_slots : 0; /* a rank may hold no expert */
+    } else if (g) {
         assert(u && d && u->blocks == g->blocks && d->blocks == g->blocks);
         map->off[MT_E_UP] = stage_align(g->block_bytes);
         map->off[MT_E_DOWN] = map->off[MT_E_UP] + stage_align(u->block_bytes);
         map->expert_span = map->off[MT_E_DOWN] + stage_align(d->block_bytes);
         map->expert_slots = g->blocks;
     }
-    map->bytes = at + map->expert_span * map->expert_slots;
+    map->bytes = at + map->expert_span * map->expert_slots + map->ring_span * map->ring_slots;
 }

@@ -33,6 +33,8 @@ struct npu_plan_request {
     uint32_t tile_rows, kv_block;       /* 0: defaults (64, 256) */
     uint32_t moe_rows;                  /* rows of an EP MoE group (npu_plan.moe_rows); 0:
                                            the most that fit, up to max_tokens */
+    uint32_t expert_slots;              /* EP expert ring slots (npu_plan.expert_slots); 0:
+                                           3 with EP over tp > 1, else none */
     uint32_t attn_block;                /* positions per attention step, a multiple of
                                            kv_block (0: kv_block) */
     uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks

@@ -276,7 +276,8 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
 }
 
 /* MoE groups (npu_plan.moe_rows): with expert parallelism the whole iteration's rows by
-   default (the planner halves them if the buffers do not fit); else the tile. */
+   default (the planner halves them if the buffers do not fit); else the tile. The expert
+   ring (npu_plan.expert_slots) with expert parallelism. */
 static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
 {
     struct npu_plan *p = &pl->plan;
@@ -287,6 +288,13 @@ static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
                     "parallelism over tp > 1 and tile_rows %u <= moe_rows <= max_tokens %u",
                     req->moe_rows, p->tile_rows, p->max_tokens);
     p->moe_rows = !ep ? p->tile_rows : req->moe_rows ? req->moe_rows : p->max_tokens;
+    if (req->expert_slots && (!ep || req->expert_slots > NPU_EXPERT_SLOTS_MAX))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert_slots %u: the expert ring "
+                    "needs expert parallelism over tp > 1 and 1..%u slots", req->expert_slots,
+                    NPU_EXPERT_SLOTS_MAX);
+    /* three: a whole expert's gate, up and down in flight, the next one's loading as each
+       is read */
+    p->expert_slots = !ep ? 0 : req->expert_slots ? req->expert_slots : 3;
     return NPU_OK;
 }
 
@@ -406,6 +414,9 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
             p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
+    if (!p->weights_resident && p->expert_slots)
+        fprintf(f, "  experts: staged through a ring of %u slots of one expert matrix, loaded "
+                "ahead of their GEMMs\n", p->expert_slots);
     if (p->kv_sram_blocks)
         fprintf(f, "  KV cache: %u SRAM blocks of %u positions per core (%.2f MiB), ring of "
                 "%llu rows in %s\n", p->kv_sram_blocks, p->kv_block,

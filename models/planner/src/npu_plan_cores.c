@@ -38,7 +38,7 @@ static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint3
             t[x->kind] = x;
     }
     struct npu_stage_map map;
-    npu_stage_map_layer(t, &map);
+    npu_stage_map_layer(t, pl->plan.expert_slots, &map);
     return map.bytes;
 }
 
