@@ -110,13 +110,8 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_allt
         for (uint32_t i = 0; i < m->tp; i++)
             elems += plan->counts[i * E + e];
         m->acct.expert_tokens[(uint64_t)l * E + e] += elems / d;
-    }
-    for (uint32_t e = g->block0; e < g->block0 + g->blocks; e++) {
-        uint64_t elems = 0;
-        for (uint32_t i = 0; i < m->tp; i++)
-            elems += plan->counts[i * E + e];
-        if (elems == 0)
-            continue;
+        if (e < g->block0 || e >= g->block0 + g->blocks || elems == 0)
+            continue; /* not this rank's, or no rows */
         const uint64_t rows = m->buf.a.ep_recv +
                               noc_alltoallv_recv_offset(plan, m->tp, 0, e) * m->buf.eb;
         exec_stage_expert(m, l, e);
