@@ -175,7 +175,6 @@ struct exec_bufs {
     uint64_t x_all;                        /* residual rows (SRAM or HBM) */
     uint64_t kv_pool, kv_ring;             /* KV block pool (SRAM), ring (SRAM or HBM) */
     bool x_in_sram;
-    uint32_t ident_ld;                     /* a.ident is [ident_ld]^2: max(T, B) */
 };
 
 /* Weights: this rank's tensor shares, and what is staged of them (non-resident plans). */
@@ -200,6 +199,9 @@ struct exec_weights {
             const struct npu_image_tensor *t; /* not loaded again (NULL: nothing) */
             uint32_t block, ticket;
         } held[NPU_EXPERT_SLOTS_MAX];
+        bool backward;                     /* the next MoE group serves its experts from
+                                              the last: what the ring holds from the group
+                                              before comes first */
     } ring;
 };
 
@@ -395,8 +397,14 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate);
+/* Copies bytes from HBM in pieces the DMA takes (model_exec.c). */
+void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
+/* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
+   0 if it must be streamed from HBM (the LM head of a non-resident plan). */
+uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
+                         uint32_t layer, enum model_tensor_kind kind, uint32_t block);
 /* Y[T][N] = X[T][K] W^T with this rank's share of tensor (layer, kind), block `block`;
-   afterwards every rank holds all of Y. */
+   afterwards every rank holds all of Y (model_wgemm.c). */
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
                uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
                uint32_t k);
@@ -406,6 +414,10 @@ int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, ui
 void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
                       uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
                       uint32_t n, uint32_t ldx);
+/* q[T][qd], k[T][kvd], v[T][kvd] = X[T][K] (Wq | Wk | Wv)^T of layer `layer`: as three
+   exec_wgemm, but under MN or 2D with one GEMM and one collective for the three. */
+int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
+                   uint32_t rows, uint32_t layer);
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* In place: rank r's chunk of y (count elements) to every rank. */
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);

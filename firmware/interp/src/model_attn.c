@@ -370,18 +370,15 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, hd = c->head_dim, qd = c->num_heads * hd;
-    const uint32_t kvd = c->num_kv_heads * hd, n = tile->n, nkv = c->num_kv_heads;
+    const uint32_t n = tile->n, nkv = c->num_kv_heads;
     const uint32_t group = c->num_heads / nkv;
     const uint64_t eb = m->buf.eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
     const struct attn_state st = { .span = span, .rows = nkv * span,
                                    .l = a->acc + nkv * span * hd * 4 };
     exec_set_cat(m, EXEC_CAT_ATTN);
     exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), n, d);
-    int rc = exec_wgemm(m, NPU_GEMM_QKV, a->q, a->xb, n, l, MT_WQ, 0, qd, d);
-    if (rc == NPU_OK)
-        rc = exec_wgemm(m, NPU_GEMM_QKV, a->knew, a->xb, n, l, MT_WK, 0, kvd, d);
-    if (rc == NPU_OK)
-        rc = exec_wgemm(m, NPU_GEMM_QKV, a->vnew, a->xb, n, l, MT_WV, 0, kvd, d);
+    /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T */
+    int rc = exec_wgemm_qkv(m, a->q, a->knew, a->vnew, a->xb, n, l);
     if (rc == NPU_OK)
         rc = exec_flush(m); /* the positions buffer is rewritten next */
     if (rc != NPU_OK)

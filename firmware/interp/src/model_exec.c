@@ -180,8 +180,7 @@ static uint64_t hbm(const struct exec_model *m, uint64_t off)
     return (uint64_t)(uintptr_t)m->image + off;
 }
 
-/* Copies bytes from HBM in pieces the DMA takes. */
-static void load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
+void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
 {
     for (uint64_t at = 0; at < bytes; at += 1u << 30) {
         uint64_t piece = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
@@ -193,7 +192,7 @@ static void load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t
 static void load_share(struct exec_model *m, uint64_t dst, const struct npu_image_tensor *t,
                        uint64_t first_block, uint64_t blocks)
 {
-    load_rows(m, dst, hbm(m, t->hbm_off) + first_block * t->block_bytes,
+    exec_load_rows(m, dst, hbm(m, t->hbm_off) + first_block * t->block_bytes,
               blocks * t->block_bytes);
 }
 
@@ -288,9 +287,7 @@ void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)
     exec_set_cat(m, was);
 }
 
-/* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
-   0 if it must be streamed from HBM (the LM head of a non-resident plan). */
-static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *t,
+uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
                            uint32_t layer, enum model_tensor_kind kind, uint32_t block)
 {
     assert(block >= t->block0 && block - t->block0 < t->blocks && "a block this rank holds");
@@ -302,141 +299,4 @@ static uint64_t share_addr(struct exec_model *m, const struct npu_image_tensor *
     if (model_tensor_is_expert(kind))
         return expert_slot_addr(m, block, kind);
     return kind == MT_LM_HEAD ? 0 : m->w.stage + m->w.map.off[kind];
-}
-
-/*
- * This rank's part of Y for share rows [r0, r1) of W at w (the rows of a streamed chunk),
- * over the share's K columns [col0, col0 + cols) of x (MN: all of them). K gives Y[:, r0:r1]
- * (partial); MN and 2D give the share's output columns as Y^T rows into ytmp, the layout in
- * which they are the all-gather's chunks (one row: Y itself is that layout).
- */
-static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t x,
-                       uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
-                       uint32_t r1, uint32_t n, uint32_t k)
-{
-    const uint64_t eb = m->buf.eb, xs = x + (uint64_t)t->col0 * eb;
-    if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
-        exec_gemm(m, y + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n, true, false,
-                  false);
-    } else if (rows == 1) {                 /* one row: Y[0][row0 + r0 .. row0 + r1) */
-        exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, 1, r1 - r0, t->cols, k, t->cols, n,
-                  true, false, false);
-    } else {                                /* Y^T rows row0 + r0 .. into ytmp */
-        exec_gemm(m, m->buf.a.ytmp + (uint64_t)(t->row0 + r0) * rows * eb, w, xs, r1 - r0, rows,
-                  t->cols, t->cols, k, rows, true, false, false);
-    }
-}
-
-/* 2D: rank (i, j) holds its partial Y^T[N_i] over K_j; the all-reduce along grid row i (the
-   ranks of N_i) completes it, the all-gather along grid column j (one rank per N_i) brings
-   every block. A grid of one row or one column has one of the two to do. */
-static int complete_2d(struct exec_model *m, uint64_t yt, uint32_t rows, uint32_t n,
-                       const struct npu_image_tensor *t)
-{
-    int rc = NPU_OK;
-    if (m->plan->rect_cols > 1) {
-        struct noc_coll_args a = { .buf = yt + (uint64_t)t->row0 * rows * m->buf.eb,
-                                   .count = (uint64_t)t->rows * rows, .dtype = m->buf.dt };
-        rc = noc_allreduce_line(m->comm, &a, NOC_LINE_ROWS);
-    }
-    if (rc == NPU_OK && m->plan->rect_rows > 1) {
-        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
-        rc = noc_allgather_line(m->comm, &a, NOC_LINE_COLS);
-    }
-    return rc;
-}
-
-/* After the shares: the collectives that complete Y on every rank. */
-static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, uint32_t rows,
-                    uint32_t n, const struct npu_image_tensor *t)
-{
-    if (m->tp == 1)
-        return NPU_OK;
-    enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_COLL);
-    const uint64_t yt = rows == 1 ? y : m->buf.a.ytmp; /* where MN and 2D left Y^T */
-    int rc;
-    if (part == NPU_PART_K) {
-        struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
-        rc = noc_allreduce(m->comm, &a);
-    } else if (part == NPU_PART_MN) {
-        struct noc_coll_args a = { .buf = yt, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
-        rc = noc_allgather(m->comm, &a);
-    } else {
-        rc = complete_2d(m, yt, rows, n, t);
-    }
-    exec_set_cat(m, was);
-    if (rc == NPU_OK && part != NPU_PART_K && rows > 1) /* Y = I Y^T^T: back to rows */
-        exec_gemm(m, y, m->buf.a.ident, m->buf.a.ytmp, rows, n, rows, m->buf.ident_ld, rows, n,
-                  true, false, false);
-    return rc;
-}
-
-int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
-               uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
-               uint32_t k)
-{
-    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
-    const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
-    uint64_t w = share_addr(m, t, layer, kind, block);
-    if (w) {
-        share_gemm(m, part, y, x, w, rows, t, 0, t->rows, n, k);
-    } else { /* streamed through the staging buffer, as many rows as fit at a time */
-        const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
-        const uint32_t chunk = (uint32_t)(m->w.stage_bytes / row_bytes);
-        assert(chunk >= 1);
-        for (uint32_t r0 = 0; r0 < t->rows; r0 += chunk) {
-            uint32_t r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
-            exec_set_cat(m, EXEC_CAT_WEIGHTS);
-            load_rows(m, m->w.stage, hbm(m, t->hbm_off) + r0 * row_bytes, (r1 - r0) * row_bytes);
-            exec_set_cat(m, EXEC_CAT_OTHER);
-            share_gemm(m, part, y, x, m->w.stage, rows, t, r0, r1, n, k);
-        }
-    }
-    int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
-    return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
-}
-
-/* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
-   columns; K takes x as this rank's column slice (ldx apart) and gives a partial y[rows][n];
-   EP gives y[rows][n] of a whole expert. */
-void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
-                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
-                      uint32_t n, uint32_t ldx)
-{
-    const struct npu_image_tensor *t = m->w.t[layer][kind];
-    uint64_t w = share_addr(m, t, layer, kind, block);
-    assert(w && "local shares are staged or resident");
-    if (m->plan->partition[g] == NPU_PART_MN || m->plan->partition[g] == NPU_PART_EP)
-        exec_gemm(m, y, x, w, rows, t->rows, t->cols, ldx, t->cols, t->rows, true, false,
-                  false); /* EP: the whole expert, y[rows][n] complete for these rows */
-    else
-        exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
-}
-
-/* An all-reduce (or all-gather) over the ranks once the queued work is done. */
-static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
-                      enum npu_dtype dt)
-{
-    if (m->tp == 1)
-        return NPU_OK;
-    int rc = exec_flush(m);
-    if (rc != NPU_OK)
-        return rc;
-    enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_COLL);
-    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt };
-    rc = reduce ? noc_allreduce(m->comm, &a) : noc_allgather(m->comm, &a);
-    exec_set_cat(m, was);
-    return rc;
-}
-
-int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
-{
-    return exec_run_collective(m, true, y, count, dt);
-}
-
-int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
-{
-    return exec_run_collective(m, false, y, count, dt);
 }

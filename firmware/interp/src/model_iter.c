@@ -41,22 +41,6 @@ static void index_tensors(struct exec_model *m)
     }
 }
 
-static void write_identity(struct exec_model *m)
-{
-    const uint32_t n = m->buf.ident_ld;
-    uint8_t *id = (uint8_t *)(uintptr_t)m->buf.a.ident;
-    memset(id, 0, (size_t)n * n * m->buf.eb);
-    for (uint32_t i = 0; i < n; i++) {
-        if (m->buf.eb == 4) {
-            float one = 1.0f;
-            memcpy(id + ((size_t)i * n + i) * 4, &one, 4);
-        } else {
-            uint16_t one = num_fp32_to_bf16(1.0f);
-            memcpy(id + ((size_t)i * n + i) * 2, &one, 2);
-        }
-    }
-}
-
 int exec_init(struct exec_model *m, const struct npu_image_core *core)
 {
     const struct model_config *c = m->cfg;
@@ -91,12 +75,10 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.x_all = (p->x_in_sram ? m->buf.sram : hbm) + core->x_off;
     m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
-    m->buf.ident_ld = p->tile_rows > p->max_batch ? p->tile_rows : p->max_batch;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
     index_tensors(m);
     if (m->tp > 1 && npu_plan_is_ep(p) && !exec_moe_ep_owns(m))
         return NPU_ERR_FORMAT;
-    write_identity(m);
     m->acct.layer = c->num_layers;
     m->acct.cat = EXEC_CAT_OTHER;
     exec_rebase_cat(m);
@@ -323,6 +305,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     /* the expert ring keeps what it holds within an iteration only, so expert-load bytes
        count each routed expert once per layer and iteration (as the reference does) */
     memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
+    m->w.ring.backward = false;
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

@@ -100,15 +100,21 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
 /* Step 3: every expert this rank holds, over every row of the group dispatched to it. The
    dispatch left each expert's rows as one run of ep_recv (by bucket), so the expert's
    SwiGLU reads them there and writes its outputs over them (the up projections have read
-   them by then): no gather, no scatter. */
+   them by then): no gather, no scatter. Groups alternate the direction in which they walk
+   the experts: a ring too small for the rank's experts still holds the last ones served,
+   and the next group serves those first (a layer of G groups loads 3 x experts + (G - 1) x
+   max(0, 3 x experts - slots) matrices instead of G x 3 x experts). */
 static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_alltoallv_plan *plan)
 {
     const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, d = m->cfg->hidden_size;
-    for (uint32_t e = 0; e < E; e++) { /* the dispatch's matrix has every sender's choices */
+    const bool backward = m->w.ring.backward;
+    m->w.ring.backward = !backward;
+    for (uint32_t i = 0; i < E; i++) { /* the dispatch's matrix has every sender's choices */
+        const uint32_t e = backward ? E - 1 - i : i;
         uint64_t elems = 0; /* each count is rows x d: one division per expert, not per pair */
-        for (uint32_t i = 0; i < m->tp; i++)
-            elems += plan->counts[i * E + e];
+        for (uint32_t q = 0; q < m->tp; q++)
+            elems += plan->counts[q * E + e];
         m->acct.expert_tokens[(uint64_t)l * E + e] += elems / d;
         if (e < g->block0 || e >= g->block0 + g->blocks || elems == 0)
             continue; /* not this rank's, or no rows */

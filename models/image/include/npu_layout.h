@@ -51,8 +51,8 @@ struct npu_act_layout {
     uint64_t hx;                   /* [B][d] eb: each request's last row */
     uint64_t logits;               /* [B][V] eb */
     uint64_t argmax;               /* uint32 [B] */
-    uint64_t ident;                /* [I][I] eb, I = max(T, B): identity (MN transposes) */
-    uint64_t ytmp;                 /* eb: max(T x max(qd, d, ff), B x V), GEMM output^T */
+    uint64_t ytmp;                 /* eb: max(T x max(qd + 2 kvd, d, ff), B x V): an MN or
+                                      2D GEMM's chunks [rank][T][share] (q, k, v together) */
     uint64_t bytes;                /* the arena */
 };
 

@@ -66,10 +66,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->hx = take(&at, b * d * eb);
     o->logits = take(&at, b * c->vocab_size * eb);
     o->argmax = take(&at, b * 4);
-    const uint64_t id = t > b ? t : b;
-    uint64_t wide = qd > d ? qd : d;
+    uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
     wide = ff > wide ? ff : wide;
-    o->ident = take(&at, id * id * eb);
     o->ytmp = take(&at, t * wide > b * c->vocab_size ? t * wide * eb : b * c->vocab_size * eb);
     o->bytes = at;
 }

@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Weight GEMMs split over the tensor-parallel group, and the collectives that complete
+ * them (model_exec.h).
+ *
+ * MN and 2D: rank r computes Y's columns of its share, Y_r[T][n_r] = X[T][K] W_r^T, into
+ * its chunk of ytmp, [T][w] at ytmp + i T w (i: the share's index along N, w: the chunk's
+ * width). The all-gather (2D: after the all-reduce along the grid row) brings every chunk;
+ * 2-D copies then put each chunk's columns in place in Y[T][N] (unchunk). The copies run
+ * at SRAM bandwidth on the DMA engine: the earlier layout computed Y^T and turned it back
+ * with an identity GEMM, whose weight loads cost the matrix engine several thousand cycles
+ * per GEMM.
+ * q, k and v share one chunk ([T][n_q + n_k + n_v]), so one GEMM (when the shares lie one
+ * after the other, as staging places them) and one collective serve the three.
+ * Not modelled: overlap of the collective with the next GEMM (the chain is serial).
+ */
+#include <assert.h>
+
+#include "model_exec.h"
+#include "noc/collective.h"
+
+/* Index of the share along N, and how many shares N is split into (MN: tp, 2D: the grid's
+   rows). Shares are equal (the planner refuses other splits). */
+static uint32_t share_index(const struct npu_image_tensor *t)
+{
+    return t->row0 / t->rows;
+}
+
+static uint32_t share_parts(const struct exec_model *m, enum npu_partition part)
+{
+    return part == NPU_PART_MN ? m->tp : m->plan->rect_rows;
+}
+
+/*
+ * This rank's part of Y for share rows [r0, r1) of W at w (the rows of a streamed chunk),
+ * over the share's K columns [col0, col0 + cols) of x (MN: all of them). K gives Y[:, r0:r1]
+ * (partial); MN and 2D give the share's output columns into its chunk of ytmp ([rows][share
+ * rows]; one row: into Y itself, which is that layout).
+ */
+static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t x,
+                       uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
+                       uint32_t r1, uint32_t n, uint32_t k)
+{
+    const uint64_t eb = m->buf.eb, xs = x + (uint64_t)t->col0 * eb;
+    if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
+        exec_gemm(m, y + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n, true, false,
+                  false);
+    } else if (rows == 1) {                 /* one row: Y[0][row0 + r0 .. row0 + r1) */
+        exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, 1, r1 - r0, t->cols, k, t->cols, n,
+                  true, false, false);
+    } else {                                /* chunk[rows][share rows], columns r0 .. r1 */
+        const uint64_t chunk = m->buf.a.ytmp + (uint64_t)t->row0 * rows * eb;
+        exec_gemm(m, chunk + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, t->rows,
+                  true, false, false);
+    }
+}
+
+/* MN and 2D: the collectives that bring every rank's chunk of `chunk` elements (this rank's
+   is chunk i of yt). 2D: rank (i, j) holds a partial chunk over K_j; the all-reduce along
+   grid row i completes it, the all-gather along grid column j brings every chunk. */
+static int collect_chunks(struct exec_model *m, enum npu_partition part, uint64_t yt,
+                          uint32_t i, uint64_t chunk)
+{
+    const uint64_t all = chunk * share_parts(m, part);
+    if (part == NPU_PART_MN) {
+        struct noc_coll_args a = { .buf = yt, .count = all, .dtype = m->buf.dt };
+        return noc_allgather(m->comm, &a);
+    }
+    int rc = NPU_OK;
+    if (m->plan->rect_cols > 1) {
+        struct noc_coll_args a = { .buf = yt + i * chunk * m->buf.eb, .count = chunk,
+                                   .dtype = m->buf.dt };
+        rc = noc_allreduce_line(m->comm, &a, NOC_LINE_ROWS);
+    }
+    if (rc == NPU_OK && m->plan->rect_rows > 1) {
+        struct noc_coll_args a = { .buf = yt, .count = all, .dtype = m->buf.dt };
+        rc = noc_allgather_line(m->comm, &a, NOC_LINE_COLS);
+    }
+    return rc;
+}
+
+/* Y[rows][n] from `parts` chunks [rows][w] at yt (columns [off, off + n / parts) of chunk i
+   are Y's columns [i n / parts, ...)): one 2-D copy per chunk, or per row if fewer. */
+static void unchunk(struct exec_model *m, uint64_t y, uint64_t yt, uint32_t rows, uint32_t n,
+                    uint32_t parts, uint32_t w, uint32_t off)
+{
+    const uint64_t eb = m->buf.eb, ni = n / parts, cb = ni * eb;
+    if (parts <= rows)
+        for (uint64_t i = 0; i < parts; i++) /* chunk i: rows x ni, to columns i ni */
+            exec_copy(m, y + i * cb, yt + (i * rows * w + off) * eb, rows, cb, w * eb, n * eb);
+    else
+        for (uint64_t r = 0; r < rows; r++) /* row r: one piece of ni from every chunk */
+            exec_copy(m, y + r * n * eb, yt + (r * w + off) * eb, parts, cb,
+                      (uint64_t)rows * w * eb, cb);
+}
+
+/* After the shares: the collectives that complete Y on every rank. */
+static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, uint32_t rows,
+                    uint32_t n, const struct npu_image_tensor *t)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    int rc;
+    if (part == NPU_PART_K) {
+        struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
+        rc = noc_allreduce(m->comm, &a);
+    } else { /* one row: the chunks are Y's columns already */
+        rc = collect_chunks(m, part, rows == 1 ? y : m->buf.a.ytmp, share_index(t),
+                            (uint64_t)rows * t->rows);
+    }
+    exec_set_cat(m, was);
+    if (rc == NPU_OK && part != NPU_PART_K && rows > 1)
+        unchunk(m, y, m->buf.a.ytmp, rows, n, share_parts(m, part), t->rows, 0);
+    return rc;
+}
+
+int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
+               uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
+               uint32_t k)
+{
+    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
+    const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
+    uint64_t w = exec_share_addr(m, t, layer, kind, block);
+    if (w) {
+        share_gemm(m, part, y, x, w, rows, t, 0, t->rows, n, k);
+    } else { /* streamed through the staging buffer, as many rows as fit at a time */
+        const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+        const uint64_t src = (uint64_t)(uintptr_t)m->image + t->hbm_off;
+        const uint32_t chunk = (uint32_t)(m->w.stage_bytes / row_bytes);
+        assert(chunk >= 1);
+        for (uint32_t r0 = 0; r0 < t->rows; r0 += chunk) {
+            uint32_t r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
+            exec_set_cat(m, EXEC_CAT_WEIGHTS);
+            exec_load_rows(m, m->w.stage, src + r0 * row_bytes, (r1 - r0) * row_bytes);
+            exec_set_cat(m, EXEC_CAT_OTHER);
+            share_gemm(m, part, y, x, m->w.stage, rows, t, r0, r1, n, k);
+        }
+    }
+    int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
+    return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
+}
+
+/* The fused q, k and v shares (exec_wgemm_qkv): their chunk holds [rows][w], w = the three
+   share widths, q's columns first. One GEMM if the shares are one matrix in SRAM. */
+static void qkv_gemm(struct exec_model *m, const struct npu_image_tensor *const t[3],
+                     const uint64_t w[3], uint64_t x, uint32_t rows, uint32_t ldx)
+{
+    const uint64_t eb = m->buf.eb, row_bytes = (uint64_t)t[0]->cols * eb;
+    const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
+    const uint64_t chunk = m->buf.a.ytmp + (uint64_t)share_index(t[0]) * rows * width * eb;
+    const uint64_t xs = x + (uint64_t)t[0]->col0 * eb;
+    bool one = true;
+    for (int i = 1; i < 3; i++)
+        one = one && t[i]->cols == t[0]->cols && t[i]->col0 == t[0]->col0 &&
+              w[i] == w[i - 1] + t[i - 1]->rows * row_bytes;
+    if (one) { /* chunk[rows][width] = X[rows][K] (Wq_r | Wk_r | Wv_r)^T */
+        exec_gemm(m, chunk, xs, w[0], rows, width, t[0]->cols, ldx, t[0]->cols, width, true,
+                  false, false);
+        return;
+    }
+    for (uint32_t i = 0, off = 0; i < 3; off += t[i]->rows, i++)
+        exec_gemm(m, chunk + off * eb, x + (uint64_t)t[i]->col0 * eb, w[i], rows, t[i]->rows,
+                  t[i]->cols, ldx, t[i]->cols, width, true, false, false);
+}
+
+int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
+                   uint32_t rows, uint32_t layer)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
+                                                c->num_kv_heads * c->head_dim,
+                                                c->num_kv_heads * c->head_dim };
+    const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
+    const enum model_tensor_kind kinds[3] = { MT_WQ, MT_WK, MT_WV };
+    const uint64_t y[3] = { q, k, v };
+    const struct npu_image_tensor *t[3];
+    uint64_t w[3];
+    bool fused = m->tp > 1 && part != NPU_PART_K;
+    for (int i = 0; i < 3; i++) {
+        t[i] = m->w.t[layer][kinds[i]];
+        w[i] = exec_share_addr(m, t[i], layer, kinds[i], 0);
+        fused = fused && w[i] && share_index(t[i]) == share_index(t[0]);
+    }
+    if (!fused) { /* one GEMM and one collective each */
+        int rc = NPU_OK;
+        for (int i = 0; i < 3 && rc == NPU_OK; i++)
+            rc = exec_wgemm(m, NPU_GEMM_QKV, y[i], x, rows, layer, kinds[i], 0, n[i], d);
+        return rc;
+    }
+    const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
+    qkv_gemm(m, t, w, x, rows, d);
+    int rc = exec_flush(m);
+    if (rc != NPU_OK)
+        return rc;
+    enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    rc = collect_chunks(m, part, m->buf.a.ytmp, share_index(t[0]), (uint64_t)rows * width);
+    exec_set_cat(m, was);
+    for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++)
+        unchunk(m, y[i], m->buf.a.ytmp, rows, n[i], share_parts(m, part), width, off);
+    return rc;
+}
+
+/* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
+   columns; K takes x as this rank's column slice (ldx apart) and gives a partial y[rows][n];
+   EP gives y[rows][n] of a whole expert. */
+void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
+                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind, uint32_t block,
+                      uint32_t n, uint32_t ldx)
+{
+    const struct npu_image_tensor *t = m->w.t[layer][kind];
+    uint64_t w = exec_share_addr(m, t, layer, kind, block);
+    assert(w && "local shares are staged or resident");
+    if (m->plan->partition[g] == NPU_PART_MN || m->plan->partition[g] == NPU_PART_EP)
+        exec_gemm(m, y, x, w, rows, t->rows, t->cols, ldx, t->cols, t->rows, true, false,
+                  false); /* EP: the whole expert, y[rows][n] complete for these rows */
+    else
+        exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
+}
+
+/* An all-reduce (or all-gather) over the ranks once the queued work is done. */
+static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
+                      enum npu_dtype dt)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    int rc = exec_flush(m);
+    if (rc != NPU_OK)
+        return rc;
+    enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt };
+    rc = reduce ? noc_allreduce(m->comm, &a) : noc_allgather(m->comm, &a);
+    exec_set_cat(m, was);
+    return rc;
+}
+
+int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return exec_run_collective(m, true, y, count, dt);
+}
+
+int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return exec_run_collective(m, false, y, count, dt);
+}
