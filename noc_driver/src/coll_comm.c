@@ -179,7 +179,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
 {
     static const char *const faults[] = {
         "", "a buffer outside its SRAM (or over the communicator's scratch)",
-        "bad arguments (count, dtype, root, senders or counts)",
+        "bad arguments (count, dtype, root, senders, counts or reduce op)",
         "M2N or all-to-all-v counts beyond the driver's limits",
         "too many of its own descriptors queued on the NoC or vector engine",
         "it gave up waiting for the others' headers" };
@@ -208,7 +208,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
         }
         if (h[k].count != h[0].count || h[k].dtype != h[0].dtype || h[k].root != h[0].root) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": count %" PRIu64 ", dtype %u, "
-                     "root/senders %" PRIu32 " differ from rank 0's %" PRIu64 ", %u, %" PRIu32,
+                     "root/senders/op %" PRIu32 " differ from rank 0's %" PRIu64 ", %u, %" PRIu32,
                      k, h[k].count, h[k].dtype, h[k].root, h[0].count, h[0].dtype, h[0].root);
             refuse(c, mine, msg);
             return NPU_ERR_INVAL;

@@ -59,7 +59,8 @@ struct coll_header {
     uint8_t kind, dtype, placement, fault;
     uint16_t rank, size;
     struct noc_rect rect;
-    uint32_t root;            /* broadcast root; M2N senders; all-to-all-v: bucket map hash */
+    uint32_t root;            /* broadcast root; M2N senders; all-to-all-v: bucket map hash;
+                                 reductions: enum noc_reduce_op */
     uint32_t capacity;        /* M2N receiver, all-to-all-v: recv_capacity (elements) */
     uint64_t count;
     uint64_t buf, buf2;       /* this rank's buffers (global addresses) */
@@ -149,6 +150,7 @@ struct coll_ring {
     uint32_t len, pos;
     const uint64_t *bounds;   /* len + 1 element offsets */
     enum npu_dtype dtype;
+    enum noc_reduce_op op;    /* reduce-scatter: how the parts combine */
 };
 int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
 /* Multicast all-gather of the whole group (coll_mcast.c): usable when the communicator

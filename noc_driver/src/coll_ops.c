@@ -35,8 +35,13 @@ static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll
     h->buf = a->buf;
     if (kind == COLL_ALLGATHER || kind == COLL_ALLREDUCE)
         h->capacity = (uint32_t)c->cfg.gather; /* judged: every rank the same algorithm */
+    const bool reduces = kind == COLL_REDUCE_SCATTER || kind == COLL_ALLREDUCE ||
+                         kind == COLL_ALLREDUCE_ROWS || kind == COLL_ALLREDUCE_COLS;
+    if (reduces)
+        h->root = (uint32_t)a->op; /* judged with root: every rank the same operation */
     if (a->count == 0 || a->count > COLL_COUNT_MAX || !dtype_ok(a->dtype) ||
-        a->root >= c->group.size || (kind >= COLL_ALLGATHER_ROWS && !is_2d(c)))
+        a->root >= c->group.size || (kind >= COLL_ALLGATHER_ROWS && !is_2d(c)) ||
+        (reduces && a->op != NOC_REDUCE_SUM && a->op != NOC_REDUCE_MAX))
         h->fault = COLL_BAD_ARGS; /* line collectives need a grid */
     else
         h->fault = (uint8_t)coll_check_buffer(c, a->buf, a->count, coll_elem_bytes(a->dtype));
@@ -50,7 +55,7 @@ static void ring_1d(const struct noc_comm *c, const struct noc_coll_args *a,
     for (uint32_t k = 0; k <= c->group.size; k++)
         bounds[k] = coll_bound(a->count, c->group.size, k);
     *r = (struct coll_ring){ .ranks = identity, .len = c->group.size, .pos = c->rank,
-                             .bounds = bounds, .dtype = a->dtype };
+                             .bounds = bounds, .dtype = a->dtype, .op = a->op };
 }
 
 /* Row i of the grid (parts: the chunks of its ranks), this rank at column j. */
@@ -63,7 +68,7 @@ static void ring_row(const struct noc_comm *c, const struct noc_coll_args *a,
     for (uint32_t k = 0; k <= cols; k++)
         bounds[k] = coll_bound(a->count, c->group.size, i * cols + k);
     *r = (struct coll_ring){ .ranks = line, .len = cols, .pos = c->rank % cols,
-                             .bounds = bounds, .dtype = a->dtype };
+                             .bounds = bounds, .dtype = a->dtype, .op = a->op };
 }
 
 /* Column j of the grid (parts: the row blocks), this rank at row i. */
@@ -76,7 +81,7 @@ static void ring_col(const struct noc_comm *c, const struct noc_coll_args *a,
     for (uint32_t k = 0; k <= rows; k++)
         bounds[k] = coll_bound(a->count, c->group.size, k * cols);
     *r = (struct coll_ring){ .ranks = line, .len = rows, .pos = c->rank / cols,
-                             .bounds = bounds, .dtype = a->dtype };
+                             .bounds = bounds, .dtype = a->dtype, .op = a->op };
 }
 
 static int gather(struct noc_comm *c, const struct noc_coll_args *a)
@@ -170,7 +175,7 @@ static void ring_line(const struct noc_comm *c, const struct noc_coll_args *a, b
     for (uint32_t k = 0; k <= len; k++)
         bounds[k] = coll_bound(a->count, len, k);
     *r = (struct coll_ring){ .ranks = line, .len = len, .pos = rows ? j : i,
-                             .bounds = bounds, .dtype = a->dtype };
+                             .bounds = bounds, .dtype = a->dtype, .op = a->op };
 }
 
 /* All-gather (reduce false) or all-reduce along every line: a 1-D ring per line. */

@@ -84,7 +84,8 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r)
     return coll_stream_finish(&st);
 }
 
-/* The add of step s, segment t: slot + our copy of the part received, into that copy. */
+/* The add (or max) of step s, segment t: slot + our copy of the part received, into that
+   copy. */
 static void emit_add(struct coll_stream *st, const struct coll_ring *r, uint32_t q,
                      uint64_t lo, uint64_t n, uint32_t abase)
 {
@@ -100,7 +101,8 @@ static void emit_add(struct coll_stream *st, const struct coll_ring *r, uint32_t
         n = 1;
     }
     struct vector_op_args v = {
-        .op = NPU_VECTOR_OP_ADD, .x = slot, .y = mine, .out = mine, .rows = 1,
+        .op = r->op == NOC_REDUCE_MAX ? NPU_VECTOR_OP_MAX : NPU_VECTOR_OP_ADD,
+        .x = slot, .y = mine, .out = mine, .rows = 1,
         .cols = (uint32_t)n, .ldx = (uint32_t)n, .ldy = (uint32_t)n, .ldout = (uint32_t)n,
         .x_type = r->dtype, .y_type = r->dtype, .out_type = r->dtype,
         .sync = {

@@ -419,6 +419,8 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer);
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
+/* In place: the element-wise maximum over the ranks. */
+int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* In place: rank r's chunk of y (count elements) to every rank. */
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the

@@ -11,8 +11,8 @@
  *
  * Split attention (npu_plan.kv_split, docs/images.md "Split attention"): cache block b
  * lives on rank b % tp only (npu_layout.h: local rows), every rank runs the online softmax
- * over its own positions, and the ranks then combine their states (attn_combine): the
- * row maxima are all-gathered and reduced to the global maximum M, each rank rescales its
+ * over its own positions, and the ranks then combine their states (attn_combine): an
+ * all-reduce with MAX gives the rows' global maxima M, each rank rescales its
  * acc and l by exp(m_rank - M), and one all-reduce sums [acc | l]; acc / l is the output.
  * A rank holding none of a segment's positions contributes m = MASKED, l = 0, acc = 0.
  * Modelled: every op and byte of that. Not modelled: overlapping the combine with the
@@ -343,17 +343,11 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st)
 {
     const struct npu_act_layout *a = &m->buf.a;
     const uint64_t R = st->rows, hd = m->cfg->head_dim;
-    /* gmax[tp][R]: every rank's maxima; rows [0, k) = max(themselves, the last k rows)
-       until row 0 holds M */
-    exec_copy(m, a->gmax + m->rank * R * 4, a->m_a, 1, R * 4, R * 4, R * 4);
-    int rc = exec_allgather(m, a->gmax, m->tp * R, NPU_DTYPE_FP32);
+    /* gmax[R] = M: the maxima over the ranks (an all-reduce with MAX) */
+    exec_copy(m, a->gmax, a->m_a, 1, R * 4, R * 4, R * 4);
+    int rc = exec_allreduce_max(m, a->gmax, R, NPU_DTYPE_FP32);
     if (rc != NPU_OK)
         return rc;
-    for (uint32_t h = m->tp, k = h / 2; h > 1; h -= k, k = h / 2)
-        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = a->gmax,
-                                                 .y = a->gmax + (h - k) * R * 4,
-                                                 .out = a->gmax, .rows = k,
-                                                 .cols = (uint32_t)R });
     /* acc and l times exp(m - M), then [acc | l] summed over the ranks */
     const uint64_t bufs[2] = { a->acc, st->l };
     const uint32_t cols[2] = { (uint32_t)hd, 1 };

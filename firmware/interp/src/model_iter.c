@@ -219,7 +219,7 @@ static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nrun
         return NPU_OK;
     uint64_t norm = m->buf.sram + m->w.final_norm->sram_off;
     if (m->w.final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
-        norm = m->buf.a.gather;
+        norm = m->buf.a.xb2;
         exec_copy(m, norm, (uint64_t)(uintptr_t)m->image + m->w.final_norm->hbm_off, 1, row, row,
                   row);
     }

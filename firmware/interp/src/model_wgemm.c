@@ -220,9 +220,10 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
         exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
 }
 
-/* An all-reduce (or all-gather) over the ranks once the queued work is done. */
-static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, uint64_t count,
-                      enum npu_dtype dt)
+/* An all-reduce with `op` (or an all-gather: gather) over the ranks once the queued work
+   is done. */
+static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduce_op op,
+                               uint64_t y, uint64_t count, enum npu_dtype dt)
 {
     if (m->tp == 1)
         return NPU_OK;
@@ -231,18 +232,23 @@ static int exec_run_collective(struct exec_model *m, bool reduce, uint64_t y, ui
         return rc;
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt };
-    rc = reduce ? noc_allreduce(m->comm, &a) : noc_allgather(m->comm, &a);
+    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt, .op = op };
+    rc = gather ? noc_allgather(m->comm, &a) : noc_allreduce(m->comm, &a);
     exec_set_cat(m, was);
     return rc;
 }
 
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, true, y, count, dt);
+    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt);
+}
+
+int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return exec_run_collective(m, false, NOC_REDUCE_MAX, y, count, dt);
 }
 
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, false, y, count, dt);
+    return exec_run_collective(m, true, NOC_REDUCE_SUM, y, count, dt);
 }

@@ -19,7 +19,7 @@
 struct npu_act_layout {
     uint64_t xt, xb, xb2;          /* [T][d] eb: residual tile, normed, block output (xb:
                                       [max(T, S)][d], S the slice of an EP MoE group) */
-    uint64_t q, attn;              /* [T][qd] eb */
+    uint64_t q, attn;              /* [T][qd] eb, one buffer: q, then attention's output */
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
     uint64_t kblk, vblk;           /* [attn_block][kvd] eb: one attention step's keys, values */
@@ -30,14 +30,15 @@ struct npu_act_layout {
     uint64_t acc;                  /* [kv heads][T x group][hd] fp32: weighted values, then
                                       room for [kv heads][T x group] fp32 more (split
                                       attention keeps the sums there: one all-reduce) */
-    uint64_t gmax;                 /* split attention: [tp][heads x T] fp32, every rank's
-                                      row maxima (all-gather); else empty */
+    uint64_t gmax;                 /* split attention: [heads x T] fp32, the row maxima
+                                      over the ranks (all-reduce with MAX); else empty */
     uint64_t hb, hb2;              /* [max(T x ff, G x mff)] eb, G = moe_rows under EP
                                       (else T): the FFN's or one expert's hidden rows */
     uint64_t probs;                /* [R][E] fp32: router, R = max(T, S) */
     uint64_t topk_val, topk_idx;   /* [R][k] fp32, uint32 */
     uint64_t rweight;              /* [R][k] fp32: 1 / (weight of a row's choice) */
-    uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output */
+    uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output
+                                      (empty under EP, which computes in place) */
     uint64_t combine;              /* [T][k][d] eb: each row's k weighted expert outputs
                                       (EP: [S][k][d], the rank's slice) */
     /* Expert parallelism over p > 1 ranks (else empty): the MoE runs over groups of G =
@@ -52,7 +53,8 @@ struct npu_act_layout {
     uint64_t logits;               /* [B][V] eb */
     uint64_t argmax;               /* uint32 [B] */
     uint64_t ytmp;                 /* eb: max(T x max(qd + 2 kvd, d, ff), B x V): an MN or
-                                      2D GEMM's chunks [rank][T][share] (q, k, v together) */
+                                      2D GEMM's chunks [rank][T][share] (q, k, v together);
+                                      overlays scores .. gmax (npu_layout.c says why) */
     uint64_t bytes;                /* the arena */
 };
 

@@ -32,18 +32,30 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
                           ? (p->moe_rows + p->tp - 1) / p->tp : 0; /* an EP group's slice */
     o->xt = take(&at, t * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
     o->xb2 = take(&at, t * d * eb);
-    o->q = take(&at, t * qd * eb), o->attn = take(&at, t * qd * eb);
+    o->q = take(&at, t * qd * eb);
+    o->attn = o->q; /* q is dead once its heads are in qg: attention's output reuses it */
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
     o->positions = take(&at, t * 4);
     o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
     const uint64_t group = c->num_heads / c->num_kv_heads;
     o->qg = take(&at, t * qd * eb);
+    const uint64_t scratch = at; /* attention's own buffers, scores .. gmax: ytmp overlays */
     o->scores = take(&at, t * group * blk * 4), o->probs_blk = take(&at, t * group * blk * eb);
     const uint64_t nh = c->num_heads;
     o->m_a = take(&at, nh * t * 4), o->m_b = take(&at, nh * t * 4);
     o->rsum = take(&at, nh * t * 4);
     o->acc = take(&at, t * qd * 4 + nh * t * 4);
-    o->gmax = take(&at, npu_kv_is_split(p) ? (uint64_t)p->tp * nh * t * 4 : 0);
+    o->gmax = take(&at, npu_kv_is_split(p) ? nh * t * 4 : 0);
+    /* ytmp, an MN or 2D GEMM's output chunks, lives only within one weight GEMM: QKV before
+       attention's steps, O after its output left acc, the FFN's, the LM head's. So it
+       overlays attention's scratch (HAZARD: never hold ytmp across attention, nor
+       attention's state across a weight GEMM), grown where the scratch is smaller. */
+    uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
+    wide = ff > wide ? ff : wide;
+    const uint64_t yt = (t * wide > b * c->vocab_size ? t * wide : b * c->vocab_size) * eb;
+    o->ytmp = scratch;
+    if (yt > at - scratch)
+        take(&at, yt - (at - scratch));
     /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
        / p) of them and serves the rows routed to its experts, at most g per expert (a row
        picks an expert once) and g x min(k, ceil(E / p)) in all. */
@@ -56,7 +68,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->probs = take(&at, rr * e * 4);
     o->topk_val = take(&at, rr * k * 4), o->topk_idx = take(&at, rr * k * 4);
     o->rweight = take(&at, rr * k * 4);
-    o->gather = take(&at, t * d * eb), o->eout = take(&at, t * d * eb);
+    o->gather = take(&at, p_ep ? 0 : t * d * eb), o->eout = take(&at, p_ep ? 0 : t * d * eb);
     o->combine = take(&at, (p_ep ? slice : t) * k * d * eb); /* EP: the rank's slice only */
     const uint64_t per_rank = p_ep ? (e + p_ep - 1) / p_ep : 0;
     o->ep_send = take(&at, slice * k * d * eb);
@@ -66,9 +78,6 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->hx = take(&at, b * d * eb);
     o->logits = take(&at, b * c->vocab_size * eb);
     o->argmax = take(&at, b * 4);
-    uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
-    wide = ff > wide ? ff : wide;
-    o->ytmp = take(&at, t * wide > b * c->vocab_size ? t * wide * eb : b * c->vocab_size * eb);
     o->bytes = at;
 }
 

@@ -85,11 +85,17 @@ struct noc_comm {
    before any member calls a collective on it. */
 int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg);
 
+/* What a reduction combines elements with: the vector engine's ADD (rounded to the dtype,
+   in the order below) or MAX (exact, so its order does not show). */
+enum noc_reduce_op { NOC_REDUCE_SUM = 0, NOC_REDUCE_MAX = 1 };
+
 struct noc_coll_args {
     uint64_t buf;             /* this rank's buffer (global SRAM address) */
     uint64_t count;           /* elements, the same on every rank (>= 1) */
     enum npu_dtype dtype;     /* NPU_DTYPE_BF16 or NPU_DTYPE_FP32 */
     uint32_t root;            /* broadcast: the rank whose buffer is sent */
+    enum noc_reduce_op op;    /* reduce-scatter, all-reduce (also along lines): the same
+                                 on every rank (agreed); zero-initialised args sum */
 };
 
 /* Every rank waits until all have called it. */
@@ -101,8 +107,8 @@ int noc_allgather(struct noc_comm *c, const struct noc_coll_args *a);
 /* In place: afterwards rank r's chunk of buf holds the sum over ranks of that chunk; the
    other chunks of buf hold partial sums. */
 int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a);
-/* In place: afterwards every buf holds the element-wise sum over ranks (reduce-scatter,
-   then all-gather). */
+/* In place: afterwards every buf holds the element-wise sum (or maximum: a->op) over ranks
+   (reduce-scatter, then all-gather). */
 int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a);
 
 /* The lines of a MESH2D grid: NOC_LINE_ROWS, grid row i (its grid_cols ranks in order of

@@ -214,6 +214,11 @@ void coll_error_checks(uint64_t data, uint64_t scratch)
     expect(rc == NPU_ERR_RANGE, CCHECK_BAD_BUFFER, "rank %u: rc %d, want NPU_ERR_RANGE", rank,
            rc);
     a.buf = data;
+    a.op = rank == 3 ? NOC_REDUCE_MAX : NOC_REDUCE_SUM; /* one rank takes the maximum */
+    rc = noc_allreduce(&c, &a);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-reduce with another operation "
+           "on rank 3: rc %d, want NPU_ERR_INVAL", rank, rc);
+    a.op = NOC_REDUCE_SUM;
     rc = noc_allreduce(&c, &a); /* the communicator still works after refusals */
     expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-reduce after the refusals: "
            "rc %d", rank, rc);

@@ -62,6 +62,7 @@ struct coll_case {
     enum noc_gather_algo gather; /* the communicator's all-gather algorithm */
     bool stagger;              /* rank r's buffer 64 r bytes further: offsets differ, so
                                   NOC_GATHER_AUTO must fall back to the ring */
+    enum noc_reduce_op op;     /* reductions: sum or maximum */
 };
 #define COLL_LINE_COLS 1u      /* along the columns (else the rows) */
 #define COLL_LINE_REDUCE 2u    /* all-reduce (else all-gather) */

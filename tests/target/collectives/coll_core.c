@@ -120,6 +120,17 @@ static float want_sum(const struct coll_case *cs, uint64_t e)
     return coll_reduced(&case_group, coll_owner(cs->count, case_group.size, e), e, cs->dtype);
 }
 
+/* The maximum over every rank's element e: exact whatever the order (the values are exact
+   in bf16). */
+static float want_max(const struct coll_case *cs, uint64_t e)
+{
+    (void)cs;
+    float best = coll_val(0, e);
+    for (uint32_t r = 1; r < case_group.size; r++)
+        best = coll_val(r, e) > best ? coll_val(r, e) : best;
+    return best;
+}
+
 static void fill(uint64_t buf, uint32_t label, uint64_t count, enum npu_dtype dt)
 {
     for (uint64_t e = 0; e < count; e++)
@@ -148,7 +159,8 @@ static void run_ring_kind(const struct coll_case *cs, uint64_t buf)
 {
     const uint32_t rank = case_comm.rank, size = case_group.size;
     buf += cs->stagger ? 64ull * rank : 0;
-    struct noc_coll_args a = { .buf = buf, .count = cs->count, .dtype = cs->dtype };
+    struct noc_coll_args a = { .buf = buf, .count = cs->count, .dtype = cs->dtype,
+                               .op = cs->op };
     uint64_t lo = cs->count * rank / size, hi = cs->count * (rank + 1) / size, bad = 0;
     int rc;
     fill(buf, rank, cs->count, cs->dtype);
@@ -173,12 +185,14 @@ static void run_ring_kind(const struct coll_case *cs, uint64_t buf)
         break;
     default:
         rc = noc_allreduce(&case_comm, &a);
-        bad = mismatches(cs, buf, 0, cs->count, want_sum);
+        bad = mismatches(cs, buf, 0, cs->count,
+                         cs->op == NOC_REDUCE_MAX ? want_max : want_sum);
         break;
     }
-    expect(rc == NPU_OK && bad == 0, cs->kind, "%s %s %ux%u count %" PRIu64 " (%s%s): rc %d, %"
-           PRIu64 " wrong elements", kind_name(cs->kind), noc_placement_name(cs->placement),
-           cs->rows, cs->cols, cs->count, cs->gather == NOC_GATHER_RING ? "ring" : "auto",
+    expect(rc == NPU_OK && bad == 0, cs->kind, "%s%s %s %ux%u count %" PRIu64 " (%s%s): rc %d, %"
+           PRIu64 " wrong elements", kind_name(cs->kind), cs->op == NOC_REDUCE_MAX ? " max" : "",
+           noc_placement_name(cs->placement), cs->rows, cs->cols, cs->count,
+           cs->gather == NOC_GATHER_RING ? "ring" : "auto",
            cs->stagger ? ", staggered buffers" : "", rc, bad);
 }
 
@@ -399,6 +413,11 @@ static void run_all_cases(uint64_t data)
                     coll_case_run(&cs, data, 0); /* auto: multicast all-gathers */
                     if (kind != CCHECK_ALLGATHER && kind != CCHECK_ALLREDUCE)
                         continue;
+                    if (kind == CCHECK_ALLREDUCE) { /* the maximum, as split attention's */
+                        cs.op = NOC_REDUCE_MAX;
+                        coll_case_run(&cs, data, 0);
+                        cs.op = NOC_REDUCE_SUM;
+                    }
                     cs.gather = NOC_GATHER_RING;
                     coll_case_run(&cs, data, 0);
                     cs.gather = NOC_GATHER_AUTO, cs.stagger = true; /* falls back to rings */
