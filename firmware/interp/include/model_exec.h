@@ -302,7 +302,17 @@ int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw);
 /* Other stages: waits for those tokens (then in a.argmax). */
 int exec_pipe_recv_tokens(struct exec_model *m);
 
-/* ---- model_exec.c: chains, GEMMs, staging, embeddings, head */
+/* ---- model_head.c: the final norm, the LM head and the next tokens */
+
+/* The runs' next tokens (greedy) and their logits: out[i], logit[i] for each run that wants
+   a token (the last stage of a pipeline). */
+int exec_head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns, uint32_t *out,
+              float *logit);
+/* Another stage: the tokens the last stage sent (their logits stay there: logit 0). */
+int exec_head_tokens_from_last_stage(struct exec_model *m, const struct exec_run *runs,
+                                     uint32_t nruns, uint32_t *out, float *logit);
+
+/* ---- model_exec.c: chains, GEMMs, staging, embeddings */
 
 /* Initialises m's buffers from the image's core entry; 0 or a negative npu_status. */
 int exec_init(struct exec_model *m, const struct npu_image_core *core);
@@ -419,6 +429,10 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer);
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
+/* This rank's share of (layer, kind) alone, y[rows][share rows] (MN: its output columns),
+   weights resident, staged or streamed; no collective (the vocab-parallel LM head). */
+void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
+                    uint32_t layer, enum model_tensor_kind kind, uint32_t k);
 /* In place: the element-wise maximum over the ranks. */
 int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* In place: rank r's chunk of y (count elements) to every rank. */

@@ -10,7 +10,6 @@
 #include "npu/hal.h"
 #include "npu/vector.h"
 #include "npu/wait.h"
-#include "npu_numeric.h"
 
 extern char __image_end[];
 
@@ -182,78 +181,6 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
-/* out[i] (and logit[i] when `logits`) of each run that wants a token, from the argmax
-   buffer (the w-th such run's token is its w-th entry). Performance mode: no data, token 0. */
-static void read_tokens(const struct exec_model *m, const struct exec_run *runs,
-                        uint32_t nruns, bool logits, uint32_t *out, float *logit)
-{
-    const uint32_t V = m->cfg->vocab_size;
-    const volatile uint32_t *am = (const volatile uint32_t *)(uintptr_t)m->buf.a.argmax;
-    const uint8_t *lg = (const uint8_t *)(uintptr_t)m->buf.a.logits;
-    for (uint32_t i = 0, w = 0; i < nruns; i++) {
-        if (!runs[i].wants_token)
-            continue;
-        uint32_t t = m->plan->mode ? 0 : am[w];
-        out[i] = t;
-        logit[i] = m->plan->mode || !logits
-                   ? 0.0f : num_load(lg, (size_t)w * V + t, m->buf.eb == 4 ? NUM_FP32 : NUM_BF16);
-        w++;
-    }
-}
-
-/* Final norm, LM head and argmax of each run's last row that wants a token. */
-static int head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
-                uint32_t *out, float *logit)
-{
-    const struct model_config *c = m->cfg;
-    const uint32_t d = c->hidden_size, V = c->vocab_size;
-    const uint64_t row = (uint64_t)d * m->buf.eb;
-    uint32_t nw = 0, r = 0;
-    exec_set_layer(m, c->num_layers);
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
-        if (runs[i].wants_token)
-            exec_copy(m, m->buf.a.hx + nw++ * row, m->buf.x_all + (r + runs[i].count - 1) * row, 1,
-                      row, row, row);
-    if (nw == 0)
-        return NPU_OK;
-    uint64_t norm = m->buf.sram + m->w.final_norm->sram_off;
-    if (m->w.final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
-        norm = m->buf.a.xb2;
-        exec_copy(m, norm, (uint64_t)(uintptr_t)m->image + m->w.final_norm->hbm_off, 1, row, row,
-                  row);
-    }
-    exec_rmsnorm(m, m->buf.a.xb, m->buf.a.hx, norm, nw, d);
-    int rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->buf.a.logits, m->buf.a.xb, nw, 0, MT_LM_HEAD, 0,
-                        V, d);
-    if (rc != NPU_OK)
-        return rc;
-    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->buf.a.logits,
-                                         .aux = m->buf.a.argmax, .rows = nw, .cols = V,
-                                         .ldaux = 1, .x_type = m->buf.dt });
-    rc = exec_flush(m);
-    if (rc == NPU_OK && m->pipe.stages > 1)
-        rc = exec_pipe_send_tokens(m, nw);
-    if (rc == NPU_OK)
-        read_tokens(m, runs, nruns, true, out, logit);
-    return rc;
-}
-
-/* Not the last stage: the tokens the last stage sent (their logits stay there). */
-static int tokens_from_last_stage(struct exec_model *m, const struct exec_run *runs,
-                                  uint32_t nruns, uint32_t *out, float *logit)
-{
-    bool any = false;
-    for (uint32_t i = 0; i < nruns; i++)
-        any |= runs[i].wants_token;
-    if (!any)
-        return NPU_OK;
-    int rc = exec_pipe_recv_tokens(m);
-    if (rc == NPU_OK)
-        read_tokens(m, runs, nruns, false, out, logit);
-    return rc;
-}
-
 bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b)
 {
     return op->kind == NPU_OP_EMBED ? b->layer0 == 0
@@ -271,7 +198,7 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
             uint32_t *out, float *logit)
 {
     if (op->kind == NPU_OP_HEAD)
-        return head(m, b->runs, b->nruns, out, logit);
+        return exec_head(m, b->runs, b->nruns, out, logit);
     if (!exec_op_has_rows(op, b))
         return NPU_OK; /* no rows in this layer: nothing to stage or run */
     uint32_t rows = 0, prows = 0;
@@ -315,7 +242,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
             rc = exec_op(m, &ops[i], b, out, logit), used = 1;
     }
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
-        rc = tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
+        rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     m->acct.iterations++;

@@ -116,30 +116,49 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
     return rc;
 }
 
+/* Share rows [r0, *r1) of t in SRAM: the whole share where it is resident or staged (w),
+   else the next piece streamed through the staging buffer, as many rows as fit. */
+static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t w,
+                            uint32_t r0, uint32_t *r1)
+{
+    if (w) {
+        *r1 = t->rows;
+        return w;
+    }
+    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+    const uint32_t chunk = (uint32_t)(m->w.stage_bytes / row_bytes);
+    assert(chunk >= 1);
+    *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
+    exec_set_cat(m, EXEC_CAT_WEIGHTS);
+    exec_load_rows(m, m->w.stage, (uint64_t)(uintptr_t)m->image + t->hbm_off + r0 * row_bytes,
+                   (*r1 - r0) * row_bytes);
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    return m->w.stage;
+}
+
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
                uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
                uint32_t k)
 {
     const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
-    uint64_t w = exec_share_addr(m, t, layer, kind, block);
-    if (w) {
-        share_gemm(m, part, y, x, w, rows, t, 0, t->rows, n, k);
-    } else { /* streamed through the staging buffer, as many rows as fit at a time */
-        const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
-        const uint64_t src = (uint64_t)(uintptr_t)m->image + t->hbm_off;
-        const uint32_t chunk = (uint32_t)(m->w.stage_bytes / row_bytes);
-        assert(chunk >= 1);
-        for (uint32_t r0 = 0; r0 < t->rows; r0 += chunk) {
-            uint32_t r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
-            exec_set_cat(m, EXEC_CAT_WEIGHTS);
-            exec_load_rows(m, m->w.stage, src + r0 * row_bytes, (r1 - r0) * row_bytes);
-            exec_set_cat(m, EXEC_CAT_OTHER);
-            share_gemm(m, part, y, x, m->w.stage, rows, t, r0, r1, n, k);
-        }
-    }
+    const uint64_t w = exec_share_addr(m, t, layer, kind, block);
+    for (uint32_t r0 = 0, r1; r0 < t->rows; r0 = r1)
+        share_gemm(m, part, y, x, share_piece(m, t, w, r0, &r1), rows, t, r0, r1, n, k);
     int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
     return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
+}
+
+void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
+                    uint32_t layer, enum model_tensor_kind kind, uint32_t k)
+{
+    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
+    const uint64_t eb = m->buf.eb, w = exec_share_addr(m, t, layer, kind, 0);
+    for (uint32_t r0 = 0, r1; r0 < t->rows; r0 = r1) { /* y[:, r0:r1] */
+        const uint64_t piece = share_piece(m, t, w, r0, &r1);
+        exec_gemm(m, y + r0 * eb, x + (uint64_t)t->col0 * eb, piece, rows, r1 - r0, t->cols, k,
+                  t->cols, t->rows, true, false, false);
+    }
 }
 
 /* The fused q, k and v shares (exec_wgemm_qkv): their chunk holds [rows][w], w = the three

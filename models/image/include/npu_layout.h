@@ -50,13 +50,20 @@ struct npu_act_layout {
     uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
     uint64_t ep_counts;            /* uint32 [E]: elements the slice routes to each expert */
     uint64_t hx;                   /* [B][d] eb: each request's last row */
-    uint64_t logits;               /* [B][V] eb */
+    uint64_t logits;               /* [B][V] eb; vocab-parallel head: [B][V / tp] */
     uint64_t argmax;               /* uint32 [B] */
-    uint64_t ytmp;                 /* eb: max(T x max(qd + 2 kvd, d, ff), B x V): an MN or
-                                      2D GEMM's chunks [rank][T][share] (q, k, v together);
-                                      overlays scores .. gmax (npu_layout.c says why) */
+    uint64_t lm_picks;             /* vocab-parallel head: [tp][B] (fp32 value, uint32
+                                      index), every rank's argmax (all-gather); else empty */
+    uint64_t ytmp;                 /* eb: max(T x max(qd + 2 kvd, d, ff), B x V; no B x V
+                                      with a vocab-parallel head): an MN or 2D GEMM's
+                                      chunks [rank][T][share] (q, k, v together); overlays
+                                      scores .. gmax (npu_layout.c says why) */
     uint64_t bytes;                /* the arena */
 };
+
+/* Whether the LM head is vocab-parallel: MN over tp > 1 ranks, each rank choosing from
+   its vocabulary slice's logits (firmware model_head.c), so no rank holds all of them. */
+bool npu_lm_head_split(const struct npu_plan *p);
 
 /* Bytes of an activation / weight element of the plan. */
 uint32_t npu_dtype_bytes(uint32_t dtype);

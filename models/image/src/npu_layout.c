@@ -52,7 +52,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
        attention's state across a weight GEMM), grown where the scratch is smaller. */
     uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
     wide = ff > wide ? ff : wide;
-    const uint64_t yt = (t * wide > b * c->vocab_size ? t * wide : b * c->vocab_size) * eb;
+    const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
+    const uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
     o->ytmp = scratch;
     if (yt > at - scratch)
         take(&at, yt - (at - scratch));
@@ -76,9 +77,16 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->ep_out = take(&at, p_ep * slice * d * eb);
     o->ep_counts = take(&at, p_ep ? e * 4 : 0);
     o->hx = take(&at, b * d * eb);
-    o->logits = take(&at, b * c->vocab_size * eb);
+    const bool split_head = npu_lm_head_split(p); /* logits of the rank's vocabulary slice */
+    o->logits = take(&at, b * (split_head ? c->vocab_size / p->tp : c->vocab_size) * eb);
     o->argmax = take(&at, b * 4);
+    o->lm_picks = take(&at, split_head ? (uint64_t)p->tp * b * 8 : 0);
     o->bytes = at;
+}
+
+bool npu_lm_head_split(const struct npu_plan *p)
+{
+    return p->tp > 1 && p->partition[NPU_GEMM_LM_HEAD] == NPU_PART_MN;
 }
 
 uint64_t npu_kv_row_bytes(const struct model_config *c, const struct npu_plan *p)
