@@ -814,9 +814,12 @@ static void test_per_core_uneven_resident(void **state)
 /* ---- auto partition ---- */
 
 /* `auto`: the FFN's and the experts' up GEMMs MN and down GEMMs K (the column-then-row
-   pairing, docs/images.md), every other GEMM K below the hidden size and MN from it on. */
+   pairing, docs/images.md), the LM head MN (vocab-parallel: tiny models' 512 tokens split
+   over 4 ranks), every other GEMM K below the hidden size and MN from it on. */
 static uint32_t auto_part(uint32_t g, uint32_t others)
 {
+    if (g == NPU_GEMM_LM_HEAD)
+        return NPU_PART_MN;
     if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP)
         return NPU_PART_MN;
     if (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN)
@@ -863,6 +866,12 @@ static void test_auto_partition(void **state)
     expect_auto(&dense, 512, NPU_PART_MN);
     expect_auto(&moe, 64, NPU_PART_K);
     expect_auto(&moe, d, NPU_PART_MN);
+    /* a vocabulary that does not split evenly (512 over 12 ranks) keeps the head K */
+    struct npu_plan_request req = request(12, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+    req.max_tokens = 8, req.partition[NPU_GEMM_LM_HEAD] = NPU_PLAN_AUTO;
+    struct npu_built_image img = build(&dense, &mesh4x4, &req);
+    assert_int_equal(hdr(&img)->plan.partition[NPU_GEMM_LM_HEAD], NPU_PART_K);
+    npu_built_image_free(&img);
 }
 
 /* ---- split attention ---- */

@@ -157,11 +157,14 @@ static int check_2d(struct planner *pl, enum npu_gemm g)
 
 /* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
    activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
-   others K below the hidden size and MN from it on, the NPU paper's section 5.6; 2D and EP
-   only when asked for) and the check that every split dimension gives each rank at least
+   LM head MN where the vocabulary splits evenly; the others K below the hidden size and MN
+   from it on, the NPU paper's section 5.6; 2D and EP only when asked for) and the check that every split dimension gives each rank at least
    one row or column. */
 static uint32_t auto_partition(const struct planner *pl, enum npu_gemm g)
 {
+    if (g == NPU_GEMM_LM_HEAD) /* vocab-parallel (npu_lm_head_split): K would all-reduce the
+                                  whole B x V logits, 19 MB for 64 rows of Qwen3 */
+        return pl->cfg->vocab_size % pl->plan.tp == 0 ? NPU_PART_MN : NPU_PART_K;
     if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_EXP_UP)
         return NPU_PART_MN;
     if (g == NPU_GEMM_FFN_DOWN || g == NPU_GEMM_EXP_DOWN)
