@@ -9,7 +9,9 @@
  * which starts after the resident weights are loaded), the bound and its two terms, their
  * ratio, each engine kind's busy time over the run summed over all cores as a share of
  * cores x run time (from the machine's stats file), HBM bytes moved against the least the
- * bound counts, and rank 0's categories (`MODEL layers=all`).
+ * bound counts, the MoE load under expert parallelism (rows served by the busiest rank over
+ * the mean rank's, from `MODEL routed`: averaged over the layers, and the worst layer), and
+ * rank 0's categories (`MODEL layers=all`).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -63,6 +65,9 @@ struct measured {
     double busy_ps[4];          /* matrix, vector, dma, noc: summed over the cores */
     double hbm_bytes;
     uint32_t cores;
+    /* EP MoE load (`MODEL routed`): rows served by the busiest rank over the mean rank's,
+       averaged over the layers and the worst layer (0: no EP MoE) */
+    double moe_imbalance, moe_worst;
 };
 
 static bool shape_selected(const struct bench_model_opts *o, const char *name)
@@ -120,10 +125,35 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     return 0;
 }
 
-/* Rank 0's MODEL done line and its first `layers=all` row (rank 0 prints them), read with
-   the console-line protocol's decoder (rt/lines.h). */
-static int read_console(const char *path, struct measured *m)
+/* A layer's routed rows per expert (`MODEL routed`) as rows per rank under EP (rank r
+   serves experts [first(r), first(r + 1))): max over mean into m's sums. */
+static void add_moe_load(const struct npu_plan *p, const struct lines_list *tokens,
+                         struct measured *m, uint32_t *layers)
 {
+    double total = 0, most = 0;
+    for (uint32_t r = 0; r < p->tp; r++) {
+        const uint32_t e0 = npu_plan_expert_first(p, tokens->n, r);
+        const uint32_t e1 = npu_plan_expert_first(p, tokens->n, r + 1);
+        double rows = 0;
+        for (uint32_t e = e0; e < e1; e++)
+            rows += (double)tokens->v[e];
+        total += rows;
+        most = rows > most ? rows : most;
+    }
+    if (total <= 0)
+        return;
+    const double ratio = most / (total / p->tp);
+    m->moe_imbalance += ratio;
+    m->moe_worst = ratio > m->moe_worst ? ratio : m->moe_worst;
+    ++*layers;
+}
+
+/* Rank 0's MODEL done line, its first `layers=all` row and the routed rows of each layer
+   (rank 0 prints them), read with the console-line protocol's decoder (rt/lines.h). */
+static int read_console(const char *path, const struct npu_plan *p, struct measured *m)
+{
+    const bool ep = npu_plan_is_ep(p) && p->tp > 1;
+    uint32_t moe_layers = 0;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1;
@@ -144,9 +174,13 @@ static int read_console(const char *path, struct measured *m)
                                      r->other_us };
             memcpy(m->cat_us, cats, sizeof(cats));
             layers = true;
+        } else if (ln.kind == LINES_MODEL_ROUTED && ep) {
+            add_moe_load(p, &ln.v.model_routed.tokens, m, &moe_layers);
         }
     }
     fclose(f);
+    if (moe_layers)
+        m->moe_imbalance /= moe_layers;
     return done ? 0 : -1;
 }
 
@@ -204,7 +238,8 @@ static int build_shape(const struct bench_model_opts *o, const struct shape *sh,
 
 /* Runs DIR/NAME.img for one iteration of the shape; console and stats into DIR. */
 static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
-                     const char *dir, const char *chip, struct measured *m)
+                     const char *dir, const char *chip, const struct npu_plan *p,
+                     struct measured *m)
 {
     char img[NPUCTL_PATH_MAX], loader[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
     char console[NPUCTL_PATH_MAX], append[200], timeout[16];
@@ -230,7 +265,7 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
         return rc;
     }
     snprintf(stats, sizeof(stats), "%s/%s.stats.json", dir, sh->name);
-    if (read_console(console, m) || read_stats(stats, m)) {
+    if (read_console(console, p, m) || read_stats(stats, m)) {
         npuctl_print_error("bench model: %s: no MODEL done line or stats in %s", sh->name,
                            dir);
         return NPUCTL_EXIT_USAGE;
@@ -245,9 +280,9 @@ static void print_header(const struct bench_model_opts *o, const struct npu_imag
            h->plan.routing == NPU_ROUTING_SKEWED ? "skewed" : "uniform");
     if (h->plan.routing == NPU_ROUTING_SKEWED)
         printf(":%.3f", h->plan.routing_skew_milli / 1000.0);
-    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s  %9s %9s  %s\n", "shape", "chip ms",
-           "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%", "noc%", "HBM GB",
-           "least GB", "attn/ffn/coll/weights/other ms (rank 0)");
+    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s  %9s %9s  %-12s %s\n", "shape",
+           "chip ms", "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%", "noc%",
+           "HBM GB", "least GB", "MoE max/mean", "attn/ffn/coll/weights/other ms (rank 0)");
     (void)o;
 }
 
@@ -255,13 +290,16 @@ static void print_row(const struct shape *sh, const struct measured *m,
                       const struct npu_bound *b)
 {
     double chip_ms = m->chip_us / 1e3, share = m->cores * m->run_ps;
+    char moe[32] = "-";
+    if (m->moe_worst > 0)
+        snprintf(moe, sizeof(moe), "%.2f (%.2f)", m->moe_imbalance, m->moe_worst);
     printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f  %9.3f %9.3f  "
-           "%.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
+           "%-12s %.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
            b->matrix_s * 1e3, b->hbm_s * 1e3, b->bound_s > 0 ? m->chip_us / 1e6 / b->bound_s : 0,
            100 * m->busy_ps[0] / share, 100 * m->busy_ps[1] / share,
            100 * m->busy_ps[2] / share, 100 * m->busy_ps[3] / share, m->hbm_bytes / 1e9,
-           b->hbm_bytes / 1e9, m->cat_us[0] / 1e3, m->cat_us[1] / 1e3, m->cat_us[2] / 1e3,
-           m->cat_us[3] / 1e3, m->cat_us[4] / 1e3);
+           b->hbm_bytes / 1e9, moe, m->cat_us[0] / 1e3, m->cat_us[1] / 1e3,
+           m->cat_us[2] / 1e3, m->cat_us[3] / 1e3, m->cat_us[4] / 1e3);
 }
 
 /* The bound of the shape on the chip, with the built image's element size and routing. */
@@ -302,7 +340,7 @@ static int bench_one_shape(const struct bench_model_opts *o, const struct shape 
         return 0;
     }
     rc = rc ? rc : shape_bound(o, &h, sh, &b);
-    rc = rc ? rc : run_shape(o, sh, dir, chip, &m);
+    rc = rc ? rc : run_shape(o, sh, dir, chip, &h.plan, &m);
     if (rc)
         return rc;
     if (!*header)
