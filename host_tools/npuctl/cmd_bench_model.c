@@ -125,18 +125,17 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     return 0;
 }
 
-/* A layer's routed rows per expert (`MODEL routed`) as rows per rank under EP (rank r
-   serves experts [first(r), first(r + 1))): max over mean into m's sums. */
-static void add_moe_load(const struct npu_plan *p, const struct lines_list *tokens,
+/* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as rows per rank under EP
+   (rank r serves experts [first(r), first(r + 1))): max over mean into m's sums. */
+static void add_moe_load(const struct npu_plan *p, const uint64_t *tokens, uint32_t E,
                          struct measured *m, uint32_t *layers)
 {
     double total = 0, most = 0;
     for (uint32_t r = 0; r < p->tp; r++) {
-        const uint32_t e0 = npu_plan_expert_first(p, tokens->n, r);
-        const uint32_t e1 = npu_plan_expert_first(p, tokens->n, r + 1);
+        const uint32_t e0 = npu_plan_expert_first(p, E, r), e1 = npu_plan_expert_first(p, E, r + 1);
         double rows = 0;
         for (uint32_t e = e0; e < e1; e++)
-            rows += (double)tokens->v[e];
+            rows += (double)tokens[e];
         total += rows;
         most = rows > most ? rows : most;
     }
@@ -148,11 +147,25 @@ static void add_moe_load(const struct npu_plan *p, const struct lines_list *toke
     ++*layers;
 }
 
+/* The routed lines' counts into tokens[L][E] (a layer's experts come in lines of up to
+   LINES_ROUTED_PER_LINE, each naming its first); lines that do not fit are ignored. */
+static void take_routed(const struct lines_model_routed *r, uint64_t *tokens, uint32_t L,
+                        uint32_t E)
+{
+    const uint32_t first = r->absent.first ? 0 : r->first;
+    if (r->layer >= L || first > E || r->tokens.n > E - first)
+        return;
+    memcpy(&tokens[(uint64_t)r->layer * E + first], r->tokens.v, r->tokens.n * sizeof(uint64_t));
+}
+
 /* Rank 0's MODEL done line, its first `layers=all` row and the routed rows of each layer
    (rank 0 prints them), read with the console-line protocol's decoder (rt/lines.h). */
-static int read_console(const char *path, const struct npu_plan *p, struct measured *m)
+static int read_console(const char *path, const struct npu_plan *p,
+                        const struct model_config *cfg, struct measured *m)
 {
-    const bool ep = npu_plan_is_ep(p) && p->tp > 1;
+    const bool ep = npu_plan_is_ep(p) && p->tp > 1 && cfg->num_experts;
+    const uint32_t L = cfg->num_layers, E = cfg->num_experts;
+    uint64_t *tokens = ep ? calloc((size_t)L * E, sizeof(uint64_t)) : NULL;
     uint32_t moe_layers = 0;
     FILE *f = fopen(path, "r");
     if (!f)
@@ -174,11 +187,14 @@ static int read_console(const char *path, const struct npu_plan *p, struct measu
                                      r->other_us };
             memcpy(m->cat_us, cats, sizeof(cats));
             layers = true;
-        } else if (ln.kind == LINES_MODEL_ROUTED && ep) {
-            add_moe_load(p, &ln.v.model_routed.tokens, m, &moe_layers);
+        } else if (ln.kind == LINES_MODEL_ROUTED && tokens) {
+            take_routed(&ln.v.model_routed, tokens, L, E);
         }
     }
     fclose(f);
+    for (uint32_t l = 0; tokens && l < L; l++)
+        add_moe_load(p, &tokens[(uint64_t)l * E], E, m, &moe_layers);
+    free(tokens);
     if (moe_layers)
         m->moe_imbalance /= moe_layers;
     return done ? 0 : -1;
@@ -239,7 +255,7 @@ static int build_shape(const struct bench_model_opts *o, const struct shape *sh,
 /* Runs DIR/NAME.img for one iteration of the shape; console and stats into DIR. */
 static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
                      const char *dir, const char *chip, const struct npu_plan *p,
-                     struct measured *m)
+                     const struct model_config *cfg, struct measured *m)
 {
     char img[NPUCTL_PATH_MAX], loader[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
     char console[NPUCTL_PATH_MAX], append[200], timeout[16];
@@ -265,7 +281,7 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
         return rc;
     }
     snprintf(stats, sizeof(stats), "%s/%s.stats.json", dir, sh->name);
-    if (read_console(console, p, m) || read_stats(stats, m)) {
+    if (read_console(console, p, cfg, m) || read_stats(stats, m)) {
         npuctl_print_error("bench model: %s: no MODEL done line or stats in %s", sh->name,
                            dir);
         return NPUCTL_EXIT_USAGE;
@@ -340,7 +356,7 @@ static int bench_one_shape(const struct bench_model_opts *o, const struct shape 
         return 0;
     }
     rc = rc ? rc : shape_bound(o, &h, sh, &b);
-    rc = rc ? rc : run_shape(o, sh, dir, chip, &h.plan, &m);
+    rc = rc ? rc : run_shape(o, sh, dir, chip, &h.plan, &cfg, &m);
     if (rc)
         return rc;
     if (!*header)

@@ -278,8 +278,12 @@ static const struct golden goldens[] = {
     { LINES_MODEL_REQ, { .model_req = { .req = 0, .step = 2, .token = 375,
                                         .logit = (double)1.68556f } },
       "MODEL req=0 step=2 token=375 logit=1.68556" },
-    { LINES_MODEL_ROUTED, { .model_routed = { .layer = 2, .tokens = { routed, 8 } } },
+    { LINES_MODEL_ROUTED, { .model_routed = { .layer = 2, .tokens = { routed, 8 },
+                                              .absent = { .first = true } } },
       "MODEL routed layer=2 tokens=37,29,45,37,43,34,40,19" },
+    { LINES_MODEL_ROUTED, { .model_routed = { .layer = 3, .first = 16,
+                                              .tokens = { routed, 8 } } },
+      "MODEL routed layer=3 first=16 tokens=37,29,45,37,43,34,40,19" },
     { LINES_MODEL_ROW, { .model_row = {
           .layer = "2", .attn_us = 136.668, .ffn_us = 197.912, .coll_us = 969.661,
           .weights_us = 119.216, .other_us = 0.0, .total_us = 1423.457, .gflop = 0.026,

@@ -73,9 +73,13 @@ static void print_routing(const struct exec_model *m)
     const struct model_config *c = m->cfg;
     uint32_t l0, l1;
     stage_layers(m, &l0, &l1);
+    const uint32_t E = c->num_experts, per = LINES_ROUTED_PER_LINE;
     for (uint32_t l = l0; c->arch == MODEL_MOE && l < l1; l++) /* per expert, over the run */
-        lines_print_model_routed(&(struct lines_model_routed){
-            .layer = l, .tokens = { &m->acct.expert_tokens[l * c->num_experts], c->num_experts } });
+        for (uint32_t e0 = 0; e0 < E; e0 += per) /* console lines are cut at 240 chars */
+            lines_print_model_routed(&(struct lines_model_routed){
+                .layer = l, .first = e0,
+                .tokens = { &m->acct.expert_tokens[l * E + e0], E - e0 < per ? E - e0 : per },
+                .absent = { .first = E <= per } });
 }
 
 /* The reuse line (docs/images.md, "Layer reuse"): its layer counts, and with tile reuse its

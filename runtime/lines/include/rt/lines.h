@@ -222,9 +222,13 @@ struct lines_list {
     F(S, step, "step", U32, REQ) \
     F(S, token, "token", U32, REQ) \
     F(S, logit, "logit", G7, REQ)
-/* MoE: tokens routed to each expert of a layer over the run */
+/* MoE: tokens routed to each expert of a layer over the run; a model with more experts than
+   one console line holds prints them in lines of LINES_ROUTED_PER_LINE experts, each
+   saying its first expert (absent: 0, the whole layer in one line) */
+#define LINES_ROUTED_PER_LINE 16u
 #define LINES_FIELDS_model_routed(F, S) \
     F(S, layer, "layer", U32, REQ) \
+    F(S, first, "first", U32, OPT) \
     F(S, tokens, "tokens", LIST, REQ)
 /* a row of the breakdown: `layer=L`, `[stage=S] layer=outside` or `[stage=S] layers=all` */
 #define LINES_FIELDS_model_row(F, S) \
