@@ -16,7 +16,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +31,7 @@
 #include "npu_memmap.h"
 #include "npuctl.h"
 #include "rt/lines.h"
+#include "rt/metrics.h"
 
 struct shape {
     const char *name;
@@ -62,7 +62,7 @@ struct measured {
     double chip_us;             /* the iteration */
     double cat_us[5];           /* attn, ffn, coll, weights, other (rank 0) */
     double run_ps;              /* the whole run (stats file) */
-    double busy_ps[4];          /* matrix, vector, dma, noc: summed over the cores */
+    double busy_ps[RT_ENGINE_KINDS]; /* matrix, vector, dma, noc: summed over the cores */
     double hbm_bytes;
     uint32_t cores;
     /* EP MoE load (`MODEL routed`): rows served by the busiest rank over the mean rank's,
@@ -202,23 +202,15 @@ static int read_console(const char *path, const struct npu_plan *p,
 
 static int read_stats(const char *path, struct measured *m)
 {
-    static const char *const kinds[4] = { "matrix", "vector", "dma", "noc" };
-    json_error_t je;
-    json_t *root = json_load_file(path, 0, &je), *cores;
-    if (!root)
+    struct rt_chip_stats s;
+    char err[NPUCTL_PATH_MAX + 128];
+    if (metrics_read_chip(path, &s, err, sizeof(err))) {
+        npuctl_print_error("bench model: %s", err);
         return -1;
-    m->run_ps = json_number_value(json_object_get(root, "chip_time_ps"));
-    m->hbm_bytes = json_number_value(json_object_get(json_object_get(root, "total"),
-                                                     "hbm_bytes"));
-    cores = json_object_get(root, "cores");
-    m->cores = (uint32_t)json_array_size(cores);
-    for (size_t i = 0; i < json_array_size(cores); i++)
-        for (int k = 0; k < 4; k++)
-            m->busy_ps[k] += json_number_value(
-                json_object_get(json_object_get(json_array_get(cores, i), kinds[k]),
-                                "busy_ps"));
-    json_decref(root);
-    return m->run_ps > 0 && m->cores ? 0 : -1;
+    }
+    m->run_ps = s.chip_time_ps, m->hbm_bytes = (double)s.hbm_bytes, m->cores = s.cores;
+    memcpy(m->busy_ps, s.busy_ps, sizeof(m->busy_ps));
+    return m->run_ps > 0 ? 0 : -1;
 }
 
 static int write_image(const char *path, const struct npu_built_image *img)

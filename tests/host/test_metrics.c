@@ -474,13 +474,37 @@ static void test_chip_stats_errors(void **state)
     int rc = metrics_read_chip_stats(tmp_path("none.json"), &e, &hbm, &noc, err, sizeof(err));
     assert_int_equal(rc, NPU_ERR_IO);
     assert_non_null(strstr(err, "none.json"));
-    write_text(tmp_path("stats.json"), "{\"total\": {\"hbm_bytes\": 1, \"noc_byte_hops\": 2}, "
-                                       "\"energy_j\": {\"mac\": 1}}");
+    write_text(tmp_path("stats.json"), "{\"chip_time_ps\": 5, \"total\": {\"hbm_bytes\": 1, "
+                                       "\"noc_byte_hops\": 2}, \"energy_j\": {\"mac\": 1}}");
     rc = metrics_read_chip_stats(tmp_path("stats.json"), &e, &hbm, &noc, err, sizeof(err));
     assert_int_equal(rc, NPU_ERR_FORMAT);
     assert_non_null(strstr(err, "stats.json"));
     assert_non_null(strstr(err, "energy_j"));
     assert_false(e.valid);
+    /* every field but the cores' engine busy times: the error names those */
+    write_text(tmp_path("stats.json"),
+               "{\"chip_time_ps\": 5, \"total\": {\"hbm_bytes\": 1, \"noc_byte_hops\": 2}, "
+               "\"energy_j\": {\"mac\": 1, \"vector\": 1, \"sram\": 1, \"hbm\": 1, \"noc\": 1, "
+               "\"static\": 1, \"total\": 6}, \"cores\": [{\"core\": 0, \"matrix\": "
+               "{\"busy_ps\": 1}}]}");
+    struct rt_chip_stats cs;
+    rc = metrics_read_chip(tmp_path("stats.json"), &cs, err, sizeof(err));
+    assert_int_equal(rc, NPU_ERR_FORMAT);
+    assert_non_null(strstr(err, "busy_ps"));
+}
+
+/* The engines' busy times summed over the cores, as bench model reads them. */
+static void test_chip_busy(void **state)
+{
+    (void)state;
+    struct rt_chip_stats cs;
+    assert_int_equal(metrics_read_chip(data_path("chip_stats.json"), &cs, err, sizeof(err)), 0);
+    assert_int_equal(cs.cores, 2);
+    double total = 0;
+    for (int k = 0; k < RT_ENGINE_KINDS; k++)
+        total += cs.busy_ps[k];
+    assert_true(cs.busy_ps[0] > 0 && cs.chip_time_ps > 0);
+    assert_true(total > cs.busy_ps[0]);
 }
 
 static void test_report(void **state)
@@ -528,6 +552,7 @@ int main(void)
         cmocka_unit_test(test_csv),          cmocka_unit_test(test_summary_json),
         cmocka_unit_test(test_perfetto),     cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_incomplete),   cmocka_unit_test(test_chip_stats_errors),
+        cmocka_unit_test(test_chip_busy),
         cmocka_unit_test(test_report),       cmocka_unit_test(test_instances),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

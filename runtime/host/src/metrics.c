@@ -284,33 +284,67 @@ static int json_get_u64(json_t *obj, const char *key, uint64_t *out)
     return 0;
 }
 
-int metrics_read_chip_stats(const char *path, struct rt_energy *e, uint64_t *hbm_bytes,
-                            uint64_t *noc_byte_hops, char *err, size_t errlen)
+/* The per-core engine busy times (cores[i].matrix.busy_ps, ...), summed. */
+static const char *read_busy(json_t *root, struct rt_chip_stats *s)
+{
+    static const char *const kinds[RT_ENGINE_KINDS] = { "matrix", "vector", "dma", "noc" };
+    json_t *cores = json_object_get(root, "cores");
+    if (!json_is_array(cores) || json_array_size(cores) == 0)
+        return "cores";
+    s->cores = (uint32_t)json_array_size(cores);
+    for (size_t i = 0; i < json_array_size(cores); i++)
+        for (int k = 0; k < RT_ENGINE_KINDS; k++) {
+            double busy;
+            if (json_get_number(json_object_get(json_array_get(cores, i), kinds[k]), "busy_ps",
+                                &busy))
+                return "cores[].{matrix, vector, dma, noc}.busy_ps";
+            s->busy_ps[k] += busy;
+        }
+    return NULL;
+}
+
+int metrics_read_chip(const char *path, struct rt_chip_stats *s, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *root = json_load_file(path, 0, &je);
-    memset(e, 0, sizeof(*e));
+    memset(s, 0, sizeof(*s));
     if (!root) {
         snprintf(err, errlen, "%s:%d: %s", path, je.line, je.text);
         return je.line < 0 ? NPU_ERR_IO : NPU_ERR_FORMAT;
     }
     json_t *total = json_object_get(root, "total"), *en = json_object_get(root, "energy_j");
+    struct rt_energy *e = &s->energy;
     const char *bad = NULL;
-    if (json_get_u64(total, "hbm_bytes", hbm_bytes))
+    if (json_get_number(root, "chip_time_ps", &s->chip_time_ps))
+        bad = "chip_time_ps";
+    else if (json_get_u64(total, "hbm_bytes", &s->hbm_bytes))
         bad = "total.hbm_bytes";
-    else if (json_get_u64(total, "noc_byte_hops", noc_byte_hops))
+    else if (json_get_u64(total, "noc_byte_hops", &s->noc_byte_hops))
         bad = "total.noc_byte_hops";
     else if (json_get_number(en, "mac", &e->mac) || json_get_number(en, "vector", &e->vector)
              || json_get_number(en, "sram", &e->sram) || json_get_number(en, "hbm", &e->hbm)
              || json_get_number(en, "noc", &e->noc) || json_get_number(en, "static", &e->stat)
              || json_get_number(en, "total", &e->total))
         bad = "energy_j {mac, vector, sram, hbm, noc, static, total}";
+    else
+        bad = read_busy(root, s);
     json_decref(root);
     if (bad) {
         snprintf(err, errlen, "%s: missing or not a number: %s", path, bad);
-        memset(e, 0, sizeof(*e));
+        memset(s, 0, sizeof(*s));
         return NPU_ERR_FORMAT;
     }
     e->valid = true;
     return 0;
+}
+
+int metrics_read_chip_stats(const char *path, struct rt_energy *e, uint64_t *hbm_bytes,
+                            uint64_t *noc_byte_hops, char *err, size_t errlen)
+{
+    struct rt_chip_stats s;
+    int rc = metrics_read_chip(path, &s, err, errlen);
+    *e = s.energy;
+    if (rc == 0)
+        *hbm_bytes = s.hbm_bytes, *noc_byte_hops = s.noc_byte_hops;
+    return rc;
 }

@@ -69,7 +69,20 @@ struct rt_summary {
     size_t nreasons;
 };
 
-/* Reads energy and traffic totals from the chip's stats JSON (machine property stats=). */
+/* What a run's chip stats JSON (machine property stats=) holds, as the tools read it. */
+enum { RT_ENGINE_KINDS = 4 }; /* matrix, vector, dma, noc: the JSON's per-core objects */
+struct rt_chip_stats {
+    double chip_time_ps;                  /* the whole run */
+    uint64_t hbm_bytes, noc_byte_hops;    /* totals over the cores */
+    struct rt_energy energy;
+    uint32_t cores;
+    double busy_ps[RT_ENGINE_KINDS];      /* each engine kind's busy time, summed over cores */
+};
+
+/* Reads the stats JSON into s: 0, or NPU_ERR_IO / NPU_ERR_FORMAT with err naming the file
+   and the field. */
+int metrics_read_chip(const char *path, struct rt_chip_stats *s, char *err, size_t errlen);
+/* Reads energy and traffic totals from the chip's stats JSON (metrics_read_chip). */
 int metrics_read_chip_stats(const char *path, struct rt_energy *e, uint64_t *hbm_bytes,
                             uint64_t *noc_byte_hops, char *err, size_t errlen);
 
