@@ -296,7 +296,7 @@ static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
                     "needs expert parallelism over tp > 1 and 1..%u slots", req->expert_slots,
                     NPU_EXPERT_SLOTS_MAX);
     /* three: a whole expert's gate, up and down in flight, the next one's loading as each
-       is read */
+       is read (widen_ring may give the default more once the groups are chosen) */
     p->expert_slots = !ep ? 0 : req->expert_slots ? req->expert_slots : 3;
     return NPU_OK;
 }
@@ -503,6 +503,34 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     return NPU_OK;
 }
 
+/* The default expert ring, once the MoE groups are chosen: as many slots as the busiest
+   rank's expert matrices (3 per expert, at most NPU_EXPERT_SLOTS_MAX) if that still fits,
+   so a rank's experts stay in the ring across the groups of a layer and each is loaded
+   once per layer and iteration; else the three the groups were planned with. */
+static int widen_ring(struct planner *pl, struct npu_image_core *cores,
+                      struct npu_prog_op *ops, uint32_t *nops)
+{
+    struct npu_plan *p = &pl->plan;
+    if (!p->expert_slots || p->weights_resident)
+        return NPU_OK;
+    uint32_t most = 0;
+    for (uint32_t r = 0; r < p->tp; r++) {
+        const uint32_t n = npu_plan_expert_first(p, pl->cfg->num_experts, r + 1) -
+                           npu_plan_expert_first(p, pl->cfg->num_experts, r);
+        most = n > most ? n : most;
+    }
+    const uint32_t want = 3 * most < NPU_EXPERT_SLOTS_MAX ? 3 * most : NPU_EXPERT_SLOTS_MAX;
+    if (want <= p->expert_slots)
+        return NPU_OK;
+    const struct npu_plan was = *p;
+    p->expert_slots = want;
+    int rc = npu_planner_cores(pl, cores, ops, nops);
+    if (rc == NPU_OK && p->x_in_sram == was.x_in_sram && p->kv_in_sram == was.kv_in_sram)
+        return NPU_OK;
+    *p = was; /* it does not fit, or it would push the residual or the KV cache to HBM */
+    return npu_planner_cores(pl, cores, ops, nops);
+}
+
 int npu_plan_build(const struct model_config *cfg, const char *config_text,
                    const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                    struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
@@ -552,6 +580,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
             pl.plan.moe_rows = pl.plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(&pl, cores, ops, &nops);
     }
+    if (rc == NPU_OK && !req->expert_slots)
+        rc = widen_ring(&pl, cores, ops, &nops);
     if (rc == NPU_OK)
         rc = write_image(&pl, config_text, cores, ops, nops, out);
     if (rc == NPU_OK && summary) {
