@@ -152,7 +152,7 @@ static const char *kind_name(uint32_t kind)
                                          "m2n_dispatch", "m2n_combine", "allgather_rows",
                                          "allgather_cols", "allreduce_rows",
                                          "allreduce_cols", "alltoallv_dispatch",
-                                         "alltoallv_combine" };
+                                         "alltoallv_combine", "allgather_blocks" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
@@ -199,16 +199,19 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
             refuse(c, mine, msg);
             return h[k].fault == COLL_BAD_BUFFER ? NPU_ERR_RANGE : NPU_ERR_INVAL;
         }
-        if ((mine->kind == COLL_ALLGATHER || mine->kind == COLL_ALLREDUCE) &&
+        if ((mine->kind == COLL_ALLGATHER || mine->kind == COLL_ALLREDUCE ||
+             mine->kind == COLL_ALLGATHER_BLOCKS) &&
             h[k].capacity != h[0].capacity) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": all-gather algorithm %" PRIu32
                      " differs from rank 0's %" PRIu32, k, h[k].capacity, h[0].capacity);
             refuse(c, mine, msg);
             return NPU_ERR_INVAL;
         }
-        if (h[k].count != h[0].count || h[k].dtype != h[0].dtype || h[k].root != h[0].root) {
+        if (h[k].count != h[0].count || h[k].dtype != h[0].dtype || h[k].root != h[0].root ||
+            (mine->kind == COLL_ALLGATHER_BLOCKS && h[k].buf2 != h[0].buf2)) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": count %" PRIu64 ", dtype %u, "
-                     "root/senders/op %" PRIu32 " differ from rank 0's %" PRIu64 ", %u, %" PRIu32,
+                     "root/senders/op/columns %" PRIu32 " (or row stride) differ from rank 0's %" PRIu64
+                     ", %u, %" PRIu32,
                      k, h[k].count, h[k].dtype, h[k].root, h[0].count, h[0].dtype, h[0].root);
             refuse(c, mine, msg);
             return NPU_ERR_INVAL;

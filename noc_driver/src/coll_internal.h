@@ -39,6 +39,7 @@ enum coll_kind {
     COLL_ALLREDUCE_COLS,
     COLL_A2AV_DISPATCH, /* all-to-all-v by buckets (noc_alltoallv_dispatch, ...) */
     COLL_A2AV_COMBINE,
+    COLL_ALLGATHER_BLOCKS, /* column blocks into place (noc_allgather_blocks) */
 };
 
 /* Local checks a rank reports in its header (0: passed). */
@@ -157,6 +158,8 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
    allows it and every rank's buffer is at the same SRAM offset (agreed headers). */
 bool coll_mcast_fits(const struct noc_comm *c);
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype);
+/* Multicast of this rank's column block (noc_allgather_blocks) into every rank's dst. */
+int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a);
 int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r);
 
 /* Scratch layout: tokens at 0, header staging at 512, two banks of receive slots from 1024

@@ -76,3 +76,34 @@ int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtyp
     *coll_arrive_expect(c) += chunks;
     return coll_stream_finish(&st);
 }
+
+int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a)
+{
+    const uint64_t eb = coll_elem_bytes(a->dtype), off = buf_offset(c, coll_headers(c), c->rank);
+    const uint64_t lo = coll_bound(a->cols, c->group.size, c->rank);
+    const uint64_t width = (coll_bound(a->cols, c->group.size, c->rank + 1) - lo) * eb;
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    if (width > 0) { /* rows x width bytes, src_ld and ld elements apart */
+        const struct noc_rect *r = &c->group.rect;
+        struct noc_multicast_args m = {
+            .src = a->src, .dst_offset = off + lo * eb, .rows = a->rows,
+            .row_bytes = (uint32_t)width, .src_stride = (uint32_t)(a->src_ld * eb),
+            .dst_stride = (uint32_t)(a->ld * eb), .row0 = r->row0, .col0 = r->col0,
+            .row1 = (uint16_t)(r->row0 + r->rows - 1),
+            .col1 = (uint16_t)(r->col0 + r->cols - 1),
+            .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c),
+                      .signal_value = 1, .signal2 = true,
+                      .signal2_core = (uint16_t)hal_self()->core_id,
+                      .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT),
+                      .signal2_value = 1 },
+        };
+        noc_multicast_desc(coll_stream_next(&st, NPU_ENGINE_NOC), &m);
+        int rc = coll_stream_flush(&st); /* before SENT expects one landing per member */
+        if (rc != NPU_OK)
+            return rc;
+        coll_expect_of(c)->sent += c->group.size;
+    }
+    *coll_arrive_expect(c) += coll_nonempty_parts(a->cols, c->group.size);
+    return coll_stream_finish(&st);
+}

@@ -4,6 +4,7 @@
  * the line collectives of a MESH2D grid, and broadcast (noc/collective.h).
  */
 #include <assert.h>
+#include <stdio.h>
 
 #include "coll_internal.h"
 #include "npu/hal.h"
@@ -252,4 +253,33 @@ static int broadcast_body(struct noc_comm *c, const struct noc_coll_args *a)
 int noc_broadcast(struct noc_comm *c, const struct noc_coll_args *a)
 {
     return run(c, COLL_BROADCAST, a, broadcast_body);
+}
+
+/* noc_allgather_blocks: the header (dst's extent, columns, row stride), the local checks,
+   and the multicast. */
+int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a)
+{
+    struct coll_header h;
+    coll_header_init(c, &h, COLL_ALLGATHER_BLOCKS);
+    const uint64_t eb = coll_elem_bytes(a->dtype);
+    h.count = (uint64_t)a->rows * a->ld, h.dtype = (uint8_t)a->dtype, h.root = a->cols;
+    h.buf = a->dst, h.buf2 = a->ld, h.capacity = (uint32_t)c->cfg.gather;
+    const uint64_t lo = coll_bound(a->cols, c->group.size, c->rank);
+    const uint64_t w = coll_bound(a->cols, c->group.size, c->rank + 1) - lo;
+    if (a->rows == 0 || a->cols == 0 || a->cols > a->ld || w > a->src_ld ||
+        !dtype_ok(a->dtype) || h.count > COLL_COUNT_MAX)
+        h.fault = COLL_BAD_ARGS;
+    else if ((h.fault = (uint8_t)coll_check_buffer(c, a->dst, h.count, eb)) == COLL_OK && w)
+        h.fault = (uint8_t)coll_check_buffer(c, a->src, (uint64_t)(a->rows - 1) * a->src_ld + w,
+                                             eb);
+    int rc = coll_agree(c, &h);
+    if (rc != NPU_OK)
+        return rc;
+    rc = coll_mcast_fits(c) ? coll_mcast_allgather_blocks(c, a) : NPU_ERR_INVAL;
+    if (rc == NPU_ERR_INVAL)
+        printf("noc: rank %u (core %u): allgather_blocks needs the multicast all-gather "
+               "(NOC_GATHER_AUTO, dst at the same offset on every rank)\n", c->rank,
+               hal_self()->core_id);
+    coll_done(c);
+    return rc;
 }

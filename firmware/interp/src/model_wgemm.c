@@ -3,15 +3,18 @@
  * Weight GEMMs split over the tensor-parallel group, and the collectives that complete
  * them (model_exec.h).
  *
- * MN and 2D: rank r computes Y's columns of its share, Y_r[T][n_r] = X[T][K] W_r^T, into
- * its chunk of ytmp, [T][w] at ytmp + i T w (i: the share's index along N, w: the chunk's
- * width). The all-gather (2D: after the all-reduce along the grid row) brings every chunk;
- * 2-D copies then put each chunk's columns in place in Y[T][N] (unchunk). The copies run
- * at SRAM bandwidth on the DMA engine: the earlier layout computed Y^T and turned it back
- * with an identity GEMM, whose weight loads cost the matrix engine several thousand cycles
- * per GEMM.
- * q, k and v share one chunk ([T][n_q + n_k + n_v]), so one GEMM (when the shares lie one
- * after the other, as staging places them) and one collective serve the three.
+ * MN: rank r computes Y's columns of its share, Y_r[T][n_r] = X[T][K] W_r^T, in place in
+ * Y[T][N], and the NoC driver's block all-gather multicasts them into every rank's Y as one
+ * 2-D write (rows of n_r elements, N apart): no gather buffer, no copies. The earlier
+ * layout computed Y^T and turned it back with an identity GEMM (thousands of matrix cycles
+ * per GEMM), then gathered chunks and copied them in place (64 DMA descriptors per GEMM at
+ * tp 64, which doubled what the simulator executes).
+ * 2D: the rank's partial chunk, [T][w] at ytmp + i T w (i: the share's index along N, w the
+ * chunk's width), is completed by the all-reduce along the grid row and the all-gather along
+ * the column; 2-D copies put each chunk's columns in place in Y (unchunk).
+ * q, k and v share one chunk ([T][n_q + n_k + n_v]) computed by one GEMM (when the shares
+ * lie one after the other, as staging places them); MN gathers its three parts into q, k
+ * and v, 2D completes the chunk with one pair of collectives.
  * Not modelled: overlap of the collective with the next GEMM (the chain is serial).
  */
 #include <assert.h>
@@ -45,10 +48,10 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
     if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
         exec_gemm(m, y + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n, true, false,
                   false);
-    } else if (rows == 1) {                 /* one row: Y[0][row0 + r0 .. row0 + r1) */
-        exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, 1, r1 - r0, t->cols, k, t->cols, n,
+    } else if (part == NPU_PART_MN || rows == 1) { /* Y[:, row0 + r0 .. row0 + r1) in place */
+        exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n,
                   true, false, false);
-    } else {                                /* chunk[rows][share rows], columns r0 .. r1 */
+    } else {                                /* 2D: chunk[rows][share rows], columns r0 .. r1 */
         const uint64_t chunk = m->buf.a.ytmp + (uint64_t)t->row0 * rows * eb;
         exec_gemm(m, chunk + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, t->rows,
                   true, false, false);
@@ -106,12 +109,17 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
     if (part == NPU_PART_K) {
         struct noc_coll_args a = { .buf = y, .count = (uint64_t)rows * n, .dtype = m->buf.dt };
         rc = noc_allreduce(m->comm, &a);
+    } else if (part == NPU_PART_MN && rows > 1) { /* each rank's columns into place */
+        struct noc_gather_blocks_args g = { .dst = y, .src = y + (uint64_t)t->row0 * m->buf.eb,
+                                            .rows = rows, .cols = n, .ld = n, .src_ld = n,
+                                            .dtype = m->buf.dt };
+        rc = noc_allgather_blocks(m->comm, &g);
     } else { /* one row: the chunks are Y's columns already */
         rc = collect_chunks(m, part, rows == 1 ? y : m->buf.a.ytmp, share_index(t),
                             (uint64_t)rows * t->rows);
     }
     exec_set_cat(m, was);
-    if (rc == NPU_OK && part != NPU_PART_K && rows > 1)
+    if (rc == NPU_OK && part == NPU_PART_2D && rows > 1)
         unchunk(m, y, m->buf.a.ytmp, rows, n, share_parts(m, part), t->rows, 0);
     return rc;
 }
@@ -215,6 +223,17 @@ int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uin
         return rc;
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
+    const uint64_t chunk = m->buf.a.ytmp + (uint64_t)share_index(t[0]) * rows * width * m->buf.eb;
+    if (part == NPU_PART_MN) { /* q's, k's and v's columns of the chunk straight into place */
+        for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++) {
+            struct noc_gather_blocks_args g = { .dst = y[i], .src = chunk + off * m->buf.eb,
+                                                .rows = rows, .cols = n[i], .ld = n[i],
+                                                .src_ld = width, .dtype = m->buf.dt };
+            rc = noc_allgather_blocks(m->comm, &g);
+        }
+        exec_set_cat(m, was);
+        return rc;
+    }
     rc = collect_chunks(m, part, m->buf.a.ytmp, share_index(t[0]), (uint64_t)rows * width);
     exec_set_cat(m, was);
     for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++)

@@ -111,6 +111,21 @@ int noc_reduce_scatter(struct noc_comm *c, const struct noc_coll_args *a);
    (reduce-scatter, then all-gather). */
 int noc_allreduce(struct noc_comm *c, const struct noc_coll_args *a);
 
+/* All-gather of column blocks straight into place: dst is a [rows][ld] matrix of `dtype`
+   at the same SRAM offset on every rank; rank r owns columns [r cols / size, (r + 1) cols /
+   size) of every row (coll_bound), and sends them from src, [rows][src_ld] elements that
+   start at its first column (src = dst + first column: in place; or a buffer of its own,
+   such as a GEMM's output). One 2-D multicast per rank writes the block into every rank's
+   dst: no gather buffer, no copies. Needs the multicast all-gather (NOC_GATHER_AUTO, dst
+   at the same offset everywhere: else NPU_ERR_INVAL on every rank). */
+struct noc_gather_blocks_args {
+    uint64_t dst, src;        /* global SRAM addresses */
+    uint32_t rows, cols;      /* rows x cols of dst are gathered */
+    uint32_t ld, src_ld;      /* elements from one row to the next (ld >= cols) */
+    enum npu_dtype dtype;
+};
+int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a);
+
 /* The lines of a MESH2D grid: NOC_LINE_ROWS, grid row i (its grid_cols ranks in order of
    j); NOC_LINE_COLS, grid column j (its grid_rows ranks in order of i). */
 enum noc_line { NOC_LINE_ROWS = 0, NOC_LINE_COLS = 1 };

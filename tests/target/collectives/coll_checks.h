@@ -63,6 +63,8 @@ struct coll_case {
     bool stagger;              /* rank r's buffer 64 r bytes further: offsets differ, so
                                   NOC_GATHER_AUTO must fall back to the ring */
     enum noc_reduce_op op;     /* reductions: sum or maximum */
+    bool blocks;               /* all-gather: noc_allgather_blocks over a [3][count + 5]
+                                  matrix (the ring algorithm must refuse it) */
 };
 #define COLL_LINE_COLS 1u      /* along the columns (else the rows) */
 #define COLL_LINE_REDUCE 2u    /* all-reduce (else all-gather) */

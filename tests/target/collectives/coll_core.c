@@ -196,6 +196,49 @@ static void run_ring_kind(const struct coll_case *cs, uint64_t buf)
            cs->stagger ? ", staggered buffers" : "", rc, bad);
 }
 
+/*
+ * Block all-gather: dst is [3][count + 5]; rank r owns columns [count r / size, count (r+1)
+ * / size) of each row. Even ranks send in place, odd ranks from a buffer of their own with
+ * a wider row stride. Afterwards every gathered element is its owner's value, and the 5
+ * columns past count are untouched. With the ring algorithm every rank is refused.
+ */
+static void run_blocks(const struct coll_case *cs, uint64_t dst)
+{
+    const uint32_t rank = case_comm.rank, size = case_group.size, rows = 3;
+    const uint32_t cols = (uint32_t)cs->count, ld = cols + 5;
+    const uint32_t lo = (uint32_t)coll_bound(cols, size, rank);
+    const uint32_t w = (uint32_t)coll_bound(cols, size, rank + 1) - lo;
+    const bool own = rank % 2 == 1;
+    const uint64_t eb = cs->dtype == NPU_DTYPE_BF16 ? 2 : 4;
+    const uint64_t src = own ? buf2_of(dst) : dst + lo * eb;
+    const uint32_t src_ld = own ? w + 3 : ld;
+    for (uint64_t e = 0; e < (uint64_t)rows * ld; e++)
+        coll_store(dst, e, -1.0f, cs->dtype);
+    for (uint32_t r = 0; r < rows; r++) /* this rank's block, where it sends it from */
+        for (uint32_t j = 0; j < w; j++)
+            coll_store(src, (uint64_t)r * src_ld + j, coll_val(rank, (uint64_t)r * ld + lo + j),
+                       cs->dtype);
+    struct noc_gather_blocks_args a = { .dst = dst, .src = src, .rows = rows, .cols = cols,
+                                        .ld = ld, .src_ld = src_ld, .dtype = cs->dtype };
+    int rc = noc_allgather_blocks(&case_comm, &a);
+    uint64_t bad = 0;
+    const bool ring = cs->gather == NOC_GATHER_RING;
+    for (uint32_t r = 0; r < rows && !ring; r++)
+        for (uint32_t c = 0; c < ld; c++) {
+            const uint64_t e = (uint64_t)r * ld + c;
+            const float want = c < cols ? coll_val(coll_owner(cols, size, c), e) : -1.0f;
+            const float got = coll_load(dst, e, cs->dtype);
+            if (memcmp(&got, &want, sizeof(got)) != 0 && bad++ == 0)
+                printf("# core %" PRIu32 ": allgather_blocks %ux%u cols %u: [%u][%u] = %g, "
+                       "want %g\n", hal_self()->core_id, cs->rows, cs->cols, cols, r, c,
+                       (double)got, (double)want);
+        }
+    expect(ring ? rc == NPU_ERR_INVAL : rc == NPU_OK && bad == 0, cs->kind,
+           "allgather_blocks %s %ux%u cols %u (%s): rc %d, %" PRIu64 " wrong elements",
+           noc_placement_name(cs->placement), cs->rows, cs->cols, cols,
+           ring ? "ring: must refuse" : "multicast", rc, bad);
+}
+
 static void run_alltoall(const struct coll_case *cs, uint64_t buf, uint64_t recv)
 {
     const uint32_t rank = case_comm.rank, size = case_group.size;
@@ -350,6 +393,8 @@ void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
             run_alltoallv(cs, data, buf2_of(data));
         } else if (cs->kind == CCHECK_LINES) {
             coll_lines_run(cs, &case_comm, data);
+        } else if (cs->blocks) {
+            run_blocks(cs, data);
         } else {
             run_ring_kind(cs, data);
         }
@@ -417,6 +462,12 @@ static void run_all_cases(uint64_t data)
                         cs.op = NOC_REDUCE_MAX;
                         coll_case_run(&cs, data, 0);
                         cs.op = NOC_REDUCE_SUM;
+                    } else { /* column blocks into place: multicast, then refused on rings */
+                        cs.blocks = true;
+                        coll_case_run(&cs, data, 0);
+                        cs.gather = NOC_GATHER_RING;
+                        coll_case_run(&cs, data, 0);
+                        cs.gather = NOC_GATHER_AUTO, cs.blocks = false;
                     }
                     cs.gather = NOC_GATHER_RING;
                     coll_case_run(&cs, data, 0);
