@@ -43,37 +43,47 @@ bool coll_mcast_fits(const struct noc_comm *c)
     return true;
 }
 
+/* One multicast of rows x row_bytes from src (src_stride apart) to dst_offset (dst_stride
+   apart) in every member's SRAM, the sender's own included; each landing counts on ARRIVE
+   there, and on our SENT. */
+static int mcast_rows(struct noc_comm *c, struct coll_stream *st, uint64_t src,
+                      uint64_t dst_offset, uint32_t rows, uint64_t row_bytes,
+                      uint64_t src_stride, uint64_t dst_stride)
+{
+    assert(row_bytes <= UINT32_MAX && src_stride <= UINT32_MAX && dst_stride <= UINT32_MAX &&
+           "a block is in SRAM");
+    const struct noc_rect *r = &c->group.rect;
+    struct noc_multicast_args m = {
+        .src = src, .dst_offset = dst_offset, .rows = rows, .row_bytes = (uint32_t)row_bytes,
+        .src_stride = (uint32_t)src_stride, .dst_stride = (uint32_t)dst_stride,
+        .row0 = r->row0, .col0 = r->col0, .row1 = (uint16_t)(r->row0 + r->rows - 1),
+        .col1 = (uint16_t)(r->col0 + r->cols - 1),
+        .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c), .signal_value = 1,
+                  .signal2 = true, .signal2_core = (uint16_t)hal_self()->core_id,
+                  .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT), .signal2_value = 1 },
+    };
+    noc_multicast_desc(coll_stream_next(st, NPU_ENGINE_NOC), &m);
+    int rc = coll_stream_flush(st); /* before SENT expects one landing per member */
+    if (rc == NPU_OK)
+        coll_expect_of(c)->sent += c->group.size;
+    return rc;
+}
+
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype)
 {
     const uint64_t eb = coll_elem_bytes(dtype), off = buf_offset(c, coll_headers(c), c->rank);
     const uint64_t lo = coll_bound(count, c->group.size, c->rank);
     const uint64_t bytes = (coll_bound(count, c->group.size, c->rank + 1) - lo) * eb;
-    /* non-empty chunks: the multicasts that land here */
-    const uint32_t chunks = coll_nonempty_parts(count, c->group.size);
     struct coll_stream st;
     coll_stream_begin(&st, c);
     if (bytes > 0) {
-        assert(bytes <= UINT32_MAX && "a chunk is in SRAM");
-        const struct noc_rect *r = &c->group.rect;
-        struct noc_multicast_args m = {
-            .src = coll_headers(c)[c->rank].buf + lo * eb, .dst_offset = off + lo * eb,
-            .rows = 1, .row_bytes = (uint32_t)bytes, .src_stride = (uint32_t)bytes,
-            .dst_stride = (uint32_t)bytes, .row0 = r->row0, .col0 = r->col0,
-            .row1 = (uint16_t)(r->row0 + r->rows - 1),
-            .col1 = (uint16_t)(r->col0 + r->cols - 1),
-            .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c),
-                      .signal_value = 1, .signal2 = true,
-                      .signal2_core = (uint16_t)hal_self()->core_id,
-                      .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT),
-                      .signal2_value = 1 },
-        };
-        noc_multicast_desc(coll_stream_next(&st, NPU_ENGINE_NOC), &m);
-        int rc = coll_stream_flush(&st); /* before SENT expects one landing per member */
+        int rc = mcast_rows(c, &st, coll_headers(c)[c->rank].buf + lo * eb, off + lo * eb, 1,
+                            bytes, bytes, bytes);
         if (rc != NPU_OK)
             return rc;
-        coll_expect_of(c)->sent += c->group.size;
     }
-    *coll_arrive_expect(c) += chunks;
+    /* non-empty chunks: the multicasts that land here */
+    *coll_arrive_expect(c) += coll_nonempty_parts(count, c->group.size);
     return coll_stream_finish(&st);
 }
 
@@ -85,24 +95,10 @@ int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_bloc
     struct coll_stream st;
     coll_stream_begin(&st, c);
     if (width > 0) { /* rows x width bytes, src_ld and ld elements apart */
-        const struct noc_rect *r = &c->group.rect;
-        struct noc_multicast_args m = {
-            .src = a->src, .dst_offset = off + lo * eb, .rows = a->rows,
-            .row_bytes = (uint32_t)width, .src_stride = (uint32_t)(a->src_ld * eb),
-            .dst_stride = (uint32_t)(a->ld * eb), .row0 = r->row0, .col0 = r->col0,
-            .row1 = (uint16_t)(r->row0 + r->rows - 1),
-            .col1 = (uint16_t)(r->col0 + r->cols - 1),
-            .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c),
-                      .signal_value = 1, .signal2 = true,
-                      .signal2_core = (uint16_t)hal_self()->core_id,
-                      .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT),
-                      .signal2_value = 1 },
-        };
-        noc_multicast_desc(coll_stream_next(&st, NPU_ENGINE_NOC), &m);
-        int rc = coll_stream_flush(&st); /* before SENT expects one landing per member */
+        int rc = mcast_rows(c, &st, a->src, off + lo * eb, a->rows, width, a->src_ld * eb,
+                            a->ld * eb);
         if (rc != NPU_OK)
             return rc;
-        coll_expect_of(c)->sent += c->group.size;
     }
     *coll_arrive_expect(c) += coll_nonempty_parts(a->cols, c->group.size);
     return coll_stream_finish(&st);
