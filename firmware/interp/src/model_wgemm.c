@@ -58,9 +58,10 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
     }
 }
 
-/* MN and 2D: the collectives that bring every rank's chunk of `chunk` elements (this rank's
-   is chunk i of yt). 2D: rank (i, j) holds a partial chunk over K_j; the all-reduce along
-   grid row i completes it, the all-gather along grid column j brings every chunk. */
+/* The collectives that bring every rank's chunk of `chunk` elements (this rank's is chunk i
+   of yt): MN with one row (its chunks are Y's columns), and 2D, where rank (i, j) holds a
+   partial chunk over K_j; the all-reduce along grid row i completes it, the all-gather
+   along grid column j brings every chunk. */
 static int collect_chunks(struct exec_model *m, enum npu_partition part, uint64_t yt,
                           uint32_t i, uint64_t chunk)
 {
@@ -114,7 +115,7 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
                                             .rows = rows, .cols = n, .ld = n, .src_ld = n,
                                             .dtype = m->buf.dt };
         rc = noc_allgather_blocks(m->comm, &g);
-    } else { /* one row: the chunks are Y's columns already */
+    } else { /* MN with one row (Y itself is the chunks), or 2D (chunks in ytmp) */
         rc = collect_chunks(m, part, rows == 1 ? y : m->buf.a.ytmp, share_index(t),
                             (uint64_t)rows * t->rows);
     }
