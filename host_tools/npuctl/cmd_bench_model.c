@@ -125,19 +125,20 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     return 0;
 }
 
-/* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as rows per rank under EP
-   (rank r serves experts [first(r), first(r + 1))): max over mean into m's sums. */
-static void add_moe_load(const struct npu_plan *p, const uint64_t *tokens, uint32_t E,
-                         struct measured *m, uint32_t *layers)
+/* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as the load of each rank
+   under EP: for each slice it holds (the image's expert map, x[0..n)), the expert's rows times
+   the slice's share of the expert's width (a whole expert: its rows). Max over mean into m's
+   sums. */
+static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert_slice *x,
+                         uint32_t n, const uint64_t *tokens, struct measured *m,
+                         uint32_t *layers)
 {
-    double total = 0, most = 0;
-    for (uint32_t r = 0; r < p->tp; r++) {
-        const uint32_t e0 = npu_plan_expert_first(p, E, r), e1 = npu_plan_expert_first(p, E, r + 1);
-        double rows = 0;
-        for (uint32_t e = e0; e < e1; e++)
-            rows += (double)tokens[e];
-        total += rows;
-        most = rows > most ? rows : most;
+    double total = 0, most = 0, rank_load[1024] = { 0 };
+    for (uint32_t i = 0; i < n && p->tp <= 1024; i++)
+        rank_load[x[i].rank] += (double)tokens[x[i].expert] * x[i].units / p->expert_units;
+    for (uint32_t r = 0; r < p->tp && r < 1024; r++) {
+        total += rank_load[r];
+        most = rank_load[r] > most ? rank_load[r] : most;
     }
     if (total <= 0)
         return;
@@ -145,6 +146,28 @@ static void add_moe_load(const struct npu_plan *p, const uint64_t *tokens, uint3
     m->moe_imbalance += ratio;
     m->moe_worst = ratio > m->moe_worst ? ratio : m->moe_worst;
     ++*layers;
+}
+
+/* The image's expert map (file img; NULL if none or unreadable), *n slices, with the header
+   (for its layer lookup) in front: free() it. */
+static struct npu_image_header *read_expert_map(const char *img)
+{
+    struct npu_image_header h;
+    FILE *f = fopen(img, "rb");
+    struct npu_image_header *all = NULL;
+    if (f && fread(&h, sizeof(h), 1, f) == 1 && h.experts_count &&
+        h.experts_count < (1u << 20) && h.experts_off >= sizeof(h)) {
+        const size_t bytes = h.experts_count * sizeof(struct npu_image_expert_slice);
+        all = malloc(h.experts_off + bytes);
+        if (all && (fseek(f, (long)h.experts_off, SEEK_SET) ||
+                    fread((uint8_t *)all + h.experts_off, bytes, 1, f) != 1))
+            free(all), all = NULL;
+        if (all)
+            *all = h;
+    }
+    if (f)
+        fclose(f);
+    return all;
 }
 
 /* The routed lines' counts into tokens[L][E] (a layer's experts come in lines of up to
@@ -160,10 +183,11 @@ static void take_routed(const struct lines_model_routed *r, uint64_t *tokens, ui
 
 /* Rank 0's MODEL done line, its first `layers=all` row and the routed rows of each layer
    (rank 0 prints them), read with the console-line protocol's decoder (rt/lines.h). */
-static int read_console(const char *path, const struct npu_plan *p,
-                        const struct model_config *cfg, struct measured *m)
+static int read_console(const char *path, const struct npu_image_header *xh,
+                        const struct npu_plan *p, const struct model_config *cfg,
+                        struct measured *m)
 {
-    const bool ep = npu_plan_is_ep(p) && p->tp > 1 && cfg->num_experts;
+    const bool ep = npu_plan_is_ep(p) && p->tp > 1 && cfg->num_experts && xh;
     const uint32_t L = cfg->num_layers, E = cfg->num_experts;
     uint64_t *tokens = ep ? calloc((size_t)L * E, sizeof(uint64_t)) : NULL;
     uint32_t moe_layers = 0;
@@ -192,8 +216,11 @@ static int read_console(const char *path, const struct npu_plan *p,
         }
     }
     fclose(f);
-    for (uint32_t l = 0; tokens && l < L; l++)
-        add_moe_load(p, &tokens[(uint64_t)l * E], E, m, &moe_layers);
+    for (uint32_t l = 0; tokens && l < L; l++) {
+        uint32_t n;
+        const struct npu_image_expert_slice *x = npu_image_expert_layer(xh, l, &n);
+        add_moe_load(p, x, n, &tokens[(uint64_t)l * E], m, &moe_layers);
+    }
     free(tokens);
     if (moe_layers)
         m->moe_imbalance /= moe_layers;
@@ -273,7 +300,10 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
         return rc;
     }
     snprintf(stats, sizeof(stats), "%s/%s.stats.json", dir, sh->name);
-    if (read_console(console, p, cfg, m) || read_stats(stats, m)) {
+    struct npu_image_header *xh = read_expert_map(img);
+    rc = read_console(console, xh, p, cfg, m) || read_stats(stats, m);
+    free(xh);
+    if (rc) {
         npuctl_print_error("bench model: %s: no MODEL done line or stats in %s", sh->name,
                            dir);
         return NPUCTL_EXIT_USAGE;

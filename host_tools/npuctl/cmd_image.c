@@ -147,6 +147,11 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
         int rc = parse_u32(opt, v, &s);
         r->routing_seed = s;
         return rc;
+    } else if (!strcmp(opt, "--expert-placement")) {
+        static const char *const xs[] = { "contiguous", "balanced" };
+        int rc = parse_enum(opt, v, xs, 2, &e);
+        r->expert_placement = e;
+        return rc;
     } else if (!strcmp(opt, "--placement")) {
         int rc = parse_enum(opt, v, places, 4, &e);
         r->placement = e;
@@ -231,7 +236,8 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
         return npuctl_usage_error("%s", err);
     struct npu_plan_chip pc = { .mesh_rows = chip.mesh_rows, .mesh_cols = chip.mesh_cols,
                                 .sram_bytes = chip.sram_bytes, .hbm_bytes = chip.hbm_bytes,
-                                .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols };
+                                .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols,
+                                .freq_mhz = chip.freq_mhz, .hbm_gbps = chip.hbm_gbps };
     snprintf(pc.name, sizeof(pc.name), "%s", chip.name);
     int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, summary, err, sizeof(err));
     if (rc != NPU_OK) {

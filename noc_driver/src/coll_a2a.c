@@ -117,7 +117,8 @@ static void m2n_header(const struct noc_comm *c, struct coll_header *h, enum col
         return;
     }
     const uint32_t n = c->group.size - a->senders;
-    if ((uint64_t)a->senders * n > NOC_M2N_PAIRS_MAX || plan->capacity < a->senders * n ||
+    if ((uint64_t)a->senders * n > noc_m2n_pairs(hal_chip()->ncores) ||
+        plan->capacity < a->senders * n ||
         (combine && (plan->senders != a->senders || plan->receivers != n))) {
         h->fault = COLL_BAD_COUNTS;
         return;

@@ -126,7 +126,7 @@ static void a2av_header(const struct noc_comm *c, struct coll_header *h, enum co
         return;
     }
     h->root = map_hash(p->bucket_first, size) ^ (p->by_bucket ? 0x9e3779b9u : 0u);
-    if ((uint64_t)size * p->buckets > NOC_M2N_PAIRS_MAX ||
+    if ((uint64_t)size * p->buckets > noc_m2n_pairs(hal_chip()->ncores) ||
         p->capacity < (uint64_t)size * p->buckets) {
         h->fault = COLL_BAD_COUNTS;
         return;

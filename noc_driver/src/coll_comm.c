@@ -61,7 +61,7 @@ uint32_t coll_elem_bytes(enum npu_dtype dt)
 static uint64_t parity_bytes(void)
 {
     return (uint64_t)hal_chip()->ncores * sizeof(struct coll_header) +
-           NOC_M2N_PAIRS_MAX * sizeof(uint32_t);
+           noc_m2n_pairs(hal_chip()->ncores) * sizeof(uint32_t);
 }
 
 uint64_t noc_reserved_bytes(void)

@@ -248,6 +248,46 @@ static void test_image_refusals(void **state)
     npu_built_image_free(&img);
 }
 
+/* The expert map (EP): a slice out of order, overlapping another, beyond the expert's
+   units or naming a rank outside the group is refused, and so is a map without EP. */
+static void test_expert_map_refusals(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
+    struct npu_built_image img = build(&moe, &mesh2x2, &req);
+    const uint64_t n = img.bytes;
+    uint8_t *b = malloc(n);
+    assert_non_null(b);
+    const struct npu_image_header *h = hdr(&img);
+    struct npu_image_expert_slice *x = (void *)(b + h->experts_off);
+    assert_true(h->experts_count > 2);
+    for (uint32_t c = 0; c < 4; c++) {
+        memcpy(b, img.data, n);
+        if (c == 0)
+            x[0].rank = 4; /* of 4 ranks */
+        else if (c == 1)
+            x[1] = x[0]; /* overlaps slice 0 */
+        else if (c == 2)
+            x[0].units = 200; /* past the expert's units */
+        else
+            x[1].layer = 0x7fff; /* layers out of order */
+        reseal(b, n);
+        expect_image_refusal(b, n, "expert map");
+    }
+    memcpy(b, img.data, n);
+    x[0].units = (uint8_t)(x[0].units - 1); /* a unit of expert x[0] held by nobody */
+    reseal(b, n);
+    expect_image_refusal(b, n, x[0].units ? "holds only part" : "expert map");
+    memcpy(b, img.data, n);
+    ((struct npu_image_header *)b)->experts_count = 0;
+    reseal(b, n);
+    expect_image_refusal(b, n, "none with expert parallelism");
+    free(b);
+    npu_built_image_free(&img);
+}
+
 static void test_check_chip(void **state)
 {
     (void)state;
@@ -987,6 +1027,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_and_check),
         cmocka_unit_test(test_image_refusals),
+        cmocka_unit_test(test_expert_map_refusals),
         cmocka_unit_test(test_check_chip),
         cmocka_unit_test(test_plan_refusals),
         cmocka_unit_test(test_shares_cover),

@@ -6,6 +6,7 @@
 #include "image_fixture.h"
 
 #include "model_weights.h"
+#include "routing_model.h"
 
 /* EP over tp ranks: every expert tensor of every layer has one entry per rank, holding the
    whole experts [r E / tp, (r + 1) E / tp) (possibly none), so each expert is on exactly
@@ -54,6 +55,66 @@ static void test_ep_shares(void **state)
     check_ep(&mesh2x2, 4);  /* 8 experts: 2 a rank */
     check_ep(&mesh4x4, 6);  /* 1, 1, 2, 1, 1, 2 */
     check_ep(&mesh4x4, 16); /* ranks 0, 2, 4, ... hold none */
+}
+
+/* Balanced expert placement under skewed routing (docs/images.md, "Expert placement"):
+   every expert's units held once (the image check), each rank's tensors are its slices of
+   the map, the layer's most popular expert (the routing model's heaviest weight) is cut
+   into slices on several ranks, and contiguous placement keeps whole experts in order. */
+static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
+{
+    struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
+    struct npu_built_image img = build(&moe, chip, &req);
+    const struct npu_image_header *h = hdr(&img);
+    char text[4096];
+    assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);
+    assert_int_equal(h->plan.expert_placement, NPU_EXPERTS_BALANCED);
+    assert_true(h->plan.expert_units > 1);
+    const struct routing_model rm = { .experts = moe.cfg.num_experts,
+                                      .k = moe.cfg.experts_per_token, .skew_milli = 1500,
+                                      .seed = req.routing_seed };
+    for (uint32_t l = 0; l < moe.cfg.num_layers; l++) {
+        uint32_t n, hot = 0, hot_slices = 0;
+        const struct npu_image_expert_slice *x = npu_image_expert_layer(h, l, &n);
+        uint64_t cum[ROUTING_EXPERTS_MAX], best = 0;
+        routing_layer_table(&rm, l, cum);
+        for (uint32_t e = 0; e < rm.experts; e++)
+            if (cum[e] - (e ? cum[e - 1] : 0) > best)
+                best = cum[e] - (e ? cum[e - 1] : 0), hot = e;
+        for (uint32_t i = 0; i < n; i++)
+            hot_slices += x[i].expert == hot;
+        assert_true(hot_slices > 1);
+        const struct npu_image_tensor *ts = tensors(&img);
+        for (uint64_t i = 0; i < h->tensors_count; i++) {
+            if (!model_tensor_is_expert(ts[i].kind) || ts[i].layer != l)
+                continue;
+            uint32_t first = 0, count = 0;
+            for (uint32_t j = 0; j < n; j++)
+                first += x[j].rank < ts[i].rank, count += x[j].rank == ts[i].rank;
+            assert_int_equal(ts[i].block0, first);
+            assert_int_equal(ts[i].blocks, count);
+        }
+    }
+    npu_built_image_free(&img);
+    req.expert_placement = NPU_EXPERTS_CONTIGUOUS;
+    img = build(&moe, chip, &req);
+    h = hdr(&img);
+    assert_int_equal(h->plan.expert_units, 1);
+    uint32_t n;
+    const struct npu_image_expert_slice *x = npu_image_expert_layer(h, 0, &n);
+    assert_int_equal(n, moe.cfg.num_experts);
+    for (uint32_t i = 0; i < n; i++)
+        assert_int_equal(x[i].expert, i);
+    npu_built_image_free(&img);
+}
+
+static void test_ep_balanced(void **state)
+{
+    (void)state;
+    check_balanced(&mesh2x2, 4);
+    check_balanced(&mesh4x4, 16);
 }
 
 static void test_ep_refusals(void **state)
@@ -150,6 +211,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ep_shares),
+        cmocka_unit_test(test_ep_balanced),
         cmocka_unit_test(test_ep_refusals),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),

@@ -45,7 +45,7 @@ ep-dense)
     expect 2 "partition ep: tiny-dense has no experts" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition ep -o "$tmp/x.img" ;;
 ep-counts)
-    expect 2 "256 ranks x 128 experts = 32768 entries, exceeds the NoC driver's 8192" \
+    expect 2 "256 ranks x 128 experts = 32768 entries, exceeds the NoC driver's 16384 on small-256" \
         "$npuctl" plan --model qwen3-30b-a3b --chip small-256 --mode performance --tp 256 \
         --partition mn,ep,lm_head=k --max-tokens 256 --max-batch 1 --max-seq 512 ;;
 ep-not-expert)

@@ -186,18 +186,14 @@ struct exec_weights {
                                               planner sized the buffer with the same map) */
     uint8_t expert_staged[256];
     /* The expert ring (npu_plan.expert_slots, EP with staged experts): each expert matrix a
-       GEMM reads is loaded into the next slot by a DMA outside the serial chain, which waits
-       only until the slot's previous reader is done and counts itself on SEM_WLOAD; the GEMM
-       waits for that count as well as for the chain (docs/images.md, "Expert ring"). */
+       GEMM reads is loaded into the next slot by a DMA outside the chain's count, which
+       waits by its data only for the slot's previous readers; the GEMM waits for the load
+       by its data (model_hazard.h; docs/images.md, "Expert ring"). */
     struct {
-        uint32_t loads;                    /* loads issued (SEM_WLOAD's final value) */
         uint32_t next;                     /* the slot the next load takes */
-        uint32_t free_at[NPU_EXPERT_SLOTS_MAX]; /* chain steps after its last reader */
-        uint32_t ticket, slot;             /* the next GEMM waits for load `ticket` (0:
-                                              none) and is the last reader of `slot` */
         struct {                           /* what a slot holds: a matrix still there is */
             const struct npu_image_tensor *t; /* not loaded again (NULL: nothing) */
-            uint32_t block, ticket;
+            uint32_t block;
         } held[NPU_EXPERT_SLOTS_MAX];
         bool backward;                     /* the next MoE group serves its experts from
                                               the last: what the ring holds from the group
@@ -413,6 +409,10 @@ void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t b
    0 if it must be streamed from HBM (the LM head of a non-resident plan). */
 uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
                          uint32_t layer, enum model_tensor_kind kind, uint32_t block);
+/* EP: where block `block` (0-based in this rank's share) of expert tensor (layer, kind) is,
+   loading its first `bytes` (the expert slice it holds) through the ring if staged. */
+uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
+                                uint32_t block, uint64_t bytes);
 /* Y[T][N] = X[T][K] W^T with this rank's share of tensor (layer, kind), block `block`;
    afterwards every rank holds all of Y (model_wgemm.c). */
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,

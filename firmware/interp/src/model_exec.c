@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model_hazard.h"
 #include "npu/dma.h"
 #include "npu/hal.h"
 #include "npu/matrix.h"
@@ -13,25 +14,14 @@
 #include "npu/wait.h"
 
 #define SEM_STEP 1u
-#define SEM_WLOAD 7u /* +1 per expert-ring load landed (6 is RT_SEM_GATHER) */
 #define CHAIN_MAX 256u
 
 /* The chain being built: engine scratch of this core (run by exec_flush), not model state,
-   so not in struct exec_model. `nside` of its descriptors are outside the serial order
-   (expert-ring loads): they neither wait for the one before nor count on SEM_STEP. */
+   so not in struct exec_model. `nside` of its descriptors are outside the chain's count
+   (expert-ring loads: exec_flush does not wait for them). Descriptors are ordered by their
+   data, not one after another (model_hazard.h). */
 static struct npu_desc chain[CHAIN_MAX];
 static uint32_t nchain, nside;
-
-/* The sync of the next descriptor: start after the previous one, count itself when done. */
-static struct engine_sync next_sync(struct exec_model *m)
-{
-    uint32_t index = m->acct.steps + nchain - nside;
-    return (struct engine_sync){
-        .wait = index > 0, .wait_sem = SEM_STEP, .wait_value = index,
-        .signal = true, .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_STEP,
-        .signal_value = 1,
-    };
-}
 
 /* A refused chain is a firmware bug: name the descriptors next to the emulator's log. */
 static void print_chain(const struct exec_model *m, int rc)
@@ -57,7 +47,9 @@ int exec_flush(struct exec_model *m)
     }
     m->acct.steps += nchain - nside;
     nchain = nside = 0;
-    return hal_sem_wait(SEM_STEP, m->acct.steps);
+    rc = hal_sem_wait(SEM_STEP, m->acct.steps);
+    hz_flushed();
+    return rc;
 }
 
 /* The next descriptor; a full chain is run first (its order is kept). */
@@ -126,6 +118,13 @@ void exec_set_layer(struct exec_model *m, uint32_t layer)
     m->acct.layer = layer;
 }
 
+/* Bytes per element of a GEMM's A and B, and of its C. */
+static void gemm_sizes(enum npu_matrix_op op, uint64_t *eab, uint64_t *ec)
+{
+    *eab = op == NPU_MATRIX_OP_GEMM_F32 ? 4 : 2;
+    *ec = op == NPU_MATRIX_OP_GEMM_BF16_BF16 ? 2 : 4;
+}
+
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate)
@@ -137,14 +136,16 @@ void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_
         .op = op, .a = a, .b = b, .c = c, .m = rows, .n = n, .k = k, .lda = lda, .ldb = ldb,
         .ldc = ldc, .trans_b = trans_b, .accumulate = accumulate,
     };
-    g.sync = next_sync(m); /* (a full chain run by push keeps the index: steps + nchain) */
-    if (m->w.ring.ticket) { /* it reads an expert matrix the ring loads */
-        g.sync.wait2 = true, g.sync.wait2_sem = SEM_WLOAD;
-        g.sync.wait2_value = m->w.ring.ticket;
-        m->w.ring.free_at[m->w.ring.slot] = g.sync.wait_value + 1;
-        m->w.ring.ticket = 0;
-    }
-    matrix_gemm_desc(push(m), &g);
+    uint64_t e, ec;
+    gemm_sizes(op, &e, &ec);
+    const struct hz_access h = {
+        .rd = { hz_span(a, rows, lda * e, k * e),
+                trans_b ? hz_span(b, n, ldb * e, k * e) : hz_span(b, k, ldb * e, n * e),
+                accumulate ? hz_span(c, rows, ldc * ec, n * ec) : (struct hz_range){ 0, 0 } },
+        .wr = { hz_span(c, rows, ldc * ec, n * ec) } };
+    struct npu_desc *d = push(m); /* first: a full chain is flushed before this one counts */
+    g.sync = hz_sync(HZ_MATRIX, &h, false, SEM_STEP);
+    matrix_gemm_desc(d, &g);
 }
 
 /* A vector op; element types default to the activations' (callers set fp32 statistics). */
@@ -156,18 +157,30 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
         v.ldy = v.cols;
     if (v.out && !v.ldout)
         v.ldout = v.cols;
-    v.sync = next_sync(m);
-    vector_op_desc(push(m), &v);
+    /* 4 bytes an element whatever the types (a range may be wider than what it touches) */
+    const uint64_t w = (uint64_t)v.cols * 4, la = (v.ldaux ? v.ldaux : 1) * 4ull;
+    const struct hz_range aux = hz_span(v.aux, v.rows, la, w > la ? w : la);
+    const struct hz_access h = {
+        .rd = { hz_span(v.x, v.rows, v.ldx * 4ull, w), hz_span(v.y, v.rows, v.ldy * 4ull, w),
+                aux },
+        .wr = { hz_span(v.out, v.rows, v.ldout * 4ull, w), aux } };
+    struct npu_desc *d = push(m);
+    v.sync = hz_sync(HZ_VECTOR, &h, false, SEM_STEP);
+    vector_op_desc(d, &v);
 }
 
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
 {
+    const struct hz_access h = { .rd = { hz_span(src, rows, src_stride, row_bytes) },
+                                 .wr = { hz_span(dst, rows, dst_stride, row_bytes) } };
+    struct npu_desc *d = push(m);
     struct dma_copy_args a = { .src = src, .dst = dst, .rows = (uint32_t)rows,
                                .row_bytes = (uint32_t)row_bytes,
                                .src_stride = (uint32_t)src_stride,
-                               .dst_stride = (uint32_t)dst_stride, .sync = next_sync(m) };
-    dma_copy_desc(push(m), &a);
+                               .dst_stride = (uint32_t)dst_stride,
+                               .sync = hz_sync(HZ_DMA, &h, false, SEM_STEP) };
+    dma_copy_desc(d, &a);
 }
 
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width)
@@ -233,39 +246,37 @@ static bool ring_on(const struct exec_model *m, const struct npu_image_tensor *t
     return m->w.map.ring_slots && t->sram_off == NPU_IMAGE_NOWHERE;
 }
 
-/* Loads block `block` (an expert id) of t into the ring's next slot, outside the chain: it
-   waits until the slot's last reader is done and counts itself on SEM_WLOAD; the next GEMM
-   (exec_gemm) waits for it. A matrix still in a slot is not loaded again within the
-   iteration (a rank whose experts fit the ring loads each once per layer and iteration,
-   however many MoE groups).
-   Returns the slot's address. */
+/* Loads `bytes` of block `block` (the rank's block0-based index) of t into the ring's next
+   slot unless a slot still holds it, as a side descriptor: it waits, by its data, only for
+   the slot's last readers (model_hazard.h), and exec_flush does not wait for it, so it runs
+   ahead of the chain while the ring has free slots; the GEMM that reads it waits for it by
+   its data too. A matrix still in a slot is not loaded again within the iteration (a rank
+   whose experts fit the ring loads each once per layer and iteration, however many MoE
+   groups). Returns the slot's address. */
 static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_image_tensor *t,
-                          uint32_t block)
+                          uint32_t block, uint64_t bytes64)
 {
     const uint64_t slots = m->w.stage + m->w.map.experts;
     for (uint32_t h = 0; h < m->w.map.ring_slots; h++)
-        if (m->w.ring.held[h].t == t && m->w.ring.held[h].block == block) { /* still there */
-            m->w.ring.ticket = m->w.ring.held[h].ticket, m->w.ring.slot = h;
+        if (m->w.ring.held[h].t == t && m->w.ring.held[h].block == block) /* still there */
             return slots + h * m->w.map.ring_span;
-        }
     const uint32_t s = m->w.ring.next;
     const uint64_t dst = slots + s * m->w.map.ring_span;
-    assert(t->block_bytes <= m->w.map.ring_span && t->block_bytes <= (1u << 30));
-    const uint32_t bytes = (uint32_t)t->block_bytes;
-    struct dma_copy_args a = {
-        .src = hbm(m, t->hbm_off) + (uint64_t)(block - t->block0) * t->block_bytes,
-        .dst = dst, .rows = 1, .row_bytes = bytes, .src_stride = bytes, .dst_stride = bytes,
-        .sync = { .wait = m->w.ring.free_at[s] > 0, .wait_sem = SEM_STEP,
-                  .wait_value = m->w.ring.free_at[s], .signal = true,
-                  .signal_core = (uint16_t)hal_self()->core_id, .signal_sem = SEM_WLOAD,
-                  .signal_value = 1 } };
-    dma_copy_desc(push(m), &a);
+    assert(bytes64 <= t->block_bytes && t->block_bytes <= m->w.map.ring_span &&
+           t->block_bytes <= (1u << 30));
+    const uint32_t bytes = (uint32_t)bytes64; /* an expert slice: the start of its block */
+    const uint64_t src = hbm(m, t->hbm_off) + (uint64_t)(block - t->block0) * t->block_bytes;
+    const struct hz_access h = { .rd = { hz_span(src, 1, bytes, bytes) },
+                                 .wr = { hz_span(dst, 1, bytes, bytes) } };
+    struct npu_desc *d = push(m);
+    struct dma_copy_args a = { .src = src, .dst = dst, .rows = 1, .row_bytes = bytes,
+                               .src_stride = bytes, .dst_stride = bytes,
+                               .sync = hz_sync(HZ_DMA, &h, true, SEM_STEP) };
+    dma_copy_desc(d, &a);
     nside++;
-    m->w.ring.ticket = ++m->w.ring.loads, m->w.ring.slot = s;
     m->w.ring.held[s].t = t, m->w.ring.held[s].block = block;
-    m->w.ring.held[s].ticket = m->w.ring.ticket;
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
-    m->acct.stats[l].expert_bytes += t->block_bytes;
+    m->acct.stats[l].expert_bytes += bytes;
     return dst;
 }
 
@@ -295,8 +306,19 @@ uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->buf.sram + t->sram_off + block * t->block_bytes;
     if (model_tensor_is_expert(kind) && ring_on(m, t))
-        return ring_load(m, layer, t, block + t->block0);
+        return ring_load(m, layer, t, block + t->block0, t->block_bytes);
     if (model_tensor_is_expert(kind))
         return expert_slot_addr(m, block, kind);
     return kind == MT_LM_HEAD ? 0 : m->w.stage + m->w.map.off[kind];
+}
+
+uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
+                                uint32_t block, uint64_t bytes)
+{
+    const struct npu_image_tensor *t = m->w.t[layer][kind];
+    assert(t && block < t->blocks && bytes <= t->block_bytes && "a slice this rank holds");
+    if (t->sram_off != NPU_IMAGE_NOWHERE)
+        return m->buf.sram + t->sram_off + block * t->block_bytes;
+    assert(ring_on(m, t) && "EP stages experts through the ring");
+    return ring_load(m, layer, t, block + t->block0, bytes);
 }

@@ -90,30 +90,49 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
         }
 }
 
-void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                      uint32_t r0, uint32_t r1)
+/* Pairs per bucket of the choices idx[n][k] into p->first (prefix sums): per expert, or
+   per slice of the expert's (map). */
+static void count_buckets(struct moe_pairs *p, const uint32_t *idx, uint32_t pairs,
+                          uint32_t buckets, const struct moe_ep_map *map)
 {
-    static uint32_t idx[MOE_PAIRS_MAX];
+    for (uint32_t b = 0; b <= buckets; b++)
+        p->first[b] = 0;
+    for (uint32_t i = 0; i < pairs; i++) {
+        if (!map) {
+            p->first[idx[i] + 1]++;
+            continue;
+        }
+        for (uint32_t x = map->efirst[idx[i]]; x < map->efirst[idx[i] + 1]; x++)
+            p->first[map->by_expert[x] + 1]++;
+    }
+    for (uint32_t b = 0; b < buckets; b++)
+        p->first[b + 1] += p->first[b];
+}
+
+void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                      uint32_t r0, uint32_t r1, const struct moe_ep_map *map)
+{
+    static uint32_t idx[MOE_PAIRS_MAX], fill[NPU_EXPERT_MAP_MAX];
     static float wgt[MOE_PAIRS_MAX];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token, n = r1 - r0;
+    const uint32_t buckets = map ? map->n : E;
     struct moe_pairs *p = &moe_pairs;
     float *rw = (float *)(uintptr_t)m->buf.a.rweight; /* the chain was flushed at the top-k */
     assert(n * k <= MOE_PAIRS_MAX && E <= ROUTING_EXPERTS_MAX);
     choices(m, l, tile, r0, r1, idx, wgt);
-    for (uint32_t e = 0; e <= E; e++) /* counting sort by expert */
-        p->first[e] = 0;
-    for (uint32_t i = 0; i < n * k; i++)
-        p->first[idx[i] + 1]++;
-    for (uint32_t e = 0; e < E; e++)
-        p->first[e + 1] += p->first[e];
-    uint32_t fill[ROUTING_EXPERTS_MAX];
-    for (uint32_t e = 0; e < E; e++)
-        fill[e] = p->first[e];
+    count_buckets(p, idx, n * k, buckets, map); /* then a counting sort by bucket */
+    assert(p->first[buckets] <= MOE_PAIRS_MAX && "the planner's fan-out");
+    for (uint32_t b = 0; b < buckets; b++)
+        fill[b] = p->first[b];
     for (uint32_t r = 0; r < n; r++)
         for (uint32_t j = 0; j < k; j++) {
-            uint32_t at = fill[idx[r * k + j]]++;
-            p->row[at] = r, p->slot[at] = (uint8_t)j;
-            rw[at] = 1.0f / wgt[r * k + j];
+            const uint32_t e = idx[r * k + j];
+            const uint32_t x0 = map ? map->efirst[e] : 0, x1 = map ? map->efirst[e + 1] : 1;
+            for (uint32_t x = x0; x < x1; x++) {
+                const uint32_t at = fill[map ? map->by_expert[x] : e]++;
+                p->row[at] = r, p->slot[at] = (uint8_t)j, p->part[at] = x > x0;
+                rw[at] = 1.0f / wgt[r * k + j];
+            }
         }
 }
 
@@ -172,7 +191,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     int rc = moe_route(m, l, tile->xt, n);
     if (rc != NPU_OK)
         return rc;
-    moe_sort_choices(m, l, tile, 0, n);
+    moe_sort_choices(m, l, tile, 0, n, NULL);
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
     for (uint32_t e = 0; rc == NPU_OK && e < E; e++)

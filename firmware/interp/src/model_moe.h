@@ -9,18 +9,39 @@
 #define MODEL_MOE_H
 
 #include "model_exec.h"
+#include "noc/placement.h"
+#include "npu_image.h"
 #include "routing_model.h"
 
 #define MOE_PAIRS_MAX 8192u
 
-/* The (row, choice) pairs of n rows sorted by expert, then row: pair i of expert e is
-   row[first[e] + i], its place in the row's top-k slot[...]. */
+/* The (row, choice) pairs of n rows sorted by bucket (expert, or under EP expert slice),
+   then row: pair i of bucket b is row[first[b] + i], its place in the row's top-k slot[...];
+   part[...] is 0 for the first slice of its choice, 1 for the others (their outputs add to
+   the first's). */
 struct moe_pairs {
     uint32_t row[MOE_PAIRS_MAX];
     uint8_t slot[MOE_PAIRS_MAX];
-    uint32_t first[ROUTING_EXPERTS_MAX + 1];
+    uint8_t part[MOE_PAIRS_MAX];
+    uint32_t first[NPU_EXPERT_MAP_MAX + 1];
 };
 extern struct moe_pairs moe_pairs;
+
+/* Layer l's expert map (npu_image_expert_slice) as the EP dispatch uses it: slice s of
+   `n` is units of expert[s], columns [f0[s], f0[s] + width[s]) of its intermediate width,
+   held by rank[s]; rank q holds slices [first[q], first[q + 1]); an expert's slices are
+   by_expert[efirst[e] .. efirst[e + 1]) (ascending). */
+struct moe_ep_map {
+    uint32_t layer; /* whose map this is, + 1 (0: none yet) */
+    uint32_t n;
+    uint32_t first[NOC_GROUP_MAX + 1];
+    uint16_t expert[NPU_EXPERT_MAP_MAX], rank[NPU_EXPERT_MAP_MAX];
+    uint16_t f0[NPU_EXPERT_MAP_MAX], width[NPU_EXPERT_MAP_MAX];
+    uint16_t by_expert[NPU_EXPERT_MAP_MAX];
+    uint16_t efirst[ROUTING_EXPERTS_MAX + 1];
+};
+/* Layer l's map (kept until another layer's is asked for). */
+const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l);
 
 /* Performance mode: the routing model of the plan in *rm and layer l's table of it (kept in
    m->route.table; the previous layer's is rotated, not rebuilt). */
@@ -28,10 +49,11 @@ const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_mod
 /* xb[n][d] = RMSNorm(x), probs[n][E] = softmax(xb router^T), topk of each row; flushed. */
 int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n);
 /* Sorts the choices of tile rows [r0, r1) (functional: the top-k of moe_route over those
-   rows; performance: the routing model) into moe_pairs, and writes 1 / weight in pair order
-   to a.rweight. */
+   rows; performance: the routing model) into moe_pairs by expert, or with `map` by expert
+   slice (a choice becomes one pair per slice of its expert), and writes 1 / weight in pair
+   order to a.rweight. */
 void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                      uint32_t r0, uint32_t r1);
+                      uint32_t r0, uint32_t r1, const struct moe_ep_map *map);
 /* out[n][d] = sum over j of slots[n][j][d], in top-k order (the reference's order). */
 void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t n);
 

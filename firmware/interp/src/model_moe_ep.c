@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The MoE op under expert parallelism (plan partition ep, tp = p > 1 ranks; docs/images.md,
- * "Expert parallelism"), over a group of n <= moe_rows rows (the whole iteration's rows when
- * they fit: "MoE groups"). Rank r holds whole experts [rE/p, (r+1)E/p) and owns a slice of the
- * group's rows, [r S, r S + S) with S = ceil(n / p):
- *   1. route: RMSNorm, router and top-k of its slice only (nobody else knows these choices);
- *   2. dispatch: its rows, sorted by expert (hence by owner), go over the NoC to the ranks
- *      holding their experts (noc_alltoallv_dispatch; the per-expert counts travel with it);
- *   3. serve: the dispatch leaves each expert's rows from every sender as one run (its
- *      by-bucket layout); each rank runs one SwiGLU per expert it holds over that run
- *      (grouped expert GEMM) and writes the outputs over it, where the combine reads them;
- *   4. combine: the outputs go back to the slice owners (noc_alltoallv_combine), which weight
- *      them and sum each row's k slots in top-k order (the reference's order);
- *   5. all-gather of the slices' outputs; every rank adds them to the residual rows.
+ * "Expert parallelism", "Expert placement"), over a group of n <= moe_rows rows (the whole
+ * iteration's rows when they fit: "MoE groups"). The image's expert map gives each rank, per
+ * layer, slices of experts (units of the intermediate width; a whole expert under contiguous
+ * placement, the popular ones spread over several ranks under balanced placement). Rank r
+ * owns a slice of the group's rows, [r S, r S + S) with S = ceil(n / p):
+ *   1. route: RMSNorm, router and top-k of its rows only (nobody else knows these choices);
+ *   2. dispatch: each choice becomes one pair per slice of its expert; the pairs, sorted by
+ *      slice (hence by owner), go over the NoC to the slices' ranks (noc_alltoallv_dispatch;
+ *      the per-slice counts travel with it);
+ *   3. serve: the dispatch leaves each slice's rows from every sender as one run (its
+ *      by-bucket layout); each rank runs one SwiGLU per slice it holds over that run
+ *      (grouped expert GEMM over the slice's columns) and writes the outputs over it;
+ *   4. combine: the outputs go back to the row owners (noc_alltoallv_combine), which weight
+ *      them, add a choice's slices (its partial outputs) in slice order, and sum each row's
+ *      k slots in top-k order (the reference's order);
+ *   5. all-gather of the row slices' outputs; every rank adds them to the residual rows.
  * Modelled hazard: the attention block is still replicated over the group, so the residual
- * rows arrive on every rank; the MoE uses only its slice of them, and an expert's owner gets
- * its rows through the dispatch alone. Expert-load bytes are counted by the expert's owner;
- * every rank counts the routed tokens from the dispatch's count matrix.
+ * rows arrive on every rank; the MoE uses only its slice of them, and a slice's owner gets
+ * its rows through the dispatch alone. Expert-load bytes are counted by each slice's owner
+ * (a slice's bytes); every rank counts the routed tokens from the dispatch's count matrix.
  */
 #include <stdio.h>
 
@@ -25,68 +29,104 @@
 #include "npu/hal.h"
 #include "npu/vector.h"
 
-_Static_assert(NPU_IMAGE_A2A_COUNTS_MAX == NOC_M2N_PAIRS_MAX,
-               "the planner's limit on ranks x experts is the driver's count matrix");
+/* The map of the layer last asked for: scratch, not model state (struct exec_model). */
+static struct moe_ep_map ep_map;
 
-/* The dispatch's bucket map (expert owners) and count matrix [p][E]: scratch of one MoE op,
-   not model state (struct exec_model). */
-static uint32_t owner_first[NOC_GROUP_MAX + 1];
-static uint32_t counts_store[NOC_M2N_PAIRS_MAX];
-
-static struct noc_alltoallv_plan dispatch_plan(const struct exec_model *m)
+/* Builds ep_map from layer l's slices of the image's expert map. */
+static void build_map(const struct exec_model *m, uint32_t l, struct moe_ep_map *x)
 {
-    const uint32_t E = m->cfg->num_experts;
+    const struct npu_image_header *h = (const struct npu_image_header *)m->image;
+    const uint32_t U = m->plan->expert_units, E = m->cfg->num_experts;
+    const uint32_t unit = m->cfg->moe_intermediate_size / U;
+    uint32_t n;
+    const struct npu_image_expert_slice *s = npu_image_expert_layer(h, l, &n);
+    x->layer = l + 1, x->n = n;
     for (uint32_t q = 0; q <= m->tp; q++)
-        owner_first[q] = npu_plan_expert_first(m->plan, E, q);
-    return (struct noc_alltoallv_plan){ .buckets = E, .bucket_first = owner_first,
-                                        .counts = counts_store,
-                                        .capacity = NOC_M2N_PAIRS_MAX,
-                                        .by_bucket = true }; /* an expert's rows: one run */
+        x->first[q] = 0;
+    for (uint32_t e = 0; e <= E; e++)
+        x->efirst[e] = 0;
+    for (uint32_t i = 0; i < n; i++) { /* the image check keeps these in range */
+        x->expert[i] = s[i].expert, x->rank[i] = s[i].rank;
+        x->f0[i] = (uint16_t)(s[i].unit0 * unit), x->width[i] = (uint16_t)(s[i].units * unit);
+        x->first[s[i].rank + 1]++, x->efirst[s[i].expert + 1]++;
+    }
+    for (uint32_t q = 0; q < m->tp; q++)
+        x->first[q + 1] += x->first[q];
+    for (uint32_t e = 0; e < E; e++)
+        x->efirst[e + 1] += x->efirst[e];
+    uint16_t fill[ROUTING_EXPERTS_MAX];
+    for (uint32_t e = 0; e < E; e++)
+        fill[e] = x->efirst[e];
+    for (uint32_t i = 0; i < n; i++)
+        x->by_expert[fill[s[i].expert]++] = (uint16_t)i;
+}
+
+const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l)
+{
+    if (ep_map.layer != l + 1)
+        build_map(m, l, &ep_map);
+    return &ep_map;
+}
+
+/* The dispatch over layer map x; its count matrix [p][slices] in the tile buffers. */
+static struct noc_alltoallv_plan dispatch_plan(const struct exec_model *m,
+                                               const struct moe_ep_map *x)
+{
+    return (struct noc_alltoallv_plan){ .buckets = x->n, .bucket_first = x->first,
+                                        .counts = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
+                                        .capacity = m->tp * NPU_EXPERT_MAP_MAX,
+                                        .by_bucket = true }; /* a slice's rows: one run */
+}
+
+/* Layer l's map against this rank's expert shares and the model. */
+static bool owns_layer(const struct exec_model *m, uint32_t l)
+{
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    bool ok = x->n > 0 && m->cfg->moe_intermediate_size % m->plan->expert_units == 0;
+    for (uint32_t i = 0; ok && i < x->n; i++)
+        ok = x->expert[i] < m->cfg->num_experts;
+    for (uint32_t k = MT_E_GATE; ok && k <= MT_E_DOWN; k++) {
+        const struct npu_image_tensor *t = m->w.t[l][k];
+        ok = !t || (t->block0 == lo && t->blocks == hi - lo);
+    }
+    if (!ok)
+        printf("MODEL error: core %u: rank %u's expert shares of layer %u are not its slices "
+               "[%u, %u) of the image's expert map (or the map names an expert the model does "
+               "not have)\n", hal_self()->core_id, m->rank, l, lo, hi);
+    return ok;
 }
 
 bool exec_moe_ep_owns(const struct exec_model *m)
 {
-    const uint32_t E = m->cfg->num_experts;
-    const uint32_t lo = npu_plan_expert_first(m->plan, E, m->rank);
-    const uint32_t hi = npu_plan_expert_first(m->plan, E, m->rank + 1);
     for (uint32_t l = 0; l < m->cfg->num_layers; l++)
-        for (uint32_t k = MT_E_GATE; k <= MT_E_DOWN; k++) {
-            const struct npu_image_tensor *t = m->w.t[l][k];
-            if (t && (t->block0 != lo || t->blocks != hi - lo)) {
-                printf("MODEL error: core %u: rank %u holds experts [%u, %u) of layer %u, "
-                       "the dispatch sends it [%u, %u)\n", hal_self()->core_id, m->rank,
-                       t->block0, t->block0 + t->blocks, l, lo, hi);
-                return false;
-            }
-        }
+        if (!owns_layer(m, l))
+            return false;
     return true;
 }
 
 static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint32_t n)
 {
-    const uint32_t k = m->cfg->experts_per_token, E = m->cfg->num_experts;
-    const uint32_t per_rank = (E + m->tp - 1) / m->tp;
-    const uint64_t rows = (uint64_t)n * (k < per_rank ? k : per_rank);
+    const uint32_t kx = m->plan->expert_fanout, per_rank = m->plan->expert_rank_slices;
+    const uint64_t rows = (uint64_t)n * (kx < per_rank ? kx : per_rank);
     return (struct noc_alltoallv_args){ .counts = (const uint32_t *)(uintptr_t)m->buf.a.ep_counts,
                                         .send = m->buf.a.ep_send, .recv = m->buf.a.ep_recv,
                                         .recv_capacity = rows * m->cfg->hidden_size,
                                         .dtype = m->buf.dt };
 }
 
-/* Steps 1-2 on this rank's slice of nr rows (xb): its rows by expert into ep_send, the
-   elements per expert into ep_counts, then the dispatch. */
-static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n,
-                    uint32_t nr)
+/* Steps 1-2 on this rank's slice of nr rows (xb): its pairs by expert slice into ep_send,
+   the elements per slice into ep_counts, then the dispatch. */
+static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n)
 {
     const struct moe_pairs *p = &moe_pairs;
-    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
-    const uint32_t k = m->cfg->experts_per_token;
+    const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t *counts = (uint32_t *)(uintptr_t)m->buf.a.ep_counts;
-    for (uint32_t i = 0; i < nr * k; i++)
+    for (uint32_t i = 0; i < p->first[S]; i++)
         exec_copy(m, m->buf.a.ep_send + i * row, m->buf.a.xb + p->row[i] * row, 1, row, row, row);
-    for (uint32_t e = 0; e < E; e++)
-        counts[e] = (p->first[e + 1] - p->first[e]) * d;
+    for (uint32_t s = 0; s < S; s++)
+        counts[s] = (p->first[s + 1] - p->first[s]) * d;
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
@@ -97,53 +137,79 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     return rc;
 }
 
-/* Step 3: every expert this rank holds, over every row of the group dispatched to it. The
-   dispatch left each expert's rows as one run of ep_recv (by bucket), so the expert's
+/* out[n][d] = down(silu(gate x) * (up x)) over slice `block` of this rank's expert shares, w
+   columns of the intermediate width (the whole expert if w = moe_intermediate_size). */
+static void serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
+                        uint32_t block, uint32_t w)
+{
+    const uint32_t d = m->cfg->hidden_size;
+    const uint64_t bytes = (uint64_t)w * d * m->buf.eb; /* of each matrix's slice */
+    const struct npu_act_layout *a = &m->buf.a;
+    /* hb[n][w] = x[n][d] gate[w][d]^T, hb2 likewise with up */
+    exec_gemm(m, a->hb, rows, exec_expert_slice_addr(m, l, MT_E_GATE, block, bytes), n, w, d,
+              d, d, w, true, false, false);
+    exec_gemm(m, a->hb2, rows, exec_expert_slice_addr(m, l, MT_E_UP, block, bytes), n, w, d,
+              d, d, w, true, false, false);
+    exec_vec(m, exec_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU,
+                                                         .x = a->hb, .y = a->hb2, .out = a->hb,
+                                                         .rows = n, .cols = w }));
+    /* out[n][d] = hb[n][w] down[d][w]^T: the slice's partial output */
+    exec_gemm(m, rows, a->hb, exec_expert_slice_addr(m, l, MT_E_DOWN, block, bytes), n, d, w,
+              w, w, d, true, false, false);
+}
+
+/* Step 3: every expert slice this rank holds, over every row of the group dispatched to it.
+   The dispatch left each slice's rows as one run of ep_recv (by bucket), so the slice's
    SwiGLU reads them there and writes its outputs over them (the up projections have read
    them by then): no gather, no scatter. Groups alternate the direction in which they walk
-   the experts: a ring too small for the rank's experts still holds the last ones served,
-   and the next group serves those first (a layer of G groups loads 3 x experts + (G - 1) x
-   max(0, 3 x experts - slots) matrices instead of G x 3 x experts). */
-static int serve_experts(struct exec_model *m, uint32_t l, const struct noc_alltoallv_plan *plan)
+   the slices: a ring too small for the rank's slices still holds the last ones served, and
+   the next group serves those first (a layer of G groups loads 3 x slices + (G - 1) x
+   max(0, 3 x slices - ring slots) matrices instead of G x 3 x slices). */
+static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_map *x,
+                         const struct noc_alltoallv_plan *plan)
 {
-    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
     const uint32_t E = m->cfg->num_experts, d = m->cfg->hidden_size;
+    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
     const bool backward = m->w.ring.backward;
     m->w.ring.backward = !backward;
-    for (uint32_t i = 0; i < E; i++) { /* the dispatch's matrix has every sender's choices */
-        const uint32_t e = backward ? E - 1 - i : i;
-        uint64_t elems = 0; /* each count is rows x d: one division per expert, not per pair */
+    for (uint32_t i = 0; i < x->n; i++) { /* the dispatch's matrix has every sender's pairs */
+        const uint32_t s = backward ? x->n - 1 - i : i;
+        uint64_t elems = 0; /* each count is rows x d: one division per slice, not per pair */
         for (uint32_t q = 0; q < m->tp; q++)
-            elems += plan->counts[q * E + e];
-        m->acct.expert_tokens[(uint64_t)l * E + e] += elems / d;
-        if (e < g->block0 || e >= g->block0 + g->blocks || elems == 0)
+            elems += plan->counts[q * x->n + s];
+        if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
+            m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] += elems / d;
+        if (s < lo || s >= hi || elems == 0)
             continue; /* not this rank's, or no rows */
         const uint64_t rows = m->buf.a.ep_recv +
-                              noc_alltoallv_recv_offset(plan, m->tp, 0, e) * m->buf.eb;
-        exec_stage_expert(m, l, e);
-        int rc = exec_swiglu(m, l, rows, rows, (uint32_t)(elems / d), true, e,
-                             m->cfg->moe_intermediate_size, true); /* whole expert */
-        if (rc != NPU_OK)
-            return rc;
+                              noc_alltoallv_recv_offset(plan, m->tp, 0, s) * m->buf.eb;
+        serve_slice(m, l, rows, (uint32_t)(elems / d), s - lo, x->width[s]);
     }
     return exec_flush(m);
 }
 
-/* Step 4 after the combine: the slice's k outputs per row (in ep_send, pair order) weighted,
-   put in their top-k slots and summed into out[nr][d]. */
-static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr)
+/* Step 4 after the combine: the slice's pair outputs (in ep_send, pair order) weighted and
+   put in their top-k slots (a choice's further slices added to its first), then the k slots
+   of each row summed into out[nr][d]. */
+static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint32_t pairs)
 {
     const struct moe_pairs *p = &moe_pairs;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_DIV, .x = a->ep_send,
-                                         .y = a->rweight, .out = a->ep_send, .rows = nr * k,
+                                         .y = a->rweight, .out = a->ep_send, .rows = pairs,
                                          .cols = d, .ldy = 1, .x_type = m->buf.dt,
                                          .out_type = m->buf.dt, .y_type = NPU_DTYPE_FP32 });
-    for (uint32_t i = 0; i < nr * k; i++)
-        exec_copy(m, a->combine + ((uint64_t)p->row[i] * k + p->slot[i]) * row,
-                  a->ep_send + i * row, 1, row, row, row);
+    for (uint32_t i = 0; i < pairs; i++) {
+        const uint64_t dst = a->combine + ((uint64_t)p->row[i] * k + p->slot[i]) * row;
+        if (!p->part[i])
+            exec_copy(m, dst, a->ep_send + i * row, 1, row, row, row);
+        else
+            exec_vec(m, exec_vec_act(m, (struct vector_op_args){
+                            .op = NPU_VECTOR_OP_ADD, .x = dst, .y = a->ep_send + i * row,
+                            .out = dst, .rows = 1, .cols = d }));
+    }
     moe_sum_slots(m, out, a->combine, nr);
 }
 
@@ -153,15 +219,16 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     const uint32_t r0 = m->rank * slice < n ? m->rank * slice : n;
     const uint32_t nr = n - r0 < slice ? n - r0 : slice;
     const uint64_t row = (uint64_t)d * m->buf.eb;
-    struct noc_alltoallv_plan plan = dispatch_plan(m);
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct noc_alltoallv_plan plan = dispatch_plan(m, x);
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
     if (rc == NPU_OK) {
-        moe_sort_choices(m, l, tile, r0, r0 + nr);
-        rc = dispatch(m, &plan, n, nr);
+        moe_sort_choices(m, l, tile, r0, r0 + nr, x);
+        rc = dispatch(m, &plan, n);
     }
     if (rc == NPU_OK)
-        rc = serve_experts(m, l, &plan);
+        rc = serve_experts(m, l, x, &plan);
     if (rc == NPU_OK) {
         struct noc_alltoallv_args a = dispatch_args(m, n);
         exec_set_cat(m, EXEC_CAT_COLL);
@@ -171,7 +238,8 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     if (rc != NPU_OK)
         return rc;
     if (nr > 0)
-        weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr);
+        weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr,
+                      moe_pairs.first[x->n]);
     rc = exec_flush(m);
     if (rc == NPU_OK) { /* step 5 */
         struct noc_coll_args a = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,

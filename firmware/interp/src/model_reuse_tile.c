@@ -19,7 +19,8 @@
  *   context, nearest class first) and in the same stripe, so that the busiest rank holds as
  *   many KV blocks (tile_distance);
  * - MoE: the load of its routing (moe_tile_draw): the routed pairs of the busiest rank
- *   under expert parallelism, else the number of experts routed to. Every rank draws the
+ *   under expert parallelism (a pair per expert slice), else the number of experts routed
+ *   to. Every rank draws the
  *   routing model's choices of all the tile's rows (the same on every rank). A tile that
  *   routes to an expert the group has not staged in this layer (m->treuse.group_staged) runs in
  *   full and is not recorded: the first route of an expert in a layer moves its weights
@@ -129,22 +130,16 @@ static struct exec_tile_class *new_class(struct exec_model *m)
 static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                           uint32_t *load)
 {
-    /* scratch, and the plan's expert owners (found once): not model state */
+    /* scratch: not model state */
     static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
-    static uint32_t owner[ROUTING_EXPERTS_MAX], pairs[NOC_GROUP_MAX];
+    static uint32_t pairs[NOC_GROUP_MAX];
     static uint8_t hit[ROUTING_EXPERTS_MAX];
-    static bool owners_known;
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
-    const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
-    /* the plan's, not this rank's tensors: a rank may hold no expert, and every rank must
-       decide alike */
+    /* the plan's map, not this rank's tensors: a rank may hold no expert, and every rank
+       must decide alike */
+    const struct moe_ep_map *x = m->tp > 1 && npu_plan_is_ep(m->plan) ? moe_ep_map(m, l) : NULL;
     const bool streamed = !m->plan->weights_resident;
-    for (uint32_t q = 0; ep && !owners_known && q < m->tp; q++)
-        for (uint32_t e = npu_plan_expert_first(m->plan, E, q);
-             e < npu_plan_expert_first(m->plan, E, q + 1); e++)
-            owner[e] = q;
-    owners_known = true; /* the plan's, for the whole run */
-    if (ep)
+    if (x)
         memset(pairs, 0, m->tp * sizeof(pairs[0]));
     else
         memset(hit, 0, E);
@@ -157,9 +152,11 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
             routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i, idx);
             for (uint32_t j = 0; j < k; j++) {
                 const uint32_t e = idx[j];
-                if (ep && ++pairs[owner[e]] > most)
-                    most = pairs[owner[e]];
-                if (!ep && !hit[e])
+                for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
+                    const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
+                    most = ++pairs[q] > most ? pairs[q] : most;
+                }
+                if (!x && !hit[e])
                     hit[e] = 1, most++;
                 if (streamed && !m->treuse.group_staged[e])
                     m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;

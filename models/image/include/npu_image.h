@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 8u
+#define NPU_IMAGE_VERSION 9u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -43,10 +43,11 @@
 #define NPU_IMAGE_COMM_SEGMENT_SMALL 16384u
 #define NPU_IMAGE_COMM_SEGMENT_LARGE 65536u
 #define NPU_IMAGE_COMM_SEGMENT_LARGE_SRAM (16ull << 20) /* cores of 16 MiB or more */
-#define NPU_IMAGE_NOC_RESERVE(ncores) (4ull * (64ull * (ncores) + 32768ull) + 0x10000ull)
 /* Expert parallelism dispatches over the NoC with an all-to-all-v whose count matrix, ranks x
-   experts, must fit the driver's mailbox (NOC_M2N_PAIRS_MAX). */
-#define NPU_IMAGE_A2A_COUNTS_MAX 8192u
+   expert slots, must fit the driver's mailbox (noc_m2n_pairs in noc/coll_sizes.h). */
+#define NPU_IMAGE_A2A_COUNTS(ncores) ((ncores) >= 64 ? 16384ull : 8192ull)
+#define NPU_IMAGE_NOC_RESERVE(ncores) \
+    (4ull * (64ull * (ncores) + 4ull * NPU_IMAGE_A2A_COUNTS(ncores)) + 0x10000ull)
 
 /* The weight GEMMs whose partition a plan chooses (the NPU paper's Table 2). */
 enum npu_gemm {
@@ -135,19 +136,48 @@ struct npu_plan {
        (docs/images.md, "Expert ring"); 0: every expert the rank holds has its own slot of
        all three (no EP, or tp 1). At most NPU_EXPERT_SLOTS_MAX. */
     uint32_t expert_slots;
-    uint32_t reserved;           /* 0 */
+    /* Expert placement under EP (docs/images.md, "Expert placement"): each expert's
+       intermediate width is cut into expert_units units (rows of gate and up, columns of
+       down), and the image's expert map gives every rank, per layer, slices of consecutive
+       units of experts (a whole expert: all units), each rank the same number of units.
+       Contiguous placement gives rank r whole experts [r E / p, (r + 1) E / p); balanced
+       placement splits the experts the routing model makes popular over several ranks so
+       that no rank serves much more than the mean. 0 without EP. */
+    uint32_t expert_units;
+    uint32_t expert_placement;   /* enum npu_expert_placement */
+    uint32_t expert_fanout;      /* at most this many slices a row's k choices reach (k if
+                                    every expert is whole) */
+    uint32_t expert_rank_slices; /* at most this many slices on one rank in a layer */
 };
 #define NPU_EXPERT_SLOTS_MAX 8u
+#define NPU_EXPERT_UNITS_MAX 8u
+#define NPU_EXPERT_MAP_MAX 256u  /* slices of one layer */
+
+enum npu_expert_placement { NPU_EXPERTS_CONTIGUOUS = 0, NPU_EXPERTS_BALANCED = 1 };
+
+/* One slice of the expert map: units [unit0, unit0 + units) of `expert` in `layer`, held by
+   `rank`. The map lists the slices layer by layer, each layer's rank by rank (a rank's in the
+   order its tensors hold them); a slice's index in its layer is its dispatch bucket. */
+struct npu_image_expert_slice {
+    uint16_t layer;
+    uint16_t rank;
+    uint16_t expert;
+    uint8_t unit0, units;
+};
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
 struct npu_image_tensor {
     uint32_t kind;          /* enum model_tensor_kind */
     uint32_t layer;
     uint32_t rank;          /* NPU_IMAGE_IDLE: not split (every rank reads the same copy) */
-    uint32_t blocks;        /* experts: E, or under EP the rank's experts (maybe 0); else 1 */
+    uint32_t blocks;        /* experts: E, or under EP the rank's slices of the expert map
+                               (maybe 0), each a whole expert's block_bytes apart, the slice
+                               at its start ([w][d] of gate and up, [d][w] of down, w its
+                               width); else 1 */
     uint32_t rows, cols;    /* one block's share: [rows][cols] */
     uint32_t row0, col0;    /* where the share starts in the whole tensor's block */
-    uint32_t block0;        /* the first block held: the rank's first expert under EP */
+    uint32_t block0;        /* the first block held: under EP the index of the rank's first
+                               slice in its layer's expert map */
     uint32_t reserved;      /* 0 */
     uint64_t hbm_off;       /* image offset of the share (all blocks) */
     uint64_t sram_off;      /* offset from the core's SRAM base, or NPU_IMAGE_NOWHERE */
@@ -208,6 +238,7 @@ struct npu_image_header {
     uint64_t prog_off, prog_count;
     uint64_t weights_off, weights_bytes; /* the weights' span (in the file if functional) */
     uint64_t hbm_end;            /* image offset: the end of everything the image claims */
+    uint64_t experts_off, experts_count; /* the expert map (EP): npu_image_expert_slice */
 };
 
 /* The chip an image is checked against. */
@@ -241,9 +272,12 @@ const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);
 /* Whether the plan runs the experts expert-parallel (both expert GEMMs EP). */
 bool npu_plan_is_ep(const struct npu_plan *p);
-/* EP: the first of the experts rank r holds, r x E / tp (rank r holds [first(r), first(r + 1));
-   r = tp gives E). */
+/* EP, contiguous placement: the first of the experts rank r holds, r x E / tp (rank r holds
+   [first(r), first(r + 1)); r = tp gives E). */
 uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank);
+/* Layer l's slices in the expert map of image header h (*n of them; NULL if none). */
+const struct npu_image_expert_slice *npu_image_expert_layer(const struct npu_image_header *h,
+                                                            uint32_t layer, uint32_t *n);
 /* The pipeline stage that holds tensor t (the embedding: 0; final norm, LM head: last). */
 uint32_t npu_plan_tensor_stage(const struct npu_plan *p, const struct npu_image_tensor *t);
 /* Stage s's rectangle origin in instance `inst`. */

@@ -48,7 +48,10 @@ struct npu_act_layout {
     uint64_t ep_send;              /* [S x k][d] eb: the slice's rows by expert, then results */
     uint64_t ep_recv;              /* [G x min(k, ceil(E / p))][d] eb: rows for its experts */
     uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
-    uint64_t ep_counts;            /* uint32 [E]: elements the slice routes to each expert */
+    uint64_t ep_counts;            /* uint32 [NPU_EXPERT_MAP_MAX]: elements this rank's rows
+                                      route to each expert slice */
+    uint64_t ep_matrix;            /* uint32 [p][NPU_EXPERT_MAP_MAX]: the dispatch's count
+                                      matrix, every rank's ep_counts */
     uint64_t hx;                   /* [B][d] eb: each request's last row */
     uint64_t logits;               /* [B][V] eb; vocab-parallel head: [B][V / tp] */
     uint64_t argmax;               /* uint32 [B] */

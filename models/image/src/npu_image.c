@@ -105,10 +105,19 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "not in [tile_rows, max_tokens %u] with expert parallelism over tp > 1 "
                     "and the residual rows in SRAM", p->moe_rows, p->tile_rows,
                     p->max_tokens);
-    if (p->expert_slots > NPU_EXPERT_SLOTS_MAX || (p->expert_slots && !ep) || p->reserved)
+    if (p->expert_slots > NPU_EXPERT_SLOTS_MAX || (p->expert_slots && !ep))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: expert_slots %u is not in [0, %u], or "
-                    "not 0 without expert parallelism over tp > 1 (or reserved %u is not 0)",
-                    p->expert_slots, NPU_EXPERT_SLOTS_MAX, p->reserved);
+                    "not 0 without expert parallelism over tp > 1", p->expert_slots,
+                    NPU_EXPERT_SLOTS_MAX);
+    if (ep ? p->expert_units < 1 || p->expert_units > NPU_EXPERT_UNITS_MAX ||
+                 p->expert_placement > NPU_EXPERTS_BALANCED || p->expert_fanout < 1 ||
+                 p->expert_rank_slices < 1 || p->expert_rank_slices > NPU_EXPERT_MAP_MAX
+           : p->expert_units || p->expert_placement || p->expert_fanout ||
+                 p->expert_rank_slices)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: expert units %u, placement %u, fanout "
+                    "%u, slices per rank %u: out of range, or not 0 without expert "
+                    "parallelism over tp > 1", p->expert_units, p->expert_placement,
+                    p->expert_fanout, p->expert_rank_slices);
     return NPU_OK;
 }
 
@@ -167,6 +176,85 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
     return NPU_OK;
 }
 
+/* One layer's slices (the expert map, from index i0): ranks in order, units in range, each
+   expert's units held once, and a count the dispatch's count matrix holds. */
+static int check_expert_layer(const struct npu_image_header *h,
+                              const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
+                              char *err, size_t errlen)
+{
+    static uint8_t covered[NPU_EXPERT_MAP_MAX]; /* units held, per expert (<= 8: a byte) */
+    memset(covered, 0, sizeof(covered));
+    const uint32_t U = h->plan.expert_units, full = (1u << U) - 1;
+    const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)h->mesh_rows * h->mesh_cols);
+    if (n > NPU_EXPERT_MAP_MAX || n * h->plan.tp > limit)
+        return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u has %" PRIu64 " slices "
+                    "(at most %u, and ranks x slices at most %" PRIu64 ")", x[i0].layer, n,
+                    NPU_EXPERT_MAP_MAX, limit);
+    for (uint64_t i = i0; i < i0 + n; i++) {
+        const struct npu_image_expert_slice *s = &x[i];
+        const uint32_t bits = s->units && s->units <= 8 ? ((1u << s->units) - 1) << s->unit0
+                                                        : 0;
+        if (s->rank >= h->plan.tp || (i > i0 && s->rank < x[i - 1].rank) ||
+            s->expert >= NPU_EXPERT_MAP_MAX || !s->units || s->unit0 + s->units > U ||
+            (covered[s->expert] & bits))
+            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: slice %" PRIu64 " (layer %u, "
+                        "rank %u, expert %u, units %u+%u of %u) is out of order, out of range "
+                        "or overlaps another", i, s->layer, s->rank, s->expert, s->unit0,
+                        s->units, U);
+        covered[s->expert] |= (uint8_t)bits;
+    }
+    for (uint64_t i = i0; i < i0 + n; i++)
+        if (covered[x[i].expert] != full)
+            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only part of "
+                        "expert %u's %u units", x[i].layer, x[i].expert, U);
+    return NPU_OK;
+}
+
+static int check_expert_map(const uint8_t *image, const struct npu_image_header *h, char *err,
+                            size_t errlen)
+{
+    const bool ep = npu_plan_is_ep(&h->plan) && h->plan.tp > 1;
+    if (!inside(h->experts_off, h->experts_count, sizeof(struct npu_image_expert_slice),
+                h->file_bytes) || h->experts_off % 8 || (h->experts_count > 0) != ep)
+        return fail(err, errlen, NPU_ERR_FORMAT, "expert map: %" PRIu64 " slices at %#" PRIx64
+                    " outside the file, misaligned, or %s expert parallelism",
+                    h->experts_count, h->experts_off, ep ? "none with" : "present without");
+    const struct npu_image_expert_slice *x = (const void *)(image + h->experts_off);
+    for (uint64_t i = 0; i < h->experts_count;) {
+        uint64_t n = 1;
+        while (i + n < h->experts_count && x[i + n].layer == x[i].layer)
+            n++;
+        if (i + n < h->experts_count && x[i + n].layer < x[i].layer)
+            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layers out of order at "
+                        "slice %" PRIu64, i + n);
+        int rc = check_expert_layer(h, x, i, n, err, errlen);
+        if (rc != NPU_OK)
+            return rc;
+        i += n;
+    }
+    return NPU_OK;
+}
+
+const struct npu_image_expert_slice *npu_image_expert_layer(const struct npu_image_header *h,
+                                                            uint32_t layer, uint32_t *n)
+{
+    const struct npu_image_expert_slice *x =
+        (const void *)((const uint8_t *)h + h->experts_off);
+    uint64_t lo = 0, hi = h->experts_count; /* first slice of a layer >= `layer` */
+    while (lo < hi) {
+        const uint64_t mid = lo + (hi - lo) / 2;
+        if (x[mid].layer < layer)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint64_t end = lo;
+    while (end < h->experts_count && x[end].layer == layer)
+        end++;
+    *n = (uint32_t)(end - lo);
+    return end > lo ? &x[lo] : NULL;
+}
+
 static int check_tables(const uint8_t *image, const struct npu_image_header *h, char *err,
                         size_t errlen)
 {
@@ -198,7 +286,7 @@ static int check_tables(const uint8_t *image, const struct npu_image_header *h, 
         if (rc != NPU_OK)
             return rc;
     }
-    return NPU_OK;
+    return check_expert_map(image, h, err, errlen);
 }
 
 int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen)

@@ -58,9 +58,13 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     if (yt > at - scratch)
         take(&at, yt - (at - scratch));
     /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
-       / p) of them and serves the rows routed to its experts, at most g per expert (a row
-       picks an expert once) and g x min(k, ceil(E / p)) in all. */
+       / p) of them, whose k choices reach at most kx = expert_fanout expert slices (k if
+       every expert is whole), and serves the rows routed to its slices, at most g per slice
+       (a row picks an expert once) and g x min(kx, its slices) in all. */
     const uint64_t p_ep = npu_plan_is_ep(p) && p->tp > 1 ? p->tp : 0;
+    const uint64_t kx = p_ep && p->expert_fanout ? p->expert_fanout : k;
+    const uint64_t per_rank = !p_ep ? 0 : p->expert_rank_slices ? p->expert_rank_slices
+                                                                : (e + p_ep - 1) / p_ep;
     const uint64_t g = p_ep && p->moe_rows > t ? p->moe_rows : t;
     const uint64_t slice = p_ep ? (g + p_ep - 1) / p_ep : 0;
     const uint64_t rr = slice > t ? slice : t; /* rows the router and top-k see */
@@ -68,14 +72,14 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->hb = take(&at, hbe * eb), o->hb2 = take(&at, hbe * eb);
     o->probs = take(&at, rr * e * 4);
     o->topk_val = take(&at, rr * k * 4), o->topk_idx = take(&at, rr * k * 4);
-    o->rweight = take(&at, rr * k * 4);
+    o->rweight = take(&at, rr * kx * 4);
     o->gather = take(&at, p_ep ? 0 : t * d * eb), o->eout = take(&at, p_ep ? 0 : t * d * eb);
     o->combine = take(&at, (p_ep ? slice : t) * k * d * eb); /* EP: the rank's slice only */
-    const uint64_t per_rank = p_ep ? (e + p_ep - 1) / p_ep : 0;
-    o->ep_send = take(&at, slice * k * d * eb);
-    o->ep_recv = take(&at, g * (k < per_rank ? k : per_rank) * d * eb);
+    o->ep_send = take(&at, slice * kx * d * eb);
+    o->ep_recv = take(&at, g * (kx < per_rank ? kx : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
-    o->ep_counts = take(&at, p_ep ? e * 4 : 0);
+    o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
+    o->ep_matrix = take(&at, p_ep * NPU_EXPERT_MAP_MAX * 4);
     o->hx = take(&at, b * d * eb);
     const bool split_head = npu_lm_head_split(p); /* logits of the rank's vocabulary slice */
     o->logits = take(&at, b * (split_head ? c->vocab_size / p->tp : c->vocab_size) * eb);

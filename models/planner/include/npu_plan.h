@@ -35,6 +35,9 @@ struct npu_plan_request {
                                            the most that fit, up to max_tokens */
     uint32_t expert_slots;              /* EP expert ring slots (npu_plan.expert_slots); 0:
                                            3 with EP over tp > 1, else none */
+    int expert_placement;               /* enum npu_expert_placement; -1: balanced in
+                                           performance mode under skewed routing, else
+                                           contiguous */
     uint32_t attn_block;                /* positions per attention step, a multiple of
                                            kv_block (0: kv_block) */
     uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks
@@ -56,6 +59,9 @@ struct npu_plan_chip {
     uint32_t mesh_rows, mesh_cols;
     uint64_t sram_bytes, hbm_bytes;
     uint32_t sa_rows, sa_cols;
+    /* For placing experts by their expected time (0: unknown, placed by rows alone). */
+    uint32_t freq_mhz;
+    double hbm_gbps;                    /* per core */
 };
 
 /* A built image in memory. */

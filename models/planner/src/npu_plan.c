@@ -17,7 +17,7 @@
 void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
-                                      .routing_seed = 1 };
+                                      .routing_seed = 1, .expert_placement = -1 };
 }
 
 /* The GEMM a tensor belongs to, or -1 if it is not split over the ranks. */
@@ -88,10 +88,14 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
     const uint32_t cols_p = p / rows_p;
     for (uint32_t r = 0; r < p; r++) {
         uint32_t row0, rows, col0, cols, e0, ne;
-        if (part == NPU_PART_EP) { /* the firmware's dispatch finds the owners alike */
-            e0 = npu_plan_expert_first(&pl->plan, blocks, r);
-            ne = npu_plan_expert_first(&pl->plan, blocks, r + 1) - e0;
-            add_entry(pl, t, (struct share){ r, e0, ne, out, in, 0, 0 });
+        if (part == NPU_PART_EP) { /* the rank's slices of the expert map, each in a block
+                                      as wide as its widest (gate, up: rows; down: cols) */
+            uint32_t units, U = pl->plan.expert_units;
+            npu_planner_expert_share(pl, t->layer, r, &e0, &ne, &units);
+            units = units ? units : U;
+            const bool down = t->kind == MT_E_DOWN;
+            add_entry(pl, t, (struct share){ r, e0, ne, down ? out : out / U * units,
+                                             down ? in / U * units : in, 0, 0 });
             continue;
         }
         split(out, rows_p, r / cols_p, &row0, &rows);
@@ -187,11 +191,13 @@ static int check_ep(struct planner *pl)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: %s has no experts",
                     pl->cfg->name);
     const uint64_t counts = (uint64_t)pl->plan.tp * pl->cfg->num_experts;
-    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && counts > NPU_IMAGE_A2A_COUNTS_MAX)
+    const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows *
+                                                pl->chip->mesh_cols);
+    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && counts > limit)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: the dispatch's count "
-                    "matrix, %u ranks x %u experts = %llu entries, exceeds the NoC driver's %u",
-                    pl->plan.tp, pl->cfg->num_experts, (unsigned long long)counts,
-                    NPU_IMAGE_A2A_COUNTS_MAX);
+                    "matrix, %u ranks x %u experts = %llu entries, exceeds the NoC driver's "
+                    "%llu on %s", pl->plan.tp, pl->cfg->num_experts, (unsigned long long)counts,
+                    (unsigned long long)limit, pl->chip->name);
     return NPU_OK;
 }
 
@@ -353,6 +359,37 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
 }
 
 
+/* Stores n values of row as the image's element type at dst. */
+static void put_row(const struct planner *pl, uint8_t *dst, const float *row, uint64_t n)
+{
+    for (uint64_t j = 0; j < n; j++, dst += pl->eb) {
+        uint16_t h = num_fp32_to_bf16(row[j]); /* exact: values are bf16 */
+        memcpy(dst, pl->eb == 4 ? (const void *)&row[j] : (const void *)&h, pl->eb);
+    }
+}
+
+/* An EP expert share: each block holds its slice of the expert map at its start, gate and
+   up as [w][d] (the slice's rows), down as [d][w] (its columns), w the slice's width. */
+static void fill_slices(const struct planner *pl, const struct npu_image_tensor *t,
+                        const struct model_tensor *src, uint8_t *image, float *row)
+{
+    const uint32_t U = pl->plan.expert_units, E = pl->cfg->num_experts;
+    const uint64_t out = src->rows / E, in = src->cols;
+    const bool down = t->kind == MT_E_DOWN;
+    const uint64_t unit = (down ? in : out) / U;
+    for (uint32_t b = 0; b < t->blocks; b++) {
+        const struct npu_image_expert_slice *x = npu_planner_expert_slice(pl, t->layer,
+                                                                          t->block0 + b);
+        const uint64_t f0 = x->unit0 * unit, w = x->units * unit, e = x->expert;
+        uint8_t *dst = image + t->hbm_off + b * t->block_bytes;
+        for (uint64_t r = 0; r < (down ? out : w); r++, dst += (down ? w : in) * pl->eb) {
+            const uint64_t at = down ? (e * out + r) * in + f0 : (e * out + f0 + r) * in;
+            model_tensor_fill(row, src, pl->cfg->seed, at, down ? w : in);
+            put_row(pl, dst, row, down ? w : in);
+        }
+    }
+}
+
 /* Functional images carry the weights: each share generated from the model's seed. */
 static void fill_weights(const struct planner *pl, uint8_t *image)
 {
@@ -366,6 +403,10 @@ static void fill_weights(const struct planner *pl, uint8_t *image)
         const struct npu_image_tensor *t = &pl->tensors[i];
         const struct model_tensor *src = &pl->sources[i];
         const bool expert = model_tensor_is_expert(t->kind);
+        if (expert && t->rank != NPU_IMAGE_IDLE && npu_plan_is_ep(&pl->plan)) {
+            fill_slices(pl, t, src, image, row);
+            continue;
+        }
         const uint64_t out = src->rows / (expert ? pl->cfg->num_experts : 1), in = src->cols;
         uint8_t *dst = image + t->hbm_off;
         for (uint64_t b = 0; b < t->blocks; b++)
@@ -417,6 +458,14 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
             p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
+    if (npu_plan_is_ep(p) && p->tp > 1)
+        fprintf(f, "  experts: %s placement, %u unit(s) of %u columns per expert, up to %u "
+                "slices per rank, a row's choices reach up to %u slices; expected MoE time of "
+                "the busiest rank %.2fx a balanced one's (routing model, groups of %u rows, "
+                "worst layer)\n",
+                p->expert_placement ? "balanced" : "contiguous", p->expert_units,
+                pl->cfg->moe_intermediate_size / p->expert_units, p->expert_rank_slices,
+                p->expert_fanout, pl->x_imbalance, p->moe_rows);
     if (!p->weights_resident && p->expert_slots)
         fprintf(f, "  experts: staged through a ring of %u slots of one expert matrix, loaded "
                 "ahead of their GEMMs\n", p->expert_slots);
@@ -474,7 +523,10 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     h.cores_off = align_up(h.tensors_off + pl->ntensors * sizeof(struct npu_image_tensor), 8);
     h.cores_count = ncores;
     h.prog_off = h.cores_off + ncores * sizeof(struct npu_image_core), h.prog_count = nops;
-    h.weights_off = align_up(h.prog_off + nops * sizeof(struct npu_prog_op), NPU_IMAGE_ALIGN);
+    h.experts_off = align_up(h.prog_off + nops * sizeof(struct npu_prog_op), 8);
+    h.experts_count = pl->nxmap;
+    h.weights_off = align_up(h.experts_off + pl->nxmap * sizeof(struct npu_image_expert_slice),
+                             NPU_IMAGE_ALIGN);
     for (uint64_t i = 0; i < pl->ntensors; i++)
         pl->tensors[i].hbm_off += h.weights_off;
     pl->weights_end += h.weights_off;
@@ -494,6 +546,8 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     memcpy(img + h.tensors_off, pl->tensors, pl->ntensors * sizeof(struct npu_image_tensor));
     memcpy(img + h.cores_off, cores, ncores * sizeof(struct npu_image_core));
     memcpy(img + h.prog_off, ops, nops * sizeof(struct npu_prog_op));
+    if (pl->nxmap)
+        memcpy(img + h.experts_off, pl->xmap, pl->nxmap * sizeof(struct npu_image_expert_slice));
     if (pl->plan.mode == NPU_IMAGE_FUNCTIONAL)
         fill_weights(pl, img);
     memcpy(img, &h, sizeof(h));
@@ -504,7 +558,8 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
 }
 
 /* The default expert ring, once the MoE groups are chosen: as many slots as the busiest
-   rank's expert matrices (3 per expert, at most NPU_EXPERT_SLOTS_MAX) if that still fits,
+   rank's expert matrices (3 per slice, at most NPU_EXPERT_SLOTS_MAX) if that still fits, else
+   the most that fit,
    so a rank's experts stay in the ring across the groups of a layer and each is loaded
    once per layer and iteration; else the three the groups were planned with. */
 static int widen_ring(struct planner *pl, struct npu_image_core *cores,
@@ -513,21 +568,19 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
     struct npu_plan *p = &pl->plan;
     if (!p->expert_slots || p->weights_resident)
         return NPU_OK;
-    uint32_t most = 0;
-    for (uint32_t r = 0; r < p->tp; r++) {
-        const uint32_t n = npu_plan_expert_first(p, pl->cfg->num_experts, r + 1) -
-                           npu_plan_expert_first(p, pl->cfg->num_experts, r);
-        most = n > most ? n : most;
-    }
+    const uint32_t most = p->expert_rank_slices;
     const uint32_t want = 3 * most < NPU_EXPERT_SLOTS_MAX ? 3 * most : NPU_EXPERT_SLOTS_MAX;
     if (want <= p->expert_slots)
         return NPU_OK;
     const struct npu_plan was = *p;
-    p->expert_slots = want;
-    int rc = npu_planner_cores(pl, cores, ops, nops);
-    if (rc == NPU_OK && p->x_in_sram == was.x_in_sram && p->kv_in_sram == was.kv_in_sram)
-        return NPU_OK;
-    *p = was; /* it does not fit, or it would push the residual or the KV cache to HBM */
+    for (uint32_t slots = want; slots > was.expert_slots; slots--) {
+        *p = was;
+        p->expert_slots = slots;
+        int rc = npu_planner_cores(pl, cores, ops, nops);
+        if (rc == NPU_OK && p->x_in_sram == was.x_in_sram && p->kv_in_sram == was.kv_in_sram)
+            return NPU_OK;
+    }
+    *p = was; /* none fits, or each would push the residual or the KV cache to HBM */
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
@@ -546,8 +599,12 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         rc = plan_partitions(&pl, req);
     if (rc == NPU_OK)
         rc = plan_moe_rows(&pl, req);
-    if (rc != NPU_OK)
+    if (rc == NPU_OK)
+        rc = npu_planner_experts(&pl, req);
+    if (rc != NPU_OK) {
+        free(pl.xmap);
         return rc;
+    }
     model_tensors_each(cfg, plan_tensor, &pl);
     plan_tied_head(&pl);
     const uint32_t ncores = chip->mesh_rows * chip->mesh_cols;
@@ -588,7 +645,7 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         uint32_t c0 = pl.plan.rect_row0 * chip->mesh_cols + pl.plan.rect_col0;
         print_summary(&pl, &cores[c0], (const struct npu_image_header *)out->data, summary);
     }
-    free(cores), free(ops), free(pl.tensors), free(pl.sources);
+    free(cores), free(ops), free(pl.tensors), free(pl.sources), free(pl.xmap);
     return rc;
 }
 

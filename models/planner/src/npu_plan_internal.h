@@ -41,6 +41,9 @@ struct planner {
     uint32_t eb;
     bool stream;
     int64_t kv_pool;                /* the request's kv_sram_blocks: -1 auto, 0 none, N */
+    struct npu_image_expert_slice *xmap; /* the expert map (EP), npu_plan_experts.c */
+    uint64_t nxmap, xcap;
+    double x_imbalance;             /* expected MoE load, max rank / mean, worst layer */
     char *err;
     size_t errlen;
 };
@@ -49,5 +52,16 @@ struct planner {
    0 or a negative npu_status with the message in pl->err. */
 int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
                       struct npu_prog_op *ops, uint32_t *nops);
+
+/* EP: the expert map (pl->xmap) and the plan's expert fields, from the request's placement
+   and the routing model (npu_plan_experts.c); 0 or a negative npu_status. */
+int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req);
+/* Rank r's slices of layer l in the map: indices [*first, *first + *count) of the layer's,
+   the widest *units units wide. */
+void npu_planner_expert_share(const struct planner *pl, uint32_t layer, uint32_t rank,
+                              uint32_t *first, uint32_t *count, uint32_t *units);
+/* Slice `index` of layer l in the map. */
+const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
+                                                              uint32_t layer, uint32_t index);
 
 #endif

@@ -17,7 +17,16 @@
 #define NOC_COMM_RECV_SLOTS 4u /* per bank; two banks */
 #define NOC_COMM_SCRATCH_BYTES(segment_bytes) \
     (1024ull + 2ull * NOC_COMM_RECV_SLOTS * (uint64_t)(segment_bytes))
-#define NOC_M2N_PAIRS_MAX 8192u /* M2N senders x receivers; all-to-all-v ranks x buckets */
+/* M2N senders x receivers, all-to-all-v ranks x buckets: at most noc_m2n_pairs(ncores)
+   counts, NOC_M2N_PAIRS_MAX on chips of 64 cores or more (64 ranks x 256 buckets: an EP
+   dispatch whose hot experts are split over several ranks, docs/images.md "Expert
+   placement"), 8192 on smaller ones, whose SRAM the larger mailbox would crowd. */
+#define NOC_M2N_PAIRS_MAX 16384u
+#define NOC_M2N_PAIRS_SMALL 8192u
+static inline uint32_t noc_m2n_pairs(uint32_t ncores)
+{
+    return ncores >= 64 ? NOC_M2N_PAIRS_MAX : NOC_M2N_PAIRS_SMALL;
+}
 
 /* Element boundary of part k of `count` split in `parts`: rank r's chunk of a collective is
    [coll_bound(count, size, r), coll_bound(count, size, r + 1)). */

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+/* Dataflow ordering of the chain by data hazards (model_hazard.h). */
+#include "model_hazard.h"
+
+#include "npu/hal.h"
+
+#define HZ_WINDOW 32u
+/* Application semaphores of the engines' counts (0..11 are the application's; 1 is the
+   chain's step count, 2..7 the runtime's and the interpreter's others). */
+static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u };
+
+/* Engine state: scratch of this core's chain, not model state. issued: descriptors given a
+   number; done: a count known complete (no wait needed up to it); last_main: one past the
+   last non-side descriptor's number (flush completes up to it: queues run in order). */
+static uint32_t issued[HZ_ENGINES], done[HZ_ENGINES], last_main[HZ_ENGINES];
+/* The window: the last HZ_WINDOW descriptors, and per engine the highest number that left
+   it (+1; 0 none) while possibly incomplete. */
+static struct {
+    struct hz_access a;
+    struct hz_range all, wr; /* bounds of every range, of the writes: a quick first test */
+    uint8_t engine;
+    uint32_t seq;
+} window[HZ_WINDOW];
+static uint32_t wlen, whead, evicted[HZ_ENGINES];
+
+struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row)
+{
+    if (!base || !rows || !row)
+        return (struct hz_range){ 0, 0 };
+    return (struct hz_range){ base, base + (rows - 1) * stride + row };
+}
+
+static bool overlaps(struct hz_range x, struct hz_range y)
+{
+    return x.lo < x.hi && y.lo < y.hi && x.lo < y.hi && y.lo < x.hi;
+}
+
+/* Whether b (later) must wait for a (earlier): b reads what a writes, or writes what a
+   reads or writes. */
+static bool conflicts(const struct hz_access *a, const struct hz_access *b)
+{
+    for (uint32_t w = 0; w < HZ_WRITES; w++) {
+        for (uint32_t r = 0; r < HZ_READS; r++)
+            if (overlaps(a->wr[w], b->rd[r]) || overlaps(a->rd[r], b->wr[w]))
+                return true;
+        for (uint32_t v = 0; v < HZ_WRITES; v++)
+            if (overlaps(a->wr[w], b->wr[v]))
+                return true;
+    }
+    return false;
+}
+
+static struct hz_range widen(struct hz_range b, struct hz_range r)
+{
+    if (r.lo >= r.hi)
+        return b;
+    if (b.lo >= b.hi)
+        return r;
+    return (struct hz_range){ r.lo < b.lo ? r.lo : b.lo, r.hi > b.hi ? r.hi : b.hi };
+}
+
+/* The bounds of a's ranges: all of them, and the writes. */
+static void bounds(const struct hz_access *a, struct hz_range *all, struct hz_range *wr)
+{
+    *wr = (struct hz_range){ 0, 0 };
+    for (uint32_t w = 0; w < HZ_WRITES; w++)
+        *wr = widen(*wr, a->wr[w]);
+    *all = *wr;
+    for (uint32_t r = 0; r < HZ_READS; r++)
+        *all = widen(*all, a->rd[r]);
+}
+
+/* need[x]: the count of engine x's descriptors that must be done before one on engine e
+   with accesses a (bounds all, wr) may start. */
+static void find_needs(enum hz_engine e, const struct hz_access *a, struct hz_range all,
+                       struct hz_range wr, uint32_t *need)
+{
+    for (uint32_t x = 0; x < HZ_ENGINES; x++)
+        need[x] = evicted[x];
+    for (uint32_t i = 0; i < wlen; i++) {
+        const uint32_t at = (whead + HZ_WINDOW - 1 - i) % HZ_WINDOW; /* newest first */
+        const uint32_t x = window[at].engine;
+        if (x == e || window[at].seq + 1 <= need[x] ||
+            !(overlaps(window[at].wr, all) || overlaps(window[at].all, wr)))
+            continue;
+        if (conflicts(&window[at].a, a))
+            need[x] = window[at].seq + 1;
+    }
+}
+
+static void remember(enum hz_engine e, const struct hz_access *a, struct hz_range all,
+                     struct hz_range wr, uint32_t seq)
+{
+    if (wlen == HZ_WINDOW) { /* the oldest leaves: wait for it from now on */
+        const uint32_t x = window[whead].engine;
+        evicted[x] = window[whead].seq + 1 > evicted[x] ? window[whead].seq + 1 : evicted[x];
+    } else {
+        wlen++;
+    }
+    window[whead].a = *a, window[whead].engine = (uint8_t)e, window[whead].seq = seq;
+    window[whead].all = all, window[whead].wr = wr;
+    whead = (whead + 1) % HZ_WINDOW;
+}
+
+struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side,
+                           uint8_t step_sem)
+{
+    uint32_t need[HZ_ENGINES];
+    struct hz_range all, wr;
+    bounds(a, &all, &wr);
+    find_needs(e, a, all, wr, need);
+    const uint16_t self = (uint16_t)hal_self()->core_id;
+    struct engine_sync s = { .signal = true, .signal_core = self, .signal_sem = engine_sem[e],
+                             .signal_value = 1 };
+    if (!side)
+        s.signal2 = true, s.signal2_core = self, s.signal2_sem = step_sem, s.signal2_value = 1;
+    for (uint32_t x = 0; x < HZ_ENGINES; x++) {
+        if (x == (uint32_t)e || need[x] <= done[x])
+            continue;
+        if (!s.wait)
+            s.wait = true, s.wait_sem = engine_sem[x], s.wait_value = need[x];
+        else
+            s.wait2 = true, s.wait2_sem = engine_sem[x], s.wait2_value = need[x];
+    }
+    const uint32_t seq = issued[e]++;
+    if (!side)
+        last_main[e] = seq + 1;
+    remember(e, a, all, wr, seq);
+    return s;
+}
+
+uint32_t hz_issued(enum hz_engine e)
+{
+    return issued[e];
+}
+
+void hz_flushed(void)
+{
+    for (uint32_t x = 0; x < HZ_ENGINES; x++) {
+        done[x] = last_main[x] > done[x] ? last_main[x] : done[x];
+        evicted[x] = evicted[x] > done[x] ? evicted[x] : 0; /* a side one may still run */
+    }
+    /* the window keeps only descriptors that may still run: side ones after the last main
+       descriptor of their engine */
+    uint32_t kept = 0, n = wlen, start = (whead + HZ_WINDOW - wlen) % HZ_WINDOW;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t at = (start + i) % HZ_WINDOW;
+        if (window[at].seq + 1 > done[window[at].engine])
+            window[(start + kept++) % HZ_WINDOW] = window[at];
+    }
+    wlen = kept, whead = (start + kept) % HZ_WINDOW;
+}
+
+uint8_t hz_engine_sem(enum hz_engine e)
+{
+    return engine_sem[e];
+}

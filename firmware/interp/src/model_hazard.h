@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Dataflow ordering of the interpreter's chain (model_exec.c; docs/firmware.md, "Dataflow"):
+ * instead of every descriptor waiting for the one before it, a descriptor waits only for
+ * the earlier descriptors of the other engines whose SRAM it reads or writes (read after
+ * write, write after read, write after write), so the matrix, vector and DMA engines of a
+ * core work at the same time wherever the data allows, as tt-metal's reader, compute and
+ * writer kernels do with semaphores between them.
+ *
+ * How: each engine's queue runs in order (docs/engines.md), so a descriptor needs no wait
+ * for its own engine, and a wait for "engine X has completed n descriptors" (X's semaphore,
+ * counted by every descriptor of X) covers every earlier descriptor of X. With three
+ * engines a descriptor waits on at most two semaphores, which the engines' two waits hold.
+ * Conflicts are found among the last HZ_WINDOW descriptors; an older one that is not known
+ * complete is waited for as if it conflicted (safe, and rare: a chain is flushed at every
+ * collective and every switch of category). Ranges may be larger than what an operand
+ * touches (never smaller): a false conflict costs overlap, never correctness.
+ */
+#ifndef MODEL_HAZARD_H
+#define MODEL_HAZARD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "npu/engine.h"
+
+enum hz_engine { HZ_MATRIX, HZ_VECTOR, HZ_DMA, HZ_ENGINES };
+
+/* Bytes [lo, hi) of global address space; lo == hi: none. */
+struct hz_range {
+    uint64_t lo, hi;
+};
+
+#define HZ_READS 4u
+#define HZ_WRITES 2u
+struct hz_access {
+    struct hz_range rd[HZ_READS], wr[HZ_WRITES];
+};
+
+/* [base, base + (rows - 1) x stride + row) in bytes; none if base is 0 or rows 0. */
+struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row);
+
+/* The sync of the next descriptor of engine e with accesses a: it waits for the conflicting
+   earlier descriptors of the other engines (and, with min_dma > 0, for at least min_dma DMA
+   descriptors done), counts itself on its engine's semaphore, and, unless `side`, on
+   step_sem (the chain's count, which exec_flush waits for). Records it in the window. */
+struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side,
+                           uint8_t step_sem);
+/* Descriptors of engine e issued so far (the next one's number, from 0). */
+uint32_t hz_issued(enum hz_engine e);
+/* Every descriptor issued so far but the side ones is complete (exec_flush waited). */
+void hz_flushed(void);
+/* The semaphore engine e counts on. */
+uint8_t hz_engine_sem(enum hz_engine e);
+
+#endif

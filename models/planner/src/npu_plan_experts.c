@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Expert placement under expert parallelism (docs/images.md, "Expert placement"): the
+ * image's expert map, which slices of which experts each rank holds in each layer.
+ *
+ * Contiguous: rank r holds whole experts [r E / p, (r + 1) E / p) in every layer.
+ * Balanced: every expert is cut into U units of its intermediate width (U as large as keeps
+ * a unit at least the matrix array's width, at most NPU_EXPERT_UNITS_MAX), every rank gets
+ * the same number of units (so the same weight bytes: the HBM bound is met by every rank
+ * reading its own share), and the units go, most popular expert first, to the rank with the
+ * least expected load, as many at a time as keep it under the mean. A popular expert thus
+ * ends up in slices on several ranks, each running all the expert's rows over its slice
+ * (the rows are dispatched to every slice; the combine adds the partial outputs), and a
+ * cold one whole on one rank. The expected load is the routing model's: each layer's
+ * popularity sampled over NPU_PLACEMENT_SAMPLES rows with the draws the chip makes
+ * (routing_model.h). Under uniform routing, or in functional mode, where the routing
+ * model does not apply, contiguous is the default.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "noc/placement.h"
+#include "npu_plan_internal.h"
+#include "npu_regs.h"
+#include "routing_model.h"
+
+#define NPU_PLACEMENT_SAMPLES 4096u
+
+/* Units per expert: the most, up to NPU_EXPERT_UNITS_MAX, that divide ff and keep a unit at
+   least sa_cols wide (1 if none). */
+static uint32_t choose_units(uint32_t ff, uint32_t sa_cols)
+{
+    for (uint32_t u = NPU_EXPERT_UNITS_MAX; u > 1; u--)
+        if (ff % u == 0 && ff / u >= sa_cols)
+            return u;
+    return 1;
+}
+
+/* load[e]: layer l's expected choices of expert e per row (they sum to k). */
+static void expected_load(const struct npu_plan *p, const struct model_config *c, uint32_t l,
+                          double *load)
+{
+    const struct routing_model rm = { .experts = c->num_experts, .k = c->experts_per_token,
+                                      .skew_milli = p->routing == NPU_ROUTING_SKEWED
+                                                        ? p->routing_skew_milli : 0,
+                                      .seed = p->routing_seed };
+    uint64_t cum[ROUTING_EXPERTS_MAX];
+    uint32_t idx[ROUTING_EXPERTS_MAX];
+    routing_layer_table(&rm, l, cum);
+    memset(load, 0, c->num_experts * sizeof(double));
+    for (uint32_t i = 0; i < NPU_PLACEMENT_SAMPLES; i++) {
+        routing_draw(&rm, cum, l, i, 0, idx);
+        for (uint32_t j = 0; j < rm.k; j++)
+            load[idx[j]] += 1.0 / NPU_PLACEMENT_SAMPLES;
+    }
+}
+
+static void add_slice(struct planner *pl, uint32_t l, uint32_t r, uint32_t e, uint32_t u0,
+                      uint32_t n)
+{
+    if (pl->nxmap == pl->xcap) {
+        pl->xcap = pl->xcap ? pl->xcap * 2 : 1024;
+        pl->xmap = realloc(pl->xmap, pl->xcap * sizeof(*pl->xmap));
+        if (!pl->xmap)
+            abort(); /* host out of memory */
+    }
+    pl->xmap[pl->nxmap++] = (struct npu_image_expert_slice){
+        .layer = (uint16_t)l, .rank = (uint16_t)r, .expert = (uint16_t)e,
+        .unit0 = (uint8_t)u0, .units = (uint8_t)n };
+}
+
+/* Orders a layer's slices by rank, then expert and unit (the map's order). */
+static int slice_cmp(const void *a, const void *b)
+{
+    const struct npu_image_expert_slice *x = a, *y = b;
+    if (x->rank != y->rank)
+        return x->rank < y->rank ? -1 : 1;
+    if (x->expert != y->expert)
+        return x->expert < y->expert ? -1 : 1;
+    return x->unit0 < y->unit0 ? -1 : x->unit0 > y->unit0;
+}
+
+/* The time model of a slice (docs/images.md, "Expert placement"): a unit's weight bytes
+   over the core's HBM bandwidth (tb) and a unit's matrix time per routed row (tc), at the
+   matrix array's peak. A rank's MoE time in a group of g rows is taken as the sum of tb over
+   its units and tc x rows over its units: the firmware's ring stages weights ahead of the
+   GEMMs, but measured, a rank's MoE time is closer to the sum than to the larger of the two.
+   Without the chip's clock and bandwidth, rows alone (tb = 0, tc = 1). */
+struct unit_cost {
+    double tb, tc, g;
+};
+
+static struct unit_cost unit_costs(const struct planner *pl)
+{
+    const struct model_config *c = pl->cfg;
+    const double w = (double)c->moe_intermediate_size / pl->plan.expert_units;
+    const double bytes = 3.0 * c->hidden_size * w * pl->eb, flops = 6.0 * c->hidden_size * w;
+    const struct npu_plan_chip *ch = pl->chip;
+    struct unit_cost u = { .tb = 0, .tc = 1, .g = pl->plan.moe_rows };
+    if (ch->freq_mhz && ch->hbm_gbps > 0) {
+        u.tb = bytes / (ch->hbm_gbps * 1e9);
+        u.tc = flops / (2.0 * ch->sa_rows * ch->sa_cols * ch->freq_mhz * 1e6);
+    }
+    return u;
+}
+
+/* Where slices of the layer stand while they are placed: per rank, its bytes time and
+   matrix time, and which experts it already holds a slice of. */
+struct ranks {
+    double b[NOC_GROUP_MAX], c[NOC_GROUP_MAX];
+    uint32_t units[NOC_GROUP_MAX];
+};
+
+/* The rank a slice of expert e (bytes time b, matrix time c) lengthens least (fewest units,
+   then lowest index, on ties), among those holding no slice of e yet (slices [first, end)). */
+static uint32_t best_rank(const struct planner *pl, const struct ranks *rk, uint64_t first,
+                          uint32_t e, double b, double c)
+{
+    static uint8_t holds[NOC_GROUP_MAX];
+    memset(holds, 0, pl->plan.tp);
+    for (uint64_t i = first; i < pl->nxmap; i++)
+        if (pl->xmap[i].expert == e)
+            holds[pl->xmap[i].rank] = 1;
+    uint32_t best = pl->plan.tp;
+    double best_t = 0;
+    for (uint32_t r = 0; r < pl->plan.tp; r++) {
+        if (holds[r])
+            continue;
+        const double t = rk->b[r] + b + rk->c[r] + c;
+        if (best == pl->plan.tp || t < best_t ||
+            (t == best_t && rk->units[r] < rk->units[best]))
+            best = r, best_t = t;
+    }
+    return best;
+}
+
+/* Slices of expert e: the fewest (a divisor of U, at most tp) whose time each (its bytes
+   and matrix time) stays under a balanced rank's, t_rank; else the most. */
+static uint32_t slices_of(uint32_t U, uint32_t tp, double tb, double whole_c, double t_rank)
+{
+    uint32_t most = 1;
+    for (uint32_t c = 1; c <= U && c <= tp; c++) {
+        if (U % c)
+            continue;
+        most = c;
+        if ((double)(U / c) * tb + whole_c / c <= t_rank)
+            return c;
+    }
+    return most;
+}
+
+/* Layer l, balanced: each expert cut into as few slices as keep each slice's expected time
+   under a balanced rank's, then the slices, longest first, each to the rank it lengthens
+   least (LPT). */
+static void place_balanced(struct planner *pl, uint32_t l, const double *load)
+{
+    const uint32_t E = pl->cfg->num_experts, U = pl->plan.expert_units, tp = pl->plan.tp;
+    const struct unit_cost u = unit_costs(pl);
+    static struct ranks rk;
+    memset(&rk, 0, sizeof(rk));
+    double mean_c = 0;
+    for (uint32_t e = 0; e < E; e++)
+        mean_c += U * u.tc * u.g * load[e] / tp;
+    const double mean_b = (double)E * U * u.tb / tp;
+    const double t_rank = mean_b + mean_c;
+    /* the pieces: (expert, unit0, units), longest first */
+    static uint32_t pe[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
+    static uint8_t pu0[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX],
+        pn[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
+    static double pt[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
+    uint32_t np = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        const double whole_c = U * u.tc * u.g * load[e];
+        const uint32_t c = slices_of(U, tp, u.tb, whole_c, t_rank);
+        for (uint32_t j = 0; j < c; j++) {
+            const uint32_t n = U / c;
+            const double t = n * u.tb + whole_c / c;
+            uint32_t at = np++; /* insertion sort, longest first, stable */
+            while (at > 0 && pt[at - 1] < t) {
+                pe[at] = pe[at - 1], pu0[at] = pu0[at - 1], pn[at] = pn[at - 1];
+                pt[at] = pt[at - 1], at--;
+            }
+            pe[at] = e, pu0[at] = (uint8_t)(j * n), pn[at] = (uint8_t)n, pt[at] = t;
+        }
+    }
+    const uint64_t first = pl->nxmap;
+    for (uint32_t i = 0; i < np; i++) {
+        const double b = pn[i] * u.tb, c = pn[i] * u.tc * u.g * load[pe[i]];
+        const uint32_t r = best_rank(pl, &rk, first, pe[i], b, c);
+        add_slice(pl, l, r, pe[i], pu0[i], pn[i]);
+        rk.b[r] += b, rk.c[r] += c, rk.units[r] += pn[i];
+    }
+    qsort(pl->xmap + first, pl->nxmap - first, sizeof(*pl->xmap), slice_cmp);
+}
+
+/* The expected MoE time of layer slices [first, end) (load: the layer's expected choices
+   per expert; unit_costs' model): the busiest rank's over a balanced rank's, into the worst
+   so far. */
+static void note_imbalance(struct planner *pl, uint64_t first, const double *load)
+{
+    const struct unit_cost u = unit_costs(pl);
+    static struct ranks rk;
+    memset(&rk, 0, sizeof(rk));
+    double sum_b = 0, sum_c = 0, most = 0;
+    for (uint64_t i = first; i < pl->nxmap; i++) {
+        const struct npu_image_expert_slice *s = &pl->xmap[i];
+        rk.b[s->rank] += s->units * u.tb, rk.c[s->rank] += s->units * u.tc * u.g * load[s->expert];
+    }
+    for (uint32_t r = 0; r < pl->plan.tp; r++) {
+        sum_b += rk.b[r], sum_c += rk.c[r];
+        const double t = rk.b[r] + rk.c[r];
+        most = t > most ? t : most;
+    }
+    const double bal = (sum_b + sum_c) / pl->plan.tp;
+    const double ratio = bal > 0 ? most / bal : 1.0;
+    pl->x_imbalance = ratio > pl->x_imbalance ? ratio : pl->x_imbalance;
+}
+
+/* The fan-out of layer slices [first, end): the k most split experts' slices summed, and
+   the most slices on one rank, into the plan's maxima. */
+static void note_layer(struct planner *pl, uint64_t first)
+{
+    const uint32_t E = pl->cfg->num_experts, k = pl->cfg->experts_per_token;
+    uint32_t per_expert[ROUTING_EXPERTS_MAX] = { 0 }, per_rank[NOC_GROUP_MAX] = { 0 };
+    for (uint64_t i = first; i < pl->nxmap; i++)
+        per_expert[pl->xmap[i].expert]++, per_rank[pl->xmap[i].rank]++;
+    uint32_t fan = 0;
+    for (uint32_t j = 0; j < k; j++) { /* the k largest counts, one at a time */
+        uint32_t best = 0;
+        for (uint32_t e = 1; e < E; e++)
+            best = per_expert[e] > per_expert[best] ? e : best;
+        fan += per_expert[best], per_expert[best] = 0;
+    }
+    struct npu_plan *p = &pl->plan;
+    p->expert_fanout = fan > p->expert_fanout ? fan : p->expert_fanout;
+    for (uint32_t r = 0; r < p->tp; r++)
+        p->expert_rank_slices = per_rank[r] > p->expert_rank_slices ? per_rank[r]
+                                                                    : p->expert_rank_slices;
+}
+
+int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
+{
+    struct npu_plan *p = &pl->plan;
+    const struct model_config *c = pl->cfg;
+    if (!npu_plan_is_ep(p) || p->tp == 1)
+        return NPU_OK;
+    const bool skewed = p->routing == NPU_ROUTING_SKEWED && p->routing_skew_milli > 0;
+    p->expert_placement = req->expert_placement >= 0 ? (uint32_t)req->expert_placement
+                          : p->mode == NPU_IMAGE_PERFORMANCE && skewed ? NPU_EXPERTS_BALANCED
+                                                                       : NPU_EXPERTS_CONTIGUOUS;
+    const bool balanced = p->expert_placement == NPU_EXPERTS_BALANCED;
+    if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: %u ranks and %u "
+                    "experts (at most %u and %u)", p->tp, c->num_experts, NOC_GROUP_MAX,
+                    ROUTING_EXPERTS_MAX);
+    p->expert_units = balanced ? choose_units(c->moe_intermediate_size, pl->chip->sa_cols) : 1;
+    const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows *
+                                                pl->chip->mesh_cols);
+    double load[ROUTING_EXPERTS_MAX];
+    for (uint32_t l = 0; l < c->num_layers; l++) {
+        const uint64_t first = pl->nxmap;
+        expected_load(p, c, l, load);
+        if (balanced) {
+            place_balanced(pl, l, load);
+        } else {
+            for (uint32_t r = 0; r < p->tp; r++)
+                for (uint32_t e = npu_plan_expert_first(p, c->num_experts, r);
+                     e < npu_plan_expert_first(p, c->num_experts, r + 1); e++)
+                    add_slice(pl, l, r, e, 0, 1);
+        }
+        const uint64_t n = pl->nxmap - first;
+        if (n > NPU_EXPERT_MAP_MAX || n * p->tp > limit)
+            return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: layer %u needs "
+                        "%llu expert slices over %u ranks; the dispatch holds at most %u "
+                        "slices and %llu ranks x slices (try --expert-placement contiguous or "
+                        "fewer ranks)", l, (unsigned long long)n, p->tp, NPU_EXPERT_MAP_MAX,
+                        (unsigned long long)limit);
+        note_layer(pl, first);
+        note_imbalance(pl, first, load);
+    }
+    return NPU_OK;
+}
+
+void npu_planner_expert_share(const struct planner *pl, uint32_t layer, uint32_t rank,
+                              uint32_t *first, uint32_t *count, uint32_t *units)
+{
+    uint32_t at = 0, n = 0, most = 0; /* index in the layer, slices of the rank, widest */
+    for (uint64_t i = 0; i < pl->nxmap && pl->xmap[i].layer <= layer; i++) {
+        const struct npu_image_expert_slice *s = &pl->xmap[i];
+        if (s->layer != layer)
+            continue;
+        if (s->rank == rank)
+            n++, most = s->units > most ? s->units : most;
+        else if (s->rank < rank)
+            at++;
+    }
+    *first = at, *count = n, *units = most;
+}
+
+const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
+                                                              uint32_t layer, uint32_t index)
+{
+    uint64_t i = 0;
+    while (i < pl->nxmap && pl->xmap[i].layer < layer)
+        i++;
+    return &pl->xmap[i + index];
+}
