@@ -66,6 +66,7 @@ static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
     struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
     req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
+    req.max_tokens = 64; /* one MoE group a layer: hot experts are split */
     struct npu_built_image img = build(&moe, chip, &req);
     const struct npu_image_header *h = hdr(&img);
     char text[4096];
@@ -115,6 +116,35 @@ static void test_ep_balanced(void **state)
     (void)state;
     check_balanced(&mesh2x2, 4);
     check_balanced(&mesh4x4, 16);
+}
+
+/* A default MoE group that the SRAM halves: the map is placed again for the group that
+   fits (the summary's placement line names the rows the map was placed for), and with
+   several groups a layer that placement is contiguous. */
+static void test_ep_balanced_replaced(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
+    req.max_tokens = 1024, req.max_seq = 1024, req.max_batch = 1;
+    char text[8192] = { 0 };
+    FILE *f = fmemopen(text, sizeof(text) - 1, "w");
+    assert_non_null(f);
+    struct npu_built_image img;
+    int rc = npu_plan_build(&moe.cfg, moe.text, &mesh4x4, &req, &img, f, err, sizeof(err));
+    fclose(f);
+    if (rc != NPU_OK)
+        fail_msg("tiny-moe on mesh-4x4: %s", err);
+    const struct npu_image_header *h = hdr(&img);
+    assert_true(h->plan.moe_rows < req.max_tokens); /* the request's group did not fit */
+    assert_int_equal(h->plan.expert_placement, NPU_EXPERTS_CONTIGUOUS);
+    char want[64];
+    snprintf(want, sizeof(want), "groups of %u rows", h->plan.moe_rows);
+    if (!strstr(text, want))
+        fail_msg("placed for another group than the plan's %u rows:\n%s", h->plan.moe_rows,
+                 text);
+    npu_built_image_free(&img);
 }
 
 static void test_ep_refusals(void **state)
@@ -212,6 +242,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ep_shares),
         cmocka_unit_test(test_ep_balanced),
+        cmocka_unit_test(test_ep_balanced_replaced),
         cmocka_unit_test(test_ep_refusals),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),

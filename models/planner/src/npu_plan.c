@@ -584,6 +584,19 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
+/* Cores planned; a default MoE group halves down to the tile until the buffers fit. */
+static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
+                     struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
+{
+    int rc = npu_planner_cores(pl, cores, ops, nops);
+    while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl->plan.moe_rows > pl->plan.tile_rows) {
+        pl->plan.moe_rows = pl->plan.moe_rows / 2 > pl->plan.tile_rows ? pl->plan.moe_rows / 2
+                                                                        : pl->plan.tile_rows;
+        rc = npu_planner_cores(pl, cores, ops, nops);
+    }
+    return rc;
+}
+
 int npu_plan_build(const struct model_config *cfg, const char *config_text,
                    const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                    struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
@@ -614,13 +627,19 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     uint32_t nops = 0;
     if (!cores || !ops)
         abort();
-    rc = npu_planner_cores(&pl, cores, ops, &nops);
-    /* A default MoE group halves down to the tile, then default tile and block sizes shrink,
-       until the buffers fit a small core. */
-    while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl.plan.moe_rows > pl.plan.tile_rows) {
-        pl.plan.moe_rows = pl.plan.moe_rows / 2 > pl.plan.tile_rows ? pl.plan.moe_rows / 2
-                                                                    : pl.plan.tile_rows;
-        rc = npu_planner_cores(&pl, cores, ops, &nops);
+    rc = fit_cores(&pl, req, cores, ops, &nops);
+    /* Balanced placement weighs an expert's matrix time by the rows of a group: placed for
+       the request's group, it is placed again for the group that fits (a few rounds: the
+       new slices change the buffers). */
+    for (int round = 0; rc == NPU_OK && round < 3 && pl.x_rows != pl.plan.moe_rows &&
+                        pl.plan.expert_placement == NPU_EXPERTS_BALANCED; round++) {
+        rc = npu_planner_experts(&pl, req);
+        pl.ntensors = 0, pl.weights_end = 0;
+        if (rc == NPU_OK) {
+            model_tensors_each(cfg, plan_tensor, &pl);
+            plan_tied_head(&pl);
+            rc = fit_cores(&pl, req, cores, ops, &nops);
+        }
     }
     while (rc == NPU_ERR_NOMEM) {
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;

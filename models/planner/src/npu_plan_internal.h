@@ -43,7 +43,8 @@ struct planner {
     int64_t kv_pool;                /* the request's kv_sram_blocks: -1 auto, 0 none, N */
     struct npu_image_expert_slice *xmap; /* the expert map (EP), npu_plan_experts.c */
     uint64_t nxmap, xcap;
-    double x_imbalance;             /* expected MoE load, max rank / mean, worst layer */
+    double x_imbalance;             /* expected MoE time, busiest rank / balanced, worst layer */
+    uint32_t x_rows;                /* the MoE group rows the map was placed for */
     char *err;
     size_t errlen;
 };
