@@ -21,7 +21,8 @@ static struct {
     uint8_t engine;
     uint32_t seq;
 } window[HZ_WINDOW];
-static uint32_t wlen, whead, evicted[HZ_ENGINES];
+static uint32_t wlen, whead, evicted[HZ_ENGINES], wcount[HZ_ENGINES]; /* entries per
+                                                                          engine */
 
 struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row)
 {
@@ -75,16 +76,27 @@ static void bounds(const struct hz_access *a, struct hz_range *all, struct hz_ra
 static void find_needs(enum hz_engine e, const struct hz_access *a, struct hz_range all,
                        struct hz_range wr, uint32_t *need)
 {
-    for (uint32_t x = 0; x < HZ_ENGINES; x++)
-        need[x] = evicted[x];
-    for (uint32_t i = 0; i < wlen; i++) {
-        const uint32_t at = (whead + HZ_WINDOW - 1 - i) % HZ_WINDOW; /* newest first */
+    uint32_t left[HZ_ENGINES], open = 0; /* window entries not yet looked at; engines whose
+                                             need may still rise */
+    for (uint32_t x = 0; x < HZ_ENGINES; x++) {
+        need[x] = evicted[x], left[x] = x == (uint32_t)e ? 0 : wcount[x];
+        open += left[x] > 0;
+    }
+    /* newest first; an engine is settled once one of its descriptors is needed (its earlier
+       ones are implied) or none of its entries is left, and the scan ends when every
+       other engine is */
+    for (uint32_t i = 0; i < wlen && open; i++) {
+        const uint32_t at = (whead + HZ_WINDOW - 1 - i) % HZ_WINDOW;
         const uint32_t x = window[at].engine;
-        if (x == e || window[at].seq + 1 <= need[x] ||
-            !(overlaps(window[at].wr, all) || overlaps(window[at].all, wr)))
+        if (x == e || !left[x])
             continue;
-        if (conflicts(&window[at].a, a))
-            need[x] = window[at].seq + 1;
+        if (overlaps(window[at].wr, all) || overlaps(window[at].all, wr)) {
+            if (conflicts(&window[at].a, a)) {
+                need[x] = window[at].seq + 1 > need[x] ? window[at].seq + 1 : need[x];
+                left[x] = 1; /* settled: counted down below */
+            }
+        }
+        open -= --left[x] == 0;
     }
 }
 
@@ -94,9 +106,11 @@ static void remember(enum hz_engine e, const struct hz_access *a, struct hz_rang
     if (wlen == HZ_WINDOW) { /* the oldest leaves: wait for it from now on */
         const uint32_t x = window[whead].engine;
         evicted[x] = window[whead].seq + 1 > evicted[x] ? window[whead].seq + 1 : evicted[x];
+        wcount[x]--;
     } else {
         wlen++;
     }
+    wcount[e]++;
     window[whead].a = *a, window[whead].engine = (uint8_t)e, window[whead].seq = seq;
     window[whead].all = all, window[whead].wr = wr;
     whead = (whead + 1) % HZ_WINDOW;
@@ -143,10 +157,14 @@ void hz_flushed(void)
     /* the window keeps only descriptors that may still run: side ones after the last main
        descriptor of their engine */
     uint32_t kept = 0, n = wlen, start = (whead + HZ_WINDOW - wlen) % HZ_WINDOW;
+    for (uint32_t x = 0; x < HZ_ENGINES; x++)
+        wcount[x] = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t at = (start + i) % HZ_WINDOW;
-        if (window[at].seq + 1 > done[window[at].engine])
+        if (window[at].seq + 1 > done[window[at].engine]) {
+            wcount[window[at].engine]++;
             window[(start + kept++) % HZ_WINDOW] = window[at];
+        }
     }
     wlen = kept, whead = (start + kept) % HZ_WINDOW;
 }
