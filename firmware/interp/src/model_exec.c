@@ -13,7 +13,6 @@
 #include "npu/vector.h"
 #include "npu/wait.h"
 
-#define SEM_STEP 1u
 #define CHAIN_MAX 256u
 
 /* The chain being built: engine scratch of this core (run by exec_flush), not model state,
@@ -47,9 +46,7 @@ int exec_flush(struct exec_model *m)
     }
     m->acct.steps += nchain - nside;
     nchain = nside = 0;
-    rc = hal_sem_wait(SEM_STEP, m->acct.steps);
-    hz_flushed();
-    return rc;
+    return hz_wait_flush();
 }
 
 /* The next descriptor; a full chain is run first (its order is kept). */
@@ -144,7 +141,7 @@ void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_
                 accumulate ? hz_span(c, rows, ldc * ec, n * ec) : (struct hz_range){ 0, 0 } },
         .wr = { hz_span(c, rows, ldc * ec, n * ec) } };
     struct npu_desc *d = push(m); /* first: a full chain is flushed before this one counts */
-    g.sync = hz_sync(HZ_MATRIX, &h, false, SEM_STEP);
+    g.sync = hz_sync(HZ_MATRIX, &h, false);
     matrix_gemm_desc(d, &g);
 }
 
@@ -165,7 +162,7 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
                 aux },
         .wr = { hz_span(v.out, v.rows, v.ldout * 4ull, w), aux } };
     struct npu_desc *d = push(m);
-    v.sync = hz_sync(HZ_VECTOR, &h, false, SEM_STEP);
+    v.sync = hz_sync(HZ_VECTOR, &h, false);
     vector_op_desc(d, &v);
 }
 
@@ -179,7 +176,7 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                                .row_bytes = (uint32_t)row_bytes,
                                .src_stride = (uint32_t)src_stride,
                                .dst_stride = (uint32_t)dst_stride,
-                               .sync = hz_sync(HZ_DMA, &h, false, SEM_STEP) };
+                               .sync = hz_sync(HZ_DMA, &h, false) };
     dma_copy_desc(d, &a);
 }
 
@@ -271,7 +268,7 @@ static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_ima
     struct npu_desc *d = push(m);
     struct dma_copy_args a = { .src = src, .dst = dst, .rows = 1, .row_bytes = bytes,
                                .src_stride = bytes, .dst_stride = bytes,
-                               .sync = hz_sync(HZ_DMA, &h, true, SEM_STEP) };
+                               .sync = hz_sync(HZ_DMA, &h, true) };
     dma_copy_desc(d, &a);
     nside++;
     m->w.ring.held[s].t = t, m->w.ring.held[s].block = block;

@@ -3,6 +3,8 @@
 #include "model_hazard.h"
 
 #include "npu/hal.h"
+#include "npu/wait.h"
+#include "npu_enums.h"
 
 #define HZ_WINDOW 32u
 /* Application semaphores of the engines' counts (0..11 are the application's; 1 is the
@@ -23,6 +25,8 @@ static struct {
 } window[HZ_WINDOW];
 static uint32_t wlen, whead, evicted[HZ_ENGINES], wcount[HZ_ENGINES]; /* entries per
                                                                           engine */
+
+static void flushed(void);
 
 struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row)
 {
@@ -116,8 +120,7 @@ static void remember(enum hz_engine e, const struct hz_access *a, struct hz_rang
     whead = (whead + 1) % HZ_WINDOW;
 }
 
-struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side,
-                           uint8_t step_sem)
+struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side)
 {
     uint32_t need[HZ_ENGINES];
     struct hz_range all, wr;
@@ -126,8 +129,6 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
     const uint16_t self = (uint16_t)hal_self()->core_id;
     struct engine_sync s = { .signal = true, .signal_core = self, .signal_sem = engine_sem[e],
                              .signal_value = 1 };
-    if (!side)
-        s.signal2 = true, s.signal2_core = self, s.signal2_sem = step_sem, s.signal2_value = 1;
     for (uint32_t x = 0; x < HZ_ENGINES; x++) {
         if (x == (uint32_t)e || need[x] <= done[x])
             continue;
@@ -148,7 +149,18 @@ uint32_t hz_issued(enum hz_engine e)
     return issued[e];
 }
 
-void hz_flushed(void)
+int hz_wait_flush(void)
+{
+    int rc = NPU_OK;
+    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
+        if (last_main[x] > done[x])
+            rc = hal_sem_wait(engine_sem[x], last_main[x]);
+    if (rc == NPU_OK)
+        flushed();
+    return rc;
+}
+
+static void flushed(void)
 {
     for (uint32_t x = 0; x < HZ_ENGINES; x++) {
         done[x] = last_main[x] > done[x] ? last_main[x] : done[x];

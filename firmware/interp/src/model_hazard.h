@@ -41,15 +41,15 @@ struct hz_access {
 struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row);
 
 /* The sync of the next descriptor of engine e with accesses a: it waits for the conflicting
-   earlier descriptors of the other engines (and, with min_dma > 0, for at least min_dma DMA
-   descriptors done), counts itself on its engine's semaphore, and, unless `side`, on
-   step_sem (the chain's count, which exec_flush waits for). Records it in the window. */
-struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side,
-                           uint8_t step_sem);
+   earlier descriptors of the other engines and counts itself on its engine's semaphore; a
+   `side` one is not waited for by hz_wait_flush. Records it in the window. */
+struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side);
 /* Descriptors of engine e issued so far (the next one's number, from 0). */
 uint32_t hz_issued(enum hz_engine e);
-/* Every descriptor issued so far but the side ones is complete (exec_flush waited). */
-void hz_flushed(void);
+/* Waits until every descriptor issued so far but the side ones is complete (each engine's
+   semaphore reaches its last such descriptor: the queues run in order); 0 or the wait's
+   error. */
+int hz_wait_flush(void);
 /* The semaphore engine e counts on. */
 uint8_t hz_engine_sem(enum hz_engine e);
 
