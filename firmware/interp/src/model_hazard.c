@@ -7,8 +7,8 @@
 #include "npu_enums.h"
 
 #define HZ_WINDOW 32u
-/* Application semaphores of the engines' counts (0..11 are the application's; 1 is the
-   chain's step count, 2..7 the runtime's and the interpreter's others). */
+/* Application semaphores of the engines' counts (0..11 are the application's; 2..7 are the
+   runtime's and the interpreter's others). */
 static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u };
 
 /* Engine state: scratch of this core's chain, not model state. issued: descriptors given a
@@ -23,8 +23,8 @@ static struct {
     uint8_t engine;
     uint32_t seq;
 } window[HZ_WINDOW];
-static uint32_t wlen, whead, evicted[HZ_ENGINES], wcount[HZ_ENGINES]; /* entries per
-                                                                          engine */
+static uint32_t wlen, whead, evicted[HZ_ENGINES];
+static uint32_t wcount[HZ_ENGINES]; /* the window's entries per engine */
 
 static void flushed(void);
 
