@@ -209,7 +209,6 @@ struct exec_acct {
     enum exec_cat cat;
     uint64_t cat_t0, cat_flops0, cat_hbm0, cat_noc0, cat_descs0;
     uint64_t *expert_tokens;               /* [layers][E] tokens routed, over the run */
-    uint32_t steps;                        /* descriptors completed so far */
     uint32_t iterations;                   /* exec_iteration calls so far */
 };
 

@@ -16,11 +16,11 @@
 #define CHAIN_MAX 256u
 
 /* The chain being built: engine scratch of this core (run by exec_flush), not model state,
-   so not in struct exec_model. `nside` of its descriptors are outside the chain's count
-   (expert-ring loads: exec_flush does not wait for them). Descriptors are ordered by their
-   data, not one after another (model_hazard.h). */
+   so not in struct exec_model. Descriptors are ordered by their data, not one after
+   another, and exec_flush does not wait for the side ones (expert-ring loads;
+   model_hazard.h). */
 static struct npu_desc chain[CHAIN_MAX];
-static uint32_t nchain, nside;
+static uint32_t nchain;
 
 /* A refused chain is a firmware bug: name the descriptors next to the emulator's log. */
 static void print_chain(const struct exec_model *m, int rc)
@@ -44,8 +44,7 @@ int exec_flush(struct exec_model *m)
         print_chain(m, rc);
         return rc;
     }
-    m->acct.steps += nchain - nside;
-    nchain = nside = 0;
+    nchain = 0;
     return hz_wait_flush();
 }
 
@@ -270,7 +269,6 @@ static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_ima
                                .src_stride = bytes, .dst_stride = bytes,
                                .sync = hz_sync(HZ_DMA, &h, true) };
     dma_copy_desc(d, &a);
-    nside++;
     m->w.ring.held[s].t = t, m->w.ring.held[s].block = block;
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
     m->acct.stats[l].expert_bytes += bytes;

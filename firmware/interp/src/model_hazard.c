@@ -144,11 +144,6 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
     return s;
 }
 
-uint32_t hz_issued(enum hz_engine e)
-{
-    return issued[e];
-}
-
 int hz_wait_flush(void)
 {
     int rc = NPU_OK;
@@ -179,9 +174,4 @@ static void flushed(void)
         }
     }
     wlen = kept, whead = (start + kept) % HZ_WINDOW;
-}
-
-uint8_t hz_engine_sem(enum hz_engine e)
-{
-    return engine_sem[e];
 }

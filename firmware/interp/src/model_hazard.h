@@ -44,13 +44,9 @@ struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t 
    earlier descriptors of the other engines and counts itself on its engine's semaphore; a
    `side` one is not waited for by hz_wait_flush. Records it in the window. */
 struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side);
-/* Descriptors of engine e issued so far (the next one's number, from 0). */
-uint32_t hz_issued(enum hz_engine e);
 /* Waits until every descriptor issued so far but the side ones is complete (each engine's
    semaphore reaches its last such descriptor: the queues run in order); 0 or the wait's
    error. */
 int hz_wait_flush(void);
-/* The semaphore engine e counts on. */
-uint8_t hz_engine_sem(enum hz_engine e);
 
 #endif
