@@ -115,6 +115,7 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--expert-slots")) return parse_u32(opt, v, &r->expert_slots);
     else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
     else if (!strcmp(opt, "--attn-block")) return parse_u32(opt, v, &r->attn_block);
+    else if (!strcmp(opt, "--kv-window")) return parse_u32(opt, v, &r->kv_window);
     else if (!strcmp(opt, "--comm-segment")) return parse_u32(opt, v, &r->comm_segment);
     else if (!strcmp(opt, "--kv-sram-blocks")) {
         uint32_t n = 0;

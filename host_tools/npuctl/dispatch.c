@@ -114,6 +114,10 @@ static const struct npuctl_command commands[] = {
       "  --kv-split off|on     on: the KV cache and attention are split over the tp ranks\n"
       "                        (cache block b on rank b mod tp; the ranks combine their\n"
       "                        softmax states), so each rank holds 1/tp of the cache\n"
+      "  --kv-window N         split attention: every rank keeps the keys and values of\n"
+      "                        the last N rows of a step and runs attention over them\n"
+      "                        query-parallel (a multiple of --tile-rows; default: the\n"
+      "                        step's rows, at most 2 MiB of K and V)\n"
       "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
       "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
       "                        HBM layer by layer even so\n" },

@@ -132,6 +132,8 @@ struct exec_tile_seg {
     uint32_t count;                        /* rows */
     uint32_t end;                          /* where the context of its last row ends */
     uint32_t nblocks;                      /* its run's KV pool blocks */
+    uint32_t window;                       /* split attention: its positions in the window
+                                              (exec_attn_window) */
 };
 struct exec_tile_class {
     uint16_t kind, flags;                  /* the op */
@@ -477,6 +479,10 @@ void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, ui
    `partial`, out is this rank's partial sum and the caller all-reduces it. */
 int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
                 bool expert, uint32_t e, uint32_t ff, bool partial);
+/* Split attention: segment g's positions in the window, run query-parallel (model_attn.c,
+   "The window"); 0 unsplit. */
+uint32_t exec_attn_window(const struct exec_model *m, const struct exec_tile *tile,
+                          const struct exec_seg *g);
 int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
                    const struct exec_tile *tile);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);

@@ -15,6 +15,15 @@
  * all-reduce with MAX gives the rows' global maxima M, each rank rescales its
  * acc and l by exp(m_rank - M), and one all-reduce sums [acc | l]; acc / l is the output.
  * A rank holding none of a segment's positions contributes m = MASKED, l = 0, acc = 0.
+ *
+ * The window (split attention only): the QKV GEMM's gather brings every rank all the tile's
+ * new keys and values, and each rank keeps the op's last Wn rows of them (kwin, vwin: op row
+ * r at slot r % Wn; npu_kv_window_rows). Positions inside the window are not the owners'
+ * work: the queries of KV head h in part p of the tile's rows run over them on rank
+ * (h x parts + p) % tp (parts = tp / kv heads), so a prompt's first chunk, whose positions
+ * would otherwise sit on the few owners of its blocks, is spread over every rank; the
+ * owners run the positions before the window. Both are steps of the same online softmax
+ * and the combine merges them unchanged.
  * Modelled: every op and byte of that. Not modelled: overlapping the combine with the
  * next segment's or layer's work (the collectives wait for the queued ops).
  */
@@ -44,6 +53,11 @@ struct attn_state {
 struct attn_step {
     uint32_t lr, nb, p0;
     bool mask;
+};
+
+/* A step's keys and values: [nb][kvd] eb each, rows kvd apart. */
+struct attn_kv {
+    uint64_t k, v;
 };
 
 /* Position of this rank's local row lr (npu_layout.h). */
@@ -197,7 +211,8 @@ static void attn_rescale_state(struct exec_model *m, const struct attn_state *st
  */
 static void attn_head_step(struct exec_model *m, const struct attn_state *st,
                            const struct exec_seg *g, uint32_t h, const struct attn_step *s,
-                           bool first, uint32_t window, uint64_t m_old, uint64_t m_new)
+                           struct attn_kv kv, bool first, uint32_t window, uint64_t m_old,
+                           uint64_t m_new)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
@@ -207,7 +222,7 @@ static void attn_head_step(struct exec_model *m, const struct attn_state *st,
     const uint64_t stat = first_row * 4; /* fp32 statistics of these rows */
     const uint64_t acc = a->acc + first_row * hd * 4;
     /* scores[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T / sqrt(hd) */
-    exec_gemm(m, a->scores, a->qg + first_row * hd * eb, a->kblk + (uint64_t)h * hd * eb, rows,
+    exec_gemm(m, a->scores, a->qg + first_row * hd * eb, kv.k + (uint64_t)h * hd * eb, rows,
               nb, hd, hd, kvd, nb, true, true, false);
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
                                              .out = a->scores, .rows = rows, .cols = nb,
@@ -234,7 +249,7 @@ static void attn_head_step(struct exec_model *m, const struct attn_state *st,
     if (!first)
         attn_rescale_state(m, st, first_row, rows, m_old, m_new);
     /* acc[rows][hd] (+)= P[rows][nb] V_step,h[nb][hd] */
-    exec_gemm(m, acc, a->probs_blk, a->vblk + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
+    exec_gemm(m, acc, a->probs_blk, kv.v + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
               false, true, !first);
 }
 
@@ -309,21 +324,42 @@ static void attn_fill_empty(struct exec_model *m, const struct attn_state *st,
     }
 }
 
-/* Segment g's online softmax over this rank's positions of its cache, step by step (a step
-   gathers the keys and values once for all heads); its final maxima end in m_a. */
-static void attn_run_segment(struct exec_model *m, const struct attn_state *st, uint32_t l,
-                             bool sliding, const struct exec_seg *g)
+/* The first position of segment g inside the window (the op's rows [end - Wn, end), end
+   the tile's last row + 1); without a window, one past its last position. */
+static uint32_t attn_window_first(const struct exec_model *m, const struct exec_tile *tile,
+                                  const struct exec_seg *g)
+{
+    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan);
+    if (!wn)
+        return g->pos + g->count;
+    const uint32_t end = tile->t0 + tile->n, wlo = end > wn ? end - wn : 0;
+    const uint32_t row0 = tile->t0 + g->row - (g->pos - g->run->pos); /* its run's first */
+    return g->run->pos + (row0 < wlo ? wlo - row0 : 0);
+}
+
+uint32_t exec_attn_window(const struct exec_model *m, const struct exec_tile *tile,
+                          const struct exec_seg *g)
+{
+    return npu_kv_window_rows(m->cfg, m->plan) ? g->pos + g->count - attn_window_first(m, tile, g)
+                                               : 0;
+}
+
+/* Segment g's online softmax over this rank's positions of its cache before the window,
+   step by step (a step gathers the keys and values once for all heads); its final maxima
+   end in m_a. False if the rank holds none of them (the state is then the empty one). */
+static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, uint32_t l,
+                             uint32_t window, const struct exec_tile *tile,
+                             const struct exec_seg *g)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t last = g->pos + g->count - 1;
-    const uint32_t window = sliding ? c->sliding_window : 0;
+    const uint32_t wfirst = attn_window_first(m, tile, g);
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
     const struct exec_kv_cache k = attn_run_cache(m, g->run);
     uint32_t r0, r1, steps = 0;
-    if (!attn_kv_local_range(m, lo, last, &r0, &r1)) {
+    if (wfirst <= lo || !attn_kv_local_range(m, lo, wfirst - 1, &r0, &r1)) {
         attn_fill_empty(m, st, g);
-        return;
+        return false;
     }
     for (uint32_t lr = r0; lr < r1; lr += attn_step_next(m, g, window, lr, r1).nb)
         steps++;
@@ -333,9 +369,138 @@ static void attn_run_segment(struct exec_model *m, const struct attn_state *st, 
         attn_gather_kv(m, l, &k, s.lr, s.nb);
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0; h < c->num_kv_heads; h++)
-            attn_head_step(m, st, g, h, &s, lr == r0, window, m_old, m_new);
+            attn_head_step(m, st, g, h, &s, (struct attn_kv){ a->kblk, a->vblk }, lr == r0,
+                           window, m_old, m_new);
         lr += s.nb;
     }
+    return true;
+}
+
+/* Tile rows [*r0, *r1) whose queries of KV head h this rank runs over the window: units
+   (h, part), parts = tp / kv heads (at least 1), dealt round the ranks. */
+static bool attn_window_rows(const struct exec_model *m, uint32_t n, uint32_t h, uint32_t *r0,
+                             uint32_t *r1)
+{
+    const uint32_t nkv = m->cfg->num_kv_heads, parts = m->tp / nkv ? m->tp / nkv : 1;
+    for (uint32_t p = 0; p < parts; p++)
+        if ((h * parts + p) % m->tp == m->rank) {
+            *r0 = (uint32_t)((uint64_t)n * p / parts);
+            *r1 = (uint32_t)((uint64_t)n * (p + 1) / parts);
+            return *r0 < *r1;
+        }
+    return false;
+}
+
+/* The next window step of g from position p (its last at `last`): at most A positions, not
+   past the window's wrap. */
+static struct attn_step attn_window_step(const struct exec_model *m, const struct exec_seg *g,
+                                         uint32_t window, uint32_t slot, uint32_t p,
+                                         uint32_t last)
+{
+    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan), A = m->plan->attn_block;
+    uint32_t nb = last + 1 - p < A ? last + 1 - p : A;
+    nb = wn - slot < nb ? wn - slot : nb;
+    return (struct attn_step){ .lr = slot, .nb = nb, .p0 = p,
+                               .mask = !attn_step_plain(g, window, p, p + nb - 1) };
+}
+
+/* KV head h of segment g (this rank's rows of it) over the window's positions, after the
+   cache's steps (cached: the state holds them, maxima in m_a) or from the empty state; the
+   final maxima end in m_a. */
+static void attn_window_head(struct exec_model *m, const struct attn_state *st,
+                             const struct exec_tile *tile, const struct exec_seg *g,
+                             uint32_t h, uint32_t window, bool cached)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan);
+    const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+    const uint32_t wf = attn_window_first(m, tile, g), first = wf > lo ? wf : lo;
+    const uint32_t last = g->pos + g->count - 1;
+    const uint32_t row0 = tile->t0 + g->row - (g->pos - g->run->pos); /* its run's first */
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    uint32_t steps = 0;
+    for (uint32_t p = first; p <= last; steps++)
+        p += attn_window_step(m, g, window, (row0 + p - g->run->pos) % wn, p, last).nb;
+    /* parity 1 writes the new maxima to m_a: after the cache's steps the first reads m_a */
+    uint32_t parity = cached ? 0 : 1 ^ ((steps - 1) & 1);
+    for (uint32_t p = first, i = 0; p <= last; i++, parity ^= 1) {
+        const uint32_t slot = (row0 + p - g->run->pos) % wn;
+        const struct attn_step s = attn_window_step(m, g, window, slot, p, last);
+        const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
+        attn_head_step(m, st, g, h, &s, (struct attn_kv){ a->kwin + slot * row,
+                                                          a->vwin + slot * row },
+                       !cached && i == 0, window, m_old, m_new);
+        p += s.nb;
+    }
+    if (parity == 1 && steps) { /* the last step used parity 0: it wrote m_b */
+        const uint32_t group = m->cfg->num_heads / m->cfg->num_kv_heads;
+        const uint64_t at = (h * st->span + (uint64_t)g->row * group) * 4;
+        const uint64_t bytes = (uint64_t)g->count * group * 4;
+        exec_copy(m, a->m_a + at, a->m_b + at, 1, bytes, bytes, bytes);
+    }
+}
+
+/* The window part of the tile: its keys and values into the window, then this rank's
+   (KV head, rows) units over it; cached[s]: segment s's state holds cache steps. */
+static void attn_run_window(struct exec_model *m, const struct attn_state *st,
+                            const struct exec_tile *tile, uint32_t window, const bool *cached)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan), n = tile->n;
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan), slot = tile->t0 % wn;
+    assert(slot + n <= wn && "the window is a multiple of tile rows");
+    exec_copy(m, a->kwin + slot * row, a->knew, 1, n * row, n * row, n * row);
+    exec_copy(m, a->vwin + slot * row, a->vnew, 1, n * row, n * row, n * row);
+    for (uint32_t h = 0; h < m->cfg->num_kv_heads; h++) {
+        uint32_t r0, r1;
+        if (!attn_window_rows(m, n, h, &r0, &r1))
+            continue;
+        for (uint32_t i = 0; i < tile->nsegs; i++) {
+            const struct exec_seg *g = &tile->segs[i];
+            const uint32_t lo = g->row > r0 ? g->row : r0;
+            const uint32_t hi = g->row + g->count < r1 ? g->row + g->count : r1;
+            if (lo >= hi)
+                continue;
+            struct exec_seg part = *g; /* its rows [lo, hi) */
+            part.pos = g->pos + (lo - g->row), part.row = lo, part.count = hi - lo;
+            attn_window_head(m, st, tile, &part, h, window, cached[i]);
+        }
+    }
+}
+
+/* Whether the window holds every position the tile's rows see (a prompt's chunks up to the
+   window's size) and every rank runs one equal unit of rows, in rank order: then each row's
+   state is whole on one rank, and the ranks gather outputs instead of combining states. The
+   same on every rank. */
+static bool attn_window_whole(const struct exec_model *m, const struct exec_tile *tile,
+                              uint32_t window)
+{
+    const uint32_t nkv = m->cfg->num_kv_heads, parts = m->tp / nkv;
+    if (!npu_kv_window_rows(m->cfg, m->plan) || parts == 0 || nkv * parts != m->tp ||
+        tile->n % parts)
+        return false;
+    for (uint32_t i = 0; i < tile->nsegs; i++) {
+        const struct exec_seg *g = &tile->segs[i];
+        const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+        if (attn_window_first(m, tile, g) > lo)
+            return false;
+    }
+    return true;
+}
+
+/* The whole window's output: this rank's unit, acc / l, into qg (its rows are chunk `rank`
+   of qg's [R][hd]), then the all-gather of qg. */
+static int attn_gather_out(struct exec_model *m, const struct attn_state *st)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    const uint64_t hd = m->cfg->head_dim, rows = st->rows / m->tp, r0 = m->rank * rows;
+    struct vector_op_args v = exec_vec_f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc + r0 * hd * 4, .y = st->l + r0 * 4,
+        .out = a->qg + r0 * hd * m->buf.eb, .rows = (uint32_t)rows, .cols = (uint32_t)hd,
+        .ldy = 1 });
+    v.out_type = m->buf.dt;
+    exec_vec(m, v);
+    return exec_allgather(m, a->qg, st->rows * hd, m->buf.dt);
 }
 
 /* Split attention: the ranks' states into the whole softmax's (the file header). */
@@ -380,16 +545,27 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     attn_rotate_store(m, l, tile);
     for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
+    const uint32_t window = sliding ? c->sliding_window : 0;
+    bool cached[EXEC_RUNS_MAX];
     for (uint32_t s = 0; s < tile->nsegs; s++)
-        attn_run_segment(m, &st, l, sliding, &tile->segs[s]);
-    if (npu_kv_is_split(m->plan) && (rc = attn_combine(m, &st)) != NPU_OK)
+        cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);
+    const bool whole = npu_kv_is_split(m->plan) && attn_window_whole(m, tile, window);
+    if (npu_kv_is_split(m->plan))
+        attn_run_window(m, &st, tile, window, cached);
+    if (whole)
+        rc = attn_gather_out(m, &st);
+    else if (npu_kv_is_split(m->plan))
+        rc = attn_combine(m, &st);
+    if (rc != NPU_OK)
         return rc;
-    /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the quotient) */
-    struct vector_op_args v = exec_vec_f32((struct vector_op_args){
-        .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc, .y = st.l, .out = a->qg,
-        .rows = (uint32_t)st.rows, .cols = hd, .ldy = 1 });
-    v.out_type = m->buf.dt;
-    exec_vec(m, v);
+    if (!whole) { /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the
+                     quotient) */
+        struct vector_op_args v = exec_vec_f32((struct vector_op_args){
+            .op = NPU_VECTOR_OP_ROW_DIV, .x = a->acc, .y = st.l, .out = a->qg,
+            .rows = (uint32_t)st.rows, .cols = hd, .ldy = 1 });
+        v.out_type = m->buf.dt;
+        exec_vec(m, v);
+    }
     for (uint32_t h = 0; h < nkv; h++)
         exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
     rc = exec_wgemm(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);

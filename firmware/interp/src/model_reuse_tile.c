@@ -17,7 +17,8 @@
  *   keyed, run in full) its rows, its run's KV pool blocks and where its context ends;
  *   ends match within the layer keys' tolerance (half a stripe and a quarter of the
  *   context, nearest class first) and in the same stripe, so that the busiest rank holds as
- *   many KV blocks (tile_distance);
+ *   many KV blocks (tile_distance); under split attention, so do its positions in the
+ *   window (the query-parallel part);
  * - MoE: the load of its routing (moe_tile_draw): the routed pairs of the busiest rank
  *   under expert parallelism (a pair per expert slice), else the number of experts routed
  *   to. Every rank draws the
@@ -55,8 +56,8 @@ void exec_reuse_tile_new_layer(struct exec_model *m)
 }
 
 /* The key of op (a layer_op kind) over tile; MoE: but the load (moe_tile_draw). */
-static void make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
-                     struct exec_tile_class *k)
+static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
+                     const struct exec_tile *tile, struct exec_tile_class *k)
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
@@ -67,7 +68,8 @@ static void make_key(const struct npu_prog_op *op, const struct exec_tile *tile,
     for (uint32_t s = 0; s < tile->nsegs && s < EXEC_TILE_SEGS; s++) {
         const struct exec_seg *g = &tile->segs[s];
         k->segs[s] = (struct exec_tile_seg){ .count = g->count, .end = g->pos + g->count,
-                                             .nblocks = g->run->nblocks };
+                                             .nblocks = g->run->nblocks,
+                                             .window = exec_attn_window(m, tile, g) };
     }
 }
 
@@ -87,9 +89,10 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
                                                               blocks */
             return UINT64_MAX;
         const uint64_t d = exec_reuse_end_gap(m, a->end, b->end, 1);
-        if (d == UINT64_MAX)
+        const uint64_t dw = exec_reuse_end_gap(m, a->window, b->window, 1);
+        if (d == UINT64_MAX || dw == UINT64_MAX)
             return UINT64_MAX;
-        dist += d;
+        dist += d + dw;
     }
     return dist;
 }
@@ -216,7 +219,7 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
                     uint64_t x)
 {
     static struct exec_tile_class key;
-    make_key(op, tile, &key);
+    make_key(m, op, tile, &key);
     if (key.nsegs > EXEC_TILE_SEGS ||
         (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
         m->treuse.counts[EXEC_REUSE_FULL]++;

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 9u
+#define NPU_IMAGE_VERSION 10u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -148,6 +148,10 @@ struct npu_plan {
     uint32_t expert_fanout;      /* at most this many slices a row's k choices reach (k if
                                     every expert is whole) */
     uint32_t expert_rank_slices; /* at most this many slices on one rank in a layer */
+    /* Split attention's window: every rank keeps the keys and values of the op's last
+       kv_window rows and runs the attention over them query-parallel (docs/images.md,
+       "Split attention"); a multiple of tile_rows. 0 unsplit. */
+    uint32_t kv_window;
 };
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u

@@ -23,6 +23,9 @@ struct npu_act_layout {
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
     uint64_t kblk, vblk;           /* [attn_block][kvd] eb: one attention step's keys, values */
+    uint64_t kwin, vwin;           /* split attention: [Wn][kvd] eb, the keys and values of
+                                      the op's last Wn rows, row r at r % Wn
+                                      (npu_kv_window_rows); else empty */
     uint64_t qg;                   /* [kv heads][T x group][hd] eb: queries by KV head */
     uint64_t scores;               /* [T x group][attn_block] fp32 (group = heads / kv heads) */
     uint64_t probs_blk;            /* [T x group][attn_block] eb: exp(scores - max) */
@@ -101,6 +104,13 @@ bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
 uint32_t npu_kv_stripe(const struct npu_plan *p);
 /* Cores a stripe's positions are dealt over (the KV manager's rt_kvc_config.ranks). */
 uint32_t npu_kv_ranks(const struct npu_plan *p);
+/* Split attention's window (npu_plan.kv_window; firmware model_attn.c, "The window"): how
+   many of an op's latest rows every rank keeps the keys and values of, so that attention
+   over them runs query-parallel. 0 unsplit. The planner's default: what max_tokens needs,
+   at most NPU_KV_WINDOW_BYTES of K and V, a multiple of tile_rows. */
+#define NPU_KV_WINDOW_BYTES (2ull << 20)
+uint32_t npu_kv_window_rows(const struct model_config *c, const struct npu_plan *p);
+uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
    holds). */
 uint64_t npu_kv_local_rows(const struct npu_plan *p, uint64_t positions);

@@ -10,6 +10,7 @@
 #include "model_weights.h"
 #include "noc/coll_sizes.h"
 #include "noc/placement.h"
+#include "npu_layout.h"
 #include "npu_regs.h"
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
@@ -94,6 +95,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
     if (p->kv_split > 1)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: kv_split %u is not 0 or 1",
                     p->kv_split);
+    if (npu_kv_is_split(p) ? !p->kv_window || p->kv_window % p->tile_rows : p->kv_window)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: kv_window %u is not a multiple of "
+                    "tile_rows %u under split attention (or 0 without)", p->kv_window,
+                    p->tile_rows);
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX ||
         p->comm_segment % 4)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: comm_segment %u is not a multiple of 4 "

@@ -37,6 +37,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
     o->positions = take(&at, t * 4);
     o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
+    const uint64_t wn = npu_kv_window_rows(c, p);
+    o->kwin = take(&at, wn * kvd * eb), o->vwin = take(&at, wn * kvd * eb);
     const uint64_t group = c->num_heads / c->num_kv_heads;
     o->qg = take(&at, t * qd * eb);
     const uint64_t scratch = at; /* attention's own buffers, scores .. gmax: ytmp overlays */
@@ -132,6 +134,22 @@ bool npu_kv_is_split(const struct npu_plan *p)
 uint32_t npu_kv_ranks(const struct npu_plan *p)
 {
     return npu_kv_is_split(p) ? p->tp : 1;
+}
+
+uint32_t npu_kv_window_rows(const struct model_config *c, const struct npu_plan *p)
+{
+    (void)c;
+    return npu_kv_is_split(p) ? p->kv_window : 0;
+}
+
+uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p)
+{
+    if (!npu_kv_is_split(p) || !p->tile_rows)
+        return 0;
+    const uint64_t t = p->tile_rows, need = (p->max_tokens + t - 1) / t * t;
+    const uint64_t fit = NPU_KV_WINDOW_BYTES / (2 * npu_kv_row_bytes(c, p)) / t * t;
+    const uint64_t w = need < fit ? need : fit;
+    return (uint32_t)(w > t ? w : t); /* the tile's own rows at least */
 }
 
 uint32_t npu_kv_stripe(const struct npu_plan *p)

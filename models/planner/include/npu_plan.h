@@ -42,6 +42,8 @@ struct npu_plan_request {
                                            kv_block (0: kv_block) */
     uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks
                                            (npu_plan.kv_split) */
+    uint32_t kv_window;                 /* split attention's window rows
+                                           (npu_plan.kv_window); 0: the default */
     uint32_t comm_segment;              /* collectives' segment bytes (0: by SRAM size,
                                            NPU_IMAGE_COMM_SEGMENT_*) */
     uint32_t stream_weights;            /* 1: stage weights from HBM even if they fit */

@@ -348,6 +348,11 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     if (p->kv_split > 1 || (p->kv_split && p->tp == 1))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1 (or there "
                     "is one rank: tp %u, nothing to split over)", p->kv_split, p->tp);
+    p->kv_window = req->kv_window ? req->kv_window : npu_kv_window_default(c, p);
+    if (req->kv_window && (!p->kv_split || req->kv_window % p->tile_rows))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_window %u needs split attention "
+                    "(kv_split 1) and a multiple of tile_rows %u", req->kv_window,
+                    p->tile_rows);
     if (p->comm_segment < 64 || p->comm_segment > NOC_COMM_SEGMENT_MAX || p->comm_segment % 4)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "comm_segment %u is not a multiple of "
                     "4 in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);
@@ -450,8 +455,11 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
     fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows, MoE groups of "
             "%u; %u positions per request, KV blocks of %u, attention steps of %u%s\n",
             p->max_batch, p->max_tokens, p->tile_rows, p->moe_rows, p->max_seq, p->kv_block,
-            p->attn_block,
-            p->kv_split ? "; KV cache and attention split over the ranks" : "");
+            p->attn_block, p->kv_split ? "; KV cache and attention split over the ranks" : "");
+    if (p->kv_split)
+        fprintf(f, "  split attention: each rank keeps the last %u rows' keys and values "
+                "(%.1f MiB) and runs attention over them query-parallel\n", p->kv_window,
+                (double)p->kv_window * 2 * npu_kv_row_bytes(pl->cfg, p) / (1 << 20));
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
             MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
@@ -652,6 +660,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         }
         if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
+        if (!req->kv_window)
+            pl.plan.kv_window = npu_kv_window_default(cfg, &pl.plan);
         if (!req->moe_rows || !npu_plan_is_ep(&pl.plan) || pl.plan.tp == 1)
             pl.plan.moe_rows = pl.plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(&pl, cores, ops, &nops);
