@@ -93,7 +93,7 @@ static int pull_run(const struct rt_mailbox *mb, uint32_t i)
         .dst = { .sram = mc.m.buf.sram, .pool = mc.m.buf.kv_pool, .ring = mc.m.buf.kv_ring,
                  .blocks = &mb->blocks[r->block_first], .nblocks = r->nblocks,
                  .ring_row = r->ring_row },
-        .count = r->pos,
+        .req = r->req, .count = r->pos,
         .bounce = mc.m.buf.sram + mc.core->sram_act, .bounce_bytes = mc.core->sram_act_bytes };
     return exec_kv_pull(&mc.m, &p);
 }

@@ -279,6 +279,7 @@ struct exec_kv_cache {
 
 struct exec_kv_pull {
     struct exec_kv_cache src, dst;         /* src: another core's; dst: this core's */
+    uint32_t req;                          /* the request (split: its blocks' ranks) */
     uint32_t count;                        /* positions [0, count) */
     uint64_t bounce, bounce_bytes;         /* this core's SRAM, free during the pull */
 };
@@ -458,7 +459,7 @@ uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64
 uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k, uint32_t l,
                       bool v, uint32_t row, uint32_t *span);
 /* Local rows this rank holds of positions [0, count). */
-uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count);
+uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t req, uint32_t count);
 
 /* ---- model_layer.c, model_attn.c: the ops of one layer on one tile of rows */
 struct exec_seg {            /* one request's rows inside a tile */

@@ -60,13 +60,20 @@ struct attn_kv {
     uint64_t k, v;
 };
 
-/* Position of this rank's local row lr (npu_layout.h). */
-static uint32_t attn_kv_position(const struct exec_model *m, uint32_t lr)
+/* Split: which block of each stripe of request req this rank holds (npu_layout.h:
+   block b is on rank (b + shift) mod tp). */
+static uint32_t attn_kv_slot(const struct exec_model *m, uint32_t req)
+{
+    return (m->rank + m->tp - npu_kv_rank_shift(m->plan, req)) % m->tp;
+}
+
+/* Position of this rank's local row lr of request req (npu_layout.h). */
+static uint32_t attn_kv_position(const struct exec_model *m, uint32_t req, uint32_t lr)
 {
     const uint32_t B = m->plan->kv_block;
     if (!npu_kv_is_split(m->plan))
         return lr;
-    return lr / B * npu_kv_stripe(m->plan) + m->rank * B + lr % B;
+    return lr / B * npu_kv_stripe(m->plan) + attn_kv_slot(m, req) * B + lr % B;
 }
 
 static uint32_t attn_kv_local_row(const struct exec_model *m, uint32_t pos)
@@ -75,26 +82,28 @@ static uint32_t attn_kv_local_row(const struct exec_model *m, uint32_t pos)
     return npu_kv_is_split(m->plan) ? pos / npu_kv_stripe(m->plan) * B + pos % B : pos;
 }
 
-static bool attn_kv_owns(const struct exec_model *m, uint32_t pos)
+static bool attn_kv_owns(const struct exec_model *m, uint32_t req, uint32_t pos)
 {
-    return !npu_kv_is_split(m->plan) || pos / m->plan->kv_block % m->tp == m->rank;
+    return !npu_kv_is_split(m->plan) || pos / m->plan->kv_block % m->tp == attn_kv_slot(m, req);
 }
 
-uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t count)
+uint32_t exec_kv_local_count(const struct exec_model *m, uint32_t req, uint32_t count)
 {
     const uint32_t B = m->plan->kv_block, W = npu_kv_stripe(m->plan);
     if (!npu_kv_is_split(m->plan))
         return count;
-    const uint32_t rest = count % W, before = m->rank * B;
+    const uint32_t rest = count % W, before = attn_kv_slot(m, req) * B;
     const uint32_t tail = rest <= before ? 0 : rest - before < B ? rest - before : B;
     return count / W * B + tail;
 }
 
-/* This rank's local rows [*r0, *r1) holding the positions of [lo, hi]; false if none. */
-static bool attn_kv_local_range(const struct exec_model *m, uint32_t lo, uint32_t hi,
-                                uint32_t *r0, uint32_t *r1)
+/* This rank's local rows [*r0, *r1) holding request req's positions of [lo, hi]; false if
+   none. */
+static bool attn_kv_local_range(const struct exec_model *m, uint32_t req, uint32_t lo,
+                                uint32_t hi, uint32_t *r0, uint32_t *r1)
 {
-    const uint64_t B = m->plan->kv_block, tp = m->tp, r = m->rank;
+    const uint64_t B = m->plan->kv_block, tp = m->tp;
+    const uint64_t r = npu_kv_is_split(m->plan) ? attn_kv_slot(m, req) : 0;
     uint64_t first = lo, last = hi;
     if (npu_kv_is_split(m->plan)) {
         uint64_t b = lo / B, dn = (r + tp - b % tp) % tp; /* blocks to the next owned one */
@@ -143,7 +152,7 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
     const struct exec_kv_cache k = attn_run_cache(m, g->run);
     for (uint32_t i = 0; i < g->count;) {
         const uint32_t pos = g->pos + i, to_block_end = B - pos % B;
-        if (!attn_kv_owns(m, pos)) {
+        if (!attn_kv_owns(m, g->req, pos)) {
             i += to_block_end;
             continue;
         }
@@ -285,21 +294,22 @@ static struct attn_step attn_step_next(const struct exec_model *m, const struct 
                                        uint32_t window, uint32_t lr, uint32_t r1)
 {
     const uint32_t B = m->plan->kv_block, A = m->plan->attn_block;
-    struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr, .p0 = attn_kv_position(m, lr) };
+    struct attn_step s = { .lr = lr, .nb = lr / B * B + A - lr,
+                           .p0 = attn_kv_position(m, g->req, lr) };
     s.nb = r1 - lr < s.nb ? r1 - lr : s.nb;
-    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, lr + s.nb - 1));
+    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, g->req, lr + s.nb - 1));
     if (!s.mask || !npu_kv_is_split(m->plan) || s.nb <= B - lr % B)
         return s;
     const uint32_t lim = lr + s.nb;
     uint32_t end = lr, e = lr / B * B + B; /* whole blocks no row needs masked */
-    while (e <= lim && attn_step_plain(g, window, s.p0, attn_kv_position(m, e - 1)))
+    while (e <= lim && attn_step_plain(g, window, s.p0, attn_kv_position(m, g->req, e - 1)))
         end = e, e += B;
     if (end > lr) {
         s.nb = end - lr, s.mask = false;
         return s;
     }
     s.nb = (e < lim ? e : lim) - lr;
-    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, lr + s.nb - 1));
+    s.mask = !attn_step_plain(g, window, s.p0, attn_kv_position(m, g->req, lr + s.nb - 1));
     return s;
 }
 
@@ -357,7 +367,7 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
     const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
     const struct exec_kv_cache k = attn_run_cache(m, g->run);
     uint32_t r0, r1, steps = 0;
-    if (wfirst <= lo || !attn_kv_local_range(m, lo, wfirst - 1, &r0, &r1)) {
+    if (wfirst <= lo || !attn_kv_local_range(m, g->req, lo, wfirst - 1, &r0, &r1)) {
         attn_fill_empty(m, st, g);
         return false;
     }

@@ -70,7 +70,7 @@ int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     const uint32_t l0 = m->pipe.stage * m->plan->stage_layers;
-    const uint32_t rows = exec_kv_local_count(m, p->count); /* this rank's of them */
+    const uint32_t rows = exec_kv_local_count(m, p->req, p->count); /* this rank's of them */
     assert(p->bounce_bytes >= row);
     int rc = NPU_OK;
     for (uint32_t l = l0; rc == NPU_OK && l < l0 + m->plan->stage_layers; l++)

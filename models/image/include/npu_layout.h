@@ -101,6 +101,12 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
  * rank holds every position, and the local row is the position.
  */
 bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
+/* Split: the rank holding cache block b of request `req` is (b + s) mod tp, s =
+   npu_kv_rank_shift(req): each request's stripes start at another rank, so that many
+   requests' first blocks (a decode batch's short contexts, all their blocks in the first
+   stripe) do not all sit on rank 0. A stripe still gives every rank one block, so a rank's
+   local rows are the same as without the shift. */
+uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req);
 uint32_t npu_kv_stripe(const struct npu_plan *p);
 /* Cores a stripe's positions are dealt over (the KV manager's rt_kvc_config.ranks). */
 uint32_t npu_kv_ranks(const struct npu_plan *p);

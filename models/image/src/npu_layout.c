@@ -131,6 +131,12 @@ bool npu_kv_is_split(const struct npu_plan *p)
     return p->kv_split && p->tp > 1;
 }
 
+uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req)
+{
+    /* 37 is odd: consecutive request ids get distinct shifts on a power-of-two group */
+    return npu_kv_is_split(p) ? (uint32_t)((uint64_t)req * 37u % p->tp) : 0;
+}
+
 uint32_t npu_kv_ranks(const struct npu_plan *p)
 {
     return npu_kv_is_split(p) ? p->tp : 1;

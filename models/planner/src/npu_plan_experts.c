@@ -80,28 +80,58 @@ static int slice_cmp(const void *a, const void *b)
     return x->unit0 < y->unit0 ? -1 : x->unit0 > y->unit0;
 }
 
-/* The time model of a slice (docs/images.md, "Expert placement"): a unit's weight bytes
-   over the core's HBM bandwidth (tb) and a unit's matrix time per routed row (tc), at the
-   matrix array's peak. A rank's MoE time in a group of g rows is taken as the sum of tb over
-   its units and tc x rows over its units: the firmware's ring stages weights ahead of the
-   GEMMs, but measured, a rank's MoE time is closer to the sum than to the larger of the two.
-   Without the chip's clock and bandwidth, rows alone (tb = 0, tc = 1). */
+/* The time model of a slice (docs/images.md, "Expert placement"): its weight bytes over the
+   core's HBM bandwidth (b), and its GEMMs' matrix time (c) for the rows routed to its
+   expert: every slice of an expert serves all of them. The array is weight-stationary: a
+   fold of R x C weights lasts max(rows, R) cycles (matrix_engine.h), so an expert with
+   fewer rows than R costs as much as one with R: its weights pass the array at R elements
+   a cycle per column whatever the rows. The ring stages weights ahead of the GEMMs (the
+   engines overlap), so a rank's MoE time is taken as the larger of its bytes time and its
+   matrix time. Without the chip's clock and bandwidth, rows alone (b = 0, c = rows). */
 struct unit_cost {
-    double tb, tc, g;
+    double tb;          /* seconds of HBM per unit */
+    double g;           /* rows of a group */
+    bool clocked;       /* the chip's clock and array are known */
 };
 
 static struct unit_cost unit_costs(const struct planner *pl)
 {
     const struct model_config *c = pl->cfg;
     const double w = (double)c->moe_intermediate_size / pl->plan.expert_units;
-    const double bytes = 3.0 * c->hidden_size * w * pl->eb, flops = 6.0 * c->hidden_size * w;
     const struct npu_plan_chip *ch = pl->chip;
-    struct unit_cost u = { .tb = 0, .tc = 1, .g = pl->plan.moe_rows };
-    if (ch->freq_mhz && ch->hbm_gbps > 0) {
-        u.tb = bytes / (ch->hbm_gbps * 1e9);
-        u.tc = flops / (2.0 * ch->sa_rows * ch->sa_cols * ch->freq_mhz * 1e6);
+    struct unit_cost u = { .tb = 0, .g = pl->plan.moe_rows, .clocked = false };
+    if (ch->freq_mhz && ch->hbm_gbps > 0 && ch->sa_rows && ch->sa_cols) {
+        u.tb = 3.0 * c->hidden_size * w * pl->eb / (ch->hbm_gbps * 1e9);
+        u.clocked = true;
     }
     return u;
+}
+
+static uint64_t ceil_div(uint64_t a, uint64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Matrix time of a slice of n units over `rows` expected rows: gate and up [w][d], down
+   [d][w] (w = n units' columns), each fold max(rows, R) cycles. */
+static double slice_matrix(const struct planner *pl, const struct unit_cost *u, uint32_t n,
+                           double rows)
+{
+    if (!u->clocked)
+        return n * rows;
+    const struct npu_plan_chip *ch = pl->chip;
+    const uint64_t d = pl->cfg->hidden_size;
+    const uint64_t w = (uint64_t)pl->cfg->moe_intermediate_size / pl->plan.expert_units * n;
+    const uint64_t folds = 2 * ceil_div(d, ch->sa_rows) * ceil_div(w, ch->sa_cols) +
+                           ceil_div(w, ch->sa_rows) * ceil_div(d, ch->sa_cols);
+    const double per_fold = rows > ch->sa_rows ? rows : (double)ch->sa_rows;
+    return (double)folds * per_fold / (ch->freq_mhz * 1e6);
+}
+
+/* A rank's MoE time from its bytes time b and matrix time c. */
+static double rank_time(double b, double c)
+{
+    return b > c ? b : c;
 }
 
 /* Where slices of the layer stand while they are placed: per rank, its bytes time and
@@ -126,7 +156,7 @@ static uint32_t best_rank(const struct planner *pl, const struct ranks *rk, uint
     for (uint32_t r = 0; r < pl->plan.tp; r++) {
         if (holds[r])
             continue;
-        const double t = rk->b[r] + b + rk->c[r] + c;
+        const double t = rank_time(rk->b[r] + b, rk->c[r] + c);
         if (best == pl->plan.tp || t < best_t ||
             (t == best_t && rk->units[r] < rk->units[best]))
             best = r, best_t = t;
@@ -134,23 +164,25 @@ static uint32_t best_rank(const struct planner *pl, const struct ranks *rk, uint
     return best;
 }
 
-/* Slices of expert e: the fewest (a divisor of U, at most tp) whose time each (its bytes
-   and matrix time) stays under a balanced rank's, t_rank; else the most. */
-static uint32_t slices_of(uint32_t U, uint32_t tp, double tb, double whole_c, double t_rank)
+/* Slices of expert e (rows expected in a group): the fewest (a divisor of U, at most tp)
+   whose time each stays under a balanced rank's, t_rank; else the most. */
+static uint32_t slices_of(const struct planner *pl, const struct unit_cost *u, double rows,
+                          double t_rank)
 {
+    const uint32_t U = pl->plan.expert_units, tp = pl->plan.tp;
     uint32_t most = 1;
     for (uint32_t c = 1; c <= U && c <= tp; c++) {
         if (U % c)
             continue;
         most = c;
-        if ((double)(U / c) * tb + whole_c / c <= t_rank)
+        if (rank_time((double)(U / c) * u->tb, slice_matrix(pl, u, U / c, rows)) <= t_rank)
             return c;
     }
     return most;
 }
 
 /* Layer l, balanced: each expert cut into as few slices as keep each slice's expected time
-   under a balanced rank's, then the slices, longest first, each to the rank it lengthens
+   under half a balanced rank's, then the slices, longest first, each to the rank it lengthens
    least (LPT). */
 static void place_balanced(struct planner *pl, uint32_t l, const double *load)
 {
@@ -160,9 +192,9 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load)
     memset(&rk, 0, sizeof(rk));
     double mean_c = 0;
     for (uint32_t e = 0; e < E; e++)
-        mean_c += U * u.tc * u.g * load[e] / tp;
+        mean_c += slice_matrix(pl, &u, U, u.g * load[e]) / tp;
     const double mean_b = (double)E * U * u.tb / tp;
-    const double t_rank = mean_b + mean_c;
+    const double t_rank = rank_time(mean_b, mean_c);
     /* the pieces: (expert, unit0, units), longest first */
     static uint32_t pe[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
     static uint8_t pu0[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX],
@@ -170,11 +202,14 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load)
     static double pt[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
     uint32_t np = 0;
     for (uint32_t e = 0; e < E; e++) {
-        const double whole_c = U * u.tc * u.g * load[e];
-        const uint32_t c = slices_of(U, tp, u.tb, whole_c, t_rank);
+        const double rows = u.g * load[e];
+        /* pieces of at most half a balanced rank: with whole pieces of about half a rank
+           (Qwen3-30B-A3B's cold experts on 64 ranks) LPT must give some rank three, 1.5x
+           the mean's bytes, once hot slices have taken ranks' matrix time */
+        const uint32_t c = slices_of(pl, &u, rows, t_rank / 2);
         for (uint32_t j = 0; j < c; j++) {
             const uint32_t n = U / c;
-            const double t = n * u.tb + whole_c / c;
+            const double t = rank_time(n * u.tb, slice_matrix(pl, &u, n, rows));
             uint32_t at = np++; /* insertion sort, longest first, stable */
             while (at > 0 && pt[at - 1] < t) {
                 pe[at] = pe[at - 1], pu0[at] = pu0[at - 1], pn[at] = pn[at - 1];
@@ -185,7 +220,7 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load)
     }
     const uint64_t first = pl->nxmap;
     for (uint32_t i = 0; i < np; i++) {
-        const double b = pn[i] * u.tb, c = pn[i] * u.tc * u.g * load[pe[i]];
+        const double b = pn[i] * u.tb, c = slice_matrix(pl, &u, pn[i], u.g * load[pe[i]]);
         const uint32_t r = best_rank(pl, &rk, first, pe[i], b, c);
         add_slice(pl, l, r, pe[i], pu0[i], pn[i]);
         rk.b[r] += b, rk.c[r] += c, rk.units[r] += pn[i];
@@ -204,14 +239,15 @@ static void note_imbalance(struct planner *pl, uint64_t first, const double *loa
     double sum_b = 0, sum_c = 0, most = 0;
     for (uint64_t i = first; i < pl->nxmap; i++) {
         const struct npu_image_expert_slice *s = &pl->xmap[i];
-        rk.b[s->rank] += s->units * u.tb, rk.c[s->rank] += s->units * u.tc * u.g * load[s->expert];
+        rk.b[s->rank] += s->units * u.tb;
+        rk.c[s->rank] += slice_matrix(pl, &u, s->units, u.g * load[s->expert]);
     }
     for (uint32_t r = 0; r < pl->plan.tp; r++) {
         sum_b += rk.b[r], sum_c += rk.c[r];
-        const double t = rk.b[r] + rk.c[r];
+        const double t = rank_time(rk.b[r], rk.c[r]);
         most = t > most ? t : most;
     }
-    const double bal = (sum_b + sum_c) / pl->plan.tp;
+    const double bal = rank_time(sum_b / pl->plan.tp, sum_c / pl->plan.tp);
     const double ratio = bal > 0 ? most / bal : 1.0;
     pl->x_imbalance = ratio > pl->x_imbalance ? ratio : pl->x_imbalance;
 }
