@@ -10,10 +10,11 @@
  * fp32, then the running sums l [R] fp32 right after acc, maxima m_a/m_b [R] fp32.
  *
  * Split attention (npu_plan.kv_split, docs/images.md "Split attention"): cache block b
- * lives on rank b % tp only (npu_layout.h: local rows), every rank runs the online softmax
- * over its own positions, and the ranks then combine their states (attn_combine): an
- * all-reduce with MAX gives the rows' global maxima M, each rank rescales its
- * acc and l by exp(m_rank - M), and one all-reduce sums [acc | l]; acc / l is the output.
+ * lives on rank (b + shift) % tp only (npu_layout.h: local rows, npu_kv_rank_shift), every
+ * rank runs the online softmax over its own positions, and the ranks then combine their
+ * states (attn_combine): an all-reduce with MAX gives the rows' global maxima M, each rank
+ * rescales its acc and l by exp(m_rank - M), and one all-reduce sums [acc | l]; acc / l is
+ * the output.
  * A rank holding none of a segment's positions contributes m = MASKED, l = 0, acc = 0.
  *
  * The window (split attention only): the QKV GEMM's gather brings every rank all the tile's

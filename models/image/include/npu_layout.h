@@ -94,9 +94,9 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
                             uint32_t layer, uint64_t row);
 
 /*
- * Split attention (npu_plan.kv_split): cache block b = pos / kv_block belongs to rank b % tp,
- * where it is local block b / tp, so a rank's positions are rows (pos / W) x kv_block + pos %
- * kv_block of its own cache, W = tp x kv_block positions (a stripe: one block id of the
+ * Split attention (npu_plan.kv_split): cache block b = pos / kv_block of request req belongs
+ * to rank (b + npu_kv_rank_shift(req)) % tp, where it is local block b / tp, so a rank's
+ * positions are rows (pos / W) x kv_block + pos % kv_block of its own cache, W = tp x kv_block positions (a stripe: one block id of the
  * control core's KV manager, one pool block on every rank). Unsplit: W = kv_block, every
  * rank holds every position, and the local row is the position.
  */
