@@ -592,23 +592,28 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
-/* Cores planned; until the buffers fit, a default expert ring gives up its third slot, then
-   a default MoE group halves down to the tile. Why the ring first: a layer of two groups
-   loads a rank's experts twice when the ring cannot hold them (prefill-512 of
-   Qwen3-30B-A3B on large-64 in tiles of 128: one group of 512 and 2 slots, 20.5 ms; 3
-   slots and two groups of 256, contiguous placement, 33.6 ms; docs/results.md). */
+/* Cores planned; a default MoE group halves down to the tile until the buffers fit. But a
+   group of the whole iteration's rows first tries a default expert ring of 2 slots instead
+   of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
+   (prefill-512 of Qwen3-30B-A3B on large-64 in tiles of 128: one group of 512 and 2 slots,
+   20.5 ms; 3 slots and two groups of 256, contiguous placement, 33.6 ms;
+   docs/results.md). Once the layer takes several groups anyway, 3 slots, so that
+   widen_ring may keep a rank's experts across them where they fit. */
 static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
                      struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
 {
     int rc = npu_planner_cores(pl, cores, ops, nops);
-    while (rc == NPU_ERR_NOMEM) {
-        if (!req->expert_slots && pl->plan.expert_slots > 2)
-            pl->plan.expert_slots--;
-        else if (!req->moe_rows && pl->plan.moe_rows > pl->plan.tile_rows)
-            pl->plan.moe_rows = pl->plan.moe_rows / 2 > pl->plan.tile_rows
-                                    ? pl->plan.moe_rows / 2 : pl->plan.tile_rows;
-        else
-            break;
+    if (rc == NPU_ERR_NOMEM && !req->expert_slots && pl->plan.expert_slots > 2 &&
+        pl->plan.moe_rows >= pl->plan.max_tokens) {
+        const uint32_t slots = pl->plan.expert_slots;
+        pl->plan.expert_slots = 2;
+        rc = npu_planner_cores(pl, cores, ops, nops);
+        if (rc == NPU_ERR_NOMEM)
+            pl->plan.expert_slots = slots;
+    }
+    while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl->plan.moe_rows > pl->plan.tile_rows) {
+        pl->plan.moe_rows = pl->plan.moe_rows / 2 > pl->plan.tile_rows ? pl->plan.moe_rows / 2
+                                                                        : pl->plan.tile_rows;
         rc = npu_planner_cores(pl, cores, ops, nops);
     }
     return rc;
