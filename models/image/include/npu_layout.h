@@ -114,7 +114,7 @@ uint32_t npu_kv_ranks(const struct npu_plan *p);
    many of an op's latest rows every rank keeps the keys and values of, so that attention
    over them runs query-parallel. 0 unsplit. The planner's default: what max_tokens needs,
    at most NPU_KV_WINDOW_BYTES of K and V, a multiple of tile_rows. */
-#define NPU_KV_WINDOW_BYTES (2ull << 20)
+#define NPU_KV_WINDOW_BYTES (1ull << 20)
 uint32_t npu_kv_window_rows(const struct model_config *c, const struct npu_plan *p);
 uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
