@@ -335,24 +335,35 @@ static void attn_fill_empty(struct exec_model *m, const struct attn_state *st,
     }
 }
 
+/* The first position segment g's first row sees (a sliding window's lower end, else 0). */
+static uint32_t attn_seg_lo(const struct exec_seg *g, uint32_t window)
+{
+    return window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+}
+
+/* The op row of the first row segment g's run has in this op. */
+static uint32_t attn_run_row0(const struct exec_tile *tile, const struct exec_seg *g)
+{
+    return tile->t0 + g->row - (g->pos - g->run->pos);
+}
+
 /* The first position of segment g inside the window (the op's rows [end - Wn, end), end
    the tile's last row + 1); without a window, one past its last position. */
 static uint32_t attn_window_first(const struct exec_model *m, const struct exec_tile *tile,
                                   const struct exec_seg *g)
 {
-    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan);
+    const uint32_t wn = npu_kv_window_rows(m->plan);
     if (!wn)
         return g->pos + g->count;
     const uint32_t end = tile->t0 + tile->n, wlo = end > wn ? end - wn : 0;
-    const uint32_t row0 = tile->t0 + g->row - (g->pos - g->run->pos); /* its run's first */
+    const uint32_t row0 = attn_run_row0(tile, g);
     return g->run->pos + (row0 < wlo ? wlo - row0 : 0);
 }
 
 uint32_t exec_attn_window(const struct exec_model *m, const struct exec_tile *tile,
                           const struct exec_seg *g)
 {
-    return npu_kv_window_rows(m->cfg, m->plan) ? g->pos + g->count - attn_window_first(m, tile, g)
-                                               : 0;
+    return g->pos + g->count - attn_window_first(m, tile, g); /* unsplit: 0 */
 }
 
 /* Segment g's online softmax over this rank's positions of its cache before the window,
@@ -364,8 +375,7 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t wfirst = attn_window_first(m, tile, g);
-    const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+    const uint32_t wfirst = attn_window_first(m, tile, g), lo = attn_seg_lo(g, window);
     const struct exec_kv_cache k = attn_run_cache(m, g->run);
     uint32_t r0, r1, steps = 0;
     if (wfirst <= lo || !attn_kv_local_range(m, g->req, lo, wfirst - 1, &r0, &r1)) {
@@ -408,7 +418,7 @@ static struct attn_step attn_window_step(const struct exec_model *m, const struc
                                          uint32_t window, uint32_t slot, uint32_t p,
                                          uint32_t last)
 {
-    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan), A = m->plan->attn_block;
+    const uint32_t wn = npu_kv_window_rows(m->plan), A = m->plan->attn_block;
     uint32_t nb = last + 1 - p < A ? last + 1 - p : A;
     nb = wn - slot < nb ? wn - slot : nb;
     return (struct attn_step){ .lr = slot, .nb = nb, .p0 = p,
@@ -423,11 +433,10 @@ static void attn_window_head(struct exec_model *m, const struct attn_state *st,
                              uint32_t h, uint32_t window, bool cached)
 {
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan);
-    const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
+    const uint32_t wn = npu_kv_window_rows(m->plan);
+    const uint32_t lo = attn_seg_lo(g, window);
     const uint32_t wf = attn_window_first(m, tile, g), first = wf > lo ? wf : lo;
-    const uint32_t last = g->pos + g->count - 1;
-    const uint32_t row0 = tile->t0 + g->row - (g->pos - g->run->pos); /* its run's first */
+    const uint32_t last = g->pos + g->count - 1, row0 = attn_run_row0(tile, g);
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     uint32_t steps = 0;
     for (uint32_t p = first; p <= last; steps++)
@@ -457,7 +466,7 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
                             const struct exec_tile *tile, uint32_t window, const bool *cached)
 {
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t wn = npu_kv_window_rows(m->cfg, m->plan), n = tile->n;
+    const uint32_t wn = npu_kv_window_rows(m->plan), n = tile->n;
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan), slot = tile->t0 % wn;
     assert(slot + n <= wn && "the window is a multiple of tile rows");
     exec_copy(m, a->kwin + slot * row, a->knew, 1, n * row, n * row, n * row);
@@ -487,15 +496,11 @@ static bool attn_window_whole(const struct exec_model *m, const struct exec_tile
                               uint32_t window)
 {
     const uint32_t nkv = m->cfg->num_kv_heads, parts = m->tp / nkv;
-    if (!npu_kv_window_rows(m->cfg, m->plan) || parts == 0 || nkv * parts != m->tp ||
-        tile->n % parts)
+    if (parts == 0 || nkv * parts != m->tp || tile->n % parts)
         return false;
-    for (uint32_t i = 0; i < tile->nsegs; i++) {
-        const struct exec_seg *g = &tile->segs[i];
-        const uint32_t lo = window && g->pos + 1 > window ? g->pos + 1 - window : 0;
-        if (attn_window_first(m, tile, g) > lo)
+    for (uint32_t i = 0; i < tile->nsegs; i++)
+        if (attn_window_first(m, tile, &tile->segs[i]) > attn_seg_lo(&tile->segs[i], window))
             return false;
-    }
     return true;
 }
 
@@ -560,15 +565,13 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     bool cached[EXEC_RUNS_MAX];
     for (uint32_t s = 0; s < tile->nsegs; s++)
         cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);
-    const bool whole = npu_kv_is_split(m->plan) && attn_window_whole(m, tile, window);
-    if (npu_kv_is_split(m->plan))
+    bool whole = false; /* every row's state on one rank: gather outputs, not states */
+    if (npu_kv_is_split(m->plan)) {
         attn_run_window(m, &st, tile, window, cached);
-    if (whole)
-        rc = attn_gather_out(m, &st);
-    else if (npu_kv_is_split(m->plan))
-        rc = attn_combine(m, &st);
-    if (rc != NPU_OK)
-        return rc;
+        whole = attn_window_whole(m, tile, window);
+        if ((rc = whole ? attn_gather_out(m, &st) : attn_combine(m, &st)) != NPU_OK)
+            return rc;
+    }
     if (!whole) { /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the
                      quotient) */
         struct vector_op_args v = exec_vec_f32((struct vector_op_args){

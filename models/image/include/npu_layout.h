@@ -96,8 +96,9 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
 /*
  * Split attention (npu_plan.kv_split): cache block b = pos / kv_block of request req belongs
  * to rank (b + npu_kv_rank_shift(req)) % tp, where it is local block b / tp, so a rank's
- * positions are rows (pos / W) x kv_block + pos % kv_block of its own cache, W = tp x kv_block positions (a stripe: one block id of the
- * control core's KV manager, one pool block on every rank). Unsplit: W = kv_block, every
+ * positions are rows (pos / W) x kv_block + pos % kv_block of its own cache, W = tp x
+ * kv_block positions (a stripe: one block id of the control core's KV manager, one pool
+ * block on every rank). Unsplit: W = kv_block, every
  * rank holds every position, and the local row is the position.
  */
 bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
@@ -115,7 +116,7 @@ uint32_t npu_kv_ranks(const struct npu_plan *p);
    over them runs query-parallel. 0 unsplit. The planner's default: what max_tokens needs,
    at most NPU_KV_WINDOW_BYTES of K and V, a multiple of tile_rows. */
 #define NPU_KV_WINDOW_BYTES (1ull << 20)
-uint32_t npu_kv_window_rows(const struct model_config *c, const struct npu_plan *p);
+uint32_t npu_kv_window_rows(const struct npu_plan *p);
 uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
    holds). */

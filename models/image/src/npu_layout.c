@@ -37,7 +37,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);
     o->positions = take(&at, t * 4);
     o->kblk = take(&at, blk * kvd * eb), o->vblk = take(&at, blk * kvd * eb);
-    const uint64_t wn = npu_kv_window_rows(c, p);
+    const uint64_t wn = npu_kv_window_rows(p);
     o->kwin = take(&at, wn * kvd * eb), o->vwin = take(&at, wn * kvd * eb);
     const uint64_t group = c->num_heads / c->num_kv_heads;
     o->qg = take(&at, t * qd * eb);
@@ -142,9 +142,8 @@ uint32_t npu_kv_ranks(const struct npu_plan *p)
     return npu_kv_is_split(p) ? p->tp : 1;
 }
 
-uint32_t npu_kv_window_rows(const struct model_config *c, const struct npu_plan *p)
+uint32_t npu_kv_window_rows(const struct npu_plan *p)
 {
-    (void)c;
     return npu_kv_is_split(p) ? p->kv_window : 0;
 }
 
