@@ -134,7 +134,7 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--kv-split")) {
         static const char *const onoff[] = { "off", "on" };
         int rc = parse_enum(opt, v, onoff, 2, &e);
-        r->kv_split = (uint32_t)e;
+        r->kv_split = e;
         return rc;
     }
     else if (!strcmp(opt, "--weights")) {

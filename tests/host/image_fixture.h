@@ -77,7 +77,8 @@ static inline int teardown(void **state)
 }
 
 /* A request with short sequences, so that every tiny plan fits both meshes' HBM (2D: on the
-   mesh2d placement it needs). */
+   mesh2d placement it needs), and unsplit attention (the tests that want the planner's
+   choice, test_auto_plan, set kv_split -1). */
 static inline struct npu_plan_request request(uint32_t tp, uint32_t partition,
                                               uint32_t mode)
 {
@@ -86,6 +87,7 @@ static inline struct npu_plan_request request(uint32_t tp, uint32_t partition,
     r.tp = tp;
     r.mode = mode;
     r.max_seq = 64;
+    r.kv_split = 0;
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         r.partition[g] = partition;
     if (partition == NPU_PART_2D)

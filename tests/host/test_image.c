@@ -23,6 +23,7 @@
 #include "model_config.h"
 #include "model_weights.h"
 #include "noc/coll_sizes.h"
+#include "noc/placement.h"
 #include "npu_enums.h"
 #include "npu_image.h"
 #include "npu_layout.h"
@@ -365,7 +366,7 @@ static void test_plan_refusals(void **state)
 
     /* 2D: the grid is a mesh2d group's; its blocks must be equal. */
     req = request(0, NPU_PART_2D, NPU_IMAGE_FUNCTIONAL);
-    req.placement = -1;
+    req.placement = NOC_PLACE_RING; /* unset, the planner picks mesh2d for a 2-D GEMM */
     expect_plan_refusal(&dense, &mesh4x4, &req, "the qkv GEMM's 2-D partition needs "
                         "--placement mesh2d (its 4x4 grid of ranks is a mesh2d group's, whose "
                         "rows and columns the collectives run along); the placement is ring");
@@ -871,6 +872,8 @@ static void expect_auto(const struct model *m, uint32_t max_tokens, uint32_t wan
 {
     struct npu_plan_request req = request(4, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
     req.max_tokens = max_tokens;
+    req.placement = NOC_PLACE_RING; /* on mesh2d, qkv and o would be 2-D (test_auto_plan) */
+    req.partition[NPU_GEMM_EXP_UP] = NPU_PART_MN, req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_K;
     struct npu_built_image img = build(m, &mesh2x2, &req);
     const struct npu_image_header *h = hdr(&img);
     assert_int_equal(h->plan.max_tokens, max_tokens);
@@ -912,6 +915,85 @@ static void test_auto_partition(void **state)
     struct npu_built_image img = build(&dense, &mesh4x4, &req);
     assert_int_equal(hdr(&img)->plan.partition[NPU_GEMM_LM_HEAD], NPU_PART_K);
     npu_built_image_free(&img);
+}
+
+/* The automatic plan (npu_plan_auto.c): fields left unset follow the model, the chip and
+   the shape; a field the request sets is kept. */
+static struct npu_plan auto_plan(const struct model *m, const struct npu_plan_chip *chip,
+                                 const struct npu_plan_request *req)
+{
+    struct npu_built_image img = build(m, chip, req);
+    const struct npu_plan p = hdr(&img)->plan;
+    npu_built_image_free(&img);
+    return p;
+}
+
+static void test_auto_plan(void **state)
+{
+    (void)state;
+    /* tp 16 as 4 x 4: 2-D projections on mesh2d; 8 experts over 16 ranks stay MN/K;
+       split attention in blocks of 128 and steps of 3 blocks; tiles of 64 (16 x 16 array) */
+    struct npu_plan_chip roomy = mesh4x4; /* 8 MiB cores: nothing shrinks to fit */
+    roomy.sram_bytes = 0x800000;
+    struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.kv_split = -1;
+    struct npu_plan p = auto_plan(&moe, &roomy, &req);
+    assert_int_equal(p.placement, NOC_PLACE_MESH2D);
+    assert_int_equal(p.partition[NPU_GEMM_QKV], NPU_PART_2D);
+    assert_int_equal(p.partition[NPU_GEMM_O], NPU_PART_2D);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_MN);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_DOWN], NPU_PART_K);
+    assert_int_equal(p.kv_split, 1);
+    assert_int_equal(p.kv_block, 128);
+    assert_int_equal(p.attn_block, 384);
+    assert_int_equal(p.tile_rows, 64);
+    /* tp 4: 8 experts, two a rank: expert parallelism */
+    p = auto_plan(&moe, &mesh2x2, &req);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_EP);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_DOWN], NPU_PART_EP);
+    /* the user's placement stands, and the projections follow section 5.6 on it */
+    req.placement = NOC_PLACE_RING;
+    p = auto_plan(&moe, &roomy, &req);
+    assert_int_equal(p.placement, NOC_PLACE_RING);
+    assert_int_equal(p.partition[NPU_GEMM_QKV], NPU_PART_MN); /* 512 tokens >= hidden */
+    /* unsplit when asked: blocks of 256, steps of one block */
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.kv_split = 0;
+    p = auto_plan(&dense, &roomy, &req);
+    assert_int_equal(p.kv_split, 0);
+    assert_int_equal(p.kv_block, 256);
+    assert_int_equal(p.attn_block, 256);
+    /* one rank: nothing to split, no grid, ring */
+    req = request(1, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.kv_split = -1;
+    p = auto_plan(&moe, &mesh2x2, &req);
+    assert_int_equal(p.kv_split, 0);
+    assert_int_equal(p.placement, NOC_PLACE_RING);
+    assert_int_not_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_EP);
+    /* choices that do not fit fall back to the simpler ones, and the summary says why:
+       tiny-moe over 4 of mesh-4x4's 2 MiB cores does not fit split attention's buffers */
+    req = request(4, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+    req.kv_split = -1;
+    char text[4096] = { 0 };
+    FILE *f = fmemopen(text, sizeof(text) - 1, "w");
+    assert_non_null(f);
+    struct npu_built_image img;
+    int rc = npu_plan_build(&moe.cfg, moe.text, &mesh4x4, &req, &img, f, err, sizeof(err));
+    fclose(f);
+    if (rc != NPU_OK)
+        fail_msg("fallback: %s", err);
+    assert_int_equal(hdr(&img)->plan.kv_split, 0);
+    npu_built_image_free(&img);
+    if (!strstr(text, "the simpler choices: placement ring, kv split off") ||
+        !strstr(text, "the faster choices did not fit: "))
+        fail_msg("fallback not reported:\n%s", text);
+    /* a 128 x 128 array: tiles of 128 */
+    struct npu_plan_chip big = mesh2x2;
+    big.sa_rows = big.sa_cols = 128;
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_PERFORMANCE);
+    req.kv_split = -1;
+    p = auto_plan(&dense, &big, &req);
+    assert_int_equal(p.tile_rows, 128);
 }
 
 /* ---- split attention ---- */
@@ -997,6 +1079,7 @@ static void test_kv_split_sizes(void **state)
     struct npu_plan_request req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
     req.max_batch = 2, req.max_seq = 100, req.kv_block = 16, req.tile_rows = 16;
     req.kv_sram_blocks = -1; /* auto: as many as SRAM takes, capped at what can be used */
+    req.kv_split = 0;
     struct npu_built_image img = build(&dense, &mesh2x2, &req);
     const struct npu_plan *p = &hdr(&img)->plan;
     assert_int_equal(p->kv_split, 0);
@@ -1035,6 +1118,7 @@ int main(void)
         cmocka_unit_test(test_per_core),
         cmocka_unit_test(test_per_core_uneven_resident),
         cmocka_unit_test(test_auto_partition),
+        cmocka_unit_test(test_auto_plan),
         cmocka_unit_test(test_kv_split_sizes),
         cmocka_unit_test(test_stage_map),
     };

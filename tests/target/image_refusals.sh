@@ -61,7 +61,8 @@ mn-unequal)
         -o "$tmp/x.img" ;;
 2d-not-mesh2d)
     expect 2 "tiny-dense: the qkv GEMM's 2-D partition needs --placement mesh2d \(its 2x2 grid of ranks is a mesh2d group's, whose rows and columns the collectives run along\); the placement is ring" \
-        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition 2d -o "$tmp/x.img" ;;
+        "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition 2d --placement ring \
+        -o "$tmp/x.img" ;;
 2d-rows-unequal)
     expect 2 "tiny-dense: the qkv GEMM's N dimension \(64\) is not a multiple of the grid's 3 rows \(tp 12 as 3x4\)" \
         "$npuctl" build-image --model "$dense" --chip mesh-4x4 --tp 12 --partition 2d \

@@ -23,14 +23,16 @@ struct npu_plan_request {
     uint32_t stages;                    /* pipeline stages */
     uint32_t instances;                 /* data-parallel instances, each in a band of
                                            mesh_cols / instances columns (0: 1) */
-    int placement;                      /* enum noc_placement; -1: ring */
+    int placement;                      /* enum noc_placement; -1: mesh2d where a GEMM is
+                                           2-D, else ring (npu_plan_auto.c) */
     uint32_t partition[NPU_GEMM_COUNT]; /* enum npu_partition or NPU_PLAN_AUTO */
     uint32_t mode;                      /* enum npu_image_mode */
     int dtype;                          /* enum npu_image_dtype; -1: fp32 functional,
                                            bf16 performance */
     uint32_t max_batch, max_tokens, max_seq; /* 0: defaults (8, 512, 4096 capped by the
                                                 model's max_position) */
-    uint32_t tile_rows, kv_block;       /* 0: defaults (64, 256) */
+    uint32_t tile_rows, kv_block;       /* 0: defaults (the array's rows, at least 64; 128
+                                           with split attention, else 256) */
     uint32_t moe_rows;                  /* rows of an EP MoE group (npu_plan.moe_rows); 0:
                                            the most that fit, up to max_tokens */
     uint32_t expert_slots;              /* EP expert ring slots (npu_plan.expert_slots); 0:
@@ -39,9 +41,11 @@ struct npu_plan_request {
                                            performance mode under skewed routing, else
                                            contiguous */
     uint32_t attn_block;                /* positions per attention step, a multiple of
-                                           kv_block (0: kv_block) */
-    uint32_t kv_split;                  /* 1: KV cache and attention split over the ranks
-                                           (npu_plan.kv_split) */
+                                           kv_block (0: 3 default blocks with split
+                                           attention, else kv_block) */
+    int kv_split;                       /* 1: KV cache and attention split over the ranks
+                                           (npu_plan.kv_split), 0: not; -1: split over
+                                           tp > 1 ranks */
     uint32_t kv_window;                 /* split attention's window rows
                                            (npu_plan.kv_window); 0: the default */
     uint32_t comm_segment;              /* collectives' segment bytes (0: by SRAM size,

@@ -17,7 +17,8 @@
 void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
-                                      .routing_seed = 1, .expert_placement = -1 };
+                                      .routing_seed = 1, .expert_placement = -1,
+                                      .kv_split = -1 };
 }
 
 /* The GEMM a tensor belongs to, or -1 if it is not split over the ranks. */
@@ -164,8 +165,13 @@ static int check_2d(struct planner *pl, enum npu_gemm g)
    LM head MN where the vocabulary splits evenly; the others K below the hidden size and MN
    from it on, the NPU paper's section 5.6; 2D and EP only when asked for) and the check that every split dimension gives each rank at least
    one row or column. */
-static uint32_t auto_partition(const struct planner *pl, enum npu_gemm g)
+static uint32_t auto_partition(const struct planner *pl, const struct npu_plan_request *req,
+                               enum npu_gemm g)
 {
+    if (npu_planner_auto_2d(pl, req, g))
+        return NPU_PART_2D;
+    if ((g == NPU_GEMM_EXP_UP || g == NPU_GEMM_EXP_DOWN) && npu_planner_auto_ep(pl, req))
+        return NPU_PART_EP;
     if (g == NPU_GEMM_LM_HEAD) /* vocab-parallel (npu_lm_head_split): K would all-reduce the
                                   whole B x V logits, 19 MB for 64 rows of Qwen3 */
         return pl->cfg->vocab_size % pl->plan.tp == 0 ? NPU_PART_MN : NPU_PART_K;
@@ -207,7 +213,7 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++) {
         uint32_t part = req->partition[g];
         if (part == NPU_PLAN_AUTO)
-            part = auto_partition(pl, (enum npu_gemm)g);
+            part = auto_partition(pl, req, (enum npu_gemm)g);
         if (part < NPU_PART_MN || part > NPU_PART_EP)
             return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn, "
                         "k, 2d or ep", npu_gemm_name((enum npu_gemm)g), part);
@@ -278,7 +284,8 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
                     "%ux%u mesh%s%s", p->tp, ch->mesh_rows, band,
                     p->stages > 1 ? " that its stages can stack into" : "",
                     p->instances > 1 ? " (one instance's band)" : "");
-    p->placement = req->placement < 0 ? 2 /* ring */ : (uint32_t)req->placement;
+    p->placement = req->placement < 0 ? npu_planner_auto_placement(pl, req)
+                                      : (uint32_t)req->placement;
     if (p->placement > 3)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "placement %u", p->placement);
     return NPU_OK;
@@ -318,10 +325,10 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
     p->max_batch = req->max_batch ? req->max_batch : 8;
     p->max_tokens = req->max_tokens ? req->max_tokens : 512;
     p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
-    p->tile_rows = req->tile_rows ? req->tile_rows : 64;
-    p->kv_block = req->kv_block ? req->kv_block : 256;
-    p->attn_block = req->attn_block ? req->attn_block : p->kv_block;
-    p->kv_split = req->kv_split;
+    if (req->kv_split < -1 || req->kv_split > 1 || (req->kv_split == 1 && p->tp == 1))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %d is not 0 or 1 (or there "
+                    "is one rank: tp %u, nothing to split over)", req->kv_split, p->tp);
+    npu_planner_auto_shape(pl, req);
     p->comm_segment = req->comm_segment ? req->comm_segment
                       : pl->chip->sram_bytes >= NPU_IMAGE_COMM_SEGMENT_LARGE_SRAM
                           ? NPU_IMAGE_COMM_SEGMENT_LARGE : NPU_IMAGE_COMM_SEGMENT_SMALL;
@@ -345,9 +352,6 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_block %u is not a multiple of "
                     "kv_block %u (an attention step gathers whole cache blocks)",
                     p->attn_block, p->kv_block);
-    if (p->kv_split > 1 || (p->kv_split && p->tp == 1))
-        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %u is not 0 or 1 (or there "
-                    "is one rank: tp %u, nothing to split over)", p->kv_split, p->tp);
     p->kv_window = req->kv_window ? req->kv_window : npu_kv_window_default(c, p);
     if (req->kv_window && (!p->kv_split || req->kv_window % p->tile_rows))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_window %u needs split attention "
@@ -428,7 +432,8 @@ static void fill_weights(const struct planner *pl, uint8_t *image)
     free(row);
 }
 
-static void print_summary(const struct planner *pl, const struct npu_image_core *core0,
+static void print_summary(const struct planner *pl, const struct npu_plan_request *req,
+                          const struct npu_image_core *core0,
                           const struct npu_image_header *h, FILE *f)
 {
     const struct npu_plan *p = &pl->plan;
@@ -460,6 +465,7 @@ static void print_summary(const struct planner *pl, const struct npu_image_core 
         fprintf(f, "  split attention: each rank keeps the last %u rows' keys and values "
                 "(%.1f MiB) and runs attention over them query-parallel\n", p->kv_window,
                 (double)p->kv_window * 2 * npu_kv_row_bytes(pl->cfg, p) / (1 << 20));
+    npu_planner_auto_print(pl, req, f);
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
             MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
@@ -619,13 +625,16 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
     return rc;
 }
 
-int npu_plan_build(const struct model_config *cfg, const char *config_text,
-                   const struct npu_plan_chip *chip, const struct npu_plan_request *req,
-                   struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
+/* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
+static int plan_build(const struct model_config *cfg, const char *config_text,
+                      const struct npu_plan_chip *chip, const struct npu_plan_request *req,
+                      bool conservative, const char *why, struct npu_built_image *out,
+                      FILE *summary, char *err, size_t errlen)
 {
     struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen,
                           .stream = req->stream_weights != 0,
-                          .kv_pool = req->kv_sram_blocks };
+                          .kv_pool = req->kv_sram_blocks, .conservative = conservative,
+                          .fallback_why = why };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
     if (rc == NPU_OK)
@@ -686,10 +695,26 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         rc = write_image(&pl, config_text, cores, ops, nops, out);
     if (rc == NPU_OK && summary) {
         uint32_t c0 = pl.plan.rect_row0 * chip->mesh_cols + pl.plan.rect_col0;
-        print_summary(&pl, &cores[c0], (const struct npu_image_header *)out->data, summary);
+        print_summary(&pl, req, &cores[c0], (const struct npu_image_header *)out->data,
+                      summary);
     }
     free(cores), free(ops), free(pl.tensors), free(pl.sources), free(pl.xmap);
     return rc;
+}
+
+/* The plan with the planner's choices for what the request leaves unset; if that plan
+   cannot be built, again with the simpler choices (npu_plan_auto.c), whose refusal is the
+   one reported when both fail (the refusals of the plan without automatic choices). */
+int npu_plan_build(const struct model_config *cfg, const char *config_text,
+                   const struct npu_plan_chip *chip, const struct npu_plan_request *req,
+                   struct npu_built_image *out, FILE *summary, char *err, size_t errlen)
+{
+    int rc = plan_build(cfg, config_text, chip, req, false, NULL, out, summary, err, errlen);
+    if (rc == NPU_OK || !npu_planner_auto_any(req))
+        return rc;
+    char why[512];
+    snprintf(why, sizeof(why), "%s", err);
+    return plan_build(cfg, config_text, chip, req, true, why, out, summary, err, errlen);
 }
 
 void npu_built_image_free(struct npu_built_image *img)

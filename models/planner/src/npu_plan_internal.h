@@ -45,6 +45,8 @@ struct planner {
     uint64_t nxmap, xcap;
     double x_imbalance;             /* expected MoE time, busiest rank / balanced, worst layer */
     uint32_t x_rows;                /* the MoE group rows the map was placed for */
+    bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
+    const char *fallback_why;       /* conservative: why the planner's choices failed */
     char *err;
     size_t errlen;
 };
@@ -64,5 +66,22 @@ void npu_planner_expert_share(const struct planner *pl, uint32_t layer, uint32_t
 /* Slice `index` of layer l in the map. */
 const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
                                                               uint32_t layer, uint32_t index);
+
+/* The automatic choices for unset request fields (npu_plan_auto.c): a GEMM's 2-D
+   partition (qkv and o on a grid of at least 2 x 2 whose blocks divide), the placement
+   (mesh2d where a GEMM is 2-D, else ring), expert parallelism (at least one expert per rank
+   and the dispatch's counts within the NoC driver's limit), and the shape's split
+   attention, tile rows, KV block and attention step. */
+bool npu_planner_auto_2d(const struct planner *pl, const struct npu_plan_request *req,
+                         enum npu_gemm g);
+uint32_t npu_planner_auto_placement(const struct planner *pl,
+                                    const struct npu_plan_request *req);
+bool npu_planner_auto_ep(const struct planner *pl, const struct npu_plan_request *req);
+void npu_planner_auto_shape(struct planner *pl, const struct npu_plan_request *req);
+/* Whether the request leaves any of those choices to the planner. */
+bool npu_planner_auto_any(const struct npu_plan_request *req);
+/* Prints the fields the request left unset and what the planner chose for them. */
+void npu_planner_auto_print(const struct planner *pl, const struct npu_plan_request *req,
+                            FILE *f);
 
 #endif
