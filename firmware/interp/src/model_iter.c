@@ -167,7 +167,7 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
-    /* EP MoE runs over groups of moe_rows (the residual rows are then in SRAM) */
+    /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     int rc = NPU_OK;
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {

@@ -129,7 +129,8 @@ struct npu_plan {
        each expert over every row routed to it and combines, over groups of up to moe_rows
        of the iteration's rows at once (docs/images.md, "MoE groups"), so an expert's
        weights pass its matrix engine once per group, not once per tile. tile_rows without
-       EP (or with tp 1); with EP >= tile_rows, and > tile_rows only with x_in_sram. */
+       EP (or with tp 1); with EP >= tile_rows (xt holds a group when the
+       residual rows are in HBM). */
     uint32_t moe_rows;
     /* Staged experts under expert parallelism stream through a ring of expert_slots buffers
        of one expert matrix (gate, up or down) each, loaded ahead of the GEMMs that read them

@@ -105,11 +105,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "in [64, %u]", p->comm_segment, NOC_COMM_SEGMENT_MAX);
     const bool ep = npu_plan_is_ep(p) && p->tp > 1;
     if (p->moe_rows < p->tile_rows || p->moe_rows > p->max_tokens ||
-        (p->moe_rows != p->tile_rows && (!ep || !p->x_in_sram)))
+        (p->moe_rows != p->tile_rows && !ep))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: moe_rows %u is not tile_rows %u, or "
-                    "not in [tile_rows, max_tokens %u] with expert parallelism over tp > 1 "
-                    "and the residual rows in SRAM", p->moe_rows, p->tile_rows,
-                    p->max_tokens);
+                    "not in [tile_rows, max_tokens %u] with expert parallelism over tp > 1",
+                    p->moe_rows, p->tile_rows, p->max_tokens);
     if (p->expert_slots > NPU_EXPERT_SLOTS_MAX || (p->expert_slots && !ep))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: expert_slots %u is not in [0, %u], or "
                     "not 0 without expert parallelism over tp > 1", p->expert_slots,

@@ -30,7 +30,10 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     uint64_t at = 0;
     const uint64_t gs = npu_plan_is_ep(p) && p->tp > 1 && p->moe_rows > t
                           ? (p->moe_rows + p->tp - 1) / p->tp : 0; /* an EP group's slice */
-    o->xt = take(&at, t * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
+    /* xt holds the rows an op works on when the residual rows are in HBM: a tile, or an EP
+       MoE group of moe_rows */
+    const uint64_t xr = !p->x_in_sram && gs ? p->moe_rows : t;
+    o->xt = take(&at, xr * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
     o->xb2 = take(&at, t * d * eb);
     o->q = take(&at, t * qd * eb);
     o->attn = o->q; /* q is dead once its heads are in qg: attention's output reuses it */

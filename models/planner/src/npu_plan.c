@@ -598,13 +598,29 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
+/* The expert map placed again (for the plan's MoE group) and the tensor table with it. */
+static int place_experts(struct planner *pl, const struct npu_plan_request *req)
+{
+    int rc = npu_planner_experts(pl, req);
+    pl->ntensors = 0, pl->weights_end = 0;
+    if (rc == NPU_OK) {
+        model_tensors_each(pl->cfg, plan_tensor, pl);
+        plan_tied_head(pl);
+    }
+    return rc;
+}
+
 /* Cores planned; a default MoE group halves down to the tile until the buffers fit. But a
    group of the whole iteration's rows first tries a default expert ring of 2 slots instead
    of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
    (prefill-512 of Qwen3-30B-A3B on large-64 in tiles of 128: one group of 512 and 2 slots,
    20.5 ms; 3 slots and two groups of 256, contiguous placement, 33.6 ms;
    docs/results.md). Once the layer takes several groups anyway, 3 slots, so that
-   widen_ring may keep a rank's experts across them where they fit. */
+   widen_ring may keep a rank's experts across them where they fit. The expert map is placed
+   again for each halved group (several groups a layer place contiguously,
+   npu_planner_experts): a balanced map's wider fan-out would otherwise size the dispatch
+   buffers of every smaller group (Qwen3-30B-A3B's plan for 33,280 rows fell to groups of
+   260 rows where 520 fit), and the summary's imbalance is the group's. */
 static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
                      struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
 {
@@ -620,7 +636,9 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
     while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl->plan.moe_rows > pl->plan.tile_rows) {
         pl->plan.moe_rows = pl->plan.moe_rows / 2 > pl->plan.tile_rows ? pl->plan.moe_rows / 2
                                                                         : pl->plan.tile_rows;
-        rc = npu_planner_cores(pl, cores, ops, nops);
+        rc = npu_plan_is_ep(&pl->plan) ? place_experts(pl, req) : NPU_OK;
+        if (rc == NPU_OK)
+            rc = npu_planner_cores(pl, cores, ops, nops);
     }
     return rc;
 }
@@ -664,13 +682,9 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
        new slices change the buffers). */
     for (int round = 0; rc == NPU_OK && round < 3 && pl.x_rows != pl.plan.moe_rows &&
                         pl.plan.expert_placement == NPU_EXPERTS_BALANCED; round++) {
-        rc = npu_planner_experts(&pl, req);
-        pl.ntensors = 0, pl.weights_end = 0;
-        if (rc == NPU_OK) {
-            model_tensors_each(cfg, plan_tensor, &pl);
-            plan_tied_head(&pl);
+        rc = place_experts(&pl, req);
+        if (rc == NPU_OK)
             rc = fit_cores(&pl, req, cores, ops, &nops);
-        }
     }
     while (rc == NPU_ERR_NOMEM) {
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;

@@ -234,12 +234,13 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
    (EP: some ranks hold no experts), so the ranks are planned again until no rank had to
    move anything more to HBM. */
 static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
-                           struct npu_image_core *cores, const struct npu_act_layout *act)
+                           struct npu_image_core *cores, struct npu_act_layout *act)
 {
     struct npu_plan *p = &pl->plan;
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
     for (;;) {
         const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
+        npu_act_layout(pl->cfg, p, act); /* the residual's place sizes xt */
         for (uint32_t st = 0; st < p->stages; st++)
             for (uint32_t r = 0; r < p->tp; r++) {
                 uint32_t core = groups[st].core[r];
@@ -306,10 +307,6 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
     int rc = plan_stage_groups(pl, groups);
     if (rc == NPU_OK)
         rc = plan_ranks_sram(pl, groups, cores, &act);
-    if (rc == NPU_OK && p->moe_rows > p->tile_rows && !p->x_in_sram)
-        rc = fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: MoE groups of %u rows need "
-                  "the residual rows in SRAM, and they do not fit beside the rest: use a "
-                  "smaller --moe-rows", pl->cfg->name, pl->chip->name, p->moe_rows);
     if (rc != NPU_OK)
         return rc;
     if (p->weights_resident) {

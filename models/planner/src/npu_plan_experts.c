@@ -281,15 +281,15 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     if (!npu_plan_is_ep(p) || p->tp == 1)
         return NPU_OK;
     const bool skewed = p->routing == NPU_ROUTING_SKEWED && p->routing_skew_milli > 0;
-    const bool want = req->expert_placement >= 0
-                          ? req->expert_placement == NPU_EXPERTS_BALANCED
-                          : p->mode == NPU_IMAGE_PERFORMANCE && skewed;
-    /* Several MoE groups a layer (the iteration's rows do not fit one): every group walks a
-       rank's slices through the ring, and a rank with a hot slice has rows in every group,
-       so it loads in every group what the ring no longer holds. Measured on prefill-2048
-       (8 groups of 256 rows), balanced placement moved 269 GB of HBM against contiguous
-       placement's 153 GB and was slower; so contiguous there. */
-    const bool balanced = want && p->max_tokens <= p->moe_rows;
+    /* By default, not with several MoE groups a layer (the iteration's rows do not fit
+       one): every group walks a rank's slices through the ring, and a rank with a hot slice
+       has rows in every group, so it loads in every group what the ring no longer holds.
+       Measured on prefill-2048 (8 groups of 256 rows), balanced placement moved 269 GB of
+       HBM against contiguous placement's 153 GB and was slower; so contiguous there. */
+    const bool balanced = req->expert_placement >= 0
+                              ? req->expert_placement == NPU_EXPERTS_BALANCED
+                              : p->mode == NPU_IMAGE_PERFORMANCE && skewed &&
+                                    p->max_tokens <= p->moe_rows;
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = p->moe_rows;
     p->expert_fanout = p->expert_rank_slices = 0;
