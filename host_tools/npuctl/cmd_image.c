@@ -240,7 +240,10 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
                                 .sa_rows = chip.sa_rows, .sa_cols = chip.sa_cols,
                                 .freq_mhz = chip.freq_mhz, .hbm_gbps = chip.hbm_gbps };
     snprintf(pc.name, sizeof(pc.name), "%s", chip.name);
-    int rc = npu_plan_build(&cfg, text, &pc, &o->req, img, summary, err, sizeof(err));
+    struct npu_plan_request req = o->req;
+    if (!req.tp && o->narrow_tp && cfg.hidden_size < NPUCTL_NARROW_HIDDEN)
+        req.tp = o->narrow_tp;
+    int rc = npu_plan_build(&cfg, text, &pc, &req, img, summary, err, sizeof(err));
     if (rc != NPU_OK) {
         fprintf(stderr, "npuctl: plan refused: %s\n", err);
         return NPUCTL_EXIT_USAGE;

@@ -190,7 +190,11 @@ struct model_config;
 struct npuctl_image_opts {
     const char *model, *chip, *out;
     struct npu_plan_request req;
+    uint32_t narrow_tp; /* without --tp, the ranks of a model narrower than
+                           NPUCTL_NARROW_HIDDEN (serve: the tiny models on 4 cores, not the
+                           chip's every core; 0: every core as for the others) */
 };
+#define NPUCTL_NARROW_HIDDEN 512u
 #define NPUCTL_IMAGE_UNKNOWN 100 /* npuctl_image_option: not a plan option */
 void npuctl_image_opts_init(struct npuctl_image_opts *o);
 /* NAME -> SRC/models/configs/NAME.toml, else SRC/models/tiny/NAME.toml; a path as it is. */

@@ -98,7 +98,9 @@ static void set_defaults(struct serve_opts *o)
                               .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
     npuctl_image_opts_init(&o->image);
     o->image.model = "tiny-moe";
-    o->image.req.tp = 4; /* 4 cores (1x4 at (0,0)): the tiny models' widths divide by 4 */
+    /* without --tp, the tiny models (128 wide) on 4 cores (1x4 at (0,0)), the others on
+       every core (the planner's default) */
+    o->image.narrow_tp = 4;
     o->image.req.kv_sram_blocks = -1;  /* an SRAM block pool, the ring in HBM */
     o->sched = (struct rt_sched_params){ .kind = RT_SCHED_CHUNKED, .chunk = 512,
                                          .group_tokens = 512 };
