@@ -107,6 +107,23 @@ static inline struct npu_built_image build(const struct model *m,
     return img;
 }
 
+/* build(), with the plan's summary in text[len]. */
+static inline struct npu_built_image build_summary(const struct model *m,
+                                                   const struct npu_plan_chip *chip,
+                                                   const struct npu_plan_request *req,
+                                                   char *text, size_t len)
+{
+    struct npu_built_image img;
+    memset(text, 0, len);
+    FILE *f = fmemopen(text, len - 1, "w");
+    assert_non_null(f);
+    int rc = npu_plan_build(&m->cfg, m->text, chip, req, &img, f, err, sizeof(err));
+    fclose(f);
+    if (rc != NPU_OK)
+        fail_msg("%s on %s (tp %u): rc %d: %s", m->cfg.name, chip->name, req->tp, rc, err);
+    return img;
+}
+
 static inline void expect_plan_refusal(const struct model *m,
                                        const struct npu_plan_chip *chip,
                                        const struct npu_plan_request *req,

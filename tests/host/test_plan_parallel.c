@@ -128,14 +128,8 @@ static void test_ep_balanced_replaced(void **state)
     req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
     req.max_tokens = 1024, req.max_seq = 1024, req.max_batch = 1;
-    char text[8192] = { 0 };
-    FILE *f = fmemopen(text, sizeof(text) - 1, "w");
-    assert_non_null(f);
-    struct npu_built_image img;
-    int rc = npu_plan_build(&moe.cfg, moe.text, &mesh4x4, &req, &img, f, err, sizeof(err));
-    fclose(f);
-    if (rc != NPU_OK)
-        fail_msg("tiny-moe on mesh-4x4: %s", err);
+    char text[8192];
+    struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
     const struct npu_image_header *h = hdr(&img);
     assert_true(h->plan.moe_rows < req.max_tokens); /* the request's group did not fit */
     assert_int_equal(h->plan.expert_placement, NPU_EXPERTS_CONTIGUOUS);
