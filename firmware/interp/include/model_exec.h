@@ -255,6 +255,8 @@ struct exec_model {
     const struct npu_plan *plan;
     const uint8_t *image;                  /* at the base of HBM */
     uint32_t rank, tp;
+    uint32_t fused_layer;                  /* layer + 1 whose MoE op ran with its attention
+                                              op (model_iter.c, layer_fused); 0: none */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     struct exec_pipe pipe;
     struct exec_bufs buf;
@@ -472,6 +474,8 @@ struct exec_tile {
     struct exec_seg segs[EXEC_RUNS_MAX];
     uint32_t nsegs;
     uint64_t xt;             /* [n][d]: the tile's residual rows */
+    bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
+                                group, model_iter.c): no copies from and to HBM */
 };
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);

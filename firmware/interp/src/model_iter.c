@@ -143,7 +143,8 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, n = tile->n;
     int rc = NPU_OK;
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (!m->buf.x_in_sram && op->kind != NPU_OP_EMBED)
+    const bool copies = !m->buf.x_in_sram && !tile->in_xt;
+    if (copies && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
@@ -154,9 +155,71 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     default: rc = exec_moe(m, op->layer, tile); break;
     }
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (rc == NPU_OK && !m->buf.x_in_sram)
+    if (rc == NPU_OK && copies)
         exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
     return rc;
+}
+
+static int run_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
+                    uint64_t x)
+{
+    return m->treuse.enabled ? exec_reuse_tile(m, op, tile, x) : exec_tile_full(m, op, tile, x);
+}
+
+/* Whether a layer's attention and MoE run fused, group by group: with the residual rows in
+   HBM and EP MoE groups larger than a tile, attention's tiles of a group leave their rows in
+   xt (sized for a group), the MoE runs over them there, and each row is copied in and out
+   once a layer instead of twice (prefill-2048 of Qwen3-30B-A3B: 32 MB a layer and rank). */
+static bool layer_fused(const struct exec_model *m, const struct npu_prog_op *op)
+{
+    return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->buf.x_in_sram &&
+           m->tp > 1 && npu_plan_is_ep(m->plan) && m->plan->moe_rows > m->plan->tile_rows;
+}
+
+/* rows [g0, g0 + n) between the residual x_all and xt, outside any tile */
+static void group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
+    const uint64_t x = m->buf.x_all + (uint64_t)row0 * row;
+    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
+    assert(rc == NPU_OK && "a replay the engines refused");
+    (void)rc;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (in)
+        exec_copy(m, m->buf.a.xt, x, 1, bytes, bytes, bytes);
+    else
+        exec_copy(m, x, m->buf.a.xt, 1, bytes, bytes, bytes);
+}
+
+/* The layer's attention op and then its MoE op, group by group (layer_fused). */
+static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
+                          const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                          uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = op->layer };
+    const uint32_t G = m->plan->moe_rows, T = m->plan->tile_rows;
+    static struct exec_tile tile;
+    int rc = NPU_OK;
+    exec_set_layer(m, op->layer);
+    for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
+        const uint32_t gn = rows - g0 < G ? rows - g0 : G;
+        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
+        group_copy(m, row0 + g0, gn, true);
+        for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
+            make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, &tile);
+            tile.xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile.in_xt = true;
+            rc = run_tile(m, op, &tile, x + (uint64_t)(t0 - g0) * row);
+        }
+        make_tile(runs, nruns, g0, gn, &tile);
+        tile.xt = m->buf.a.xt, tile.in_xt = true;
+        if (rc == NPU_OK)
+            rc = run_tile(m, &moe, &tile, x);
+        if (rc == NPU_OK)
+            group_copy(m, row0 + g0, gn, false);
+    }
+    m->fused_layer = op->layer + 1; /* the MoE op that follows has run */
+    return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
@@ -170,13 +233,19 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     int rc = NPU_OK;
+    if (layer_fused(m, op))
+        return layer_op_fused(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_MOE && m->fused_layer == op->layer + 1) {
+        m->fused_layer = 0;
+        return NPU_OK; /* ran with the layer's attention */
+    }
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
         static struct exec_tile tile;
         uint32_t n = rows - t0 < step ? rows - t0 : step;
         make_tile(runs, nruns, t0, n, &tile);
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
-        tile.xt = m->buf.x_in_sram ? x : m->buf.a.xt;
-        rc = m->treuse.enabled ? exec_reuse_tile(m, op, &tile, x) : exec_tile_full(m, op, &tile, x);
+        tile.xt = m->buf.x_in_sram ? x : m->buf.a.xt, tile.in_xt = false;
+        rc = run_tile(m, op, &tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
@@ -233,6 +302,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
        count each routed expert once per layer and iteration (as the reference does) */
     memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
     m->w.ring.backward = false;
+    m->fused_layer = 0;
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;
