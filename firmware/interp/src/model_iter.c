@@ -176,7 +176,7 @@ static bool layer_fused(const struct exec_model *m, const struct npu_prog_op *op
            m->tp > 1 && npu_plan_is_ep(m->plan) && m->plan->moe_rows > m->plan->tile_rows;
 }
 
-/* rows [g0, g0 + n) between the residual x_all and xt, outside any tile */
+/* Residual rows [row0, row0 + n) from x_all into xt (in) or back, outside any tile. */
 static void group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
@@ -191,14 +191,16 @@ static void group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
         exec_copy(m, x, m->buf.a.xt, 1, bytes, bytes, bytes);
 }
 
-/* The layer's attention op and then its MoE op, group by group (layer_fused). */
+/* The layer's attention op and then its MoE op, group by group (layer_fused). The groups
+   are whole tiles (moe_rows rounded down to tile_rows; fewer rows than a MoE group holds):
+   attention's tiles keep the op-row alignment split attention's window slots assume. */
 static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
                           const struct exec_run *runs, uint32_t nruns, uint32_t row0,
                           uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = op->layer };
-    const uint32_t G = m->plan->moe_rows, T = m->plan->tile_rows;
+    const uint32_t T = m->plan->tile_rows, G = m->plan->moe_rows / T * T;
     static struct exec_tile tile;
     int rc = NPU_OK;
     exec_set_layer(m, op->layer);
