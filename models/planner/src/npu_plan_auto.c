@@ -96,34 +96,42 @@ bool npu_planner_auto_any(const struct npu_plan_request *req)
     return any;
 }
 
+/* Appends to line[len] at *n (truncating, never past its end). */
+static void auto_add(char *line, size_t len, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (*n < len)
+        *n += (size_t)vsnprintf(line + *n, len - *n, fmt, ap);
+    va_end(ap);
+}
+
 void npu_planner_auto_print(const struct planner *pl, const struct npu_plan_request *req,
                             FILE *f)
 {
     static const char *const places[] = { "linear", "interleaved", "ring", "mesh2d" };
     const struct npu_plan *p = &pl->plan;
     char line[512];
+    const size_t len = sizeof(line);
     size_t n = 0;
     line[0] = '\0';
-#define AUTO_ADD(...) \
-    (n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, __VA_ARGS__))
     if (req->placement < 0)
-        AUTO_ADD(" placement %s,", places[p->placement]);
+        auto_add(line, len, &n, " placement %s,", places[p->placement]);
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
         if (req->partition[g] == NPU_PLAN_AUTO &&
             (npu_planner_auto_2d(pl, req, (enum npu_gemm)g) ||
              (npu_plan_is_ep(p) && (g == NPU_GEMM_EXP_UP || g == NPU_GEMM_EXP_DOWN))))
-            AUTO_ADD(" %s=%s,", npu_gemm_name((enum npu_gemm)g),
+            auto_add(line, len, &n, " %s=%s,", npu_gemm_name((enum npu_gemm)g),
                      npu_partition_name((enum npu_partition)p->partition[g]));
     if (req->kv_split < 0)
-        AUTO_ADD(" kv split %s,", p->kv_split ? "on" : "off");
+        auto_add(line, len, &n, " kv split %s,", p->kv_split ? "on" : "off");
     if (!req->tile_rows)
-        AUTO_ADD(" tiles of %u,", p->tile_rows);
+        auto_add(line, len, &n, " tiles of %u,", p->tile_rows);
     if (!req->kv_block)
-        AUTO_ADD(" KV blocks of %u,", p->kv_block);
+        auto_add(line, len, &n, " KV blocks of %u,", p->kv_block);
     if (!req->attn_block)
-        AUTO_ADD(" steps of %u,", p->attn_block);
-#undef AUTO_ADD
-    if (n > 0 && n < sizeof(line))
+        auto_add(line, len, &n, " steps of %u,", p->attn_block);
+    if (n > 0 && n < len)
         fprintf(f, "  chosen by the planner (docs/images.md, \"Automatic plan\")%s:%.*s\n",
                 pl->conservative ? ", the simpler choices" : "", (int)n - 1, line);
     if (pl->conservative && pl->fallback_why)
