@@ -977,6 +977,13 @@ static void test_auto_plan(void **state)
     req.kv_split = -1;
     p = auto_plan(&dense, &big, &req);
     assert_int_equal(p.tile_rows, 128);
+    /* tiles of at most a requested MoE group (EP: tp 4 with 8 experts) */
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_PERFORMANCE);
+    req.kv_split = -1, req.moe_rows = 32;
+    p = auto_plan(&moe, &big, &req);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_EP);
+    assert_int_equal(p.tile_rows, 32);
+    assert_int_equal(p.moe_rows, 32);
 }
 
 /* Choices that do not fit fall back to the simpler ones, and the summary says why: tiny-moe
@@ -991,7 +998,7 @@ static void test_auto_plan_fallback(void **state)
     assert_int_equal(hdr(&img)->plan.kv_split, 0);
     npu_built_image_free(&img);
     if (!strstr(text, "the simpler choices: placement ring, kv split off") ||
-        !strstr(text, "the faster choices did not fit: "))
+        !strstr(text, "the planner's own choices were refused: "))
         fail_msg("fallback not reported:\n%s", text);
 }
 

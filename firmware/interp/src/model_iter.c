@@ -177,18 +177,19 @@ static bool layer_fused(const struct exec_model *m, const struct npu_prog_op *op
 }
 
 /* Residual rows [row0, row0 + n) from x_all into xt (in) or back, outside any tile. */
-static void group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
     const uint64_t x = m->buf.x_all + (uint64_t)row0 * row;
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
-    assert(rc == NPU_OK && "a replay the engines refused");
-    (void)rc;
+    if (rc != NPU_OK)
+        return rc;
     exec_set_cat(m, EXEC_CAT_OTHER);
     if (in)
         exec_copy(m, m->buf.a.xt, x, 1, bytes, bytes, bytes);
     else
         exec_copy(m, x, m->buf.a.xt, 1, bytes, bytes, bytes);
+    return NPU_OK;
 }
 
 /* The layer's attention op and then its MoE op, group by group (layer_fused). The groups
@@ -207,7 +208,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
         const uint32_t gn = rows - g0 < G ? rows - g0 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
-        group_copy(m, row0 + g0, gn, true);
+        rc = group_copy(m, row0 + g0, gn, true);
         for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
             make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, &tile);
             tile.xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile.in_xt = true;
@@ -218,7 +219,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         if (rc == NPU_OK)
             rc = run_tile(m, &moe, &tile, x);
         if (rc == NPU_OK)
-            group_copy(m, row0 + g0, gn, false);
+            rc = group_copy(m, row0 + g0, gn, false);
     }
     m->fused_layer = op->layer + 1; /* the MoE op that follows has run */
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;

@@ -106,7 +106,8 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
 }
 
 /* The GEMM dimensions each partition splits: N (MN) and K (K) of every GEMM. */
-static void gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n, uint32_t *k)
+void npu_planner_gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n,
+                           uint32_t *k)
 {
     const uint32_t d = c->hidden_size, qd = c->num_heads * c->head_dim;
     const uint32_t kvd = c->num_kv_heads * c->head_dim;
@@ -139,7 +140,7 @@ static int check_2d(struct planner *pl, enum npu_gemm g)
     const struct npu_plan *p = &pl->plan;
     const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
     uint32_t n, k;
-    gemm_dims(c, g, &n, &k);
+    npu_planner_gemm_dims(c, g, &n, &k);
     if (p->tp > 1 && p->placement != NOC_PLACE_MESH2D)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "%s: the %s GEMM's 2-D partition "
                     "needs --placement mesh2d (its %ux%u grid of ranks is a mesh2d group's, "
@@ -163,8 +164,9 @@ static int check_2d(struct planner *pl, enum npu_gemm g)
 /* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
    activations stay split and one all-reduce completes the FFN, Megatron-LM's pairing; the
    LM head MN where the vocabulary splits evenly; the others K below the hidden size and MN
-   from it on, the NPU paper's section 5.6; 2D and EP only when asked for) and the check that every split dimension gives each rank at least
-   one row or column. */
+   from it on, the NPU paper's section 5.6; 2D and EP where the automatic plan picks them,
+   npu_plan_auto.c) and the check that every split dimension gives each rank at least one
+   row or column. */
 static uint32_t auto_partition(const struct planner *pl, const struct npu_plan_request *req,
                                enum npu_gemm g)
 {
@@ -227,7 +229,7 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
             continue;
         }
         uint32_t n, k;
-        gemm_dims(c, (enum npu_gemm)g, &n, &k);
+        npu_planner_gemm_dims(c, (enum npu_gemm)g, &n, &k);
         uint32_t dim = part == NPU_PART_MN ? n : k;
         const uint32_t q = c->num_heads * c->head_dim;
         if (gemm_used(c, (enum npu_gemm)g) && part == NPU_PART_MN && pl->plan.tp > 1 &&
@@ -692,8 +694,8 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
             pl.plan.tile_rows = t / 2;
         if (!req->kv_block && b / 2 >= 32) {
             pl.plan.kv_block = b / 2;
-            if (!req->attn_block)
-                pl.plan.attn_block = b / 2;
+            if (!req->attn_block) /* the same blocks a step (a multiple of b / 2) */
+                pl.plan.attn_block /= 2;
         }
         if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
@@ -728,7 +730,13 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
         return rc;
     char why[512];
     snprintf(why, sizeof(why), "%s", err);
-    return plan_build(cfg, config_text, chip, req, true, why, out, summary, err, errlen);
+    rc = plan_build(cfg, config_text, chip, req, true, why, out, summary, err, errlen);
+    if (rc != NPU_OK) { /* both refused: the simpler plan's reason, then the first's */
+        const size_t n = strlen(err);
+        snprintf(err + n, errlen > n ? errlen - n : 0, " (with the planner's own choices: %s)",
+                 why);
+    }
+    return rc;
 }
 
 void npu_built_image_free(struct npu_built_image *img)

@@ -39,10 +39,8 @@ bool npu_planner_auto_2d(const struct planner *pl, const struct npu_plan_request
     if (req->placement >= 0 && req->placement != NOC_PLACE_MESH2D)
         return false; /* the user's placement stands; 2-D needs mesh2d */
     const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
-    const uint32_t kv = c->num_kv_heads * c->head_dim;
-    /* qkv: N = q + 2 kv, K = hidden; o: N = hidden, K = q */
-    const uint32_t n = g == NPU_GEMM_QKV ? q + 2 * kv : c->hidden_size;
-    const uint32_t k = g == NPU_GEMM_QKV ? c->hidden_size : q;
+    uint32_t n, k; /* the tests of check_2d (npu_plan.c), which would refuse the plan */
+    npu_planner_gemm_dims(c, g, &n, &k);
     return n % R == 0 && (g != NPU_GEMM_QKV || q % R == 0) && k % C == 0;
 }
 
@@ -81,6 +79,11 @@ void npu_planner_auto_shape(struct planner *pl, const struct npu_plan_request *r
     const uint32_t sa = pl->chip->sa_rows;
     p->tile_rows = req->tile_rows ? req->tile_rows
                    : sa > AUTO_TILE_ROWS_MIN && !pl->conservative ? sa : AUTO_TILE_ROWS_MIN;
+    /* and no more than a requested MoE group, a divisor of a requested window */
+    while (!req->tile_rows && p->tile_rows > 1 &&
+           ((req->moe_rows && p->tile_rows > req->moe_rows) ||
+            (req->kv_window && req->kv_window % p->tile_rows)))
+        p->tile_rows /= 2;
     const bool split = p->kv_split && p->tp > 1 && !pl->conservative;
     p->kv_block = req->kv_block ? req->kv_block : split ? AUTO_SPLIT_KV_BLOCK : 256;
     p->attn_block = req->attn_block ? req->attn_block
@@ -135,5 +138,5 @@ void npu_planner_auto_print(const struct planner *pl, const struct npu_plan_requ
         fprintf(f, "  chosen by the planner (docs/images.md, \"Automatic plan\")%s:%.*s\n",
                 pl->conservative ? ", the simpler choices" : "", (int)n - 1, line);
     if (pl->conservative && pl->fallback_why)
-        fprintf(f, "  (the faster choices did not fit: %s)\n", pl->fallback_why);
+        fprintf(f, "  (the planner's own choices were refused: %s)\n", pl->fallback_why);
 }
