@@ -255,8 +255,6 @@ struct exec_model {
     const struct npu_plan *plan;
     const uint8_t *image;                  /* at the base of HBM */
     uint32_t rank, tp;
-    uint32_t fused_layer;                  /* layer + 1 whose MoE op ran with its attention
-                                              op (model_iter.c, layer_fused); 0: none */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     struct exec_pipe pipe;
     struct exec_bufs buf;

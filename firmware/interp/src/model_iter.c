@@ -166,14 +166,13 @@ static int run_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     return m->treuse.enabled ? exec_reuse_tile(m, op, tile, x) : exec_tile_full(m, op, tile, x);
 }
 
-/* Whether a layer's attention and MoE run fused, group by group: with the residual rows in
+/* Whether the MoE layers' attention and MoE run fused, group by group: with the residual rows in
    HBM and EP MoE groups larger than a tile, attention's tiles of a group leave their rows in
    xt (sized for a group), the MoE runs over them there, and each row is copied in and out
    once a layer instead of twice (prefill-2048 of Qwen3-30B-A3B: 32 MB a layer and rank). */
-static bool layer_fused(const struct exec_model *m, const struct npu_prog_op *op)
+static bool layer_fused(const struct exec_model *m)
 {
-    return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->buf.x_in_sram &&
-           m->tp > 1 && npu_plan_is_ep(m->plan) && m->plan->moe_rows > m->plan->tile_rows;
+    return m->cfg->arch == MODEL_MOE && npu_moe_groups_in_xt(m->plan);
 }
 
 /* Residual rows [row0, row0 + n) from x_all into xt (in) or back, outside any tile. */
@@ -221,7 +220,6 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
-    m->fused_layer = op->layer + 1; /* the MoE op that follows has run */
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
@@ -234,14 +232,12 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
+    if (op->kind == NPU_OP_ATTENTION && layer_fused(m))
+        return layer_op_fused(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_MOE && layer_fused(m))
+        return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     int rc = NPU_OK;
-    if (layer_fused(m, op))
-        return layer_op_fused(m, op, runs, nruns, row0, rows);
-    if (op->kind == NPU_OP_MOE && m->fused_layer == op->layer + 1) {
-        m->fused_layer = 0;
-        return NPU_OK; /* ran with the layer's attention */
-    }
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
         static struct exec_tile tile;
         uint32_t n = rows - t0 < step ? rows - t0 : step;
@@ -305,7 +301,6 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
        count each routed expert once per layer and iteration (as the reference does) */
     memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
     m->w.ring.backward = false;
-    m->fused_layer = 0;
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

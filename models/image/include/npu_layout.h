@@ -102,6 +102,10 @@ uint64_t npu_kv_ring_offset(const struct model_config *c, const struct npu_plan 
  * rank holds every position, and the local row is the position.
  */
 bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
+/* EP MoE groups larger than a tile with the residual rows in HBM: a group's rows are held in
+   xt (sized for moe_rows), and a MoE layer's attention and MoE run fused, group by group
+   (docs/images.md, "MoE groups"). */
+bool npu_moe_groups_in_xt(const struct npu_plan *p);
 /* Split: the rank holding cache block b of request `req` is (b + s) mod tp, s =
    npu_kv_rank_shift(req): each request's stripes start at another rank, so that many
    requests' first blocks (a decode batch's short contexts, all their blocks in the first

@@ -32,7 +32,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
                           ? (p->moe_rows + p->tp - 1) / p->tp : 0; /* an EP group's slice */
     /* xt holds the rows an op works on when the residual rows are in HBM: a tile, or an EP
        MoE group of moe_rows */
-    const uint64_t xr = !p->x_in_sram && gs ? p->moe_rows : t;
+    const uint64_t xr = npu_moe_groups_in_xt(p) ? p->moe_rows : t;
     o->xt = take(&at, xr * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
     o->xb2 = take(&at, t * d * eb);
     o->q = take(&at, t * qd * eb);
@@ -143,6 +143,11 @@ uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req)
 uint32_t npu_kv_ranks(const struct npu_plan *p)
 {
     return npu_kv_is_split(p) ? p->tp : 1;
+}
+
+bool npu_moe_groups_in_xt(const struct npu_plan *p)
+{
+    return npu_plan_is_ep(p) && p->tp > 1 && p->moe_rows > p->tile_rows && !p->x_in_sram;
 }
 
 uint32_t npu_kv_window_rows(const struct npu_plan *p)

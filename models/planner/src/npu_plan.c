@@ -678,16 +678,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     uint32_t nops = 0;
     if (!cores || !ops)
         abort();
-    rc = fit_cores(&pl, req, cores, ops, &nops);
-    /* Balanced placement weighs an expert's matrix time by the rows of a group: placed for
-       the request's group, it is placed again for the group that fits (a few rounds: the
-       new slices change the buffers). */
-    for (int round = 0; rc == NPU_OK && round < 3 && pl.x_rows != pl.plan.moe_rows &&
-                        pl.plan.expert_placement == NPU_EXPERTS_BALANCED; round++) {
-        rc = place_experts(&pl, req);
-        if (rc == NPU_OK)
-            rc = fit_cores(&pl, req, cores, ops, &nops);
-    }
+    rc = fit_cores(&pl, req, cores, ops, &nops); /* places the experts for the group kept */
     while (rc == NPU_ERR_NOMEM) {
         uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
         if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl.plan.max_batch)

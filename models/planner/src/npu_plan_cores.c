@@ -297,8 +297,7 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
 {
     const struct npu_plan *p = &pl->plan;
     const uint32_t cols = pl->chip->mesh_cols, ncores = pl->chip->mesh_rows * cols;
-    struct npu_act_layout act;
-    npu_act_layout(pl->cfg, p, &act);
+    struct npu_act_layout act; /* plan_ranks_sram lays it out (xt follows the residual) */
     for (uint32_t i = 0; i < ncores; i++)
         cores[i] = (struct npu_image_core){ .rank = NPU_IMAGE_IDLE };
     /* Rank r of a stage is the core the NoC driver's placement makes rank r, so a rank's
