@@ -6,6 +6,7 @@
 #include "image_fixture.h"
 
 #include "model_weights.h"
+#include "npu_layout.h"
 #include "routing_model.h"
 
 /* EP over tp ranks: every expert tensor of every layer has one entry per rank, holding the
@@ -134,10 +135,45 @@ static void test_ep_balanced_replaced(void **state)
     assert_true(h->plan.moe_rows < req.max_tokens); /* the request's group did not fit */
     assert_int_equal(h->plan.expert_placement, NPU_EXPERTS_CONTIGUOUS);
     char want[64];
-    snprintf(want, sizeof(want), "groups of %u rows", h->plan.moe_rows);
+    snprintf(want, sizeof(want), "%u rows a slice serves at once", h->plan.moe_rows);
     if (!strstr(text, want))
         fail_msg("placed for another group than the plan's %u rows:\n%s", h->plan.moe_rows,
                  text);
+    npu_built_image_free(&img);
+}
+
+/* Groups larger than a tile with the residual rows in HBM and more rows than a group: the
+   MoE over the layer (npu_moe_layer_wide). Its slices serve the whole iteration's rows, so
+   the map is balanced and placed for them, and the spill is in the core's HBM segment. */
+static void test_ep_layer_wide(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1000;
+    req.max_tokens = 4096, req.max_seq = 1024, req.max_batch = 4;
+    req.tile_rows = 16, req.moe_rows = 64;
+    char text[8192];
+    struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    const struct npu_image_header *h = hdr(&img);
+    assert_false(h->plan.x_in_sram);
+    assert_true(npu_moe_layer_wide(&h->plan));
+    assert_int_equal(h->plan.expert_placement, NPU_EXPERTS_BALANCED);
+    if (!strstr(text, "4096 rows a slice serves at once") || !strstr(text, "MoE over the layer"))
+        fail_msg("not placed for the iteration's rows, or no MoE over the layer:\n%s", text);
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(&moe.cfg, &h->plan, &s);
+    assert_int_equal(s.groups, 4096 / 64);
+    assert_true(s.cap >= 4096u && s.stride > s.counts);
+    const struct npu_image_core *cores = (const void *)((const uint8_t *)h + h->cores_off);
+    for (uint32_t i = 0; i < h->cores_count; i++)
+        if (cores[i].rank != NPU_IMAGE_IDLE)
+            assert_true(cores[i].x_bytes >= npu_moe_x_rows_bytes(&moe.cfg, &h->plan) + s.bytes);
+    npu_built_image_free(&img);
+    req.max_tokens = 64; /* one group: group by group */
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    assert_false(npu_moe_layer_wide(&hdr(&img)->plan));
+    assert_null(strstr(text, "MoE over the layer"));
     npu_built_image_free(&img);
 }
 
@@ -237,6 +273,7 @@ int main(void)
         cmocka_unit_test(test_ep_shares),
         cmocka_unit_test(test_ep_balanced),
         cmocka_unit_test(test_ep_balanced_replaced),
+        cmocka_unit_test(test_ep_layer_wide),
         cmocka_unit_test(test_ep_refusals),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),

@@ -72,6 +72,15 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     const uint64_t hbm = (uint64_t)(uintptr_t)m->image;
     m->buf.x_in_sram = p->x_in_sram;
     m->buf.x_all = (p->x_in_sram ? m->buf.sram : hbm) + core->x_off;
+    struct npu_moe_spill spill;
+    npu_moe_spill_layout(c, p, &spill);
+    if (spill.bytes && core->x_bytes < npu_moe_x_rows_bytes(c, p) + spill.bytes) {
+        printf("MODEL error: core %u: the residual rows and the MoE spill need %llu bytes of "
+               "HBM, the image planned %llu\n", hal_self()->core_id,
+               (unsigned long long)(npu_moe_x_rows_bytes(c, p) + spill.bytes),
+               (unsigned long long)core->x_bytes);
+        return NPU_ERR_FORMAT;
+    }
     m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
@@ -191,19 +200,61 @@ static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
     return NPU_OK;
 }
 
-/* The layer's attention op and then its MoE op, group by group (layer_fused). The groups
-   are whole tiles (moe_rows rounded down to tile_rows; fewer rows than a MoE group holds):
-   attention's tiles keep the op-row alignment split attention's window slots assume. */
+/* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
+   iteration. */
+static bool layer_wide(const struct exec_model *m, uint32_t rows)
+{
+    return npu_moe_layer_wide(m->plan) && rows > npu_moe_group_rows(m->plan);
+}
+
+/* The MoE of one group in xt (tile: the group): group by group, or its first pass. */
+static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, uint64_t x,
+                     bool wide)
+{
+    const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = l };
+    if (!wide)
+        return run_tile(m, &moe, tile, x);
+    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
+    return rc == NPU_OK ? exec_moe_wide_group(m, l, tile) : rc;
+}
+
+/* The MoE over the layer's second and third passes: the experts once, then each group's
+   combine into its residual rows. Runs in full under tile reuse (not recorded). */
+static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                             uint32_t nruns, uint32_t row0, uint32_t rows)
+{
+    const uint32_t G = npu_moe_group_rows(m->plan);
+    static struct exec_tile tile;
+    int rc = exec_moe_wide_serve(m, l);
+    for (uint32_t g0 = 0, g = 0; rc == NPU_OK && g0 < rows; g0 += G, g++) {
+        const uint32_t gn = rows - g0 < G ? rows - g0 : G;
+        rc = group_copy(m, row0 + g0, gn, true);
+        make_tile(runs, nruns, g0, gn, &tile);
+        tile.xt = m->buf.a.xt, tile.in_xt = true;
+        if (rc == NPU_OK)
+            rc = exec_moe_wide_finish(m, l, &tile, g);
+        if (rc == NPU_OK)
+            rc = group_copy(m, row0 + g0, gn, false);
+    }
+    return rc;
+}
+
+/* The layer's attention op and then its MoE op, group by group (layer_fused), or with the
+   MoE over the layer (layer_wide) in three passes. The groups are whole tiles (moe_rows
+   rounded down to tile_rows; fewer rows than a MoE group holds): attention's tiles keep the
+   op-row alignment split attention's window slots assume. */
 static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
                           const struct exec_run *runs, uint32_t nruns, uint32_t row0,
                           uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = op->layer };
-    const uint32_t T = m->plan->tile_rows, G = m->plan->moe_rows / T * T;
+    const uint32_t T = m->plan->tile_rows, G = npu_moe_group_rows(m->plan);
+    const bool wide = layer_wide(m, rows);
     static struct exec_tile tile;
     int rc = NPU_OK;
     exec_set_layer(m, op->layer);
+    if (wide)
+        exec_moe_wide_begin(m);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
         const uint32_t gn = rows - g0 < G ? rows - g0 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
@@ -216,10 +267,12 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, g0, gn, &tile);
         tile.xt = m->buf.a.xt, tile.in_xt = true;
         if (rc == NPU_OK)
-            rc = run_tile(m, &moe, &tile, x);
+            rc = group_moe(m, op->layer, &tile, x, wide);
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
+    if (rc == NPU_OK && wide)
+        rc = layer_wide_finish(m, op->layer, runs, nruns, row0, rows);
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 

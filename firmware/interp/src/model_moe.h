@@ -59,6 +59,32 @@ void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t 
 
 /* model_moe_ep.c: the MoE op under expert parallelism over tp > 1 ranks. */
 int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+/* Its steps, which the MoE over the layer (model_moe_wide.c) also runs on a group `tile`
+   (rows in tile->xt), with plan = moe_ep_plan(m, x), x layer l's map:
+   - route this rank's slice of the rows, sort its choices into moe_pairs, dispatch them
+     (ep_recv then holds the rows of this rank's slices, by slice), and count the routed
+     tokens;
+   - one slice `block` of this rank's (w columns) over n rows at `rows`, outputs over them;
+   - the combine of the outputs in ep_recv (moe_pairs: the group's), weighting, the sum of
+     each row's slots, the all-gather, and the sum into tile->xt. */
+struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x);
+int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan);
+void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
+                        uint32_t block, uint32_t w);
+int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
+                       const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan);
+
+/* model_moe_wide.c: the MoE over the layer (npu_moe_layer_wide). A fused layer calls
+   begin, then group for each group (its rows in tile->xt after attention) in row order,
+   serve once, then finish for each group again in the same order (its residual rows in
+   tile->xt, to which the MoE output is added). */
+void exec_moe_wide_begin(struct exec_model *m);
+int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+int exec_moe_wide_serve(struct exec_model *m, uint32_t l);
+int exec_moe_wide_finish(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                         uint32_t group);
+
 /* Whether this rank's expert shares are the experts the dispatch sends it (the image's
    tensor table against npu_plan_expert_first); says which layer is not on the console. */
 bool exec_moe_ep_owns(const struct exec_model *m);

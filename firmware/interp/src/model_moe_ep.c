@@ -68,9 +68,7 @@ const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l)
     return &ep_map;
 }
 
-/* The dispatch over layer map x; its count matrix [p][slices] in the tile buffers. */
-static struct noc_alltoallv_plan dispatch_plan(const struct exec_model *m,
-                                               const struct moe_ep_map *x)
+struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x)
 {
     return (struct noc_alltoallv_plan){ .buckets = x->n, .bucket_first = x->first,
                                         .counts = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
@@ -115,8 +113,8 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
                                         .dtype = m->buf.dt };
 }
 
-/* Steps 1-2 on this rank's slice of nr rows (xb): its pairs by expert slice into ep_send,
-   the elements per slice into ep_counts, then the dispatch. */
+/* Step 2 on this rank's slice of rows (xb, routed and sorted): its pairs by expert slice
+   into ep_send, the elements per slice into ep_counts, then the dispatch. */
 static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n)
 {
     const struct moe_pairs *p = &moe_pairs;
@@ -137,9 +135,46 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     return rc;
 }
 
-/* out[n][d] = down(silu(gate x) * (up x)) over slice `block` of this rank's expert shares, w
-   columns of the intermediate width (the whole expert if w = moe_intermediate_size). */
-static void serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
+/* The rank's slice of group rows: [r0, r0 + nr) of n. */
+static void rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
+                      uint32_t *slice)
+{
+    *slice = (n + m->tp - 1) / m->tp;
+    *r0 = m->rank * *slice < n ? m->rank * *slice : n;
+    *nr = n - *r0 < *slice ? n - *r0 : *slice;
+}
+
+/* Every sender's elements of slice s in the dispatch's matrix. */
+static uint64_t slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
+                            uint32_t s)
+{
+    uint64_t elems = 0;
+    for (uint32_t q = 0; q < m->tp; q++)
+        elems += plan->counts[q * plan->buckets + s];
+    return elems;
+}
+
+int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan)
+{
+    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
+    const uint64_t row = (uint64_t)d * m->buf.eb;
+    uint32_t r0, nr, slice;
+    rank_rows(m, tile->n, &r0, &nr, &slice);
+    exec_set_cat(m, EXEC_CAT_FFN);
+    int rc = moe_route(m, l, tile->xt + r0 * row, nr);
+    if (rc == NPU_OK) {
+        moe_sort_choices(m, l, tile, r0, r0 + nr, x);
+        rc = dispatch(m, plan, tile->n);
+    }
+    for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
+        if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
+            m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
+                slice_elems(m, plan, s) / d;
+    return rc;
+}
+
+void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
                         uint32_t block, uint32_t w)
 {
     const uint32_t d = m->cfg->hidden_size;
@@ -168,22 +203,18 @@ static void serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
 static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_map *x,
                          const struct noc_alltoallv_plan *plan)
 {
-    const uint32_t E = m->cfg->num_experts, d = m->cfg->hidden_size;
+    const uint32_t d = m->cfg->hidden_size;
     const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
     const bool backward = m->w.ring.backward;
     m->w.ring.backward = !backward;
-    for (uint32_t i = 0; i < x->n; i++) { /* the dispatch's matrix has every sender's pairs */
-        const uint32_t s = backward ? x->n - 1 - i : i;
-        uint64_t elems = 0; /* each count is rows x d: one division per slice, not per pair */
-        for (uint32_t q = 0; q < m->tp; q++)
-            elems += plan->counts[q * x->n + s];
-        if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
-            m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] += elems / d;
-        if (s < lo || s >= hi || elems == 0)
-            continue; /* not this rank's, or no rows */
+    for (uint32_t i = lo; i < hi; i++) {
+        const uint32_t s = backward ? hi - 1 - (i - lo) : i;
+        const uint64_t elems = slice_elems(m, plan, s); /* rows x d */
+        if (elems == 0)
+            continue;
         const uint64_t rows = m->buf.a.ep_recv +
                               noc_alltoallv_recv_offset(plan, m->tp, 0, s) * m->buf.eb;
-        serve_slice(m, l, rows, (uint32_t)(elems / d), s - lo, x->width[s]);
+        moe_ep_serve_slice(m, l, rows, (uint32_t)(elems / d), s - lo, x->width[s]);
     }
     return exec_flush(m);
 }
@@ -213,28 +244,17 @@ static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint3
     moe_sum_slots(m, out, a->combine, nr);
 }
 
-int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
+                       const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
 {
-    const uint32_t d = m->cfg->hidden_size, n = tile->n, slice = (n + m->tp - 1) / m->tp;
-    const uint32_t r0 = m->rank * slice < n ? m->rank * slice : n;
-    const uint32_t nr = n - r0 < slice ? n - r0 : slice;
+    const uint32_t d = m->cfg->hidden_size, n = tile->n;
     const uint64_t row = (uint64_t)d * m->buf.eb;
-    const struct moe_ep_map *x = moe_ep_map(m, l);
-    struct noc_alltoallv_plan plan = dispatch_plan(m, x);
+    uint32_t r0, nr, slice;
+    rank_rows(m, n, &r0, &nr, &slice);
+    struct noc_alltoallv_args a = dispatch_args(m, n);
+    exec_set_cat(m, EXEC_CAT_COLL);
+    int rc = noc_alltoallv_combine(m->comm, &a, plan);
     exec_set_cat(m, EXEC_CAT_FFN);
-    int rc = moe_route(m, l, tile->xt + r0 * row, nr);
-    if (rc == NPU_OK) {
-        moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-        rc = dispatch(m, &plan, n);
-    }
-    if (rc == NPU_OK)
-        rc = serve_experts(m, l, x, &plan);
-    if (rc == NPU_OK) {
-        struct noc_alltoallv_args a = dispatch_args(m, n);
-        exec_set_cat(m, EXEC_CAT_COLL);
-        rc = noc_alltoallv_combine(m->comm, &a, &plan);
-        exec_set_cat(m, EXEC_CAT_FFN);
-    }
     if (rc != NPU_OK)
         return rc;
     if (nr > 0)
@@ -242,13 +262,23 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
                       moe_pairs.first[x->n]);
     rc = exec_flush(m);
     if (rc == NPU_OK) { /* step 5 */
-        struct noc_coll_args a = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,
+        struct noc_coll_args g = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,
                                    .dtype = m->buf.dt };
         exec_set_cat(m, EXEC_CAT_COLL);
-        rc = noc_allgather(m->comm, &a);
+        rc = noc_allgather(m->comm, &g);
         exec_set_cat(m, EXEC_CAT_FFN);
     }
     if (rc == NPU_OK)
         exec_add_rows(m, tile->xt, m->buf.a.ep_out, n, d);
     return rc;
+}
+
+int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
+    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan);
+    if (rc == NPU_OK)
+        rc = serve_experts(m, l, x, &plan);
+    return rc == NPU_OK ? moe_ep_combine_add(m, tile, x, &plan) : rc;
 }

@@ -106,6 +106,36 @@ bool npu_kv_is_split(const struct npu_plan *p); /* kv_split over tp > 1 ranks */
    xt (sized for moe_rows), and a MoE layer's attention and MoE run fused, group by group
    (docs/images.md, "MoE groups"). */
 bool npu_moe_groups_in_xt(const struct npu_plan *p);
+/* Rows of one group of a fused layer: moe_rows rounded down to whole tiles. */
+uint32_t npu_moe_group_rows(const struct npu_plan *p);
+
+/*
+ * The MoE over the layer (docs/images.md, "MoE over the layer"; firmware model_moe_wide.c):
+ * fused layers whose iteration can take more than one group (at most
+ * NPU_MOE_WIDE_GROUPS_MAX) dispatch every group first, keeping each group's received rows
+ * in HBM, then serve each expert slice once over the rows of all groups, then combine group
+ * by group. The HBM after the residual rows (at x_off + npu_moe_x_rows_bytes) holds:
+ *   rows:  [cap][d] eb, the groups' received rows one after the other (a group's by slice),
+ *          cap = max_tokens x min(fan-out, the rank's slices);
+ *   stash: [groups] records of `stride` bytes: the group's first spilled row and row count
+ *          (uint64 each), its (count, offset) in rows of each slice the rank holds (uint32
+ *          pairs, at `runs`), the dispatch's count matrix (uint32 [tp][NPU_EXPERT_MAP_MAX],
+ *          at `counts`) and, functional mode, the rank's rows' top-k ([S][k] fp32 and
+ *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp)).
+ */
+#define NPU_MOE_WIDE_GROUPS_MAX 1024u
+bool npu_moe_layer_wide(const struct npu_plan *p);
+struct npu_moe_spill {
+    uint64_t rows, cap;            /* offset of the spilled rows; rows they hold */
+    uint64_t stash, stride;        /* offset of the records, bytes of one */
+    uint64_t runs, counts, topk_val, topk_idx; /* offsets inside a record */
+    uint32_t groups;               /* records */
+    uint64_t bytes;                /* 0 when the plan is not layer-wide */
+};
+void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
+                          struct npu_moe_spill *out);
+/* Bytes of the residual rows before the spill (max_tokens x d x eb, 64-byte aligned). */
+uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_plan *p);
 /* Split: the rank holding cache block b of request `req` is (b + s) mod tp, s =
    npu_kv_rank_shift(req): each request's stripes start at another rank, so that many
    requests' first blocks (a decode batch's short contexts, all their blocks in the first

@@ -150,6 +150,51 @@ bool npu_moe_groups_in_xt(const struct npu_plan *p)
     return npu_plan_is_ep(p) && p->tp > 1 && p->moe_rows > p->tile_rows && !p->x_in_sram;
 }
 
+uint32_t npu_moe_group_rows(const struct npu_plan *p)
+{
+    return p->moe_rows / p->tile_rows * p->tile_rows;
+}
+
+bool npu_moe_layer_wide(const struct npu_plan *p)
+{
+    if (!npu_moe_groups_in_xt(p))
+        return false;
+    const uint64_t g = npu_moe_group_rows(p);
+    return p->max_tokens > g && (p->max_tokens + g - 1) / g <= NPU_MOE_WIDE_GROUPS_MAX;
+}
+
+uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_plan *p)
+{
+    return ((uint64_t)p->max_tokens * c->hidden_size * npu_dtype_bytes(p->dtype) + 63) & ~63ull;
+}
+
+void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
+                          struct npu_moe_spill *o)
+{
+    memset(o, 0, sizeof(*o));
+    if (!npu_moe_layer_wide(p))
+        return;
+    const uint64_t eb = npu_dtype_bytes(p->dtype), d = c->hidden_size;
+    const uint64_t k = c->experts_per_token, g = npu_moe_group_rows(p);
+    const uint64_t kx = p->expert_fanout ? p->expert_fanout : k;
+    const uint64_t per_rank = p->expert_rank_slices ? p->expert_rank_slices
+                                                    : (c->num_experts + p->tp - 1) / p->tp;
+    const uint64_t slice = (p->moe_rows + p->tp - 1) / p->tp;
+    o->cap = (uint64_t)p->max_tokens * (kx < per_rank ? kx : per_rank);
+    o->runs = 16; /* after the header's two uint64 */
+    uint64_t rec = 0;
+    take(&rec, o->runs + per_rank * 8);
+    o->counts = take(&rec, (uint64_t)p->tp * NPU_EXPERT_MAP_MAX * 4);
+    o->topk_val = take(&rec, p->mode ? 0 : slice * k * 4);
+    o->topk_idx = take(&rec, p->mode ? 0 : slice * k * 4);
+    o->stride = rec;
+    o->groups = (uint32_t)((p->max_tokens + g - 1) / g);
+    uint64_t at = 0;
+    o->rows = take(&at, o->cap * d * eb);
+    o->stash = take(&at, o->groups * o->stride);
+    o->bytes = at;
+}
+
 uint32_t npu_kv_window_rows(const struct npu_plan *p)
 {
     return npu_kv_is_split(p) ? p->kv_window : 0;

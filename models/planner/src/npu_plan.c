@@ -470,18 +470,26 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     npu_planner_auto_print(pl, req, f);
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
-            MIB(core0->sram_act_bytes), MIB(core0->x_bytes), p->x_in_sram ? "SRAM" : "HBM",
+            MIB(core0->sram_act_bytes), MIB(npu_moe_x_rows_bytes(pl->cfg, p)),
+            p->x_in_sram ? "SRAM" : "HBM",
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
             p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
     if (npu_plan_is_ep(p) && p->tp > 1)
         fprintf(f, "  experts: %s placement, %u unit(s) of %u columns per expert, up to %u "
                 "slices per rank, a row's choices reach up to %u slices; expected MoE time of "
-                "the busiest rank %.2fx a balanced one's (routing model, groups of %u rows, "
-                "worst layer)\n",
+                "the busiest rank %.2fx a balanced one's (routing model, %u rows a slice "
+                "serves at once, worst layer)\n",
                 p->expert_placement ? "balanced" : "contiguous", p->expert_units,
                 pl->cfg->moe_intermediate_size / p->expert_units, p->expert_rank_slices,
-                p->expert_fanout, pl->x_imbalance, p->moe_rows);
+                p->expert_fanout, pl->x_imbalance, pl->x_rows);
+    struct npu_moe_spill spill;
+    npu_moe_spill_layout(pl->cfg, p, &spill);
+    if (spill.bytes)
+        fprintf(f, "  MoE over the layer: up to %u groups of %u rows dispatched first, their "
+                "rows kept in HBM (%.2f MiB per core), each expert slice served once a layer "
+                "over all of them, then combined group by group\n", spill.groups,
+                npu_moe_group_rows(p), MIB(spill.bytes));
     if (!p->weights_resident && p->expert_slots)
         fprintf(f, "  experts: staged through a ring of %u slots of one expert matrix, loaded "
                 "ahead of their GEMMs\n", p->expert_slots);
@@ -551,7 +559,7 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     h.file_bytes = pl->plan.mode == NPU_IMAGE_FUNCTIONAL ? pl->weights_end : h.weights_off;
     if (h.hbm_end > pl->chip->hbm_bytes)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: weights (%.1f MiB), KV "
-                    "cache and spilled residuals need %.1f MiB of HBM, the chip has %.1f",
+                    "cache, spilled residuals and MoE rows need %.1f MiB of HBM, the chip has %.1f",
                     pl->cfg->name, pl->chip->name, MIB(h.weights_bytes), MIB(h.hbm_end),
                     MIB(pl->chip->hbm_bytes));
     uint8_t *img = calloc(1, h.file_bytes);
@@ -612,6 +620,21 @@ static int place_experts(struct planner *pl, const struct npu_plan_request *req)
     return rc;
 }
 
+/* Cores planned, and again with the expert map placed again if the cores' plan changed
+   the rows it must be placed for (the residual rows moved to HBM: the MoE over the layer,
+   npu_moe_layer_wide, whose slices serve the whole iteration's rows). */
+static int cores_placed(struct planner *pl, const struct npu_plan_request *req,
+                        struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
+{
+    int rc = npu_planner_cores(pl, cores, ops, nops);
+    const struct npu_plan *p = &pl->plan;
+    const uint32_t rows = npu_moe_layer_wide(p) ? p->max_tokens : p->moe_rows;
+    if (rc != NPU_OK || !npu_plan_is_ep(p) || p->tp == 1 || rows == pl->x_rows)
+        return rc;
+    rc = place_experts(pl, req);
+    return rc == NPU_OK ? npu_planner_cores(pl, cores, ops, nops) : rc;
+}
+
 /* Cores planned; a default MoE group halves down to the tile until the buffers fit. But a
    group of the whole iteration's rows first tries a default expert ring of 2 slots instead
    of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
@@ -626,7 +649,7 @@ static int place_experts(struct planner *pl, const struct npu_plan_request *req)
 static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
                      struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
 {
-    int rc = npu_planner_cores(pl, cores, ops, nops);
+    int rc = cores_placed(pl, req, cores, ops, nops);
     if (rc == NPU_ERR_NOMEM && !req->expert_slots && pl->plan.expert_slots > 2 &&
         pl->plan.moe_rows >= pl->plan.max_tokens) {
         const uint32_t slots = pl->plan.expert_slots;
@@ -640,7 +663,7 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
                                                                         : pl->plan.tile_rows;
         rc = npu_plan_is_ep(&pl->plan) ? place_experts(pl, req) : NPU_OK;
         if (rc == NPU_OK)
-            rc = npu_planner_cores(pl, cores, ops, nops);
+            rc = cores_placed(pl, req, cores, ops, nops);
     }
     return rc;
 }

@@ -74,6 +74,9 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
     pl->plan.x_in_sram = pl->plan.x_in_sram && at + xb + stage <= avail;
     core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.x_in_sram ? xb : 0;
+    struct npu_moe_spill spill; /* in HBM after the residual rows (the MoE over the layer) */
+    npu_moe_spill_layout(c, p, &spill);
+    core->x_bytes += pl->plan.x_in_sram ? 0 : spill.bytes;
     /* with a block pool in SRAM, the ring is the spill space in HBM (section 4.2) */
     pl->plan.kv_in_sram = pl->plan.kv_in_sram && pl->kv_pool == 0 &&
                           at + kvb + stage <= avail;

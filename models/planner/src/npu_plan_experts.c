@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "noc/placement.h"
+#include "npu_layout.h"
 #include "npu_plan_internal.h"
 #include "npu_regs.h"
 #include "routing_model.h"
@@ -99,7 +100,7 @@ static struct unit_cost unit_costs(const struct planner *pl)
     const struct model_config *c = pl->cfg;
     const double w = (double)c->moe_intermediate_size / pl->plan.expert_units;
     const struct npu_plan_chip *ch = pl->chip;
-    struct unit_cost u = { .tb = 0, .g = pl->plan.moe_rows, .clocked = false };
+    struct unit_cost u = { .tb = 0, .g = pl->x_rows, .clocked = false };
     if (ch->freq_mhz && ch->hbm_gbps > 0 && ch->sa_rows && ch->sa_cols) {
         u.tb = 3.0 * c->hidden_size * w * pl->eb / (ch->hbm_gbps * 1e9);
         u.clocked = true;
@@ -285,13 +286,16 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        one): every group walks a rank's slices through the ring, and a rank with a hot slice
        has rows in every group, so it loads in every group what the ring no longer holds.
        Measured on prefill-2048 (8 groups of 256 rows), balanced placement moved 269 GB of
-       HBM against contiguous placement's 153 GB and was slower; so contiguous there. */
+       HBM against contiguous placement's 153 GB and was slower; so contiguous there. The
+       MoE over the layer (npu_moe_layer_wide) serves each slice once a layer over all the
+       iteration's rows, so balanced again, placed for those rows. */
+    const bool wide = npu_moe_layer_wide(p);
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && skewed &&
-                                    p->max_tokens <= p->moe_rows;
+                                    (p->max_tokens <= p->moe_rows || wide);
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
-    pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = p->moe_rows;
+    pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     p->expert_fanout = p->expert_rank_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: %u ranks and %u "

@@ -44,7 +44,9 @@ struct planner {
     struct npu_image_expert_slice *xmap; /* the expert map (EP), npu_plan_experts.c */
     uint64_t nxmap, xcap;
     double x_imbalance;             /* expected MoE time, busiest rank / balanced, worst layer */
-    uint32_t x_rows;                /* the MoE group rows the map was placed for */
+    uint32_t x_rows;                /* the rows a slice serves at once that the map was
+                                       placed for: a MoE group's, or the iteration's under
+                                       the MoE over the layer */
     bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
     const char *fallback_why;       /* conservative: why the planner's choices failed */
     char *err;

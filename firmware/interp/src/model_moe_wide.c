@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MoE over the layer (docs/images.md, "MoE over the layer"): under expert parallelism
+ * with the residual rows in HBM, an iteration of more rows than one MoE group runs each MoE
+ * layer in three passes instead of group by group:
+ *   1. per group (its attention just run in xt): route, dispatch (model_moe_ep.c's steps),
+ *      then the group's received rows (ep_recv, by slice) go to this rank's spill in HBM,
+ *      with the group's record: where they went, each held slice's run in them, the
+ *      dispatch's count matrix, and in functional mode the top-k of the rank's rows;
+ *   2. once: each slice this rank holds over the rows of every group, in chunks of up to
+ *      moe_rows rows gathered from the spill into ep_recv, outputs written back over them;
+ *      its three matrices are loaded once a layer however many groups (the expert ring
+ *      keeps them across the chunks);
+ *   3. per group again: its rows (now outputs) and count matrix back, its choices sorted
+ *      again (the routing model's draws, or the stashed top-k), the combine, and the sum
+ *      into the group's residual rows.
+ * Why: group by group, a layer loads every slice once per group its ring cannot keep (a
+ * 2048-row prefill of Qwen3-30B-A3B on large-64: 4 groups of 512 rows, 203 GB of HBM for 58
+ * GB of weights), and balanced placement, which spreads a hot expert over several ranks,
+ * made that worse. Modelled: the spill's DMA traffic and the records' copies (engine
+ * descriptors, chip time). Not modelled: the hart's reads and writes of a record's header and
+ * runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
+ * matrix; each dispatch and combine flushes the chain first, so a spill copy has read
+ * ep_recv before peers write the next group's rows into it.
+ */
+#include <assert.h>
+#include <stdio.h>
+
+#include "model_moe.h"
+#include "npu/hal.h"
+
+/* The layer being run: groups recorded so far, rows spilled so far. */
+static struct {
+    uint32_t groups;
+    uint64_t rows;
+} wide;
+
+/* A group's record, at the start of its stash entry (hart-written; then the runs). */
+struct wide_record {
+    uint64_t first_row; /* its first row in the spill */
+    uint64_t rows;      /* rows it spilled: its runs' sum */
+};
+
+static uint64_t spill_base(const struct exec_model *m)
+{
+    return m->buf.x_all + npu_moe_x_rows_bytes(m->cfg, m->plan);
+}
+
+static uint64_t record_addr(const struct exec_model *m, const struct npu_moe_spill *s,
+                            uint32_t g)
+{
+    return spill_base(m) + s->stash + (uint64_t)g * s->stride;
+}
+
+static struct wide_record *record(const struct exec_model *m, const struct npu_moe_spill *s,
+                                  uint32_t g)
+{
+    return (struct wide_record *)(uintptr_t)record_addr(m, s, g);
+}
+
+/* [held slices][2]: (rows, offset in the group's rows) of each slice this rank holds */
+static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s, uint32_t g)
+{
+    return (uint32_t *)(uintptr_t)(record_addr(m, s, g) + s->runs);
+}
+
+void exec_moe_wide_begin(struct exec_model *m)
+{
+    (void)m;
+    wide.groups = 0, wide.rows = 0;
+}
+
+/* Functional mode: the top-k of the rank's nr rows, to the record (in) or back. */
+static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
+                      uint32_t nr, bool out)
+{
+    const uint64_t bytes = (uint64_t)nr * m->cfg->experts_per_token * 4;
+    const uint64_t rec = record_addr(m, s, g), a[2] = { m->buf.a.topk_val, m->buf.a.topk_idx };
+    const uint64_t r[2] = { rec + s->topk_val, rec + s->topk_idx };
+    for (int i = 0; bytes && !m->plan->mode && i < 2; i++)
+        exec_copy(m, out ? r[i] : a[i], out ? a[i] : r[i], 1, bytes, bytes, bytes);
+}
+
+int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
+    assert(wide.groups < s.groups && "the planner's group count");
+    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan);
+    if (rc != NPU_OK)
+        return rc;
+    const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint64_t row = (uint64_t)d * m->buf.eb;
+    struct wide_record *rec = record(m, &s, wide.groups);
+    uint32_t *run = runs(m, &s, wide.groups);
+    rec->first_row = wide.rows, rec->rows = 0;
+    for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
+        uint64_t elems = 0;
+        for (uint32_t q = 0; q < m->tp; q++)
+            elems += plan.counts[q * plan.buckets + i];
+        run[2 * (i - lo)] = (uint32_t)(elems / d);
+        run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, m->tp, 0, i) / d);
+        rec->rows += elems / d;
+    }
+    assert(wide.rows + rec->rows <= s.cap && "a row picks an expert once");
+    exec_set_cat(m, EXEC_CAT_FFN);
+    const uint64_t bytes = rec->rows * row, mat = (uint64_t)m->tp * plan.buckets * 4;
+    if (bytes)
+        exec_copy(m, spill_base(m) + s.rows + wide.rows * row, m->buf.a.ep_recv, 1, bytes,
+                  bytes, bytes);
+    exec_copy(m, record_addr(m, &s, wide.groups) + s.counts, m->buf.a.ep_matrix, 1, mat, mat,
+              mat);
+    const uint32_t slice = (tile->n + m->tp - 1) / m->tp, r0 = m->rank * slice;
+    copy_topk(m, &s, wide.groups, r0 < tile->n ? (tile->n - r0 < slice ? tile->n - r0 : slice)
+                                               : 0, true);
+    wide.rows += rec->rows, wide.groups++;
+    return NPU_OK;
+}
+
+/* Rows of slice j (the rank's j-th) between the spill and ep_recv: up to `want` from
+   cursor (group g, rows done in it), into ep_recv (in) or back; returns the rows moved. */
+struct cursor {
+    uint32_t g, done;
+};
+static uint32_t move_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t j,
+                          struct cursor *c, uint32_t want, bool in)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t rows = spill_base(m) + s->rows;
+    uint32_t moved = 0;
+    for (; c->g < wide.groups && moved < want; c->g++, c->done = 0) {
+        const uint32_t *run = runs(m, s, c->g), n = run[2 * j];
+        const uint32_t take = n - c->done < want - moved ? n - c->done : want - moved;
+        if (take) {
+            const uint64_t at = rows + (record(m, s, c->g)->first_row + run[2 * j + 1] +
+                                        c->done) * row;
+            const uint64_t buf = m->buf.a.ep_recv + (uint64_t)moved * row, b = take * row;
+            exec_copy(m, in ? buf : at, in ? at : buf, 1, b, b, b);
+        }
+        moved += take, c->done += take;
+        if (c->done < n)
+            break; /* the chunk is full inside this group's run */
+    }
+    return moved;
+}
+
+int exec_moe_wide_serve(struct exec_model *m, uint32_t l)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint32_t chunk = m->plan->moe_rows; /* ep_recv and hb hold a group's rows */
+    exec_set_cat(m, EXEC_CAT_FFN);
+    for (uint32_t i = lo; i < hi; i++) {
+        struct cursor at = { 0, 0 };
+        for (;;) {
+            struct cursor from = at;
+            const uint32_t n = move_rows(m, &s, i - lo, &at, chunk, true);
+            if (n == 0)
+                break;
+            moe_ep_serve_slice(m, l, m->buf.a.ep_recv, n, i - lo, x->width[i]);
+            move_rows(m, &s, i - lo, &from, n, false);
+        }
+    }
+    return exec_flush(m);
+}
+
+int exec_moe_wide_finish(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                         uint32_t group)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    assert(group < wide.groups);
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const struct wide_record *rec = record(m, &s, group);
+    const uint64_t bytes = rec->rows * row, mat = (uint64_t)m->tp * plan.buckets * 4;
+    exec_set_cat(m, EXEC_CAT_FFN);
+    if (bytes)
+        exec_copy(m, m->buf.a.ep_recv, spill_base(m) + s.rows + rec->first_row * row, 1,
+                  bytes, bytes, bytes);
+    exec_copy(m, m->buf.a.ep_matrix, record_addr(m, &s, group) + s.counts, 1, mat, mat, mat);
+    const uint32_t slice = (tile->n + m->tp - 1) / m->tp, r0 = m->rank * slice;
+    const uint32_t nr = r0 < tile->n ? (tile->n - r0 < slice ? tile->n - r0 : slice) : 0;
+    copy_topk(m, &s, group, nr, false);
+    int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
+    if (rc != NPU_OK)
+        return rc;
+    moe_sort_choices(m, l, tile, r0, r0 + nr, x);
+    return moe_ep_combine_add(m, tile, x, &plan);
+}
