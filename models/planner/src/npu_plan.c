@@ -479,10 +479,11 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
         fprintf(f, "  experts: %s placement, %u unit(s) of %u columns per expert, up to %u "
                 "slices per rank, a row's choices reach up to %u slices; expected MoE time of "
                 "the busiest rank %.2fx a balanced one's (routing model, %u rows a slice "
-                "serves at once, worst layer)\n",
+                "serves at once, worst layer)%s\n",
                 p->expert_placement ? "balanced" : "contiguous", p->expert_units,
                 pl->cfg->moe_intermediate_size / p->expert_units, p->expert_rank_slices,
-                p->expert_fanout, pl->x_imbalance, pl->x_rows);
+                p->expert_fanout, pl->x_imbalance, pl->x_rows,
+                pl->contiguous ? "; contiguous because the balanced map did not fit" : "");
     struct npu_moe_spill spill;
     npu_moe_spill_layout(pl->cfg, p, &spill);
     if (spill.bytes)
@@ -668,6 +669,35 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
     return rc;
 }
 
+/* Cores fitted (fit_cores, then the tile and KV blocks halved while SRAM is short), the
+   expert ring widened, and the image written. */
+static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
+                         struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops,
+                         const char *config_text, struct npu_built_image *out)
+{
+    int rc = fit_cores(pl, req, cores, ops, nops); /* places the experts for the group kept */
+    while (rc == NPU_ERR_NOMEM) {
+        uint32_t t = pl->plan.tile_rows, b = pl->plan.kv_block;
+        if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl->plan.max_batch)
+            pl->plan.tile_rows = t / 2;
+        if (!req->kv_block && b / 2 >= 32) {
+            pl->plan.kv_block = b / 2;
+            if (!req->attn_block) /* the same blocks a step (a multiple of b / 2) */
+                pl->plan.attn_block /= 2;
+        }
+        if (pl->plan.tile_rows == t && pl->plan.kv_block == b)
+            break; /* nothing left to shrink: the refusal stands */
+        if (!req->kv_window)
+            pl->plan.kv_window = npu_kv_window_default(pl->cfg, &pl->plan);
+        if (!req->moe_rows || !npu_plan_is_ep(&pl->plan) || pl->plan.tp == 1)
+            pl->plan.moe_rows = pl->plan.tile_rows; /* the default group was halved to it */
+        rc = npu_planner_cores(pl, cores, ops, nops);
+    }
+    if (rc == NPU_OK && !req->expert_slots)
+        rc = widen_ring(pl, cores, ops, nops);
+    return rc == NPU_OK ? write_image(pl, config_text, cores, ops, *nops, out) : rc;
+}
+
 /* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
 static int plan_build(const struct model_config *cfg, const char *config_text,
                       const struct npu_plan_chip *chip, const struct npu_plan_request *req,
@@ -701,28 +731,17 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     uint32_t nops = 0;
     if (!cores || !ops)
         abort();
-    rc = fit_cores(&pl, req, cores, ops, &nops); /* places the experts for the group kept */
-    while (rc == NPU_ERR_NOMEM) {
-        uint32_t t = pl.plan.tile_rows, b = pl.plan.kv_block;
-        if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl.plan.max_batch)
-            pl.plan.tile_rows = t / 2;
-        if (!req->kv_block && b / 2 >= 32) {
-            pl.plan.kv_block = b / 2;
-            if (!req->attn_block) /* the same blocks a step (a multiple of b / 2) */
-                pl.plan.attn_block /= 2;
-        }
-        if (pl.plan.tile_rows == t && pl.plan.kv_block == b)
-            break; /* nothing left to shrink: the refusal stands */
-        if (!req->kv_window)
-            pl.plan.kv_window = npu_kv_window_default(cfg, &pl.plan);
-        if (!req->moe_rows || !npu_plan_is_ep(&pl.plan) || pl.plan.tp == 1)
-            pl.plan.moe_rows = pl.plan.tile_rows; /* the default group was halved to it */
-        rc = npu_planner_cores(&pl, cores, ops, &nops);
+    const struct npu_plan before = pl.plan;
+    rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+    if (rc == NPU_ERR_NOMEM && req->expert_placement < 0 &&
+        pl.plan.expert_placement == NPU_EXPERTS_BALANCED) {
+        /* a balanced map's blocks are as wide as a rank's widest slice, so it can need more
+           HBM (and SRAM) than contiguous whole experts: place those instead */
+        pl.plan = before, pl.contiguous = true;
+        rc = place_experts(&pl, req);
+        if (rc == NPU_OK)
+            rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
     }
-    if (rc == NPU_OK && !req->expert_slots)
-        rc = widen_ring(&pl, cores, ops, &nops);
-    if (rc == NPU_OK)
-        rc = write_image(&pl, config_text, cores, ops, nops, out);
     if (rc == NPU_OK && summary) {
         uint32_t c0 = pl.plan.rect_row0 * chip->mesh_cols + pl.plan.rect_col0;
         print_summary(&pl, req, &cores[c0], (const struct npu_image_header *)out->data,

@@ -293,7 +293,7 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && skewed &&
-                                    (p->max_tokens <= p->moe_rows || wide);
+                                    !pl->contiguous && (p->max_tokens <= p->moe_rows || wide);
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     p->expert_fanout = p->expert_rank_slices = 0;

@@ -48,6 +48,7 @@ struct planner {
                                        placed for: a MoE group's, or the iteration's under
                                        the MoE over the layer */
     bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
+    bool contiguous;                /* a default balanced map did not fit: place contiguously */
     const char *fallback_why;       /* conservative: why the planner's choices failed */
     char *err;
     size_t errlen;
