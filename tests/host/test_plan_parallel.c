@@ -175,6 +175,39 @@ static void test_ep_layer_wide(void **state)
     assert_false(npu_moe_layer_wide(&hdr(&img)->plan));
     assert_null(strstr(text, "MoE over the layer"));
     npu_built_image_free(&img);
+    req.moe_spill_rows = 1000; /* asked for, but no MoE over the layer */
+    expect_plan_refusal(&moe, &mesh4x4, &req, "the plan has no MoE over the layer");
+}
+
+/* The spill's rows: the iteration's worst case by default, halved while HBM is short (the
+   layer then serves in waves), never below one group's worst case; a request below that
+   is refused with both numbers. */
+static void test_ep_spill_rows(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.max_tokens = 4096, req.max_seq = 1024, req.max_batch = 4;
+    req.tile_rows = 16, req.moe_rows = 64;
+    char text[8192];
+    struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    const struct npu_plan full = hdr(&img)->plan;
+    const uint64_t end = hdr(&img)->hbm_end;
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(&moe.cfg, &full, &s);
+    assert_int_equal(full.moe_spill_rows, npu_moe_spill_group_rows(&moe.cfg, &full, 4096));
+    npu_built_image_free(&img);
+    struct npu_plan_chip small = mesh4x4; /* room for about half of every core's rows */
+    small.hbm_bytes = end - s.stash * 16 / 2; /* the records after the rows do not shrink */
+    img = build_summary(&moe, &small, &req, text, sizeof(text));
+    const struct npu_plan *p = &hdr(&img)->plan;
+    const uint64_t least = npu_moe_spill_group_rows(&moe.cfg, p, npu_moe_group_rows(p));
+    assert_true(p->moe_spill_rows < full.moe_spill_rows && p->moe_spill_rows >= least);
+    if (!strstr(text, "halved for HBM"))
+        fail_msg("no halving in the summary:\n%s", text);
+    npu_built_image_free(&img);
+    req.moe_spill_rows = (uint32_t)least - 1;
+    expect_plan_refusal(&moe, &mesh4x4, &req, "the MoE spill must hold one group's worst case");
 }
 
 static void test_ep_refusals(void **state)
@@ -274,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_ep_balanced),
         cmocka_unit_test(test_ep_balanced_replaced),
         cmocka_unit_test(test_ep_layer_wide),
+        cmocka_unit_test(test_ep_spill_rows),
         cmocka_unit_test(test_ep_refusals),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),

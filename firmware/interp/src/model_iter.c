@@ -74,6 +74,11 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.x_all = (p->x_in_sram ? m->buf.sram : hbm) + core->x_off;
     struct npu_moe_spill spill;
     npu_moe_spill_layout(c, p, &spill);
+    if (spill.bytes && spill.cap < npu_moe_spill_group_rows(c, p, npu_moe_group_rows(p))) {
+        printf("MODEL error: core %u: the MoE spill holds %llu rows, less than a group's\n",
+               hal_self()->core_id, (unsigned long long)spill.cap);
+        return NPU_ERR_FORMAT;
+    }
     if (spill.bytes && core->x_bytes < npu_moe_x_rows_bytes(c, p) + spill.bytes) {
         printf("MODEL error: core %u: the residual rows and the MoE spill need %llu bytes of "
                "HBM, the image planned %llu\n", hal_self()->core_id,
@@ -218,24 +223,26 @@ static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, u
     return rc == NPU_OK ? exec_moe_wide_group(m, l, tile) : rc;
 }
 
-/* The MoE over the layer's second and third passes: the experts once, then each group's
-   combine into its residual rows. Runs in full under tile reuse (not recorded). */
+/* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
+   experts once, then each group's combine into its residual rows. Runs in full under tile
+   reuse (not recorded). */
 static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
-                             uint32_t nruns, uint32_t row0, uint32_t rows)
+                             uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     static struct exec_tile tile;
     int rc = exec_moe_wide_serve(m, l);
-    for (uint32_t g0 = 0, g = 0; rc == NPU_OK && g0 < rows; g0 += G, g++) {
-        const uint32_t gn = rows - g0 < G ? rows - g0 : G;
+    for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
+        const uint32_t gn = w1 - g0 < G ? w1 - g0 : G;
         rc = group_copy(m, row0 + g0, gn, true);
         make_tile(runs, nruns, g0, gn, &tile);
         tile.xt = m->buf.a.xt, tile.in_xt = true;
         if (rc == NPU_OK)
-            rc = exec_moe_wide_finish(m, l, &tile, g);
+            rc = exec_moe_wide_finish(m, l, &tile, g0 / G);
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
+    exec_moe_wide_next_wave(m);
     return rc;
 }
 
@@ -253,12 +260,18 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     static struct exec_tile tile;
     int rc = NPU_OK;
     exec_set_layer(m, op->layer);
+    uint32_t wave = 0; /* the first op row of the wave */
     if (wide)
         exec_moe_wide_begin(m);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
         const uint32_t gn = rows - g0 < G ? rows - g0 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
-        rc = group_copy(m, row0 + g0, gn, true);
+        if (wide && g0 > wave && !exec_moe_wide_room(m, gn)) {
+            rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, g0);
+            wave = g0;
+        }
+        if (rc == NPU_OK)
+            rc = group_copy(m, row0 + g0, gn, true);
         for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
             make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, &tile);
             tile.xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile.in_xt = true;
@@ -272,7 +285,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
             rc = group_copy(m, row0 + g0, gn, false);
     }
     if (rc == NPU_OK && wide)
-        rc = layer_wide_finish(m, op->layer, runs, nruns, row0, rows);
+        rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, rows);
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 

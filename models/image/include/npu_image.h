@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 10u
+#define NPU_IMAGE_VERSION 11u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -153,6 +153,9 @@ struct npu_plan {
        kv_window rows and runs the attention over them query-parallel (docs/images.md,
        "Split attention"); a multiple of tile_rows. 0 unsplit. */
     uint32_t kv_window;
+    /* The MoE over the layer (npu_layout.h, npu_moe_layer_wide): rows the spill in HBM
+       holds; a layer whose groups would pass it serves and combines in waves. 0 otherwise. */
+    uint32_t moe_spill_rows;
 };
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u

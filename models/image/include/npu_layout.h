@@ -116,12 +116,16 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p);
  * in HBM, then serve each expert slice once over the rows of all groups, then combine group
  * by group. The HBM after the residual rows (at x_off + npu_moe_x_rows_bytes) holds:
  *   rows:  [cap][d] eb, the groups' received rows one after the other (a group's by slice),
- *          cap = max_tokens x min(fan-out, the rank's slices);
+ *          cap = moe_spill_rows (the planner's: max_tokens x min(fan-out, the rank's slices),
+ *          less where HBM is short; a group of G rows needs at most G x that minimum, and
+ *          a layer whose next group might not fit serves and combines the groups before it
+ *          first: a wave);
  *   stash: [groups] records of `stride` bytes: the group's first spilled row and row count
  *          (uint64 each), its (count, offset) in rows of each slice the rank holds (uint32
  *          pairs, at `runs`), the dispatch's count matrix (uint32 [tp][NPU_EXPERT_MAP_MAX],
  *          at `counts`) and, functional mode, the rank's rows' top-k ([S][k] fp32 and
- *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp)).
+ *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp));
+ *   ranks: every rank's rows in the current wave (the firmware's scratch).
  */
 #define NPU_MOE_WIDE_GROUPS_MAX 1024u
 bool npu_moe_layer_wide(const struct npu_plan *p);
@@ -129,11 +133,16 @@ struct npu_moe_spill {
     uint64_t rows, cap;            /* offset of the spilled rows; rows they hold */
     uint64_t stash, stride;        /* offset of the records, bytes of one */
     uint64_t runs, counts, topk_val, topk_idx; /* offsets inside a record */
+    uint64_t ranks;                /* offset of uint32 [NOC_GROUP_MAX]: each rank's rows
+                                      in the current wave (firmware scratch) */
     uint32_t groups;               /* records */
     uint64_t bytes;                /* 0 when the plan is not layer-wide */
 };
 void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
                           struct npu_moe_spill *out);
+/* The most rows one group of g rows can spill: g x min(fan-out, the rank's slices). */
+uint64_t npu_moe_spill_group_rows(const struct model_config *c, const struct npu_plan *p,
+                                  uint64_t g);
 /* Bytes of the residual rows before the spill (max_tokens x d x eb, 64-byte aligned). */
 uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_plan *p);
 /* Split: the rank holding cache block b of request `req` is (b + s) mod tp, s =

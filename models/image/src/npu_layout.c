@@ -2,6 +2,8 @@
 /* Per-core buffer layout shared by the planner and the firmware (npu_layout.h). */
 #include "npu_layout.h"
 
+#include "noc/placement.h"
+
 #include <assert.h>
 #include <string.h>
 
@@ -168,6 +170,19 @@ uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_pla
     return ((uint64_t)p->max_tokens * c->hidden_size * npu_dtype_bytes(p->dtype) + 63) & ~63ull;
 }
 
+static uint64_t rank_slices(const struct model_config *c, const struct npu_plan *p)
+{
+    return p->expert_rank_slices ? p->expert_rank_slices : (c->num_experts + p->tp - 1) / p->tp;
+}
+
+uint64_t npu_moe_spill_group_rows(const struct model_config *c, const struct npu_plan *p,
+                                  uint64_t g)
+{
+    const uint64_t kx = p->expert_fanout ? p->expert_fanout : c->experts_per_token;
+    const uint64_t per_rank = rank_slices(c, p);
+    return g * (kx < per_rank ? kx : per_rank);
+}
+
 void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
                           struct npu_moe_spill *o)
 {
@@ -176,11 +191,9 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
         return;
     const uint64_t eb = npu_dtype_bytes(p->dtype), d = c->hidden_size;
     const uint64_t k = c->experts_per_token, g = npu_moe_group_rows(p);
-    const uint64_t kx = p->expert_fanout ? p->expert_fanout : k;
-    const uint64_t per_rank = p->expert_rank_slices ? p->expert_rank_slices
-                                                    : (c->num_experts + p->tp - 1) / p->tp;
+    const uint64_t per_rank = rank_slices(c, p);
     const uint64_t slice = (p->moe_rows + p->tp - 1) / p->tp;
-    o->cap = (uint64_t)p->max_tokens * (kx < per_rank ? kx : per_rank);
+    o->cap = p->moe_spill_rows;
     o->runs = 16; /* after the header's two uint64 */
     uint64_t rec = 0;
     take(&rec, o->runs + per_rank * 8);
@@ -192,6 +205,7 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
     uint64_t at = 0;
     o->rows = take(&at, o->cap * d * eb);
     o->stash = take(&at, o->groups * o->stride);
+    o->ranks = take(&at, (uint64_t)NOC_GROUP_MAX * 4);
     o->bytes = at;
 }
 

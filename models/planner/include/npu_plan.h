@@ -57,6 +57,8 @@ struct npu_plan_request {
                                            left after the weights), 0 none (default) */
     uint64_t kv_ring_rows;              /* KV ring rows; 0: max_batch x the rows of max_seq
                                            positions (npu_kv_local_rows) */
+    uint32_t moe_spill_rows;            /* the MoE over the layer's spill rows
+                                           (npu_plan.moe_spill_rows); 0: the default */
 };
 
 /* The chip the plan is for (a subset of chip_config, so this library needs no emulator). */

@@ -488,9 +488,11 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     npu_moe_spill_layout(pl->cfg, p, &spill);
     if (spill.bytes)
         fprintf(f, "  MoE over the layer: up to %u groups of %u rows dispatched first, their "
-                "rows kept in HBM (%.2f MiB per core), each expert slice served once a layer "
-                "over all of them, then combined group by group\n", spill.groups,
-                npu_moe_group_rows(p), MIB(spill.bytes));
+                "rows kept in HBM (%llu rows, %.2f MiB per core%s), each expert slice served "
+                "once a layer over all of them, then combined group by group\n",
+                spill.groups, npu_moe_group_rows(p), (unsigned long long)spill.cap,
+                MIB(spill.bytes), pl->spill_halvings ? "; halved for HBM: a layer may take "
+                "several waves, each loading the slices again" : "");
     if (!p->weights_resident && p->expert_slots)
         fprintf(f, "  experts: staged through a ring of %u slots of one expert matrix, loaded "
                 "ahead of their GEMMs\n", p->expert_slots);
@@ -695,7 +697,18 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
     }
     if (rc == NPU_OK && !req->expert_slots)
         rc = widen_ring(pl, cores, ops, nops);
-    return rc == NPU_OK ? write_image(pl, config_text, cores, ops, *nops, out) : rc;
+    if (rc == NPU_OK)
+        rc = write_image(pl, config_text, cores, ops, *nops, out);
+    /* HBM short: the MoE spill halved while more than a group's worth (the layer then
+       serves and combines in waves) */
+    while (rc == NPU_ERR_NOMEM && !pl->spill_request && pl->plan.moe_spill_rows >
+               npu_moe_spill_group_rows(pl->cfg, &pl->plan, npu_moe_group_rows(&pl->plan))) {
+        pl->spill_halvings++;
+        rc = npu_planner_cores(pl, cores, ops, nops);
+        if (rc == NPU_OK)
+            rc = write_image(pl, config_text, cores, ops, *nops, out);
+    }
+    return rc;
 }
 
 /* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
@@ -707,6 +720,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     struct planner pl = { .cfg = cfg, .chip = chip, .err = err, .errlen = errlen,
                           .stream = req->stream_weights != 0,
                           .kv_pool = req->kv_sram_blocks, .conservative = conservative,
+                          .spill_request = req->moe_spill_rows,
                           .fallback_why = why };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
@@ -737,10 +751,16 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         pl.plan.expert_placement == NPU_EXPERTS_BALANCED) {
         /* a balanced map's blocks are as wide as a rank's widest slice, so it can need more
            HBM (and SRAM) than contiguous whole experts: place those instead */
-        pl.plan = before, pl.contiguous = true;
+        pl.plan = before, pl.contiguous = true, pl.spill_halvings = 0;
         rc = place_experts(&pl, req);
         if (rc == NPU_OK)
             rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+    }
+    if (rc == NPU_OK && req->moe_spill_rows && !pl.plan.moe_spill_rows) {
+        rc = fail(err, errlen, NPU_ERR_INVAL, "moe_spill_rows %u: the plan has no MoE over "
+                  "the layer (it needs expert parallelism, the residual rows in HBM and more "
+                  "rows than a MoE group of more than a tile)", req->moe_spill_rows);
+        npu_built_image_free(out);
     }
     if (rc == NPU_OK && summary) {
         uint32_t c0 = pl.plan.rect_row0 * chip->mesh_cols + pl.plan.rect_col0;

@@ -42,6 +42,22 @@ static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint3
     return map.bytes;
 }
 
+/* Rows of the MoE spill (npu_plan.moe_spill_rows): every row of the iteration's worst case
+   unless halved for HBM, never less than one group's. 0 without the MoE over the layer. */
+static uint32_t spill_rows(const struct planner *pl)
+{
+    const struct npu_plan *p = &pl->plan;
+    if (!npu_moe_layer_wide(p))
+        return 0;
+    if (pl->spill_request)
+        return pl->spill_request;
+    const uint64_t full = npu_moe_spill_group_rows(pl->cfg, p, p->max_tokens);
+    const uint64_t least = npu_moe_spill_group_rows(pl->cfg, p, npu_moe_group_rows(p));
+    const uint64_t r = pl->spill_halvings < 32 ? full >> pl->spill_halvings : 0;
+    const uint64_t rows = r > least ? r : least;
+    return rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
+}
+
 /* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
    shares when they fit, else a staging buffer for the largest layer), the NPU paper's
    section 4.2 order. */
@@ -74,8 +90,15 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
     pl->plan.x_in_sram = pl->plan.x_in_sram && at + xb + stage <= avail;
     core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.x_in_sram ? xb : 0;
+    pl->plan.moe_spill_rows = spill_rows(pl);
     struct npu_moe_spill spill; /* in HBM after the residual rows (the MoE over the layer) */
     npu_moe_spill_layout(c, p, &spill);
+    const uint64_t least = npu_moe_spill_group_rows(c, p, npu_moe_group_rows(p));
+    if (spill.bytes && spill.cap < least)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "moe_spill_rows %llu: the MoE spill "
+                    "must hold one group's worst case, %llu rows (%u rows x %llu slices)",
+                    (unsigned long long)spill.cap, (unsigned long long)least,
+                    npu_moe_group_rows(p), (unsigned long long)(least / npu_moe_group_rows(p)));
     core->x_bytes += pl->plan.x_in_sram ? 0 : spill.bytes;
     /* with a block pool in SRAM, the ring is the spill space in HBM (section 4.2) */
     pl->plan.kv_in_sram = pl->plan.kv_in_sram && pl->kv_pool == 0 &&
