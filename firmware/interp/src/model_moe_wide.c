@@ -14,9 +14,9 @@
  *   3. per group again: its rows (now outputs) and count matrix back, its choices sorted
  *      again (the routing model's draws, or the stashed top-k), the combine, and the sum
  *      into the group's residual rows.
- * The spill holds moe_spill_rows rows: when the next group might not fit (its worst case,
- * npu_moe_spill_group_rows), the groups before it are served and combined first (a wave;
- * its slices are loaded again in the next).
+ * The spill holds moe_spill_rows rows: when the wave's groups' worst cases and the next
+ * group's (npu_moe_spill_group_rows) would pass it, the groups before it are served and
+ * combined first (a wave; its slices are loaded again in the next).
  * Why: group by group, a layer loads every slice once per group its ring cannot keep (a
  * 2048-row prefill of Qwen3-30B-A3B on large-64: 4 groups of 512 rows, 203 GB of HBM for 58
  * GB of weights), and balanced placement, which spreads a hot expert over several ranks,
@@ -30,25 +30,19 @@
 #include <stdio.h>
 
 #include "model_moe.h"
-#include "noc/placement.h"
 #include "npu/hal.h"
 
 /* The layer being run: its first group not yet served (the wave's), groups recorded so
-   far, rows the wave spilled so far, and every rank's (from the dispatches' count
-   matrices, which every rank has): a wave ends where the busiest rank's spill might not take
-   the next group, the same group on every rank, so the collectives stay matched. */
+   far, rows the wave spilled so far, and the wave's groups' worst cases summed: a wave ends
+   where the next group's worst case would pass the spill. That is the same on every rank,
+   so all end a wave at the same group and the collectives stay matched; the busiest rank's
+   actual rows (every rank could sum them from the count matrices) would cost each hart a
+   pass over the matrix per group, which 64 harts on 2 host cores made 3x slower to
+   simulate. */
 static struct {
     uint32_t first, groups;
-    uint64_t rows, most;
-    uint32_t *rank_rows; /* [NOC_GROUP_MAX], in the spill (HBM): firmware memory is full */
+    uint64_t rows, reserved;
 } wide;
-
-static void wave_reset(void)
-{
-    wide.rows = wide.most = 0;
-    for (uint32_t q = 0; q < NOC_GROUP_MAX; q++)
-        wide.rank_rows[q] = 0;
-}
 
 /* A group's record, at the start of its stash entry (hart-written; then the runs). */
 struct wide_record {
@@ -81,23 +75,20 @@ static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s,
 
 void exec_moe_wide_begin(struct exec_model *m)
 {
-    struct npu_moe_spill s;
-    npu_moe_spill_layout(m->cfg, m->plan, &s);
-    wide.rank_rows = (uint32_t *)(uintptr_t)(spill_base(m) + s.ranks);
-    wide.first = wide.groups = 0;
-    wave_reset();
+    (void)m;
+    wide.first = wide.groups = 0, wide.rows = wide.reserved = 0;
 }
 
 bool exec_moe_wide_room(const struct exec_model *m, uint32_t n)
 {
-    return wide.most + npu_moe_spill_group_rows(m->cfg, m->plan, n) <= m->plan->moe_spill_rows;
+    return wide.reserved + npu_moe_spill_group_rows(m->cfg, m->plan, n) <=
+           m->plan->moe_spill_rows;
 }
 
 void exec_moe_wide_next_wave(struct exec_model *m)
 {
     (void)m;
-    wide.first = wide.groups;
-    wave_reset();
+    wide.first = wide.groups, wide.rows = wide.reserved = 0;
 }
 
 /* Functional mode: the top-k of the rank's nr rows, to the record (in) or back. */
@@ -109,22 +100,6 @@ static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint3
     const uint64_t r[2] = { rec + s->topk_val, rec + s->topk_idx };
     for (int i = 0; bytes && !m->plan->mode && i < 2; i++)
         exec_copy(m, out ? r[i] : a[i], out ? a[i] : r[i], 1, bytes, bytes, bytes);
-}
-
-/* Every rank's rows of this group (its slices' counts from every sender) into its wave
-   total, and the most of them. */
-static void note_ranks(const struct exec_model *m, const struct moe_ep_map *x,
-                       const struct noc_alltoallv_plan *plan)
-{
-    const uint32_t d = m->cfg->hidden_size;
-    for (uint32_t q = 0; q < m->tp; q++) {
-        uint64_t elems = 0;
-        for (uint32_t i = x->first[q]; i < x->first[q + 1]; i++)
-            for (uint32_t r = 0; r < m->tp; r++)
-                elems += plan->counts[r * plan->buckets + i];
-        wide.rank_rows[q] += (uint32_t)(elems / d);
-        wide.most = wide.rank_rows[q] > wide.most ? wide.rank_rows[q] : wide.most;
-    }
 }
 
 int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
@@ -163,7 +138,7 @@ int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile
     copy_topk(m, &s, wide.groups, r0 < tile->n ? (tile->n - r0 < slice ? tile->n - r0 : slice)
                                                : 0, true);
     wide.rows += rec->rows, wide.groups++;
-    note_ranks(m, x, &plan);
+    wide.reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
     return NPU_OK;
 }
 

@@ -118,14 +118,13 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p);
  *   rows:  [cap][d] eb, the groups' received rows one after the other (a group's by slice),
  *          cap = moe_spill_rows (the planner's: max_tokens x min(fan-out, the rank's slices),
  *          less where HBM is short; a group of G rows needs at most G x that minimum, and
- *          a layer whose next group might not fit serves and combines the groups before it
- *          first: a wave);
+ *          a layer whose groups' worst cases would pass the spill serves and combines the
+ *          groups before the one that would first: a wave);
  *   stash: [groups] records of `stride` bytes: the group's first spilled row and row count
  *          (uint64 each), its (count, offset) in rows of each slice the rank holds (uint32
  *          pairs, at `runs`), the dispatch's count matrix (uint32 [tp][NPU_EXPERT_MAP_MAX],
  *          at `counts`) and, functional mode, the rank's rows' top-k ([S][k] fp32 and
- *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp));
- *   ranks: every rank's rows in the current wave (the firmware's scratch).
+ *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp)).
  */
 #define NPU_MOE_WIDE_GROUPS_MAX 1024u
 bool npu_moe_layer_wide(const struct npu_plan *p);
@@ -133,8 +132,6 @@ struct npu_moe_spill {
     uint64_t rows, cap;            /* offset of the spilled rows; rows they hold */
     uint64_t stash, stride;        /* offset of the records, bytes of one */
     uint64_t runs, counts, topk_val, topk_idx; /* offsets inside a record */
-    uint64_t ranks;                /* offset of uint32 [NOC_GROUP_MAX]: each rank's rows
-                                      in the current wave (firmware scratch) */
     uint32_t groups;               /* records */
     uint64_t bytes;                /* 0 when the plan is not layer-wide */
 };

@@ -2,8 +2,6 @@
 /* Per-core buffer layout shared by the planner and the firmware (npu_layout.h). */
 #include "npu_layout.h"
 
-#include "noc/placement.h"
-
 #include <assert.h>
 #include <string.h>
 
@@ -205,7 +203,6 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
     uint64_t at = 0;
     o->rows = take(&at, o->cap * d * eb);
     o->stash = take(&at, o->groups * o->stride);
-    o->ranks = take(&at, (uint64_t)NOC_GROUP_MAX * 4);
     o->bytes = at;
 }
 
