@@ -143,8 +143,10 @@ static void test_ep_balanced_replaced(void **state)
 }
 
 /* Groups larger than a tile with the residual rows in HBM and more rows than a group: the
-   MoE over the layer (npu_moe_layer_wide). Its slices serve the whole iteration's rows, so
-   the map is balanced and placed for them, and the spill is in the core's HBM segment. */
+   MoE over the layer (npu_moe_layer_wide) under balanced placement. Its slices serve the
+   whole iteration's rows, so the map is placed for them, and the spill is in the core's HBM
+   segment. By default balanced only for a few groups a layer; contiguous keeps group by
+   group. */
 static void test_ep_layer_wide(void **state)
 {
     (void)state;
@@ -155,6 +157,17 @@ static void test_ep_layer_wide(void **state)
     req.tile_rows = 16, req.moe_rows = 64;
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    assert_int_equal(hdr(&img)->plan.expert_placement, NPU_EXPERTS_CONTIGUOUS); /* 64 groups */
+    assert_false(npu_moe_layer_wide(&hdr(&img)->plan));
+    assert_null(strstr(text, "MoE over the layer"));
+    npu_built_image_free(&img);
+    req.max_tokens = 1024, req.moe_rows = 0; /* the default group: 8 a layer, balanced */
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    assert_true(npu_moe_layer_groups(&hdr(&img)->plan) <= 8);
+    assert_true(npu_moe_layer_wide(&hdr(&img)->plan));
+    npu_built_image_free(&img);
+    req.max_tokens = 4096, req.moe_rows = 64, req.expert_placement = NPU_EXPERTS_BALANCED;
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
     const struct npu_image_header *h = hdr(&img);
     assert_false(h->plan.x_in_sram);
     assert_true(npu_moe_layer_wide(&h->plan));
@@ -188,7 +201,7 @@ static void test_ep_spill_rows(void **state)
     struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
     req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.max_tokens = 4096, req.max_seq = 1024, req.max_batch = 4;
-    req.tile_rows = 16, req.moe_rows = 64;
+    req.tile_rows = 16, req.moe_rows = 64, req.expert_placement = NPU_EXPERTS_BALANCED;
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
     const struct npu_plan full = hdr(&img)->plan;

@@ -155,12 +155,21 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p)
     return p->moe_rows / p->tile_rows * p->tile_rows;
 }
 
+uint32_t npu_moe_layer_groups(const struct npu_plan *p)
+{
+    const uint64_t g = npu_moe_group_rows(p);
+    return g ? (uint32_t)((p->max_tokens + g - 1) / g) : 0;
+}
+
+bool npu_moe_wide_able(const struct npu_plan *p)
+{
+    const uint32_t n = npu_moe_groups_in_xt(p) ? npu_moe_layer_groups(p) : 0;
+    return n > 1 && n <= NPU_MOE_WIDE_GROUPS_MAX;
+}
+
 bool npu_moe_layer_wide(const struct npu_plan *p)
 {
-    if (!npu_moe_groups_in_xt(p))
-        return false;
-    const uint64_t g = npu_moe_group_rows(p);
-    return p->max_tokens > g && (p->max_tokens + g - 1) / g <= NPU_MOE_WIDE_GROUPS_MAX;
+    return npu_moe_wide_able(p) && p->expert_placement == NPU_EXPERTS_BALANCED;
 }
 
 uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_plan *p)

@@ -624,15 +624,17 @@ static int place_experts(struct planner *pl, const struct npu_plan_request *req)
 }
 
 /* Cores planned, and again with the expert map placed again if the cores' plan changed
-   the rows it must be placed for (the residual rows moved to HBM: the MoE over the layer,
-   npu_moe_layer_wide, whose slices serve the whole iteration's rows). */
+   what it was placed for: the rows (the MoE over the layer, npu_moe_layer_wide, serves the
+   whole iteration's rows) or whether the layer can run it (the residual rows moved to HBM:
+   the default placement depends on it). */
 static int cores_placed(struct planner *pl, const struct npu_plan_request *req,
                         struct npu_image_core *cores, struct npu_prog_op *ops, uint32_t *nops)
 {
     int rc = npu_planner_cores(pl, cores, ops, nops);
     const struct npu_plan *p = &pl->plan;
     const uint32_t rows = npu_moe_layer_wide(p) ? p->max_tokens : p->moe_rows;
-    if (rc != NPU_OK || !npu_plan_is_ep(p) || p->tp == 1 || rows == pl->x_rows)
+    if (rc != NPU_OK || !npu_plan_is_ep(p) || p->tp == 1 ||
+        (rows == pl->x_rows && npu_moe_wide_able(p) == pl->x_wide_able))
         return rc;
     rc = place_experts(pl, req);
     return rc == NPU_OK ? npu_planner_cores(pl, cores, ops, nops) : rc;

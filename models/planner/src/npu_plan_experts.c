@@ -26,6 +26,7 @@
 #include "routing_model.h"
 
 #define NPU_PLACEMENT_SAMPLES 4096u
+#define NPU_WIDE_BALANCED_GROUPS 8u
 
 /* Units per expert: the most, up to NPU_EXPERT_UNITS_MAX, that divide ff and keep a unit at
    least sa_cols wide (1 if none). */
@@ -286,16 +287,25 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        one): every group walks a rank's slices through the ring, and a rank with a hot slice
        has rows in every group, so it loads in every group what the ring no longer holds.
        Measured on prefill-2048 (8 groups of 256 rows), balanced placement moved 269 GB of
-       HBM against contiguous placement's 153 GB and was slower; so contiguous there. The
-       MoE over the layer (npu_moe_layer_wide) serves each slice once a layer over all the
-       iteration's rows, so balanced again, placed for those rows. */
-    const bool wide = npu_moe_layer_wide(p);
+       HBM against contiguous placement's 153 GB and was slower; so contiguous there. With
+       balanced placement, a fused layer of several groups runs the MoE over the layer
+       (npu_moe_layer_wide), which serves each slice once a layer over all the iteration's
+       rows: balanced there too if the layer takes at most NPU_WIDE_BALANCED_GROUPS groups
+       (prefill-2048, 8 groups of 256: 101.3 ms against contiguous group by group's 135.8).
+       With more (the layered reference run's 130 groups of 256), each group's dispatch
+       sends a hot expert's rows to all its slices and runs in full under tile reuse: its
+       first 15 s of chip time were no faster, and 2.8x slower to simulate. */
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && skewed &&
-                                    !pl->contiguous && (p->max_tokens <= p->moe_rows || wide);
+                                    !pl->contiguous &&
+                                    (p->max_tokens <= p->moe_rows ||
+                                     (npu_moe_wide_able(p) &&
+                                      npu_moe_layer_groups(p) <= NPU_WIDE_BALANCED_GROUPS));
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
+    const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
+    pl->x_wide_able = npu_moe_wide_able(p);
     p->expert_fanout = p->expert_rank_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: %u ranks and %u "

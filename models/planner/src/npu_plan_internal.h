@@ -47,6 +47,7 @@ struct planner {
     uint32_t x_rows;                /* the rows a slice serves at once that the map was
                                        placed for: a MoE group's, or the iteration's under
                                        the MoE over the layer */
+    bool x_wide_able;               /* npu_moe_wide_able when the map was placed */
     bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
     bool contiguous;                /* a default balanced map did not fit: place contiguously */
     uint32_t spill_request;         /* the request's moe_spill_rows (0: the default) */
