@@ -164,6 +164,9 @@ uint32_t npu_kv_ranks(const struct npu_plan *p);
    over them runs query-parallel. 0 unsplit. The planner's default: what max_tokens needs,
    at most NPU_KV_WINDOW_BYTES of K and V, a multiple of tile_rows. */
 #define NPU_KV_WINDOW_BYTES (1ull << 20)
+/* The most K and V the planner widens a default window to once the plan fits, if the SRAM
+   left keeps every other choice (docs/images.md, "Split attention"). */
+#define NPU_KV_WINDOW_WIDE_BYTES (4ull << 20)
 uint32_t npu_kv_window_rows(const struct npu_plan *p);
 uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank
