@@ -728,10 +728,10 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
             pl->plan.moe_rows = pl->plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(pl, cores, ops, nops);
     }
+    if (rc == NPU_OK && !req->kv_window) /* first: it paid more than ring slots */
+        rc = widen_window(pl, cores, ops, nops);
     if (rc == NPU_OK && !req->expert_slots)
         rc = widen_ring(pl, cores, ops, nops);
-    if (rc == NPU_OK && !req->kv_window)
-        rc = widen_window(pl, cores, ops, nops);
     if (rc == NPU_OK)
         rc = write_image(pl, config_text, cores, ops, *nops, out);
     /* HBM short: the MoE spill halved while more than a group's worth (the layer then
