@@ -131,7 +131,8 @@ static const struct npuctl_command commands[] = {
       "  --kv-window N         split attention: every rank keeps the keys and values of\n"
       "                        the last N rows of a step and runs attention over them\n"
       "                        query-parallel (a multiple of --tile-rows; default: the\n"
-      "                        step's rows, at most 1 MiB of K and V)\n"
+      "                        step's rows, at most 1 MiB of K and V, widened up to\n"
+      "                        4 MiB where SRAM is left once the plan fits)\n"
       "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
       "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
       "                        HBM layer by layer even so\n" },
