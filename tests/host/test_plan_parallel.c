@@ -119,16 +119,26 @@ static void test_ep_balanced(void **state)
     check_balanced(&mesh4x4, 16);
 }
 
+/* tiny-moe over 16 ranks in performance mode, experts EP, routing skewed with alpha
+   skew_milli / 1000, max_tokens rows of up to max_batch requests of 1024 positions. */
+static struct npu_plan_request ep_request(uint32_t skew_milli, uint32_t max_tokens,
+                                          uint32_t max_batch)
+{
+    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    req.routing = skew_milli ? NPU_ROUTING_SKEWED : req.routing;
+    req.routing_skew_milli = skew_milli;
+    req.max_tokens = max_tokens, req.max_seq = 1024, req.max_batch = max_batch;
+    return req;
+}
+
 /* A default MoE group that the SRAM halves: the map is placed again for the group that
    fits (the summary's placement line names the rows the map was placed for), and with
    several groups a layer that placement is contiguous. */
 static void test_ep_balanced_replaced(void **state)
 {
     (void)state;
-    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
-    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
-    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1500;
-    req.max_tokens = 1024, req.max_seq = 1024, req.max_batch = 1;
+    struct npu_plan_request req = ep_request(1500, 1024, 1);
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
     const struct npu_image_header *h = hdr(&img);
@@ -150,10 +160,7 @@ static void test_ep_balanced_replaced(void **state)
 static void test_ep_layer_wide(void **state)
 {
     (void)state;
-    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
-    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
-    req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 1000;
-    req.max_tokens = 4096, req.max_seq = 1024, req.max_batch = 4;
+    struct npu_plan_request req = ep_request(1000, 4096, 4);
     req.tile_rows = 16, req.moe_rows = 64;
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
@@ -198,9 +205,7 @@ static void test_ep_layer_wide(void **state)
 static void test_ep_spill_rows(void **state)
 {
     (void)state;
-    struct npu_plan_request req = request(16, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
-    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
-    req.max_tokens = 4096, req.max_seq = 1024, req.max_batch = 4;
+    struct npu_plan_request req = ep_request(0, 4096, 4);
     req.tile_rows = 16, req.moe_rows = 64, req.expert_placement = NPU_EXPERTS_BALANCED;
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
