@@ -220,7 +220,7 @@ static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, u
     if (!wide)
         return run_tile(m, &moe, tile, x);
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
-    return rc == NPU_OK ? exec_moe_wide_group(m, l, tile) : rc;
+    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile) : rc;
 }
 
 /* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
@@ -231,18 +231,18 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     static struct exec_tile tile;
-    int rc = exec_moe_wide_serve(m, l);
+    int rc = exec_moe_wide_serve_slices(m, l);
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G;
         rc = group_copy(m, row0 + g0, gn, true);
         make_tile(runs, nruns, g0, gn, &tile);
         tile.xt = m->buf.a.xt, tile.in_xt = true;
         if (rc == NPU_OK)
-            rc = exec_moe_wide_finish(m, l, &tile, g0 / G);
+            rc = exec_moe_wide_combine_group(m, l, &tile, g0 / G);
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
-    exec_moe_wide_next_wave(m);
+    exec_moe_wide_start_wave(m);
     return rc;
 }
 
@@ -262,11 +262,11 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     exec_set_layer(m, op->layer);
     uint32_t wave = 0; /* the first op row of the wave */
     if (wide)
-        exec_moe_wide_begin(m);
+        exec_moe_wide_begin_layer(m);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
         const uint32_t gn = rows - g0 < G ? rows - g0 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
-        if (wide && g0 > wave && !exec_moe_wide_room(m, gn)) {
+        if (wide && g0 > wave && !exec_moe_wide_has_room(m, gn)) {
             rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, g0);
             wave = g0;
         }

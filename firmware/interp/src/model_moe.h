@@ -76,17 +76,18 @@ int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan);
 
 /* model_moe_wide.c: the MoE over the layer (npu_moe_layer_wide). A fused layer calls
-   begin, then group for each group (its rows in tile->xt after attention) in row order,
-   serve once, then finish for each group again in the same order (its residual rows in
-   tile->xt, to which the MoE output is added); groups are numbered from 0 in the layer. */
-void exec_moe_wide_begin(struct exec_model *m);
+   begin_layer, then dispatch_group for each group (its rows in tile->xt after attention) in
+   row order, serve_slices once, then combine_group for each group again in the same order
+   (its residual rows in tile->xt, to which the MoE output is added); groups are numbered
+   from 0 in the layer. */
+void exec_moe_wide_begin_layer(struct exec_model *m);
 /* Whether the spill still has room for a group of n rows' worst case; if not, serve and
    finish the groups recorded so far, then start the next wave. */
-bool exec_moe_wide_room(const struct exec_model *m, uint32_t n);
-void exec_moe_wide_next_wave(struct exec_model *m);
-int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
-int exec_moe_wide_serve(struct exec_model *m, uint32_t l);
-int exec_moe_wide_finish(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t n);
+void exec_moe_wide_start_wave(struct exec_model *m);
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
+int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                          uint32_t group);
 
 /* Whether this rank's expert shares are the experts the dispatch sends it (the image's

@@ -73,19 +73,19 @@ static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s,
     return (uint32_t *)(uintptr_t)(record_addr(m, s, g) + s->runs);
 }
 
-void exec_moe_wide_begin(struct exec_model *m)
+void exec_moe_wide_begin_layer(struct exec_model *m)
 {
     (void)m;
     wide.first = wide.groups = 0, wide.rows = wide.reserved = 0;
 }
 
-bool exec_moe_wide_room(const struct exec_model *m, uint32_t n)
+bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t n)
 {
     return wide.reserved + npu_moe_spill_group_rows(m->cfg, m->plan, n) <=
            m->plan->moe_spill_rows;
 }
 
-void exec_moe_wide_next_wave(struct exec_model *m)
+void exec_moe_wide_start_wave(struct exec_model *m)
 {
     (void)m;
     wide.first = wide.groups, wide.rows = wide.reserved = 0;
@@ -102,7 +102,7 @@ static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint3
         exec_copy(m, out ? r[i] : a[i], out ? a[i] : r[i], 1, bytes, bytes, bytes);
 }
 
-int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -142,11 +142,13 @@ int exec_moe_wide_group(struct exec_model *m, uint32_t l, const struct exec_tile
     return NPU_OK;
 }
 
-/* Rows of slice j (the rank's j-th) between the spill and ep_recv: up to `want` from
-   cursor (group g, rows done in it), into ep_recv (in) or back; returns the rows moved. */
+/* Where a slice's walk over the wave's groups stands: group g, rows done in it. */
 struct cursor {
     uint32_t g, done;
 };
+
+/* Rows of slice j (the rank's j-th) between the spill and ep_recv: up to `want` from the
+   cursor, into ep_recv (in) or back; returns the rows moved. */
 static uint32_t move_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t j,
                           struct cursor *c, uint32_t want, bool in)
 {
@@ -169,7 +171,7 @@ static uint32_t move_rows(struct exec_model *m, const struct npu_moe_spill *s, u
     return moved;
 }
 
-int exec_moe_wide_serve(struct exec_model *m, uint32_t l)
+int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -191,7 +193,7 @@ int exec_moe_wide_serve(struct exec_model *m, uint32_t l)
     return exec_flush(m);
 }
 
-int exec_moe_wide_finish(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                          uint32_t group)
 {
     struct npu_moe_spill s;

@@ -204,7 +204,8 @@ struct npu_image_core {
     uint64_t sram_weights, sram_weights_bytes; /* resident weights */
     uint64_t kv_off, kv_bytes;  /* KV ring: SRAM offset or image (HBM) offset */
     uint64_t kv_pool_off, kv_pool_bytes; /* KV block pool: SRAM offset (0 bytes: none) */
-    uint64_t x_off, x_bytes;    /* the iteration's residual rows: SRAM or HBM offset */
+    uint64_t x_off, x_bytes;    /* the iteration's residual rows: SRAM or HBM offset (in
+                                   HBM followed by the MoE spill, npu_moe_spill_layout) */
     uint64_t comm_scratch;      /* SRAM offset of the collectives' scratch */
     uint64_t sram_end;          /* the first SRAM offset the plan does not use */
 };

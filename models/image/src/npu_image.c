@@ -89,6 +89,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     PRIu64 " out of range", p->mode, p->dtype, p->max_batch, p->max_tokens,
                     p->tile_rows, p->max_seq, p->kv_block, p->routing, p->kv_sram_blocks,
                     p->kv_ring_rows);
+    if ((p->moe_spill_rows != 0) != npu_moe_layer_wide(p) ||
+        (p->moe_spill_rows && p->moe_spill_rows < npu_moe_group_rows(p)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: moe_spill_rows %u (the MoE over the "
+                    "layer %s, groups of %u rows)", p->moe_spill_rows,
+                    npu_moe_layer_wide(p) ? "on" : "off", npu_moe_group_rows(p));
     if (p->attn_block < p->kv_block || p->attn_block % p->kv_block)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_block %u is not a multiple of "
                     "kv_block %u", p->attn_block, p->kv_block);

@@ -532,6 +532,15 @@ static uint64_t plan_hbm(struct planner *pl, struct npu_image_core *cores, uint3
     return at;
 }
 
+/* The weights' image offsets moved by delta (their table is laid out from 0 until the
+   header's size is known). */
+static void shift_weights(struct planner *pl, int64_t delta)
+{
+    for (uint64_t i = 0; i < pl->ntensors; i++)
+        pl->tensors[i].hbm_off += (uint64_t)delta;
+    pl->weights_end += (uint64_t)delta;
+}
+
 /* Header, tables and (functional) weights into one buffer. */
 static int write_image(struct planner *pl, const char *config_text, struct npu_image_core *cores,
                        const struct npu_prog_op *ops, uint32_t nops, struct npu_built_image *out)
@@ -554,17 +563,17 @@ static int write_image(struct planner *pl, const char *config_text, struct npu_i
     h.experts_count = pl->nxmap;
     h.weights_off = align_up(h.experts_off + pl->nxmap * sizeof(struct npu_image_expert_slice),
                              NPU_IMAGE_ALIGN);
-    for (uint64_t i = 0; i < pl->ntensors; i++)
-        pl->tensors[i].hbm_off += h.weights_off;
-    pl->weights_end += h.weights_off;
+    shift_weights(pl, (int64_t)h.weights_off);
     h.weights_bytes = pl->weights_end - h.weights_off;
     h.hbm_end = plan_hbm(pl, cores, ncores);
     h.file_bytes = pl->plan.mode == NPU_IMAGE_FUNCTIONAL ? pl->weights_end : h.weights_off;
-    if (h.hbm_end > pl->chip->hbm_bytes)
+    if (h.hbm_end > pl->chip->hbm_bytes) {
+        shift_weights(pl, -(int64_t)h.weights_off); /* the caller may try again */
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: weights (%.1f MiB), KV "
-                    "cache, spilled residuals and MoE rows need %.1f MiB of HBM, the chip has %.1f",
-                    pl->cfg->name, pl->chip->name, MIB(h.weights_bytes), MIB(h.hbm_end),
-                    MIB(pl->chip->hbm_bytes));
+                    "cache, spilled residuals and MoE rows need %.1f MiB of HBM, the chip has "
+                    "%.1f", pl->cfg->name, pl->chip->name, MIB(h.weights_bytes),
+                    MIB(h.hbm_end), MIB(pl->chip->hbm_bytes));
+    }
     uint8_t *img = calloc(1, h.file_bytes);
     if (!img)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "host: %" PRIu64 " bytes for the image",
@@ -612,9 +621,9 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
 }
 
 /* The default split-attention window widened, once the plan fits, to what max_tokens needs,
-   at most NPU_KV_WINDOW_WIDE_BYTES of keys and values, the widest that keeps every other
-   choice of the plan (residual and KV cache in SRAM or not, MoE groups, the MoE over the
-   layer). The window makes attention over an op's latest rows query-parallel: prefill-2048
+   at most NPU_KV_WINDOW_WIDE_BYTES of keys and values, the widest that keeps the plan's
+   other choices (residual, KV cache and weights in SRAM or not, the KV pool, MoE groups,
+   the MoE over the layer); the expert ring widens after it, with the SRAM left. The window makes attention over an op's latest rows query-parallel: prefill-2048
    of Qwen3-30B-A3B took 83.9 ms with 2048 rows against 101.3 with 512, whose older
    positions ran on the 16 owners of their blocks; taken before the plan fits, its SRAM
    pushed the chunked reference plan's residual rows to HBM. */
@@ -635,7 +644,8 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
         p->kv_window = (uint32_t)w;
         int rc = npu_planner_cores(pl, cores, ops, nops);
         if (rc == NPU_OK && p->x_in_sram == was.x_in_sram && p->kv_in_sram == was.kv_in_sram &&
-            npu_moe_layer_wide(p) == wide)
+            p->weights_resident == was.weights_resident &&
+            p->kv_sram_blocks == was.kv_sram_blocks && npu_moe_layer_wide(p) == wide)
             return NPU_OK;
     }
     *p = was;
@@ -732,16 +742,19 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
         rc = widen_window(pl, cores, ops, nops);
     if (rc == NPU_OK && !req->expert_slots)
         rc = widen_ring(pl, cores, ops, nops);
-    if (rc == NPU_OK)
-        rc = write_image(pl, config_text, cores, ops, *nops, out);
-    /* HBM short: the MoE spill halved while more than a group's worth (the layer then
-       serves and combines in waves) */
-    while (rc == NPU_ERR_NOMEM && !pl->spill_request && pl->plan.moe_spill_rows >
+    if (rc != NPU_OK)
+        return rc;
+    rc = write_image(pl, config_text, cores, ops, *nops, out);
+    /* HBM short (write_image's NOMEM): the MoE spill halved while more than a group's worth
+       (the layer then serves and combines in waves); a smaller spill needs no more SRAM */
+    while (rc == NPU_ERR_NOMEM && !pl->spill_request && pl->spill_halvings < 32 &&
+           pl->plan.moe_spill_rows >
                npu_moe_spill_group_rows(pl->cfg, &pl->plan, npu_moe_group_rows(&pl->plan))) {
         pl->spill_halvings++;
         rc = npu_planner_cores(pl, cores, ops, nops);
-        if (rc == NPU_OK)
-            rc = write_image(pl, config_text, cores, ops, *nops, out);
+        if (rc != NPU_OK)
+            return rc;
+        rc = write_image(pl, config_text, cores, ops, *nops, out);
     }
     return rc;
 }
