@@ -76,7 +76,7 @@ too-large)
     expect 2 "qwen3-4b on mesh-2x2: the tile buffers \(tile_rows 8\) need [0-9.]+ MiB of SRAM per core, [0-9.]+ MiB are free" \
         "$npuctl" build-image --model qwen3-4b --chip mesh-2x2 --max-seq 64 -o "$tmp/x.img" ;;
 hbm-too-small)
-    expect 2 "tiny-moe on mesh-2x2: weights \([0-9.]+ MiB\), KV cache and spilled residuals need [0-9.]+ MiB of HBM, the chip has 64.0" \
+    expect 2 "tiny-moe on mesh-2x2: weights \([0-9.]+ MiB\), KV cache, spilled residuals and MoE rows need [0-9.]+ MiB of HBM, the chip has 64.0" \
         "$npuctl" build-image --model tiny-moe --chip mesh-2x2 --max-seq 1024 --max-batch 32 -o "$tmp/x.img" ;;
 missing-field)
     grep -v '^hidden_size' "$dense" > "$tmp/broken.toml"
