@@ -68,6 +68,12 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
    - the combine of the outputs in ep_recv (moe_pairs: the group's), weighting, the sum of
      each row's slots, the all-gather, and the sum into tile->xt. */
 struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x);
+/* The rank's slice of a group of n rows, [r0, r0 + nr), slice = ceil(n / tp). */
+void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
+                      uint32_t *slice);
+/* Every sender's elements (rows x d) of slice s in the dispatch's count matrix. */
+uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
+                            uint32_t s);
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                           const struct moe_ep_map *x, struct noc_alltoallv_plan *plan);
 void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,

@@ -135,8 +135,7 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     return rc;
 }
 
-/* The rank's slice of group rows: [r0, r0 + nr) of n. */
-static void rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
+void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
                       uint32_t *slice)
 {
     *slice = (n + m->tp - 1) / m->tp;
@@ -144,8 +143,7 @@ static void rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint
     *nr = n - *r0 < *slice ? n - *r0 : *slice;
 }
 
-/* Every sender's elements of slice s in the dispatch's matrix. */
-static uint64_t slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
+uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
                             uint32_t s)
 {
     uint64_t elems = 0;
@@ -160,7 +158,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t r0, nr, slice;
-    rank_rows(m, tile->n, &r0, &nr, &slice);
+    moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
     if (rc == NPU_OK) {
@@ -170,7 +168,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
-                slice_elems(m, plan, s) / d;
+                moe_ep_slice_elems(m, plan, s) / d;
     return rc;
 }
 
@@ -209,7 +207,7 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
     m->w.ring.backward = !backward;
     for (uint32_t i = lo; i < hi; i++) {
         const uint32_t s = backward ? hi - 1 - (i - lo) : i;
-        const uint64_t elems = slice_elems(m, plan, s); /* rows x d */
+        const uint64_t elems = moe_ep_slice_elems(m, plan, s); /* rows x d */
         if (elems == 0)
             continue;
         const uint64_t rows = m->buf.a.ep_recv +
@@ -250,7 +248,7 @@ int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
     const uint32_t d = m->cfg->hidden_size, n = tile->n;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t r0, nr, slice;
-    rank_rows(m, n, &r0, &nr, &slice);
+    moe_ep_rank_rows(m, n, &r0, &nr, &slice);
     struct noc_alltoallv_args a = dispatch_args(m, n);
     exec_set_cat(m, EXEC_CAT_COLL);
     int rc = noc_alltoallv_combine(m->comm, &a, plan);

@@ -118,9 +118,7 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     uint32_t *run = runs(m, &s, wide.groups);
     rec->first_row = wide.rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
-        uint64_t elems = 0;
-        for (uint32_t q = 0; q < m->tp; q++)
-            elems += plan.counts[q * plan.buckets + i];
+        const uint64_t elems = moe_ep_slice_elems(m, &plan, i);
         run[2 * (i - lo)] = (uint32_t)(elems / d);
         run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, m->tp, 0, i) / d);
         rec->rows += elems / d;
@@ -134,9 +132,9 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
                   bytes, bytes);
     exec_copy(m, record_addr(m, &s, wide.groups) + s.counts, m->buf.a.ep_matrix, 1, mat, mat,
               mat);
-    const uint32_t slice = (tile->n + m->tp - 1) / m->tp, r0 = m->rank * slice;
-    copy_topk(m, &s, wide.groups, r0 < tile->n ? (tile->n - r0 < slice ? tile->n - r0 : slice)
-                                               : 0, true);
+    uint32_t r0, nr, slice;
+    moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
+    copy_topk(m, &s, wide.groups, nr, true);
     wide.rows += rec->rows, wide.groups++;
     wide.reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
     return NPU_OK;
@@ -209,8 +207,8 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
         exec_copy(m, m->buf.a.ep_recv, spill_base(m) + s.rows + rec->first_row * row, 1,
                   bytes, bytes, bytes);
     exec_copy(m, m->buf.a.ep_matrix, record_addr(m, &s, group) + s.counts, 1, mat, mat, mat);
-    const uint32_t slice = (tile->n + m->tp - 1) / m->tp, r0 = m->rank * slice;
-    const uint32_t nr = r0 < tile->n ? (tile->n - r0 < slice ? tile->n - r0 : slice) : 0;
+    uint32_t r0, nr, slice;
+    moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     copy_topk(m, &s, group, nr, false);
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
     if (rc != NPU_OK)
