@@ -623,8 +623,9 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
 /* The default split-attention window widened, once the plan fits, to what max_tokens needs,
    at most NPU_KV_WINDOW_WIDE_BYTES of keys and values, the widest that keeps the plan's
    other choices (residual, KV cache and weights in SRAM or not, the KV pool, MoE groups,
-   the MoE over the layer); the expert ring widens after it, with the SRAM left. The window makes attention over an op's latest rows query-parallel: prefill-2048
-   of Qwen3-30B-A3B took 83.9 ms with 2048 rows against 101.3 with 512, whose older
+   the MoE over the layer); the expert ring widens after it, with the SRAM left. The window
+   makes attention over an op's latest rows query-parallel: prefill-2048 of Qwen3-30B-A3B
+   took 83.9 ms with 2048 rows against 101.3 with 512, whose older
    positions ran on the 16 owners of their blocks; taken before the plan fits, its SRAM
    pushed the chunked reference plan's residual rows to HBM. */
 static int widen_window(struct planner *pl, struct npu_image_core *cores,
