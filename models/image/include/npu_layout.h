@@ -114,7 +114,8 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p);
  * fused layers whose iteration can take more than one group (at most
  * NPU_MOE_WIDE_GROUPS_MAX), under balanced placement, dispatch every group first, keeping
  * each group's received rows in HBM, then serve each expert slice once over the rows of all
- * groups, then combine group by group. The HBM after the residual rows (at x_off + npu_moe_x_rows_bytes) holds:
+ * groups, then combine group by group. The HBM after the residual rows (at x_off +
+ * npu_moe_x_rows_bytes) holds:
  *   rows:  [cap][d] eb, the groups' received rows one after the other (a group's by slice),
  *          cap = moe_spill_rows (the planner's: max_tokens x min(fan-out, the rank's slices),
  *          less where HBM is short; a group of G rows needs at most G x that minimum, and
