@@ -71,24 +71,81 @@ static bool operand_ok(const struct chip_engines *e, uint32_t core, uint64_t add
            r.core == core;
 }
 
+/* GEMMs in a descriptor (batch 0 means one). */
+static uint32_t gemm_batch(const struct npu_desc *d)
+{
+    return d->batch ? d->batch : 1;
+}
+
+/* The bytes a batch's operand spans: from its first to the end of its last (span bytes
+   each, stride apart); false on overflow. */
+static bool batch_extent(uint32_t batch, uint64_t stride, uint64_t span, uint64_t *extent)
+{
+    const uint64_t n = batch - 1;
+    if (stride && n > (UINT64_MAX - span) / stride)
+        return false;
+    *extent = n * stride + span;
+    return true;
+}
+
+/* A 2-D operand of every GEMM of the batch, each `stride` bytes after the last, in this
+   core's SRAM: the first and the last are checked (SRAM is one window, so those between
+   are in it too). */
+static bool batch_operand_ok(const struct chip_engines *e, uint32_t core, uint64_t addr,
+                             uint64_t stride, uint32_t batch, uint32_t rows, uint32_t cols,
+                             uint32_t ld, uint32_t esize)
+{
+    const uint64_t off = (uint64_t)(batch - 1) * stride;
+    return (!stride || off / stride == batch - 1u) && addr <= UINT64_MAX - off &&
+           operand_ok(e, core, addr, rows, cols, ld, esize) &&
+           operand_ok(e, core, addr + off, rows, cols, ld, esize);
+}
+
+static int check_gemm_batch(uint32_t core, const struct npu_desc *d,
+                            const struct matrix_spans *span, char *err, size_t errlen)
+{
+    const uint32_t nb = gemm_batch(d);
+    uint64_t ea, eb, ec;
+    if (nb == 1 && (d->stride_a || d->stride_b || d->stride_c))
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM strides set without a batch");
+    if (nb > 1 && d->stride_c < span->c)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM batch: the C operands overlap (stride_c below C's span)");
+    /* no C of the batch may overlap any A or B: then their order does not matter */
+    if (!batch_extent(nb, d->stride_a, span->a, &ea) ||
+        !batch_extent(nb, d->stride_b, span->b, &eb) ||
+        !batch_extent(nb, d->stride_c, span->c, &ec) || spans_overlap(d->c, ec, d->a, ea) ||
+        spans_overlap(d->c, ec, d->b, eb))
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM C overlaps A or B");
+    return NPU_OK;
+}
+
 static int check_gemm(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
                       char *err, size_t errlen)
 {
     uint32_t in, out;
     bool ta = d->flags & NPU_DESC_TRANS_A, tb = d->flags & NPU_DESC_TRANS_B;
+    const uint32_t nb = gemm_batch(d);
+    if (nb > NPU_GEMM_BATCH_MAX)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM batch above NPU_GEMM_BATCH_MAX");
     if (!gemm_sizes(d->op, &in, &out))
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown matrix op");
     if (!d->m || !d->n || !d->k || d->m > GEMM_DIM_MAX || d->n > GEMM_DIM_MAX ||
         d->k > GEMM_DIM_MAX)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
                     "GEMM dimensions must be 1..1048576");
-    if (!operand_ok(e, core, d->a, ta ? d->k : d->m, ta ? d->m : d->k, d->lda, in))
+    if (!batch_operand_ok(e, core, d->a, d->stride_a, nb, ta ? d->k : d->m, ta ? d->m : d->k,
+                          d->lda, in))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "GEMM A is outside this core's SRAM or lda is too small");
-    if (!operand_ok(e, core, d->b, tb ? d->n : d->k, tb ? d->k : d->n, d->ldb, in))
+    if (!batch_operand_ok(e, core, d->b, d->stride_b, nb, tb ? d->n : d->k, tb ? d->k : d->n,
+                          d->ldb, in))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "GEMM B is outside this core's SRAM or ldb is too small");
-    if (!operand_ok(e, core, d->c, d->m, d->n, d->ldc, out))
+    if (!batch_operand_ok(e, core, d->c, d->stride_c, nb, d->m, d->n, d->ldc, out))
         return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
                     "GEMM C is outside this core's SRAM or ldc is too small");
     const struct matrix_gemm_args shape = {
@@ -96,11 +153,9 @@ static int check_gemm(const struct chip_engines *e, uint32_t core, const struct 
         .flags = gemm_flags(d->flags), .dtype = gemm_dtype(d->op),
     };
     struct matrix_spans span;
-    if (matrix_gemm_spans(&shape, &span) != NPU_OK ||
-        spans_overlap(d->c, span.c, d->a, span.a) || spans_overlap(d->c, span.c, d->b, span.b))
-        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
-                    "GEMM C overlaps A or B");
-    return NPU_OK;
+    if (matrix_gemm_spans(&shape, &span) != NPU_OK)
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "GEMM C overlaps A or B");
+    return check_gemm_batch(core, d, &span, err, errlen);
 }
 
 /* One side of a copy: m rows of n bytes, `stride` apart, located in *r. */
@@ -160,9 +215,10 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     if ((d->flags & NPU_DESC_KEEP_DATA) && (uint64_t)d->m * d->n > NPU_KEEP_DATA_MAX)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
                     "a KEEP_DATA transfer moves more than NPU_KEEP_DATA_MAX bytes");
-    if (d->reserved1 || d->reserved2 || d->reserved3 || d->reserved4)
+    if (d->engine != NPU_ENGINE_MATRIX &&
+        (d->batch || d->stride_a || d->stride_b || d->stride_c))
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
-                    "reserved descriptor fields must be 0");
+                    "batch and strides are for the matrix engine only (must be 0)");
     switch (d->engine) {
     case NPU_ENGINE_MATRIX:
         return check_gemm(e, core, d, err, errlen);
@@ -209,8 +265,8 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
             .rows = sz->sa_rows, .cols = sz->sa_cols,
             .sram_bytes_per_cycle = sz->sram_bytes_per_cycle,
         };
-        plan->cycles = matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
-                                          gemm_flags(d->flags), NULL);
+        plan->cycles = matrix_gemm_batch_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
+                                                gemm_flags(d->flags), gemm_batch(d), NULL);
         return;
     }
     if (d->engine == NPU_ENGINE_VECTOR) {
@@ -246,20 +302,27 @@ static void finish_copy(const struct chip_engines *e, const struct npu_desc *d)
         memmove(dst.host + (uint64_t)row * d->ldc, src.host + (uint64_t)row * d->lda, d->n);
 }
 
+/* The batch's GEMMs in order (the check at submit keeps every C apart from every A and B,
+   so the order does not change the result). */
 static int finish_gemm(const struct chip_engines *e, const struct npu_desc *d)
 {
-    struct chip_mem_range a, b, c;
-    chip_mem_locate(&e->mem, d->a, 1, &a);
-    chip_mem_locate(&e->mem, d->b, 1, &b);
-    chip_mem_locate(&e->mem, d->c, 1, &c);
-    if (!a.host || !b.host || !c.host)
-        return NPU_OK;
-    struct matrix_gemm_args args = {
-        .a = a.host, .b = b.host, .c = c.host, .m = d->m, .n = d->n, .k = d->k,
-        .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc, .flags = gemm_flags(d->flags),
-        .dtype = gemm_dtype(d->op),
-    };
-    return matrix_gemm(&args);
+    for (uint32_t i = 0; i < gemm_batch(d); i++) {
+        struct chip_mem_range a, b, c;
+        chip_mem_locate(&e->mem, d->a + i * d->stride_a, 1, &a);
+        chip_mem_locate(&e->mem, d->b + i * d->stride_b, 1, &b);
+        chip_mem_locate(&e->mem, d->c + i * d->stride_c, 1, &c);
+        if (!a.host || !b.host || !c.host)
+            return NPU_OK;
+        struct matrix_gemm_args args = {
+            .a = a.host, .b = b.host, .c = c.host, .m = d->m, .n = d->n, .k = d->k,
+            .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc, .flags = gemm_flags(d->flags),
+            .dtype = gemm_dtype(d->op),
+        };
+        const int rc = matrix_gemm(&args);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    return NPU_OK;
 }
 
 static void desc_finish_data(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
@@ -272,7 +335,8 @@ static void desc_finish_data(struct chip_engines *e, uint32_t core, const struct
             .sram_bytes_per_cycle = sz->sram_bytes_per_cycle,
         };
         struct matrix_gemm_timing t;
-        matrix_gemm_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op), gemm_flags(d->flags), &t);
+        matrix_gemm_batch_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
+                                 gemm_flags(d->flags), gemm_batch(d), &t);
         count->sram_bytes += t.sram_bytes;
         count->flops += t.flops;
         if (e->cfg.functional && finish_gemm(e, d) != NPU_OK)

@@ -235,6 +235,14 @@ uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uin
                             uint32_t k, enum matrix_dtype dtype, uint32_t flags,
                             struct matrix_gemm_timing *t)
 {
+    return matrix_gemm_batch_cycles(cfg, m, n, k, dtype, flags, 1, t);
+}
+
+uint64_t matrix_gemm_batch_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uint32_t n,
+                                  uint32_t k, enum matrix_dtype dtype, uint32_t flags,
+                                  uint32_t batch, struct matrix_gemm_timing *t)
+{
+    const uint64_t nb = batch ? batch : 1;
     struct matrix_gemm_timing r = { 0 };
     if (matrix_engine_cfg_check(cfg) || m == 0 || n == 0 || k == 0 ||
         (unsigned)dtype >= MATRIX_DTYPE_COUNT || (flags & ~MATRIX_FLAGS_ALL) != 0) {
@@ -243,15 +251,15 @@ uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uin
         return 0;
     }
     uint64_t fk = ceil_div(k, cfg->rows), fn = ceil_div(n, cfg->cols);
-    r.folds = fk * fn; /* < 2^64: each factor < 2^32 */
+    r.folds = sat_mul(fk * fn, nb); /* fk * fn < 2^64: each factor < 2^32 */
     /* A fold streams M rows but cannot switch before the next fold's R weight rows are in. */
     uint64_t per_fold = m > cfg->rows ? m : cfg->rows;
     uint64_t fill_drain = (uint64_t)cfg->rows + cfg->cols - 2;
     r.compute_cycles = sat_add(sat_add(cfg->rows, sat_mul(r.folds, per_fold)), fill_drain);
-    r.sram_bytes = gemm_sram_bytes(m, n, k, fk, fn, dtype, flags);
+    r.sram_bytes = sat_mul(gemm_sram_bytes(m, n, k, fk, fn, dtype, flags), nb);
     r.sram_cycles = ceil_div(r.sram_bytes, cfg->sram_bytes_per_cycle);
     r.cycles = r.compute_cycles > r.sram_cycles ? r.compute_cycles : r.sram_cycles;
-    r.flops = matrix_gemm_flops(m, n, k);
+    r.flops = sat_mul(matrix_gemm_flops(m, n, k), nb);
     r.utilisation = (double)r.flops / (2.0 * cfg->rows * cfg->cols * (double)r.cycles);
     if (t)
         *t = r;

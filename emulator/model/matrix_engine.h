@@ -147,6 +147,20 @@ uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uin
                             uint32_t k, enum matrix_dtype dtype, uint32_t flags,
                             struct matrix_gemm_timing *t);
 
+/*
+ * A batch of `batch` GEMMs of one shape in one command (npu_desc.batch): their folds follow
+ * each other through the array as one GEMM's do (no operand of one is the output of
+ * another, so nothing waits for a drain), so the first weight load and the fill/drain are
+ * exposed once:
+ *   compute_cycles = R + batch * folds * max(M, R) + (R + C - 2)
+ * and sram_bytes, folds and flops are batch times one GEMM's. batch 0 counts as 1. The
+ * attention of a decode row (a few query rows against each KV head's keys) is the case:
+ * per head, one fold that costs about four times its streaming in weight load and drain.
+ */
+uint64_t matrix_gemm_batch_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uint32_t n,
+                                  uint32_t k, enum matrix_dtype dtype, uint32_t flags,
+                                  uint32_t batch, struct matrix_gemm_timing *t);
+
 /* 2 * M * N * K (saturating). */
 uint64_t matrix_gemm_flops(uint32_t m, uint32_t n, uint32_t k);
 

@@ -134,6 +134,12 @@ void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
     d->ldc = a->ldc;
     d->flags = (a->trans_a ? NPU_DESC_TRANS_A : 0) | (a->trans_b ? NPU_DESC_TRANS_B : 0) |
                (a->accumulate ? NPU_DESC_ACCUMULATE : 0);
+    if (a->batch > 1) {
+        d->batch = a->batch;
+        d->stride_a = a->stride_a;
+        d->stride_b = a->stride_b;
+        d->stride_c = a->stride_c;
+    }
     engine_sync_apply(d, &a->sync);
 }
 

@@ -194,6 +194,45 @@ static void test_gemm_time_and_data(void **state)
     assert_int_equal(chip_engines_counters(&f->e, 2, NPU_ENGINE_MATRIX)->flops, 16);
 }
 
+/* Two 2 x 2 GEMMs in one descriptor: one A (stride 0), B and C 0x100 bytes apart. Each
+   result is its own GEMM's, in the time of a batch of 2; a batch is refused when its C
+   operands overlap, one of its operands leaves the SRAM, it carries strides without a
+   batch, or it is larger than NPU_GEMM_BATCH_MAX. */
+static void test_gemm_batch(void **state)
+{
+    struct fix *f = *state;
+    float *a = (float *)(f->sram[2] + 0x1000), *b = (float *)(f->sram[2] + 0x2000);
+    float *c = (float *)(f->sram[2] + 0x3000);
+    a[0] = 1, a[1] = 2, a[2] = 3, a[3] = 4;
+    b[0] = 5, b[1] = 6, b[2] = 7, b[3] = 8;       /* B0 */
+    b[64] = 1, b[65] = 0, b[66] = 0, b[67] = 1;   /* B1 = I at +0x100 */
+    struct npu_desc d = { .engine = NPU_ENGINE_MATRIX, .op = NPU_MATRIX_OP_GEMM_F32,
+                          .flags = NPU_DESC_SIGNAL, .signal_core = 2, .signal_sem = 4,
+                          .signal_value = 1, .a = sram_addr(2, 0x1000),
+                          .b = sram_addr(2, 0x2000), .c = sram_addr(2, 0x3000), .m = 2, .n = 2,
+                          .k = 2, .lda = 2, .ldb = 2, .ldc = 2, .batch = 2, .stride_b = 0x100,
+                          .stride_c = 0x100 };
+    assert_int_equal(submit(f, 2, &d, 1), NPU_OK);
+    const struct matrix_engine_cfg cfg = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
+    uint64_t cycles = matrix_gemm_batch_cycles(&cfg, 2, 2, 2, MATRIX_FP32, 0, 2, NULL);
+    assert_true(cycles < 2 * matrix_gemm_cycles(&cfg, 2, 2, 2, MATRIX_FP32, 0, NULL));
+    assert_int_equal(wait_for(f, 2, 4, 1), cycles * CYCLE);
+    assert_true(c[0] == 19 && c[1] == 22 && c[2] == 43 && c[3] == 50);
+    assert_true(c[64] == 1 && c[65] == 2 && c[66] == 3 && c[67] == 4);
+    assert_int_equal(chip_engines_counters(&f->e, 2, NPU_ENGINE_MATRIX)->flops, 32);
+    struct npu_desc bad = d;
+    bad.stride_c = 8; /* C is 16 bytes */
+    assert_int_equal(submit(f, 2, &bad, 1), NPU_ERR_INVAL);
+    bad = d, bad.stride_c = SRAM_BYTES; /* the second C past the SRAM */
+    assert_int_equal(submit(f, 2, &bad, 1), NPU_ERR_RANGE);
+    bad = d, bad.stride_b = 0x1000; /* the second B is the first C */
+    assert_int_equal(submit(f, 2, &bad, 1), NPU_ERR_INVAL);
+    bad = d, bad.batch = 1;
+    assert_int_equal(submit(f, 2, &bad, 1), NPU_ERR_INVAL);
+    bad = d, bad.batch = NPU_GEMM_BATCH_MAX + 1, bad.stride_b = bad.stride_c = 0x10;
+    assert_int_equal(submit(f, 2, &bad, 1), NPU_ERR_INVAL);
+}
+
 static struct npu_desc gemm32(uint32_t core, uint8_t sem)
 {
     return (struct npu_desc){ .engine = NPU_ENGINE_MATRIX, .op = NPU_MATRIX_OP_GEMM_F32,
@@ -306,7 +345,7 @@ static void test_bad_descriptors_refused(void **state)
     d[1].signal2_core = 5; /* 4 cores and the control core */
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
     d[1].signal2_core = 4;
-    d[1].reserved1 = 1;
+    d[1].batch = 2; /* a batch on the DMA engine */
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_INVAL);
     d[1] = copy(NPU_ENGINE_DMA, sram_addr(0, 0), hbm_addr(0), 64, 7 /* no such core */, 0);
     assert_int_equal(submit(f, 0, d, 2), NPU_ERR_RANGE);
@@ -368,8 +407,8 @@ static void test_vector_bad_descriptors(void **state)
     d.k = 5;                                                /* k > cols */
     assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);
     d.op = NPU_VECTOR_OP_ADD;
-    d.reserved2 = 1;
-    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* reserved field set */
+    d.stride_a = 1;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);   /* a GEMM stride on a vector op */
 }
 
 static void test_noc_read(void **state)
@@ -436,6 +475,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gemm_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alt_core_sizes, setup_alt, teardown),
         cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_multicast, setup, teardown),

@@ -355,6 +355,25 @@ static void test_timing_hand_computed(void **state)
     expect_timing(&arr4, 9, 8, 8, MATRIX_BF16_FP32, 0, 4, 46, 1280, 46);
 }
 
+/* A batch: its folds follow each other, one weight load and one fill/drain exposed. */
+static void test_timing_batch(void **state)
+{
+    (void)state;
+    struct matrix_gemm_timing one, four;
+    /* 4x4, M = 2 < R, N = K = 4: one fold each; 4 GEMMs: 4 + 4 * 4 + 6 = 26 cycles against
+       4 x 14 = 56 as separate commands; bytes and flops 4x one GEMM's. */
+    matrix_gemm_cycles(&arr4, 2, 4, 4, MATRIX_BF16_FP32, 0, &one);
+    assert_int_equal(matrix_gemm_batch_cycles(&arr4, 2, 4, 4, MATRIX_BF16_FP32, 0, 4, &four),
+                     26);
+    assert_int_equal(one.cycles, 14);
+    assert_int_equal(four.folds, 4 * one.folds);
+    assert_int_equal(four.sram_bytes, 4 * one.sram_bytes);
+    assert_int_equal(four.flops, 4 * one.flops);
+    /* batch 0 and 1 are one GEMM */
+    assert_int_equal(matrix_gemm_batch_cycles(&arr4, 2, 4, 4, MATRIX_BF16_FP32, 0, 0, NULL), 14);
+    assert_int_equal(matrix_gemm_batch_cycles(&arr4, 2, 4, 4, MATRIX_BF16_FP32, 0, 1, NULL), 14);
+}
+
 static void test_timing_sram_bound(void **state)
 {
     (void)state;
@@ -462,6 +481,7 @@ int main(void)
         cmocka_unit_test(test_gemm_invalid),
         cmocka_unit_test(test_gemm_spans),
         cmocka_unit_test(test_timing_hand_computed),
+        cmocka_unit_test(test_timing_batch),
         cmocka_unit_test(test_timing_sram_bound),
         cmocka_unit_test(test_timing_monotonic),
         cmocka_unit_test(test_timing_large_utilisation),

@@ -405,6 +405,17 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate);
+/* exec_gemm's operands as named fields, and a batch: batch > 1 GEMMs of one shape in one
+   command (npu/matrix.h), the i-th on a + i * stride_a, b + i * stride_b, c + i * stride_c
+   (bytes; 0 shares an operand). The array pays one weight load and one drain for all. */
+struct exec_gemm_args {
+    uint64_t c, a, b;
+    uint32_t rows, n, k, lda, ldb, ldc;
+    bool trans_b, f32_out, accumulate;
+    uint32_t batch;
+    uint64_t stride_a, stride_b, stride_c;
+};
+void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g);
 /* Copies bytes from HBM in pieces the DMA takes (model_exec.c). */
 void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
 /* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or

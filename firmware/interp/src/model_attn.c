@@ -214,53 +214,78 @@ static void attn_rescale_state(struct exec_model *m, const struct attn_state *st
 }
 
 /*
- * KV head h of segment g against step s: the group's query heads as one matrix of
- * count x group rows (row t * group + j is row t's j-th head of the group, whose position
- * is pos + t: MASK's k = group), scores, mask, and the online softmax update of (max, sum,
- * acc). m_old/m_new: this step's parity of the max buffers.
+ * KV heads [h0, h0 + hb) of segment g against step s: each head's query heads as one matrix
+ * of count x group rows (row t * group + j is row t's j-th head of the group, whose
+ * position is pos + t: MASK's k = group), scores, mask, and the online softmax update of
+ * (max, sum, acc). m_old/m_new: this step's parity of the max buffers. The heads' two GEMMs
+ * are one batched command each (scores and probabilities of head h0 + i at i x rows x nb):
+ * a decode row's GEMM is one fold of the array, whose weight load and drain cost about
+ * four times its streaming, and a batch pays them once (docs/engines.md).
  */
-static void attn_head_step(struct exec_model *m, const struct attn_state *st,
-                           const struct exec_seg *g, uint32_t h, const struct attn_step *s,
-                           struct attn_kv kv, bool first, uint32_t window, uint64_t m_old,
-                           uint64_t m_new)
+static void attn_heads_step(struct exec_model *m, const struct attn_state *st,
+                            const struct exec_seg *g, uint32_t h0, uint32_t hb,
+                            const struct attn_step *s, struct attn_kv kv, bool first,
+                            uint32_t window, uint64_t m_old, uint64_t m_new)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd, nb = s->nb;
     const uint32_t group = c->num_heads / c->num_kv_heads, rows = g->count * group;
-    const uint64_t eb = m->buf.eb, first_row = h * st->span + (uint64_t)g->row * group;
-    const uint64_t stat = first_row * 4; /* fp32 statistics of these rows */
-    const uint64_t acc = a->acc + first_row * hd * 4;
-    /* scores[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T / sqrt(hd) */
-    exec_gemm(m, a->scores, a->qg + first_row * hd * eb, kv.k + (uint64_t)h * hd * eb, rows,
-              nb, hd, hd, kvd, nb, true, true, false);
+    const uint64_t eb = m->buf.eb, row0 = h0 * st->span + (uint64_t)g->row * group;
+    const uint64_t sc = (uint64_t)rows * nb; /* a head's scores (and probabilities) */
+    /* scores_i[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T, h = h0 + i */
+    exec_gemm_many(m, &(struct exec_gemm_args){
+                          .c = a->scores, .a = a->qg + row0 * hd * eb,
+                          .b = kv.k + (uint64_t)h0 * hd * eb, .rows = rows, .n = nb, .k = hd,
+                          .lda = hd, .ldb = kvd, .ldc = nb, .trans_b = true, .f32_out = true,
+                          .batch = hb, .stride_a = st->span * hd * eb, .stride_b = hd * eb,
+                          .stride_c = sc * 4 });
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
-                                             .out = a->scores, .rows = rows, .cols = nb,
+                                             .out = a->scores, .rows = hb * rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) });
-    /* row t sees positions up to pos + t, with a window the last `window` only */
-    if (s->mask)
-        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = a->scores,
-                                                 .out = a->scores, .rows = rows, .cols = nb,
-                                                 .k = group, .pos = g->pos - s->p0,
-                                                 .scalar = (float)window });
-    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
-                                             .aux = m_new + stat, .rows = rows, .cols = nb,
-                                             .ldaux = 1 });
-    if (!first) /* running max */
-        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
-                                                 .y = m_old + stat, .out = m_new + stat,
-                                                 .rows = 1, .cols = rows });
-    struct vector_op_args e = exec_vec_f32((struct vector_op_args){
-        .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
-        .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = nb, .ldy = 1,
-        .ldaux = 1 });
-    e.out_type = m->buf.dt;
-    exec_vec(m, e);
-    if (!first)
-        attn_rescale_state(m, st, first_row, rows, m_old, m_new);
-    /* acc[rows][hd] (+)= P[rows][nb] V_step,h[nb][hd] */
-    exec_gemm(m, acc, a->probs_blk, kv.v + (uint64_t)h * hd * eb, rows, hd, nb, nb, kvd, hd,
-              false, true, !first);
+    for (uint32_t i = 0; i < hb; i++) {
+        const uint64_t stat = (row0 + i * st->span) * 4; /* fp32 statistics of head h0 + i */
+        const uint64_t sco = a->scores + i * sc * 4;
+        /* row t sees positions up to pos + t, with a window the last `window` only */
+        if (s->mask)
+            attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = sco,
+                                                     .out = sco, .rows = rows, .cols = nb,
+                                                     .k = group, .pos = g->pos - s->p0,
+                                                     .scalar = (float)window });
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = sco,
+                                                 .aux = m_new + stat, .rows = rows, .cols = nb,
+                                                 .ldaux = 1 });
+        if (!first) /* running max */
+            attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+                                                     .y = m_old + stat, .out = m_new + stat,
+                                                     .rows = 1, .cols = rows });
+        struct vector_op_args e = exec_vec_f32((struct vector_op_args){
+            .op = NPU_VECTOR_OP_EXP_SUM, .x = sco, .y = m_new + stat,
+            .out = a->probs_blk + i * sc * eb, .aux = (first ? st->l : a->rsum) + stat,
+            .rows = rows, .cols = nb, .ldy = 1, .ldaux = 1 });
+        e.out_type = m->buf.dt;
+        exec_vec(m, e);
+        if (!first)
+            attn_rescale_state(m, st, row0 + i * st->span, rows, m_old, m_new);
+    }
+    /* acc_h[rows][hd] (+)= P_i[rows][nb] V_step,h[nb][hd] */
+    exec_gemm_many(m, &(struct exec_gemm_args){
+                          .c = a->acc + row0 * hd * 4, .a = a->probs_blk,
+                          .b = kv.v + (uint64_t)h0 * hd * eb, .rows = rows, .n = hd, .k = nb,
+                          .lda = nb, .ldb = kvd, .ldc = hd, .f32_out = true,
+                          .accumulate = !first, .batch = hb, .stride_a = sc * eb,
+                          .stride_b = hd * eb, .stride_c = st->span * hd * 4 });
+}
+
+/* How many KV heads of a segment of `count` rows one step batches: as many as the scores
+   buffer holds ([tile rows x group][attn_block]), at most NPU_GEMM_BATCH_MAX. */
+static uint32_t attn_heads_batch(const struct exec_model *m, uint32_t count)
+{
+    const uint32_t t = m->plan->tile_rows, nkv = m->cfg->num_kv_heads;
+    uint32_t hb = count ? t / count : 1;
+    hb = hb < nkv ? hb : nkv;
+    hb = hb < NPU_GEMM_BATCH_MAX ? hb : NPU_GEMM_BATCH_MAX;
+    return hb ? hb : 1;
 }
 
 /* K and V of local rows [lr, lr + nb) into kblk and vblk: one copy per contiguous piece. */
@@ -389,9 +414,10 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
         const struct attn_step s = attn_step_next(m, g, window, lr, r1);
         attn_gather_kv(m, l, &k, s.lr, s.nb);
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
-        for (uint32_t h = 0; h < c->num_kv_heads; h++)
-            attn_head_step(m, st, g, h, &s, (struct attn_kv){ a->kblk, a->vblk }, lr == r0,
-                           window, m_old, m_new);
+        for (uint32_t h = 0, hb = attn_heads_batch(m, g->count); h < c->num_kv_heads; h += hb)
+            attn_heads_step(m, st, g, h, hb < c->num_kv_heads - h ? hb : c->num_kv_heads - h,
+                            &s, (struct attn_kv){ a->kblk, a->vblk }, lr == r0, window, m_old,
+                            m_new);
         lr += s.nb;
     }
     return true;
@@ -447,9 +473,9 @@ static void attn_window_head(struct exec_model *m, const struct attn_state *st,
         const uint32_t slot = (row0 + p - g->run->pos) % wn;
         const struct attn_step s = attn_window_step(m, g, window, slot, p, last);
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
-        attn_head_step(m, st, g, h, &s, (struct attn_kv){ a->kwin + slot * row,
-                                                          a->vwin + slot * row },
-                       !cached && i == 0, window, m_old, m_new);
+        attn_heads_step(m, st, g, h, 1, &s, (struct attn_kv){ a->kwin + slot * row,
+                                                             a->vwin + slot * row },
+                        !cached && i == 0, window, m_old, m_new);
         p += s.nb;
     }
     if (parity == 1 && steps) { /* the last step used parity 0: it wrote m_b */

@@ -121,27 +121,51 @@ static void gemm_sizes(enum npu_matrix_op op, uint64_t *eab, uint64_t *ec)
     *ec = op == NPU_MATRIX_OP_GEMM_BF16_BF16 ? 2 : 4;
 }
 
+/* [lo, hi) of a batch's operand: its first span, widened to the last (stride bytes on). */
+static struct hz_range gemm_batch_span(struct hz_range r, uint32_t batch, uint64_t stride)
+{
+    if (r.hi > r.lo && batch > 1)
+        r.hi += (uint64_t)(batch - 1) * stride;
+    return r;
+}
+
+void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g)
+{
+    enum npu_matrix_op op = m->buf.dt == NPU_DTYPE_FP32 ? NPU_MATRIX_OP_GEMM_F32
+                            : g->f32_out ? NPU_MATRIX_OP_GEMM_BF16_F32
+                                         : NPU_MATRIX_OP_GEMM_BF16_BF16;
+    const uint32_t nb = g->batch > 1 ? g->batch : 1;
+    assert(nb <= NPU_GEMM_BATCH_MAX);
+    struct matrix_gemm_desc_args d = {
+        .op = op, .a = g->a, .b = g->b, .c = g->c, .m = g->rows, .n = g->n, .k = g->k,
+        .lda = g->lda, .ldb = g->ldb, .ldc = g->ldc, .trans_b = g->trans_b,
+        .accumulate = g->accumulate, .batch = nb, .stride_a = nb > 1 ? g->stride_a : 0,
+        .stride_b = nb > 1 ? g->stride_b : 0, .stride_c = nb > 1 ? g->stride_c : 0,
+    };
+    uint64_t e, ec;
+    gemm_sizes(op, &e, &ec);
+    const struct hz_range ra = hz_span(g->a, g->rows, g->lda * e, g->k * e);
+    const struct hz_range rb = g->trans_b ? hz_span(g->b, g->n, g->ldb * e, g->k * e)
+                                          : hz_span(g->b, g->k, g->ldb * e, g->n * e);
+    const struct hz_range rc = gemm_batch_span(hz_span(g->c, g->rows, g->ldc * ec, g->n * ec),
+                                               nb, d.stride_c);
+    const struct hz_access h = {
+        .rd = { gemm_batch_span(ra, nb, d.stride_a), gemm_batch_span(rb, nb, d.stride_b),
+                g->accumulate ? rc : (struct hz_range){ 0, 0 } },
+        .wr = { rc } };
+    struct npu_desc *desc = push(m); /* first: a full chain is flushed before this one counts */
+    d.sync = hz_sync(HZ_MATRIX, &h, false);
+    matrix_gemm_desc(desc, &d);
+}
+
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate)
 {
-    enum npu_matrix_op op = m->buf.dt == NPU_DTYPE_FP32 ? NPU_MATRIX_OP_GEMM_F32
-                            : f32_out ? NPU_MATRIX_OP_GEMM_BF16_F32
-                                      : NPU_MATRIX_OP_GEMM_BF16_BF16;
-    struct matrix_gemm_desc_args g = {
-        .op = op, .a = a, .b = b, .c = c, .m = rows, .n = n, .k = k, .lda = lda, .ldb = ldb,
-        .ldc = ldc, .trans_b = trans_b, .accumulate = accumulate,
-    };
-    uint64_t e, ec;
-    gemm_sizes(op, &e, &ec);
-    const struct hz_access h = {
-        .rd = { hz_span(a, rows, lda * e, k * e),
-                trans_b ? hz_span(b, n, ldb * e, k * e) : hz_span(b, k, ldb * e, n * e),
-                accumulate ? hz_span(c, rows, ldc * ec, n * ec) : (struct hz_range){ 0, 0 } },
-        .wr = { hz_span(c, rows, ldc * ec, n * ec) } };
-    struct npu_desc *d = push(m); /* first: a full chain is flushed before this one counts */
-    g.sync = hz_sync(HZ_MATRIX, &h, false);
-    matrix_gemm_desc(d, &g);
+    exec_gemm_many(m, &(struct exec_gemm_args){
+                          .c = c, .a = a, .b = b, .rows = rows, .n = n, .k = k, .lda = lda,
+                          .ldb = ldb, .ldc = ldc, .trans_b = trans_b, .f32_out = f32_out,
+                          .accumulate = accumulate });
 }
 
 /* A vector op; element types default to the activations' (callers set fp32 statistics). */

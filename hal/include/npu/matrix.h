@@ -18,6 +18,12 @@ struct matrix_gemm_desc_args {
     bool trans_a;              /* A stored as k x m */
     bool trans_b;              /* B stored as n x k */
     bool accumulate;           /* C += instead of C = */
+    /* batch > 1: that many GEMMs of this shape in one command, the i-th on a + i * stride_a,
+       b + i * stride_b and c + i * stride_c (bytes; a stride of 0 shares the operand; the C
+       operands must not overlap, nor any C an A or B). One weight load and one drain of
+       the array for all (docs/engines.md). 0 or 1: one GEMM, strides 0. */
+    uint32_t batch;
+    uint64_t stride_a, stride_b, stride_c;
     struct engine_sync sync;
 };
 
