@@ -125,17 +125,11 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     return 0;
 }
 
-/* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as the load of each rank
-   under EP: for each slice it holds (the image's expert map, x[0..n)), the expert's rows times
-   the slice's share of the expert's width (a whole expert: its rows). Max over mean into m's
-   sums. */
-static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert_slice *x,
-                         uint32_t n, const uint64_t *tokens, struct measured *m,
-                         uint32_t *layers)
+/* The busiest rank's load over the mean rank's (rank_load[tp]) into m's sums. */
+static void add_rank_loads(const struct npu_plan *p, const double *rank_load,
+                           struct measured *m, uint32_t *layers)
 {
-    double total = 0, most = 0, rank_load[1024] = { 0 };
-    for (uint32_t i = 0; i < n && p->tp <= 1024; i++)
-        rank_load[x[i].rank] += (double)tokens[x[i].expert] * x[i].units / p->expert_units;
+    double total = 0, most = 0;
     for (uint32_t r = 0; r < p->tp && r < 1024; r++) {
         total += rank_load[r];
         most = rank_load[r] > most ? rank_load[r] : most;
@@ -146,6 +140,33 @@ static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert
     m->moe_imbalance += ratio;
     m->moe_worst = ratio > m->moe_worst ? ratio : m->moe_worst;
     ++*layers;
+}
+
+/* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as the load of each rank
+   under EP: for each slice it holds (the image's expert map, x[0..n)), the expert's rows times
+   the slice's share of the expert's width (a whole expert: its rows). */
+static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert_slice *x,
+                         uint32_t n, const uint64_t *tokens, struct measured *m,
+                         uint32_t *layers)
+{
+    double rank_load[1024] = { 0 };
+    for (uint32_t i = 0; i < n && p->tp <= 1024; i++)
+        rank_load[x[i].rank] += (double)tokens[x[i].expert] * x[i].units / p->expert_units;
+    add_rank_loads(p, rank_load, m, layers);
+}
+
+/* The same under the MoE by units (model_moe_units.c): each routed expert's units dealt
+   round the ranks from rank l mod tp, each carrying its rows times its share of the width. */
+static void add_units_load(const struct npu_plan *p, uint32_t l, uint32_t E,
+                           const uint64_t *tokens, struct measured *m, uint32_t *layers)
+{
+    double rank_load[1024] = { 0 };
+    const uint32_t per = p->expert_units * p->moe_unit_split;
+    uint32_t next = l % p->tp;
+    for (uint32_t e = 0; e < E && p->tp <= 1024; e++)
+        for (uint32_t j = 0; tokens[e] && j < per; j++, next = (next + 1) % p->tp)
+            rank_load[next] += (double)tokens[e] / per;
+    add_rank_loads(p, rank_load, m, layers);
 }
 
 /* The image's expert map (file img; NULL if none or unreadable), *n slices, with the header
@@ -184,7 +205,7 @@ static void take_routed(const struct lines_model_routed *r, uint64_t *tokens, ui
 /* Rank 0's MODEL done line, its first `layers=all` row and the routed rows of each layer
    (rank 0 prints them), read with the console-line protocol's decoder (rt/lines.h). */
 static int read_console(const char *path, const struct npu_image_header *xh,
-                        const struct npu_plan *p, const struct model_config *cfg,
+                        const struct npu_plan *p, const struct model_config *cfg, bool units,
                         struct measured *m)
 {
     const bool ep = npu_plan_is_ep(p) && p->tp > 1 && cfg->num_experts && xh;
@@ -219,7 +240,10 @@ static int read_console(const char *path, const struct npu_image_header *xh,
     for (uint32_t l = 0; tokens && l < L; l++) {
         uint32_t n;
         const struct npu_image_expert_slice *x = npu_image_expert_layer(xh, l, &n);
-        add_moe_load(p, x, n, &tokens[(uint64_t)l * E], m, &moe_layers);
+        if (units)
+            add_units_load(p, l, E, &tokens[(uint64_t)l * E], m, &moe_layers);
+        else
+            add_moe_load(p, x, n, &tokens[(uint64_t)l * E], m, &moe_layers);
     }
     free(tokens);
     if (moe_layers)
@@ -301,7 +325,9 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
     }
     snprintf(stats, sizeof(stats), "%s/%s.stats.json", dir, sh->name);
     struct npu_image_header *xh = read_expert_map(img);
-    rc = read_console(console, xh, p, cfg, m) || read_stats(stats, m);
+    const bool units = p->moe_units_rows &&
+                       (uint64_t)sh->s.requests * sh->s.rows <= p->moe_units_rows;
+    rc = read_console(console, xh, p, cfg, units, m) || read_stats(stats, m);
     free(xh);
     if (rc) {
         npuctl_print_error("bench model: %s: no MODEL done line or stats in %s", sh->name,

@@ -113,6 +113,14 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--tile-rows")) return parse_u32(opt, v, &r->tile_rows);
     else if (!strcmp(opt, "--moe-rows")) return parse_u32(opt, v, &r->moe_rows);
     else if (!strcmp(opt, "--moe-spill-rows")) return parse_u32(opt, v, &r->moe_spill_rows);
+    else if (!strcmp(opt, "--moe-units-rows")) {
+        uint32_t n = 0;
+        int rc = parse_u32(opt, v, &n);
+        if (rc == 0 && n > INT32_MAX)
+            return npuctl_usage_error("%s: '%s' is more than %d", opt, v, INT32_MAX);
+        r->moe_units_rows = (int32_t)n;
+        return rc;
+    }
     else if (!strcmp(opt, "--expert-slots")) return parse_u32(opt, v, &r->expert_slots);
     else if (!strcmp(opt, "--kv-block")) return parse_u32(opt, v, &r->kv_block);
     else if (!strcmp(opt, "--attn-block")) return parse_u32(opt, v, &r->attn_block);

@@ -195,7 +195,7 @@ struct exec_weights {
         uint32_t next;                     /* the slot the next load takes */
         struct {                           /* what a slot holds: a matrix still there is */
             const struct npu_image_tensor *t; /* not loaded again (NULL: nothing) */
-            uint32_t block;
+            uint32_t block, part;
         } held[NPU_EXPERT_SLOTS_MAX];
         bool backward;                     /* the next MoE group serves its experts from
                                               the last: what the ring holds from the group
@@ -426,6 +426,20 @@ uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
    loading its first `bytes` (the expert slice it holds) through the ring if staged. */
 uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
                                 uint32_t block, uint64_t bytes);
+/* A piece of an expert tensor for the ring: rows of row_bytes at src (global HBM address),
+   src_stride apart, named (t, block, part) in the ring (part 0: a whole slice of t's block
+   `block`, block0-based as the map numbers it; others a piece of it). */
+struct exec_ring_src {
+    const struct npu_image_tensor *t;
+    uint32_t block, part;
+    uint64_t src;
+    uint64_t rows, row_bytes, src_stride;
+};
+/* Loads r through the expert ring (packed: rows x row_bytes) unless a slot holds it; its
+   address in SRAM (model_exec.c). */
+uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring_src *r);
+/* The global address of image offset off (HBM). */
+uint64_t exec_hbm_addr(const struct exec_model *m, uint64_t off);
 /* Y[T][N] = X[T][K] W^T with this rank's share of tensor (layer, kind), block `block`;
    afterwards every rank holds all of Y (model_wgemm.c). */
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,

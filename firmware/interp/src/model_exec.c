@@ -213,6 +213,11 @@ static uint64_t hbm(const struct exec_model *m, uint64_t off)
     return (uint64_t)(uintptr_t)m->image + off;
 }
 
+uint64_t exec_hbm_addr(const struct exec_model *m, uint64_t off)
+{
+    return hbm(m, off);
+}
+
 void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
 {
     for (uint64_t at = 0; at < bytes; at += 1u << 30) {
@@ -266,37 +271,51 @@ static bool ring_on(const struct exec_model *m, const struct npu_image_tensor *t
     return m->w.map.ring_slots && t->sram_off == NPU_IMAGE_NOWHERE;
 }
 
-/* Loads `bytes` of block `block` (the rank's block0-based index) of t into the ring's next
-   slot unless a slot still holds it, as a side descriptor: it waits, by its data, only for
-   the slot's last readers (model_hazard.h), and exec_flush does not wait for it, so it runs
-   ahead of the chain while the ring has free slots; the GEMM that reads it waits for it by
-   its data too. A matrix still in a slot is not loaded again within the iteration (a rank
-   whose experts fit the ring loads each once per layer and iteration, however many MoE
-   groups). Returns the slot's address. */
-static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_image_tensor *t,
-                          uint32_t block, uint64_t bytes64)
+/* Loads r's rows into the ring's next slot, packed, unless a slot still holds (t, block,
+   part), as a side descriptor: it waits, by its data, only for the slot's last readers
+   (model_hazard.h), and exec_flush does not wait for it, so it runs ahead of the chain while
+   the ring has free slots; the GEMM that reads it waits for it by its data too. A matrix
+   still in a slot is not loaded again within the iteration (a rank whose experts fit the
+   ring loads each once per layer and iteration, however many MoE groups). Returns the
+   slot's address. */
+uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring_src *r)
 {
     const uint64_t slots = m->w.stage + m->w.map.experts;
     for (uint32_t h = 0; h < m->w.map.ring_slots; h++)
-        if (m->w.ring.held[h].t == t && m->w.ring.held[h].block == block) /* still there */
+        if (m->w.ring.held[h].t == r->t && m->w.ring.held[h].block == r->block &&
+            m->w.ring.held[h].part == r->part) /* still there */
             return slots + h * m->w.map.ring_span;
     const uint32_t s = m->w.ring.next;
-    const uint64_t dst = slots + s * m->w.map.ring_span;
-    assert(bytes64 <= t->block_bytes && t->block_bytes <= m->w.map.ring_span &&
-           t->block_bytes <= (1u << 30));
-    const uint32_t bytes = (uint32_t)bytes64; /* an expert slice: the start of its block */
-    const uint64_t src = hbm(m, t->hbm_off) + (uint64_t)(block - t->block0) * t->block_bytes;
-    const struct hz_access h = { .rd = { hz_span(src, 1, bytes, bytes) },
+    const uint64_t dst = slots + s * m->w.map.ring_span, bytes = r->rows * r->row_bytes;
+    /* a piece of another rank's share is no larger than a unit of the map, which every
+       rank's slot holds (its widest slice is at least one) */
+    assert(r->rows >= 1 && bytes <= r->t->block_bytes && bytes <= m->w.map.ring_span &&
+           r->row_bytes <= (1u << 30) && r->src_stride >= r->row_bytes);
+    const struct hz_access h = { .rd = { hz_span(r->src, r->rows, r->src_stride, r->row_bytes) },
                                  .wr = { hz_span(dst, 1, bytes, bytes) } };
     struct npu_desc *d = push(m);
-    struct dma_copy_args a = { .src = src, .dst = dst, .rows = 1, .row_bytes = bytes,
-                               .src_stride = bytes, .dst_stride = bytes,
+    struct dma_copy_args a = { .src = r->src, .dst = dst, .rows = r->rows,
+                               .row_bytes = (uint32_t)r->row_bytes,
+                               .src_stride = r->src_stride, .dst_stride = r->row_bytes,
                                .sync = hz_sync(HZ_DMA, &h, true) };
     dma_copy_desc(d, &a);
-    m->w.ring.held[s].t = t, m->w.ring.held[s].block = block;
+    m->w.ring.held[s].t = r->t, m->w.ring.held[s].block = r->block;
+    m->w.ring.held[s].part = r->part;
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
     m->acct.stats[l].expert_bytes += bytes;
     return dst;
+}
+
+/* The first `bytes` of block `block` (the rank's block0-based index) of t: an expert slice
+   at the start of its block. */
+static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_image_tensor *t,
+                          uint32_t block, uint64_t bytes)
+{
+    const struct exec_ring_src r = {
+        .t = t, .block = block, .part = 0,
+        .src = hbm(m, t->hbm_off) + (uint64_t)(block - t->block0) * t->block_bytes,
+        .rows = 1, .row_bytes = bytes, .src_stride = bytes };
+    return exec_ring_load(m, l, &r);
 }
 
 void exec_stage_expert(struct exec_model *m, uint32_t l, uint32_t e)

@@ -90,7 +90,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
     index_tensors(m);
-    if (m->tp > 1 && npu_plan_is_ep(p) && !exec_moe_ep_owns(m))
+    if (m->tp > 1 && npu_plan_is_ep(p) && (!exec_moe_ep_owns(m) || !exec_moe_units_check(m)))
         return NPU_ERR_FORMAT;
     m->acct.layer = c->num_layers;
     m->acct.cat = EXEC_CAT_OTHER;

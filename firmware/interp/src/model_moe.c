@@ -55,7 +55,8 @@ const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_mod
     return m->route.table;
 }
 
-/* Each row's k experts and weights: from the top-k (functional) or the routing model. */
+/* Each row's k experts and weights: from the top-k (functional; idx and wgt may be the
+   top-k's own buffers: a row is read before it is written) or the routing model. */
 static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                     uint32_t r0, uint32_t r1, uint32_t *idx, float *wgt)
 {
@@ -112,8 +113,11 @@ static void count_buckets(struct moe_pairs *p, const uint32_t *idx, uint32_t pai
 void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                       uint32_t r0, uint32_t r1, const struct moe_ep_map *map)
 {
-    static uint32_t idx[MOE_PAIRS_MAX], fill[NPU_EXPERT_MAP_MAX];
-    static float wgt[MOE_PAIRS_MAX];
+    static uint32_t fill[NPU_EXPERT_MAP_MAX];
+    /* each row's choices and weights in place of the top-k's (its rows, rr >= n, and the
+       chain was flushed after it; in performance mode the top-k wrote nothing) */
+    uint32_t *idx = (uint32_t *)(uintptr_t)m->buf.a.topk_idx;
+    float *wgt = (float *)(uintptr_t)m->buf.a.topk_val;
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token, n = r1 - r0;
     const uint32_t buckets = map ? map->n : E;
     struct moe_pairs *p = &moe_pairs;
@@ -183,7 +187,8 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
 int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     if (m->tp > 1 && npu_plan_is_ep(m->plan))
-        return exec_moe_ep(m, l, tile);
+        return exec_moe_units_apply(m, tile->n) ? exec_moe_units(m, l, tile)
+                                                : exec_moe_ep(m, l, tile);
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, E = c->num_experts, n = tile->n;

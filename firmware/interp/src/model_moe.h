@@ -96,6 +96,13 @@ int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                          uint32_t group);
 
+/* model_moe_units.c: the MoE by units (plan.moe_units_rows), for a MoE op of at most that
+   many rows under expert parallelism; the check at start (the tensor table's order, the
+   unit width), which says what is wrong on the console. */
+bool exec_moe_units_apply(const struct exec_model *m, uint32_t n);
+int exec_moe_units(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+bool exec_moe_units_check(const struct exec_model *m);
+
 /* Whether this rank's expert shares are the experts the dispatch sends it (the image's
    tensor table against npu_plan_expert_first); says which layer is not on the console. */
 bool exec_moe_ep_owns(const struct exec_model *m);

@@ -20,8 +20,8 @@
  *   many KV blocks (tile_distance); under split attention, so do its positions in the
  *   window (the query-parallel part);
  * - MoE: the load of its routing (moe_tile_draw): the routed pairs of the busiest rank
- *   under expert parallelism (a pair per expert slice), else the number of experts routed
- *   to. Every rank draws the
+ *   under expert parallelism (a pair per expert slice), the units of the busiest rank under
+ *   the MoE by units, else the number of experts routed to. Every rank draws the
  *   routing model's choices of all the tile's rows (the same on every rank). A tile that
  *   routes to an expert the group has not staged in this layer (m->treuse.group_staged) runs in
  *   full and is not recorded: the first route of an expert in a layer moves its weights
@@ -127,6 +127,23 @@ static struct exec_tile_class *new_class(struct exec_model *m)
     return lru;
 }
 
+/* The MoE by units' load (model_moe_units.c): its units dealt as the op deals them, from
+   rank l mod tp, each carrying its expert's rows; the busiest rank's rows x 256 + units. */
+static uint32_t units_load(const struct exec_model *m, uint32_t l, const uint16_t *rows)
+{
+    static uint32_t prs[NOC_GROUP_MAX], uns[NOC_GROUP_MAX];
+    const uint32_t per = m->plan->expert_units * m->plan->moe_unit_split;
+    memset(prs, 0, m->tp * sizeof(prs[0])), memset(uns, 0, m->tp * sizeof(uns[0]));
+    uint32_t next = l % m->tp, most = 0;
+    for (uint32_t e = 0; e < m->cfg->num_experts; e++)
+        for (uint32_t j = 0; rows[e] && j < per; j++, next = (next + 1) % m->tp) {
+            prs[next] += rows[e], uns[next]++;
+            const uint32_t w = prs[next] * 256 + uns[next];
+            most = w > most ? w : most;
+        }
+    return most;
+}
+
 /* Draws the routing model's choices of the tile's rows: *load for the key (struct
    exec_tile_class), and whether they route only to experts the group staged in this layer
    (the others are marked staged: the tile, run in full, stages them). */
@@ -136,16 +153,18 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     /* scratch: not model state */
     static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
     static uint32_t pairs[NOC_GROUP_MAX];
-    static uint8_t hit[ROUTING_EXPERTS_MAX];
+    static uint16_t rows[ROUTING_EXPERTS_MAX]; /* per expert */
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
     /* the plan's map, not this rank's tensors: a rank may hold no expert, and every rank
        must decide alike */
-    const struct moe_ep_map *x = m->tp > 1 && npu_plan_is_ep(m->plan) ? moe_ep_map(m, l) : NULL;
+    const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
+    const bool units = ep && exec_moe_units_apply(m, tile->n);
+    const struct moe_ep_map *x = ep && !units ? moe_ep_map(m, l) : NULL;
     const bool streamed = !m->plan->weights_resident;
     if (x)
         memset(pairs, 0, m->tp * sizeof(pairs[0]));
     else
-        memset(hit, 0, E);
+        memset(rows, 0, E * sizeof(rows[0]));
     struct routing_model rm;
     const uint64_t *table = moe_routing(m, l, &rm);
     bool steady = true;
@@ -159,13 +178,13 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
                     const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
                     most = ++pairs[q] > most ? pairs[q] : most;
                 }
-                if (!x && !hit[e])
-                    hit[e] = 1, most++;
+                if (!x && !rows[e]++)
+                    most++;
                 if (streamed && !m->treuse.group_staged[e])
                     m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
             }
         }
-    *load = most;
+    *load = units ? units_load(m, l, rows) : most;
     return steady;
 }
 

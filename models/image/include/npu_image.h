@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 11u
+#define NPU_IMAGE_VERSION 12u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -156,6 +156,15 @@ struct npu_plan {
     /* The MoE over the layer (npu_layout.h, npu_moe_layer_wide): rows the spill in HBM
        holds; a layer whose groups would pass it serves and combines in waves. 0 otherwise. */
     uint32_t moe_spill_rows;
+    /* The MoE by units (docs/images.md, "MoE by units"; model_moe_units.c): under expert
+       parallelism a MoE op of at most moe_units_rows rows (a decode iteration's) runs on
+       every rank over all its rows, each touched expert cut into units of
+       moe_intermediate_size / (expert_units x moe_unit_split) columns, the units dealt
+       round the ranks whoever holds them, and the partial outputs all-reduced; needs every
+       rank to hold a slice in every layer and staged experts with a ring of at least 3
+       slots. 0 and 0: never. */
+    uint32_t moe_units_rows;
+    uint32_t moe_unit_split;
 };
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u

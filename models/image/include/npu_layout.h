@@ -55,6 +55,11 @@ struct npu_act_layout {
                                       route to each expert slice */
     uint64_t ep_matrix;            /* uint32 [p][NPU_EXPERT_MAP_MAX]: the dispatch's count
                                       matrix, every rank's ep_counts */
+    uint64_t ugather;              /* MoE by units, u = moe_units_rows: [u][d] eb, an
+                                      expert's rows */
+    uint64_t ueout;                /* [u][d] eb: a unit's outputs over them */
+    uint64_t ucombine;             /* [u x k][d] eb: each row's k slots, summed over this
+                                      rank's units of the slot's expert */
     uint64_t hx;                   /* [B][d] eb: each request's last row */
     uint64_t logits;               /* [B][V] eb; vocab-parallel head: [B][V / tp] */
     uint64_t argmax;               /* uint32 [B] */

@@ -127,6 +127,13 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "%u, slices per rank %u: out of range, or not 0 without expert "
                     "parallelism over tp > 1", p->expert_units, p->expert_placement,
                     p->expert_fanout, p->expert_rank_slices);
+    if ((p->moe_units_rows != 0) != (p->moe_unit_split != 0) || p->moe_unit_split > 64 ||
+        (p->moe_units_rows && (!ep || p->weights_resident || p->expert_slots < 3 ||
+                               p->moe_units_rows > p->max_tokens)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: the MoE by units over %u rows, units "
+                    "split %u: both 0, or split 1..64 with expert parallelism over tp > 1, "
+                    "staged experts, a ring of at least 3 slots and at most max_tokens %u "
+                    "rows", p->moe_units_rows, p->moe_unit_split, p->max_tokens);
     return NPU_OK;
 }
 
@@ -216,6 +223,15 @@ static int check_expert_layer(const struct npu_image_header *h,
         if (covered[x[i].expert] != full)
             return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only part of "
                         "expert %u's %u units", x[i].layer, x[i].expert, U);
+    /* the MoE by units loads its units through every rank's ring: a rank without a slice
+       has none (ranks are in order, so the map names them all when it names 0 .. tp - 1) */
+    uint32_t ranks = 0;
+    for (uint64_t i = i0; i < i0 + n; i++)
+        ranks += i == i0 || x[i].rank != x[i - 1].rank;
+    if (h->plan.moe_units_rows && (ranks != h->plan.tp || x[i0].rank != 0))
+        return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u gives slices to %u of "
+                    "%u ranks; the MoE by units needs every rank to hold one", x[i0].layer,
+                    ranks, h->plan.tp);
     return NPU_OK;
 }
 

@@ -85,6 +85,10 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->ep_out = take(&at, p_ep * slice * d * eb);
     o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
     o->ep_matrix = take(&at, p_ep * NPU_EXPERT_MAP_MAX * 4);
+    const uint64_t u = p->moe_units_rows; /* the MoE by units: an expert's rows, their
+                                             outputs, and every row's k slots */
+    o->ugather = take(&at, u * d * eb), o->ueout = take(&at, u * d * eb);
+    o->ucombine = take(&at, u * k * d * eb);
     o->hx = take(&at, b * d * eb);
     const bool split_head = npu_lm_head_split(p); /* logits of the rank's vocabulary slice */
     o->logits = take(&at, b * (split_head ? c->vocab_size / p->tp : c->vocab_size) * eb);

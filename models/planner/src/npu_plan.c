@@ -18,7 +18,7 @@ void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
                                       .routing_seed = 1, .expert_placement = -1,
-                                      .kv_split = -1 };
+                                      .kv_split = -1, .moe_units_rows = -1 };
 }
 
 /* The GEMM a tensor belongs to, or -1 if it is not split over the ranks. */
@@ -493,6 +493,12 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
                 spill.groups, npu_moe_group_rows(p), (unsigned long long)spill.cap,
                 MIB(spill.bytes), pl->spill_halvings ? "; halved for HBM: a layer may take "
                 "several waves, each loading the slices again" : "");
+    if (p->moe_units_rows)
+        fprintf(f, "  MoE by units: a MoE op of at most %u rows runs on every rank over all "
+                "its rows, each touched expert in units of %u columns dealt round the ranks "
+                "(from whichever rank's HBM holds them), partial outputs all-reduced\n",
+                p->moe_units_rows,
+                pl->cfg->moe_intermediate_size / (p->expert_units * p->moe_unit_split));
     if (!p->weights_resident && p->expert_slots)
         fprintf(f, "  experts: staged through a ring of %u slots of one expert matrix, loaded "
                 "ahead of their GEMMs\n", p->expert_slots);
@@ -770,6 +776,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
                           .stream = req->stream_weights != 0,
                           .kv_pool = req->kv_sram_blocks, .conservative = conservative,
                           .spill_request = req->moe_spill_rows,
+                          .units_request = req->moe_units_rows,
                           .fallback_why = why };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
@@ -804,6 +811,13 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         rc = place_experts(&pl, req);
         if (rc == NPU_OK)
             rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+    }
+    if (rc == NPU_OK && req->moe_units_rows > 0 && !pl.plan.moe_units_rows) {
+        rc = fail(err, errlen, NPU_ERR_INVAL, "moe_units_rows %d: the MoE by units needs "
+                  "expert parallelism over tp > 1, experts staged from HBM (not resident), "
+                  "an expert ring of at least 3 slots and a slice of every layer on every "
+                  "rank", req->moe_units_rows);
+        npu_built_image_free(out);
     }
     if (rc == NPU_OK && req->moe_spill_rows && !pl.plan.moe_spill_rows) {
         rc = fail(err, errlen, NPU_ERR_INVAL, "moe_spill_rows %u: the plan has no MoE over "

@@ -42,6 +42,47 @@ static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint3
     return map.bytes;
 }
 
+/* Whether every rank holds a slice of every layer's experts (the MoE by units loads through
+   every rank's ring, which a rank without slices lacks). */
+static bool every_rank_holds(const struct planner *pl)
+{
+    uint32_t layer = UINT32_MAX, ranks = 0, layers = 0;
+    for (uint64_t i = 0; i < pl->nxmap; i++) { /* a layer's slices are in rank order */
+        const struct npu_image_expert_slice *s = &pl->xmap[i];
+        if (s->layer != layer) {
+            if (layer != UINT32_MAX && ranks != pl->plan.tp)
+                return false;
+            layer = s->layer, ranks = 0, layers++;
+        }
+        ranks += i == 0 || s->layer != pl->xmap[i - 1].layer || s->rank != pl->xmap[i - 1].rank;
+    }
+    return layers == pl->cfg->num_layers && ranks == pl->plan.tp;
+}
+
+/* The MoE by units (npu_plan.moe_units_rows, moe_unit_split; docs/images.md, "MoE by
+   units"): up to the request's rows, or by default the plan's decode batch (max_batch),
+   capped at a tile; each unit of the expert map cut into the most pieces (at most 64) that
+   keep a piece at least the matrix array wide. 0 when the plan cannot run it. */
+static void choose_units(struct planner *pl)
+{
+    struct npu_plan *p = &pl->plan;
+    p->moe_units_rows = p->moe_unit_split = 0;
+    if (!npu_plan_is_ep(p) || p->tp == 1 || p->weights_resident || p->expert_slots < 3 ||
+        pl->units_request == 0 || !every_rank_holds(pl))
+        return;
+    uint32_t rows = pl->units_request > 0 ? (uint32_t)pl->units_request : p->max_batch;
+    rows = rows < p->tile_rows ? rows : p->tile_rows;
+    rows = rows < p->max_tokens ? rows : p->max_tokens;
+    const uint32_t w = pl->cfg->moe_intermediate_size / p->expert_units;
+    uint32_t split = 1;
+    for (uint32_t s = 64; s > 1; s--)
+        if (w % s == 0 && w / s >= pl->chip->sa_cols) {
+            split = s;
+            break;
+        }
+    p->moe_units_rows = rows, p->moe_unit_split = split;
+}
+
 /* Rows of the MoE spill (npu_plan.moe_spill_rows): every row of the iteration's worst case
    unless halved for HBM, never less than one group's. 0 without the MoE over the layer. */
 static uint32_t spill_rows(const struct planner *pl)
@@ -266,6 +307,7 @@ static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
     for (;;) {
         const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
+        choose_units(pl); /* staged experts only: its buffers come with it */
         npu_act_layout(pl->cfg, p, act); /* the residual's place sizes xt */
         for (uint32_t st = 0; st < p->stages; st++)
             for (uint32_t r = 0; r < p->tp; r++) {
