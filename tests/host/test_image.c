@@ -238,6 +238,16 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     expect_image_refusal(b, n, "kv_split 2 is not 0 or 1");
 
+    /* The MoE by units without expert parallelism, or with no unit split. */
+    memcpy(b, img.data, n);
+    h->plan.moe_units_rows = 4, h->plan.moe_unit_split = 1;
+    reseal(b, n);
+    expect_image_refusal(b, n, "the MoE by units over 4 rows");
+    memcpy(b, img.data, n);
+    h->plan.moe_units_rows = 4;
+    reseal(b, n);
+    expect_image_refusal(b, n, "units split 0");
+
     /* Trailing bytes are refused too. */
     uint8_t *longer = calloc(1, n + 8);
     assert_non_null(longer);

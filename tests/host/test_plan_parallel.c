@@ -228,6 +228,48 @@ static void test_ep_spill_rows(void **state)
     expect_plan_refusal(&moe, &mesh4x4, &req, "the MoE spill must hold one group's worst case");
 }
 
+/* The MoE by units (docs/images.md, "MoE by units"): with experts staged from HBM and a
+   slice on every rank, a decode-sized op runs by units: by default up to max_batch rows,
+   capped at a tile, in units of the map's (16 columns here, the array's width); never when
+   asked not to, nor with resident experts (asked for there: refused), nor when a rank holds
+   no slice (8 whole experts over 16 ranks: refused when asked for). */
+static void test_ep_units(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = ep_request(1000, 64, 4);
+    req.stream_weights = 1, req.expert_placement = NPU_EXPERTS_BALANCED, req.tile_rows = 16;
+    char text[8192];
+    struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    const struct npu_plan *p = &hdr(&img)->plan;
+    assert_int_equal(p->moe_units_rows, 4);
+    assert_int_equal(p->expert_units * p->moe_unit_split, 8); /* 8 units of 16 columns */
+    if (!strstr(text, "MoE by units: a MoE op of at most 4 rows") ||
+        !strstr(text, "units of 16 columns"))
+        fail_msg("no MoE by units in the summary:\n%s", text);
+    npu_built_image_free(&img);
+    req.moe_units_rows = 100; /* past a tile: a tile */
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    assert_int_equal(hdr(&img)->plan.moe_units_rows, 16);
+    npu_built_image_free(&img);
+    req.moe_units_rows = 0;
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
+    assert_int_equal(hdr(&img)->plan.moe_units_rows, 0);
+    assert_int_equal(hdr(&img)->plan.moe_unit_split, 0);
+    assert_null(strstr(text, "MoE by units"));
+    npu_built_image_free(&img);
+    struct npu_plan_chip roomy = mesh4x4; /* 8 MiB cores: the weights stay resident */
+    roomy.sram_bytes = 0x800000;
+    req.moe_units_rows = -1, req.stream_weights = 0; /* resident experts: none by default */
+    img = build_summary(&moe, &roomy, &req, text, sizeof(text));
+    assert_true(hdr(&img)->plan.weights_resident);
+    assert_int_equal(hdr(&img)->plan.moe_units_rows, 0);
+    npu_built_image_free(&img);
+    req.moe_units_rows = 4;
+    expect_plan_refusal(&moe, &roomy, &req, "the MoE by units needs");
+    req.stream_weights = 1, req.expert_placement = NPU_EXPERTS_CONTIGUOUS;
+    expect_plan_refusal(&moe, &mesh4x4, &req, "a slice of every layer on every rank");
+}
+
 static void test_ep_refusals(void **state)
 {
     (void)state;
@@ -326,6 +368,7 @@ int main(void)
         cmocka_unit_test(test_ep_balanced_replaced),
         cmocka_unit_test(test_ep_layer_wide),
         cmocka_unit_test(test_ep_spill_rows),
+        cmocka_unit_test(test_ep_units),
         cmocka_unit_test(test_ep_refusals),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),
