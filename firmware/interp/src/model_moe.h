@@ -75,7 +75,8 @@ void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint
 uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
                             uint32_t s);
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan);
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
+                          bool prefetch);
 void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
                         uint32_t block, uint32_t w);
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
@@ -95,6 +96,12 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                          uint32_t group);
+
+/* Layer l's first expert slices, in the order the MoE op will serve them, loaded into the
+   expert ring as the layer starts (after its staging), so that HBM works while attention
+   and the collectives before the MoE do: only where the op's `rows` run the dispatch group
+   by group with staged slices and touch most experts (model_moe_ep.c says when). */
+void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows);
 
 /* model_moe_units.c: the MoE by units (plan.moe_units_rows), for a MoE op of at most that
    many rows under expert parallelism; the check at start (the tensor table's order, the

@@ -115,7 +115,8 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
 
 /* Step 2 on this rank's slice of rows (xb, routed and sorted): its pairs by expert slice
    into ep_send, the elements per slice into ep_counts, then the dispatch. */
-static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n)
+static int dispatch(struct exec_model *m, uint32_t l, struct noc_alltoallv_plan *plan,
+                    uint32_t n, bool prefetch)
 {
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
@@ -128,6 +129,8 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
+    if (prefetch) /* while the NoC dispatches: nothing else queues on the DMA until serve */
+        exec_moe_prefetch(m, l, n);
     struct noc_alltoallv_args a = dispatch_args(m, n);
     exec_set_cat(m, EXEC_CAT_COLL);
     rc = noc_alltoallv_dispatch(m->comm, &a, plan);
@@ -153,7 +156,8 @@ uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoal
 }
 
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan)
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
+                          bool prefetch)
 {
     const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
     const uint64_t row = (uint64_t)d * m->buf.eb;
@@ -163,7 +167,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
     if (rc == NPU_OK) {
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-        rc = dispatch(m, plan, tile->n);
+        rc = dispatch(m, l, plan, tile->n, prefetch);
     }
     for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
@@ -275,8 +279,38 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
-    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan);
+    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan, true);
     if (rc == NPU_OK)
         rc = serve_experts(m, l, x, &plan);
     return rc == NPU_OK ? moe_ep_combine_add(m, tile, x, &plan) : rc;
+}
+
+/* Whether layer l's MoE op over `rows` rows runs the dispatch group by group with its slices
+   staged through the ring, and has rows enough that a slice is seldom untouched (at least
+   4 choices per expert on average): then its first slices are worth loading early. */
+static bool prefetch_pays(const struct exec_model *m, uint32_t l, uint32_t rows)
+{
+    const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];
+    return m->tp > 1 && npu_plan_is_ep(m->plan) && g && g->blocks &&
+           g->sram_off == NPU_IMAGE_NOWHERE && m->w.map.ring_slots &&
+           !exec_moe_units_apply(m, rows) &&
+           (uint64_t)rows * m->cfg->experts_per_token >= 4ull * m->cfg->num_experts;
+}
+
+void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows)
+{
+    if (!prefetch_pays(m, l, rows))
+        return;
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint32_t slots = m->w.map.ring_slots, d = m->cfg->hidden_size;
+    const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
+    uint32_t loaded = 0;
+    /* the order serve_experts will walk them in (it alternates the direction per group) */
+    for (uint32_t i = 0; i < hi - lo && loaded < slots; i++) {
+        const uint32_t s = m->w.ring.backward ? hi - 1 - i : lo + i;
+        const uint64_t bytes = (uint64_t)x->width[s] * d * m->buf.eb;
+        for (int k = 0; k < 3 && loaded < slots; k++, loaded++)
+            exec_expert_slice_addr(m, l, kinds[k], s - lo, bytes);
+    }
 }

@@ -109,7 +109,7 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     assert(wide.groups < s.groups && "the planner's group count");
-    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan);
+    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan, false);
     if (rc != NPU_OK)
         return rc;
     const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
