@@ -193,7 +193,8 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
                        NPU_DESC_SIGNAL2;
     if (d->engine == NPU_ENGINE_MATRIX)
         allowed |= gemm_flags;
-    if (d->engine == NPU_ENGINE_DMA || d->engine == NPU_ENGINE_NOC)
+    if (d->engine == NPU_ENGINE_DMA || d->engine == NPU_ENGINE_DMA2 ||
+        d->engine == NPU_ENGINE_NOC)
         allowed |= NPU_DESC_KEEP_DATA;
     if (d->engine >= NPU_ENGINE_COUNT)
         return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "no such engine");
@@ -223,6 +224,7 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     case NPU_ENGINE_MATRIX:
         return check_gemm(e, core, d, err, errlen);
     case NPU_ENGINE_DMA:
+    case NPU_ENGINE_DMA2:
         return check_copy(e, core, d, err, errlen);
     case NPU_ENGINE_NOC:
         return chip_engine_noc_check(e, core, d, err, errlen);

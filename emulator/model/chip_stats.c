@@ -4,7 +4,8 @@
 
 #include <string.h>
 
-static const char *const engine_names[NPU_ENGINE_COUNT] = { "matrix", "vector", "dma", "noc" };
+static const char *const engine_names[NPU_ENGINE_COUNT] = { "matrix", "vector", "dma", "noc",
+                                                             "dma2" };
 
 void chip_stats_core_total(const struct chip_engines *e, uint32_t core,
                            struct chip_engine_counters *out)
@@ -52,6 +53,7 @@ uint64_t chip_stats_core_counter(const struct chip_engines *e, const struct chip
         return chip_engines_counters(e, core, id)->busy_ps; /* engine order = counter order */
     chip_stats_core_total(e, core, &t);
     switch (id) {
+    case NPU_PERF_DMA2_BUSY_PS: return chip_engines_counters(e, core, NPU_ENGINE_DMA2)->busy_ps;
     case NPU_PERF_DESCS: return t.descs;
     case NPU_PERF_FLOPS: return t.flops;
     case NPU_PERF_VECTOR_ELEMENTS: return t.elements;

@@ -48,16 +48,16 @@ static uint64_t reg64_merge(uint64_t old, uint64_t value, hwaddr off, unsigned s
     return off ? deposit64(old, 32, 32, value) : deposit64(old, 0, 32, value);
 }
 
-/* ENGINE_PENDING: one saturating byte per engine. */
-static uint32_t engine_pending(NpuCoreState *core)
+/* ENGINE_PENDING (engines 0..3) and ENGINE_PENDING_HI (4..7): a saturating byte each. */
+static uint32_t engine_pending(NpuCoreState *core, uint32_t first)
 {
     uint32_t v = 0;
     if (core->hart >= core->chip->engines.ncores) {
         return 0; /* the control core has no engines */
     }
-    for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++) {
+    for (uint32_t eng = first; eng < NPU_ENGINE_COUNT && eng < first + 4; eng++) {
         uint32_t n = chip_engines_pending(&core->chip->engines, core->hart, eng);
-        v |= MIN(n, 255u) << (8 * eng);
+        v |= MIN(n, 255u) << (8 * (eng - first));
     }
     return v;
 }
@@ -86,7 +86,10 @@ static bool core_read_engine_reg(NpuCoreState *core, hwaddr addr, unsigned size,
         *v = 0;
         return true;
     case A_CORE_ENGINE_PENDING:
-        *v = engine_pending(core);
+        *v = engine_pending(core, 0);
+        return true;
+    case A_CORE_ENGINE_PENDING_HI:
+        *v = engine_pending(core, 4);
         return true;
     case A_CORE_PERF_SEL:
         *v = core->perf_sel;

@@ -130,10 +130,13 @@ static struct exec_batch read_batch(const struct rt_mailbox *mb)
                                 .layer0 = mb->layer0, .layer1 = mb->layer1 };
 }
 
+/* Matrix, vector, DMA and NoC busy time; the DMA's two queues summed (they may run at the
+   same time, so the sum may pass the iteration's length). */
 static void busy_now(uint64_t busy[4])
 {
     for (uint32_t e = 0; e < 4; e++)
         busy[e] = engine_perf_read((enum npu_perf)(NPU_PERF_MATRIX_BUSY_PS + e));
+    busy[NPU_ENGINE_DMA] += engine_perf_read(NPU_PERF_DMA2_BUSY_PS);
 }
 
 /* One iteration; its outputs and this core's engine time into the mailbox. */

@@ -66,8 +66,10 @@ int engine_replay(enum npu_replay_op op, uint32_t slot, uint32_t count)
 
 uint32_t engine_pending(enum npu_engine engine)
 {
-    uint32_t v = mmio_read32((uintptr_t)hal_self()->regs_base + CORE_ENGINE_PENDING_OFFSET);
-    return (v >> (8 * engine)) & 0xff;
+    const uintptr_t r = (uintptr_t)hal_self()->regs_base;
+    const uint32_t v = mmio_read32(r + (engine < 4 ? CORE_ENGINE_PENDING_OFFSET
+                                                   : CORE_ENGINE_PENDING_HI_OFFSET));
+    return (v >> (8 * (engine % 4))) & 0xff;
 }
 
 static void copy_desc(struct npu_desc *d, enum npu_engine engine, uint64_t src, uint64_t dst,
@@ -87,8 +89,8 @@ static void copy_desc(struct npu_desc *d, enum npu_engine engine, uint64_t src, 
 
 void dma_copy_desc(struct npu_desc *d, const struct dma_copy_args *a)
 {
-    copy_desc(d, NPU_ENGINE_DMA, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,
-              a->dst_stride);
+    copy_desc(d, a->second_queue ? NPU_ENGINE_DMA2 : NPU_ENGINE_DMA, a->src, a->dst, a->rows,
+              a->row_bytes, a->src_stride, a->dst_stride);
     engine_sync_apply(d, &a->sync);
 }
 

@@ -62,7 +62,8 @@ struct measured {
     double chip_us;             /* the iteration */
     double cat_us[5];           /* attn, ffn, coll, weights, other (rank 0) */
     double run_ps;              /* the whole run (stats file) */
-    double busy_ps[RT_ENGINE_KINDS]; /* matrix, vector, dma, noc: summed over the cores */
+    double busy_ps[RT_ENGINE_KINDS]; /* matrix, vector, dma, noc, dma2: summed over the
+                                        cores */
     double hbm_bytes;
     uint32_t cores;
     /* EP MoE load (`MODEL routed`): rows served by the busiest rank over the mean rank's,
@@ -344,9 +345,10 @@ static void print_header(const struct bench_model_opts *o, const struct npu_imag
            h->plan.routing == NPU_ROUTING_SKEWED ? "skewed" : "uniform");
     if (h->plan.routing == NPU_ROUTING_SKEWED)
         printf(":%.3f", h->plan.routing_skew_milli / 1000.0);
-    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s  %9s %9s  %-14s %s\n", "shape",
-           "chip ms", "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%", "noc%",
-           "HBM GB", "least GB", "MoE max/mean", "attn/ffn/coll/weights/other ms (rank 0)");
+    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s %6s  %9s %9s  %-14s %s\n",
+           "shape", "chip ms", "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%",
+           "dma2%", "noc%", "HBM GB", "least GB", "MoE max/mean",
+           "attn/ffn/coll/weights/other ms (rank 0)");
     (void)o;
 }
 
@@ -357,11 +359,12 @@ static void print_row(const struct shape *sh, const struct measured *m,
     char moe[32] = "-";
     if (m->moe_worst > 0)
         snprintf(moe, sizeof(moe), "%.2f (%.2f)", m->moe_imbalance, m->moe_worst);
-    printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f  %9.3f %9.3f  "
+    printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f %6.1f  %9.3f %9.3f  "
            "%-14s %.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
            b->matrix_s * 1e3, b->hbm_s * 1e3, b->bound_s > 0 ? m->chip_us / 1e6 / b->bound_s : 0,
            100 * m->busy_ps[0] / share, 100 * m->busy_ps[1] / share,
-           100 * m->busy_ps[2] / share, 100 * m->busy_ps[3] / share, m->hbm_bytes / 1e9,
+           100 * m->busy_ps[2] / share, 100 * m->busy_ps[4] / share,
+           100 * m->busy_ps[3] / share, m->hbm_bytes / 1e9,
            b->hbm_bytes / 1e9, moe, m->cat_us[0] / 1e3, m->cat_us[1] / 1e3,
            m->cat_us[2] / 1e3, m->cat_us[3] / 1e3, m->cat_us[4] / 1e3);
 }

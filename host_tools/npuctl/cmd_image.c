@@ -152,6 +152,12 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
         r->stream_weights = (uint32_t)e;
         return rc;
     }
+    else if (!strcmp(opt, "--stage-buffers")) {
+        static const char *const nb[] = { "1", "2" };
+        int rc = parse_enum(opt, v, nb, 2, &e);
+        r->stage_single = e == 0;
+        return rc;
+    }
     else if (!strcmp(opt, "--routing-seed")) {
         uint32_t s;
         int rc = parse_u32(opt, v, &s);

@@ -138,7 +138,10 @@ static const struct npuctl_command commands[] = {
       "                        4 MiB where SRAM is left once the plan fits)\n"
       "  --routing uniform|skewed:ALPHA --routing-seed N   performance-mode expert choice\n"
       "  --weights auto|stream  auto: resident in SRAM when they fit; stream: staged from\n"
-      "                        HBM layer by layer even so\n" },
+      "                        HBM layer by layer even so\n"
+      "  --stage-buffers 1|2   staged weights: 2 loads the next layer's non-expert shares\n"
+      "                        while a layer runs, where SRAM holds the copy and layer\n"
+      "                        reuse is off (default 2)\n" },
     { "build-image", npuctl_cmd_build_image,
       "npuctl build-image --model NAME|PATH [--chip NAME|PATH] [PLAN OPTIONS] -o FILE\n"
       "  Plan (as npuctl plan) and write the image: header with format version and\n"

@@ -118,6 +118,29 @@ static void test_dma_alone_exact_time_and_data(void **state)
                      1000000 + 100 * CYCLE);
 }
 
+/* The second DMA queue: its copy does not wait behind the first queue's (two descriptors on
+   DMA run one after the other), and the two queues share the core's HBM channel (each half
+   of it while both run). Counted apart: DMA2's counters hold its own copy. */
+static void test_dma2_beside_dma(void **state)
+{
+    struct fix *f = *state;
+    for (uint32_t i = 0; i < 64000; i++)
+        f->hbm[0x40000 + i] = (uint8_t)(i * 7);
+    struct npu_desc d[3] = {
+        copy(NPU_ENGINE_DMA, sram_addr(1, 0x10000), hbm_addr(0x1000), 64000, 1, 3),
+        copy(NPU_ENGINE_DMA, sram_addr(1, 0x20000), hbm_addr(0x20000), 64000, 1, 3),
+        copy(NPU_ENGINE_DMA2, hbm_addr(0x40000), sram_addr(1, 0x30000), 64000, 1, 4),
+    };
+    assert_int_equal(submit(f, 1, d, 3), NPU_OK);
+    /* both queues' first copies run at 32 GB/s: 2000000 ps, then the latency */
+    assert_int_equal(wait_for(f, 1, 4, 1), 2000000 + 100 * CYCLE);
+    assert_memory_equal(f->sram[1] + 0x30000, f->hbm + 0x40000, 64000);
+    /* DMA's second copy started after its first: alone on the channel from 2000000 ps */
+    assert_int_equal(wait_for(f, 1, 3, 2), 2000000 + 100 * CYCLE + 1000000 + 100 * CYCLE);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA2)->bytes, 64000);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->bytes, 128000);
+}
+
 static void test_queue_runs_in_order(void **state)
 {
     struct fix *f = *state;
@@ -476,6 +499,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dma2_beside_dma, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alt_core_sizes, setup_alt, teardown),
         cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_multicast, setup, teardown),

@@ -238,6 +238,12 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     expect_image_refusal(b, n, "kv_split 2 is not 0 or 1");
 
+    /* A double buffer for staged weights on a plan whose weights are resident. */
+    memcpy(b, img.data, n);
+    h->plan.stage_double = 1, h->plan.weights_resident = 1;
+    reseal(b, n);
+    expect_image_refusal(b, n, "stage_double 1");
+
     /* The MoE by units without expert parallelism, or with no unit split. */
     memcpy(b, img.data, n);
     h->plan.moe_units_rows = 4, h->plan.moe_unit_split = 1;
@@ -1030,7 +1036,7 @@ static void check_stage_maps(const struct model *m, const struct npu_plan_chip *
         if (core->rank == NPU_IMAGE_IDLE)
             continue;
         assert_int_not_equal(core->sram_stage_bytes, 0);
-        uint64_t largest = 0;
+        uint64_t largest = 0, nonexp = 0; /* a layer's map, its shares before the experts */
         const uint32_t l0 = core->stage * h->plan.stage_layers;
         for (uint32_t l = l0; l < l0 + h->plan.stage_layers; l++) {
             const struct npu_image_tensor *t[NPU_STAGE_KINDS] = { 0 };
@@ -1042,6 +1048,7 @@ static void check_stage_maps(const struct model *m, const struct npu_plan_chip *
             npu_stage_map_layer(t, h->plan.expert_slots, &map);
             assert_true(map.bytes <= core->sram_stage_bytes);
             largest = map.bytes > largest ? map.bytes : largest;
+            nonexp = map.experts > nonexp ? map.experts : nonexp;
             uint64_t end = 0; /* shares in kind order, each after the one before */
             for (uint32_t k = MT_ATTN_NORM; k < MT_FINAL_NORM; k++) {
                 if (!t[k] || model_tensor_is_expert(k))
@@ -1066,7 +1073,11 @@ static void check_stage_maps(const struct model *m, const struct npu_plan_chip *
                 assert_int_equal(map.expert_span % 64, 0);
             }
         }
-        assert_int_equal((largest + 63) & ~63ull, core->sram_stage_bytes);
+        /* the double buffer (plan.stage_double): a second copy of the largest non-expert
+           part after the largest map */
+        assert_int_equal(((largest + 63) & ~63ull) +
+                             (h->plan.stage_double ? (nonexp + 63) & ~63ull : 0),
+                         core->sram_stage_bytes);
     }
     free(img.data);
 }
@@ -1087,6 +1098,23 @@ static void test_stage_map(void **state)
     req = request(8, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
     req.stream_weights = 1, req.stages = 2;
     check_stage_maps(&moe, &mesh4x4, req);
+    /* staged weights are double-buffered where SRAM holds the second copy; not when asked
+       for one buffer, nor with resident weights */
+    req = request(4, NPU_PART_MN, NPU_IMAGE_FUNCTIONAL);
+    req.max_batch = 1, req.max_tokens = 64, req.tile_rows = 8, req.stream_weights = 1;
+    struct npu_built_image img = build(&moe, &mesh2x2, &req);
+    assert_int_equal(hdr(&img)->plan.stage_double, 1);
+    free(img.data);
+    req.stage_single = 1;
+    check_stage_maps(&moe, &mesh2x2, req);
+    img = build(&moe, &mesh2x2, &req);
+    assert_int_equal(hdr(&img)->plan.stage_double, 0);
+    free(img.data);
+    req.stage_single = 0, req.stream_weights = 0;
+    img = build(&moe, &mesh2x2, &req);
+    assert_true(hdr(&img)->plan.weights_resident);
+    assert_int_equal(hdr(&img)->plan.stage_double, 0);
+    free(img.data);
 }
 
 static void test_kv_split_sizes(void **state)

@@ -182,6 +182,10 @@ struct exec_bufs {
 /* Weights: this rank's tensor shares, and what is staged of them (non-resident plans). */
 struct exec_weights {
     uint64_t stage, stage_bytes;           /* staging buffer (non-resident plans) */
+    uint64_t stage_b;                      /* plan.stage_double: odd layers' non-expert
+                                              shares (the buffer's last bytes) */
+    uint32_t staged_next;                  /* l + 1: layer l's shares were loaded while the
+                                              layer before ran (0: none) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -405,6 +409,11 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate);
+/* exec_flush, then waits for the side loads as well (the second DMA queue): the engines
+   idle. */
+int exec_drain(struct exec_model *m);
+/* Connects the chain to the hazard tracker (hz_set_submit); exec_init calls it. */
+void exec_chain_init(const struct exec_model *m);
 /* exec_gemm's operands as named fields, and a batch: batch > 1 GEMMs of one shape in one
    command (npu/matrix.h), the i-th on a + i * stride_a, b + i * stride_b, c + i * stride_c
    (bytes; 0 shares an operand). The array pays one weight load and one drain for all. */
@@ -438,6 +447,7 @@ struct exec_ring_src {
 /* Loads r through the expert ring (packed: rows x row_bytes) unless a slot holds it; its
    address in SRAM (model_exec.c). */
 uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring_src *r);
+
 /* The global address of image offset off (HBM). */
 uint64_t exec_hbm_addr(const struct exec_model *m, uint64_t off);
 /* Y[T][N] = X[T][K] W^T with this rank's share of tensor (layer, kind), block `block`;
@@ -469,8 +479,11 @@ int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dt
 bool exec_ffn_paired(const struct exec_model *m, bool expert);
 /* Address of a replicated tensor (norms, router) of this layer, in SRAM. */
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind);
-/* Stages layer l's shares but the experts (non-resident plans). */
-void exec_stage_layer(struct exec_model *m, uint32_t l);
+/* Stages layer l's shares but the experts (non-resident plans), unless they were loaded
+   while the layer before ran; with `next` (layer l + 1 runs after it in this iteration) and
+   a double buffer (plan.stage_double), loads layer l + 1's beside them on the second DMA
+   queue. */
+void exec_stage_layer(struct exec_model *m, uint32_t l, bool next);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);

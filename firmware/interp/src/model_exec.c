@@ -21,6 +21,7 @@
    model_hazard.h). */
 static struct npu_desc chain[CHAIN_MAX];
 static uint32_t nchain;
+static const struct exec_model *chain_model; /* for chain_submit's report (one a core) */
 
 /* A refused chain is a firmware bug: name the descriptors next to the emulator's log. */
 static void print_chain(const struct exec_model *m, int rc)
@@ -48,14 +49,44 @@ int exec_flush(struct exec_model *m)
     return hz_wait_flush();
 }
 
-/* The next descriptor; a full chain is run first (its order is kept). */
-static struct npu_desc *push(struct exec_model *m)
+/* Puts the descriptors built so far on the engines without waiting (hz_set_submit). */
+static void chain_submit(void)
+{
+    if (nchain == 0)
+        return;
+    int rc = engine_submit(chain, nchain);
+    if (rc != NPU_OK) {
+        print_chain(chain_model, rc);
+        assert(!"the engines refused a model chain");
+    }
+    nchain = 0;
+}
+
+int exec_drain(struct exec_model *m)
+{
+    int rc = exec_flush(m);
+    return rc == NPU_OK ? hz_wait_all() : rc;
+}
+
+void exec_chain_init(const struct exec_model *m)
+{
+    chain_model = m;
+    hz_set_submit(chain_submit);
+}
+
+/* The next descriptor's slot and its sync on engine e (hz_sync): a full chain is run
+   first (its order is kept; it must be flushed before this one counts), and the slot is
+   taken after hz_sync, which may put the chain built so far on the engines (a third wait,
+   hz_set_submit) and must not submit an unfilled slot. */
+static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struct hz_access *h,
+                             bool side, struct engine_sync *sync)
 {
     if (nchain == CHAIN_MAX) {
         int rc = exec_flush(m);
         assert(rc == NPU_OK && "the engines refused a model chain");
         (void)rc;
     }
+    *sync = hz_sync(e, h, side);
     return &chain[nchain++];
 }
 
@@ -153,8 +184,7 @@ void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g)
         .rd = { gemm_batch_span(ra, nb, d.stride_a), gemm_batch_span(rb, nb, d.stride_b),
                 g->accumulate ? rc : (struct hz_range){ 0, 0 } },
         .wr = { rc } };
-    struct npu_desc *desc = push(m); /* first: a full chain is flushed before this one counts */
-    d.sync = hz_sync(HZ_MATRIX, &h, false);
+    struct npu_desc *desc = push(m, HZ_MATRIX, &h, false, &d.sync);
     matrix_gemm_desc(desc, &d);
 }
 
@@ -184,8 +214,7 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
         .rd = { hz_span(v.x, v.rows, v.ldx * 4ull, w), hz_span(v.y, v.rows, v.ldy * 4ull, w),
                 aux },
         .wr = { hz_span(v.out, v.rows, v.ldout * 4ull, w), aux } };
-    struct npu_desc *d = push(m);
-    v.sync = hz_sync(HZ_VECTOR, &h, false);
+    struct npu_desc *d = push(m, HZ_VECTOR, &h, false, &v.sync);
     vector_op_desc(d, &v);
 }
 
@@ -194,12 +223,11 @@ void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
 {
     const struct hz_access h = { .rd = { hz_span(src, rows, src_stride, row_bytes) },
                                  .wr = { hz_span(dst, rows, dst_stride, row_bytes) } };
-    struct npu_desc *d = push(m);
     struct dma_copy_args a = { .src = src, .dst = dst, .rows = (uint32_t)rows,
                                .row_bytes = (uint32_t)row_bytes,
                                .src_stride = (uint32_t)src_stride,
-                               .dst_stride = (uint32_t)dst_stride,
-                               .sync = hz_sync(HZ_DMA, &h, false) };
+                               .dst_stride = (uint32_t)dst_stride };
+    struct npu_desc *d = push(m, HZ_DMA, &h, false, &a.sync);
     dma_copy_desc(d, &a);
 }
 
@@ -234,25 +262,61 @@ static void load_share(struct exec_model *m, uint64_t dst, const struct npu_imag
               blocks * t->block_bytes);
 }
 
+/* Where layer l's non-expert shares are staged: the buffer's start, or with a double
+   buffer (plan.stage_double) the second copy for odd layers. */
+static uint64_t stage_base(const struct exec_model *m, uint32_t l)
+{
+    return m->plan->stage_double && (l & 1) ? m->w.stage_b : m->w.stage;
+}
+
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind)
 {
     const struct npu_image_tensor *t = m->w.t[layer][kind];
     assert(t);
     if (t->sram_off != NPU_IMAGE_NOWHERE)
         return m->buf.sram + t->sram_off;
-    return m->w.stage + m->w.map.off[kind];
+    return stage_base(m, layer) + m->w.map.off[kind];
 }
 
-/* Stages layer l's shares (all but the experts, which stage when routed to). */
-void exec_stage_layer(struct exec_model *m, uint32_t l)
+/* Layer l's non-expert shares into its staging copy: on the chain's DMA queue, or as side
+   loads on the second queue (a prefetch, which the layer's readers wait for by their data
+   and exec_flush does not). */
+static void stage_shares(struct exec_model *m, uint32_t l, bool side)
+{
+    struct npu_stage_map map;
+    npu_stage_map_layer(m->w.t[l], m->plan->expert_slots, &map);
+    assert(map.bytes <= m->w.stage_bytes && "the planner sized it with the same map");
+    for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
+        const struct npu_image_tensor *t = m->w.t[l][kind];
+        if (!t || model_tensor_is_expert(kind))
+            continue;
+        const uint64_t dst = stage_base(m, l) + map.off[kind], src = hbm(m, t->hbm_off);
+        const uint64_t bytes = (uint64_t)t->blocks * t->block_bytes;
+        for (uint64_t at = 0; side && at < bytes; at += 1u << 30) {
+            const uint64_t piece = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
+            const struct hz_access h = { .rd = { hz_span(src + at, 1, piece, piece) },
+                                         .wr = { hz_span(dst + at, 1, piece, piece) } };
+            struct dma_copy_args a = { .src = src + at, .dst = dst + at, .rows = 1,
+                                       .row_bytes = (uint32_t)piece,
+                                       .src_stride = (uint32_t)piece,
+                                       .dst_stride = (uint32_t)piece, .second_queue = true };
+            dma_copy_desc(push(m, HZ_DMA2, &h, true, &a.sync), &a);
+        }
+        if (!side)
+            exec_load_rows(m, dst, src, bytes);
+    }
+}
+
+void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     npu_stage_map_layer(m->w.t[l], m->plan->expert_slots, &m->w.map);
-    assert(m->w.map.bytes <= m->w.stage_bytes && "the planner sized it with the same map");
-    for (uint32_t kind = 0; kind < EXEC_KINDS; kind++) {
-        const struct npu_image_tensor *t = m->w.t[l][kind];
-        if (t && !model_tensor_is_expert(kind))
-            load_share(m, m->w.stage + m->w.map.off[kind], t, 0, t->blocks);
+    if (m->w.staged_next != l + 1) /* not loaded while the layer before ran */
+        stage_shares(m, l, false);
+    m->w.staged_next = 0;
+    if (next && m->plan->stage_double) { /* the next layer's, beside this one's */
+        stage_shares(m, l + 1, true);
+        m->w.staged_next = l + 2;
     }
     memset(m->w.expert_staged, 0, sizeof(m->w.expert_staged));
     exec_reuse_tile_new_layer(m);
@@ -290,14 +354,16 @@ uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring
     /* a piece of another rank's share is no larger than a unit of the map, which every
        rank's slot holds (its widest slice is at least one) */
     assert(r->rows >= 1 && bytes <= r->t->block_bytes && bytes <= m->w.map.ring_span &&
-           r->row_bytes <= (1u << 30) && r->src_stride >= r->row_bytes);
+           r->row_bytes <= (1u << 30) && r->src_stride >= r->row_bytes &&
+           r->src_stride <= UINT32_MAX);
     const struct hz_access h = { .rd = { hz_span(r->src, r->rows, r->src_stride, r->row_bytes) },
                                  .wr = { hz_span(dst, 1, bytes, bytes) } };
-    struct npu_desc *d = push(m);
-    struct dma_copy_args a = { .src = r->src, .dst = dst, .rows = r->rows,
+    /* on the second DMA queue: the loads run ahead without holding up the chain's copies */
+    struct dma_copy_args a = { .src = r->src, .dst = dst, .rows = (uint32_t)r->rows,
                                .row_bytes = (uint32_t)r->row_bytes,
-                               .src_stride = r->src_stride, .dst_stride = r->row_bytes,
-                               .sync = hz_sync(HZ_DMA, &h, true) };
+                               .src_stride = (uint32_t)r->src_stride,
+                               .dst_stride = (uint32_t)r->row_bytes, .second_queue = true };
+    struct npu_desc *d = push(m, HZ_DMA2, &h, true, &a.sync);
     dma_copy_desc(d, &a);
     m->w.ring.held[s].t = r->t, m->w.ring.held[s].block = r->block;
     m->w.ring.held[s].part = r->part;
@@ -306,8 +372,8 @@ uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring
     return dst;
 }
 
-/* The first `bytes` of block `block` (the rank's block0-based index) of t: an expert slice
-   at the start of its block. */
+/* The first `bytes` of block `block` (block0-based, as the map numbers it) of t: an expert
+   slice at the start of its block. */
 static uint64_t ring_load(struct exec_model *m, uint32_t l, const struct npu_image_tensor *t,
                           uint32_t block, uint64_t bytes)
 {
@@ -347,7 +413,7 @@ uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
         return ring_load(m, layer, t, block + t->block0, t->block_bytes);
     if (model_tensor_is_expert(kind))
         return expert_slot_addr(m, block, kind);
-    return kind == MT_LM_HEAD ? 0 : m->w.stage + m->w.map.off[kind];
+    return kind == MT_LM_HEAD ? 0 : stage_base(m, layer) + m->w.map.off[kind];
 }
 
 uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,

@@ -2,6 +2,9 @@
 /* Dataflow ordering of the chain by data hazards (model_hazard.h). */
 #include "model_hazard.h"
 
+#include <assert.h>
+#include <string.h>
+
 #include "npu/hal.h"
 #include "npu/wait.h"
 #include "npu_enums.h"
@@ -9,7 +12,7 @@
 #define HZ_WINDOW 32u
 /* Application semaphores of the engines' counts (0..11 are the application's; 2..7 are the
    runtime's and the interpreter's others). */
-static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u };
+static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u, 11u };
 
 /* Engine state: scratch of this core's chain, not model state. issued: descriptors given a
    number; done: a count known complete (no wait needed up to it); last_main: one past the
@@ -25,8 +28,29 @@ static struct {
 } window[HZ_WINDOW];
 static uint32_t wlen, whead, evicted[HZ_ENGINES];
 static uint32_t wcount[HZ_ENGINES]; /* the window's entries per engine */
+/* The second DMA queue's loads (the expert ring's slots, the next layer's shares) stay out
+   of the window: they run
+   far ahead of the chain, and a load that left the window would make every later
+   descriptor wait for it. Only the latest load into each destination matters (a load into
+   a slot waited for the readers of the one before, which waited for it), and the ring has
+   at most NPU_EXPERT_SLOTS_MAX slots, the next layer's staged shares a few destinations
+   more: HZ_LOADS entries keyed by destination, the oldest replaced (its number then counts
+   as left the window). */
+#define HZ_LOADS 32u
+static struct hz_load {
+    struct hz_access a;
+    struct hz_range all, wr; /* bounds (as the window's) */
+    uint32_t seq;
+    bool used;
+} loads[HZ_LOADS];
 
 static void flushed(void);
+static void (*submit_built)(void);
+
+void hz_set_submit(void (*submit)(void))
+{
+    submit_built = submit;
+}
 
 struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t row)
 {
@@ -86,6 +110,11 @@ static void find_needs(enum hz_engine e, const struct hz_access *a, struct hz_ra
         need[x] = evicted[x], left[x] = x == (uint32_t)e ? 0 : wcount[x];
         open += left[x] > 0;
     }
+    for (uint32_t i = 0; e != HZ_DMA2 && i < HZ_LOADS; i++) /* the loads' table */
+        if (loads[i].used && loads[i].seq + 1 > need[HZ_DMA2] &&
+            (overlaps(loads[i].wr, all) || overlaps(loads[i].all, wr)) &&
+            conflicts(&loads[i].a, a))
+            need[HZ_DMA2] = loads[i].seq + 1;
     /* newest first; an engine is settled once one of its descriptors is needed (its earlier
        ones are implied) or none of its entries is left, and the scan ends when every
        other engine is */
@@ -104,9 +133,35 @@ static void find_needs(enum hz_engine e, const struct hz_access *a, struct hz_ra
     }
 }
 
+/* A load of the second queue into the table: the entry of its destination, or a free
+   one, or the oldest (which then counts as left the window). */
+static void remember_load(const struct hz_access *a, struct hz_range all, struct hz_range wr,
+                          uint32_t seq)
+{
+    uint32_t at = HZ_LOADS;
+    for (uint32_t i = 0; i < HZ_LOADS && at == HZ_LOADS; i++)
+        if (loads[i].used && loads[i].wr.lo == a->wr[0].lo)
+            at = i;
+    for (uint32_t i = 0; i < HZ_LOADS && at == HZ_LOADS; i++)
+        if (!loads[i].used)
+            at = i;
+    if (at == HZ_LOADS) {
+        at = 0;
+        for (uint32_t i = 1; i < HZ_LOADS; i++)
+            at = loads[i].seq < loads[at].seq ? i : at;
+        evicted[HZ_DMA2] = loads[at].seq + 1 > evicted[HZ_DMA2] ? loads[at].seq + 1
+                                                                 : evicted[HZ_DMA2];
+    }
+    loads[at] = (struct hz_load){ .a = *a, .all = all, .wr = wr, .seq = seq, .used = true };
+}
+
 static void remember(enum hz_engine e, const struct hz_access *a, struct hz_range all,
                      struct hz_range wr, uint32_t seq)
 {
+    if (e == HZ_DMA2) {
+        remember_load(a, all, wr, seq);
+        return;
+    }
     if (wlen == HZ_WINDOW) { /* the oldest leaves: wait for it from now on */
         const uint32_t x = window[whead].engine;
         evicted[x] = window[whead].seq + 1 > evicted[x] ? window[whead].seq + 1 : evicted[x];
@@ -129,13 +184,29 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
     const uint16_t self = (uint16_t)hal_self()->core_id;
     struct engine_sync s = { .signal = true, .signal_core = self, .signal_sem = engine_sem[e],
                              .signal_value = 1 };
-    for (uint32_t x = 0; x < HZ_ENGINES; x++) {
+    /* a descriptor waits for two engines at most: the second DMA queue first (its loads
+       run long ahead), then the others; the hart itself waits out a third */
+    static const uint8_t order[HZ_ENGINES] = { HZ_DMA2, HZ_MATRIX, HZ_VECTOR, HZ_DMA };
+    if (e != HZ_DMA2 && need[HZ_DMA2] > done[HZ_DMA2]) /* loads done by now need no wait */
+        done[HZ_DMA2] = hal_sem_read(engine_sem[HZ_DMA2]);
+    for (uint32_t i = 0; i < HZ_ENGINES; i++) {
+        const uint32_t x = order[i];
         if (x == (uint32_t)e || need[x] <= done[x])
             continue;
-        if (!s.wait)
+        if (!s.wait) {
             s.wait = true, s.wait_sem = engine_sem[x], s.wait_value = need[x];
-        else
+        } else if (!s.wait2) {
             s.wait2 = true, s.wait2_sem = engine_sem[x], s.wait2_value = need[x];
+        } else {
+            /* without a deadline the wait ends only when the semaphore reaches need[x]
+               (the chip's watchdog ends a run whose engines stall) */
+            assert(submit_built && "a third wait needs the built descriptors submitted");
+            submit_built();
+            int rc = hal_sem_wait(engine_sem[x], need[x]);
+            assert(rc == NPU_OK && "a wait without a deadline");
+            (void)rc;
+            done[x] = need[x];
+        }
     }
     const uint32_t seq = issued[e]++;
     if (!side)
@@ -153,6 +224,21 @@ int hz_wait_flush(void)
     if (rc == NPU_OK)
         flushed();
     return rc;
+}
+
+int hz_wait_all(void)
+{
+    int rc = NPU_OK;
+    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
+        if (issued[x] > done[x])
+            rc = hal_sem_wait(engine_sem[x], issued[x]);
+    if (rc != NPU_OK)
+        return rc;
+    for (uint32_t x = 0; x < HZ_ENGINES; x++)
+        done[x] = last_main[x] = issued[x], evicted[x] = 0, wcount[x] = 0;
+    wlen = 0;
+    memset(loads, 0, sizeof(loads));
+    return NPU_OK;
 }
 
 static void flushed(void)

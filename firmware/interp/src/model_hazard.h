@@ -24,7 +24,7 @@
 
 #include "npu/engine.h"
 
-enum hz_engine { HZ_MATRIX, HZ_VECTOR, HZ_DMA, HZ_ENGINES };
+enum hz_engine { HZ_MATRIX, HZ_VECTOR, HZ_DMA, HZ_DMA2, HZ_ENGINES };
 
 /* Bytes [lo, hi) of global address space; lo == hi: none. */
 struct hz_range {
@@ -44,9 +44,18 @@ struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t 
    earlier descriptors of the other engines and counts itself on its engine's semaphore; a
    `side` one is not waited for by hz_wait_flush. Records it in the window. */
 struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side);
+/* A descriptor waits for two other engines at most; it may need three (a GEMM: its weights
+   on the second DMA queue, its input from a copy, its output's last reader on the vector
+   engine; any descriptor once loads of the second queue have left the window). Then the
+   hart waits for one itself, after `submit` has put every descriptor built so far on the
+   engines: callers take the new descriptor's slot after hz_sync returns. */
+void hz_set_submit(void (*submit)(void));
 /* Waits until every descriptor issued so far but the side ones is complete (each engine's
    semaphore reaches its last such descriptor: the queues run in order); 0 or the wait's
    error. */
 int hz_wait_flush(void);
+/* Waits until every descriptor issued so far is complete, side ones too (the engines idle,
+   as a recording or replay of the chip needs); 0 or the wait's error. */
+int hz_wait_all(void);
 
 #endif

@@ -40,6 +40,30 @@ static void index_tensors(struct exec_model *m)
     }
 }
 
+/* The double buffer's second copy (plan.stage_double): the last bytes of the staging
+   buffer, as many as the largest non-expert part of this core's layers (the planner's
+   sizing, npu_stage_map_layer). False, said on the console, if the buffer is too small. */
+static bool stage_second(struct exec_model *m)
+{
+    const uint32_t L = m->plan->stage_layers, l0 = m->pipe.stage * L;
+    uint64_t most = 0, whole = 0;
+    for (uint32_t l = l0; l < l0 + L && l < m->cfg->num_layers; l++) {
+        struct npu_stage_map map;
+        npu_stage_map_layer(m->w.t[l], m->plan->expert_slots, &map);
+        most = map.experts > most ? map.experts : most;
+        whole = map.bytes > whole ? map.bytes : whole;
+    }
+    most = (most + 63) & ~63ull, whole = (whole + 63) & ~63ull;
+    m->w.stage_b = m->w.stage + m->w.stage_bytes - most;
+    if (whole + most <= m->w.stage_bytes)
+        return true;
+    printf("MODEL error: core %u: a staging buffer of %llu bytes holds no second copy of %llu "
+           "bytes beside a layer's %llu\n", hal_self()->core_id,
+           (unsigned long long)m->w.stage_bytes, (unsigned long long)most,
+           (unsigned long long)whole);
+    return false;
+}
+
 int exec_init(struct exec_model *m, const struct npu_image_core *core)
 {
     const struct model_config *c = m->cfg;
@@ -89,7 +113,11 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
+    m->w.staged_next = 0;
     index_tensors(m);
+    exec_chain_init(m);
+    if (p->stage_double && !stage_second(m))
+        return NPU_ERR_FORMAT;
     if (m->tp > 1 && npu_plan_is_ep(p) && (!exec_moe_ep_owns(m) || !exec_moe_units_check(m)))
         return NPU_ERR_FORMAT;
     m->acct.layer = c->num_layers;
@@ -341,8 +369,14 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     const bool all = exec_op_runs_all(op, b);
     const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
     if (op->kind == NPU_OP_STAGE) {
+        /* the next layer runs in this iteration and on this core's stage */
+        const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = op->layer + 1 };
+        /* not under layer reuse: a recorded layer would carry its neighbour's load, and a
+           replayed one loads nothing (measured: 11.6 % more HBM bytes than full simulation) */
+        const bool more = !m->lreuse.enabled && (op->layer + 1) % m->plan->stage_layers != 0 &&
+                          op->layer + 1 < m->cfg->num_layers && exec_op_has_rows(&next, b);
         exec_set_layer(m, op->layer);
-        exec_stage_layer(m, op->layer);
+        exec_stage_layer(m, op->layer, more);
         return NPU_OK;
     }
     if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
@@ -367,6 +401,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
        count each routed expert once per layer and iteration (as the reference does) */
     memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
     m->w.ring.backward = false;
+    m->w.staged_next = 0; /* the head may have streamed through the staging buffer */
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

@@ -55,8 +55,8 @@ const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_mod
     return m->route.table;
 }
 
-/* Each row's k experts and weights: from the top-k (functional; idx and wgt may be the
-   top-k's own buffers: a row is read before it is written) or the routing model. */
+/* Each row's k experts and weights: from the top-k (functional; idx may be the top-k's own
+   index buffer: an element is read before it is written) or the routing model. */
 static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                     uint32_t r0, uint32_t r1, uint32_t *idx, float *wgt)
 {
@@ -114,10 +114,12 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
                       uint32_t r0, uint32_t r1, const struct moe_ep_map *map)
 {
     static uint32_t fill[NPU_EXPERT_MAP_MAX];
-    /* each row's choices and weights in place of the top-k's (its rows, rr >= n, and the
-       chain was flushed after it; in performance mode the top-k wrote nothing) */
+    static float wgt[MOE_PAIRS_MAX];
+    /* each row's choices in place of the top-k's indices (its rows, rr >= n, and the chain
+       was flushed after it; functional mode copies them onto themselves, performance mode's
+       top-k wrote nothing). Not the weights: the MoE over the layer stashes the top-k's
+       values after this sort and sorts them again later, which would normalise twice. */
     uint32_t *idx = (uint32_t *)(uintptr_t)m->buf.a.topk_idx;
-    float *wgt = (float *)(uintptr_t)m->buf.a.topk_val;
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token, n = r1 - r0;
     const uint32_t buckets = map ? map->n : E;
     struct moe_pairs *p = &moe_pairs;

@@ -115,8 +115,8 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
 
 /* Step 2 on this rank's slice of rows (xb, routed and sorted): its pairs by expert slice
    into ep_send, the elements per slice into ep_counts, then the dispatch. */
-static int dispatch(struct exec_model *m, uint32_t l, struct noc_alltoallv_plan *plan,
-                    uint32_t n, bool prefetch)
+static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n,
+                    uint32_t l, bool prefetch)
 {
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
@@ -129,7 +129,7 @@ static int dispatch(struct exec_model *m, uint32_t l, struct noc_alltoallv_plan 
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
-    if (prefetch) /* while the NoC dispatches: nothing else queues on the DMA until serve */
+    if (prefetch) /* while the NoC dispatches */
         exec_moe_prefetch(m, l, n);
     struct noc_alltoallv_args a = dispatch_args(m, n);
     exec_set_cat(m, EXEC_CAT_COLL);
@@ -167,7 +167,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
     if (rc == NPU_OK) {
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-        rc = dispatch(m, l, plan, tile->n, prefetch);
+        rc = dispatch(m, plan, tile->n, l, prefetch);
     }
     for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
@@ -285,9 +285,9 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     return rc == NPU_OK ? moe_ep_combine_add(m, tile, x, &plan) : rc;
 }
 
-/* Whether layer l's MoE op over `rows` rows runs the dispatch group by group with its slices
-   staged through the ring, and has rows enough that a slice is seldom untouched (at least
-   4 choices per expert on average): then its first slices are worth loading early. */
+/* Whether layer l's MoE group of `rows` rows (not by units) has its slices staged through
+   the ring and rows enough that a slice is seldom untouched (at least 4 choices per expert
+   on average): then its first slices are worth loading early. */
 static bool prefetch_pays(const struct exec_model *m, uint32_t l, uint32_t rows)
 {
     const struct npu_image_tensor *g = m->w.t[l][MT_E_GATE];

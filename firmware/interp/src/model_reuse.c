@@ -214,12 +214,15 @@ static int refused(int rc, const char *what, uint32_t slot)
 
 int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r)
 {
-    exec_set_cat(m, m->acct.cat); /* the engines are idle from here */
+    exec_set_cat(m, m->acct.cat);
+    int rc = exec_drain(m); /* the engines are idle from here, the second DMA queue too */
+    if (rc != NPU_OK)
+        return rc;
     /* The group starts together: a rank that began early would wait for the others in the
        first collective, record a longer span and replay that difference every time (and
        consecutive replays, sleeps with no collective between them, would add up the
        ranks' differences until a collective timed out). */
-    int rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
+    rc = m->comm ? noc_barrier(m->comm) : NPU_OK;
     if (rc != NPU_OK)
         return rc;
     r->slot = slot, r->before = m->acct.stats[m->acct.layer];
@@ -234,7 +237,9 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
                     struct exec_stats *delta)
 {
     exec_set_cat(m, m->acct.cat); /* runs what is queued, charges it to this layer */
-    int rc = engine_replay(NPU_REPLAY_OP_END, r->slot, 0);
+    int rc = exec_drain(m); /* loads ahead (the next layer's shares) count in the recording */
+    if (rc == NPU_OK)
+        rc = engine_replay(NPU_REPLAY_OP_END, r->slot, 0);
     if (rc != NPU_OK)
         return refused(rc, "END", r->slot);
     *span_ps = hal_time_ps() - r->t0;
@@ -247,7 +252,9 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps)
 {
     exec_set_cat(m, m->acct.cat);
-    int rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
+    int rc = exec_drain(m); /* REPEAT wants this core's engines idle */
+    if (rc == NPU_OK)
+        rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
     if (rc != NPU_OK)
         return refused(rc, "REPEAT", slot);
     rc = hal_sleep_ps(span_ps * count);

@@ -165,6 +165,13 @@ struct npu_plan {
        slots. 0 and 0: never. */
     uint32_t moe_units_rows;
     uint32_t moe_unit_split;
+    /* 1: staged weights are double-buffered: the staging buffer holds a second copy of the
+       largest layer's non-expert shares after the first layer's whole map, and a layer's
+       STAGE loads the next layer's non-expert shares there (odd layers in the second copy)
+       on the second DMA queue while the layer runs (docs/images.md, "Weights"). 0: one
+       layer at a time. Only with staged weights (not resident). */
+    uint32_t stage_double;
+    uint32_t reserved_plan;      /* 0 */
 };
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u

@@ -127,13 +127,19 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "%u, slices per rank %u: out of range, or not 0 without expert "
                     "parallelism over tp > 1", p->expert_units, p->expert_placement,
                     p->expert_fanout, p->expert_rank_slices);
+    if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)) ||
+        p->reserved_plan)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u (staged weights, %u "
+                    "layers a stage) or reserved %u", p->stage_double, p->stage_layers,
+                    p->reserved_plan);
     if ((p->moe_units_rows != 0) != (p->moe_unit_split != 0) || p->moe_unit_split > 64 ||
         (p->moe_units_rows && (!ep || p->weights_resident || p->expert_slots < 3 ||
-                               p->moe_units_rows > p->max_tokens)))
+                               p->moe_units_rows > p->tile_rows)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: the MoE by units over %u rows, units "
                     "split %u: both 0, or split 1..64 with expert parallelism over tp > 1, "
-                    "staged experts, a ring of at least 3 slots and at most max_tokens %u "
-                    "rows", p->moe_units_rows, p->moe_unit_split, p->max_tokens);
+                    "staged experts, a ring of at least 3 slots and at most tile_rows %u rows "
+                    "(its buffers are a tile's)", p->moe_units_rows, p->moe_unit_split,
+                    p->tile_rows);
     return NPU_OK;
 }
 

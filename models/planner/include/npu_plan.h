@@ -59,6 +59,8 @@ struct npu_plan_request {
                                            positions (npu_kv_local_rows) */
     uint32_t moe_spill_rows;            /* the MoE over the layer's spill rows
                                            (npu_plan.moe_spill_rows); 0: the default */
+    uint32_t stage_single;              /* 1: staged weights in one buffer (no double
+                                           buffer for the next layer's) */
     int32_t moe_units_rows;             /* the MoE by units up to this many rows
                                            (npu_plan.moe_units_rows); 0: never; -1: the
                                            default */

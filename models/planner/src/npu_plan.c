@@ -474,7 +474,10 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
             p->x_in_sram ? "SRAM" : "HBM",
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
-            p->weights_resident ? "resident" : "staging of one layer, streamed from HBM");
+            p->weights_resident ? "resident"
+            : p->stage_double ? "staging of one layer and the next's non-expert shares, "
+                                "streamed from HBM"
+                              : "staging of one layer, streamed from HBM");
     if (npu_plan_is_ep(p) && p->tp > 1)
         fprintf(f, "  experts: %s placement, %u unit(s) of %u columns per expert, up to %u "
                 "slices per rank, a row's choices reach up to %u slices; expected MoE time of "
@@ -777,6 +780,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
                           .kv_pool = req->kv_sram_blocks, .conservative = conservative,
                           .spill_request = req->moe_spill_rows,
                           .units_request = req->moe_units_rows,
+                          .single_stage = req->stage_single != 0,
                           .fallback_why = why };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);

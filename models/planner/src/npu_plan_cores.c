@@ -26,9 +26,11 @@ static uint64_t stage_bytes_all(const struct planner *pl, uint32_t st, uint32_t 
     return sum;
 }
 
-/* Bytes the staging buffer needs for layer l's shares of rank r: the cores lay them out
-   with the same function (npu_stage_map_layer). */
-static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint32_t layer)
+/* The staging map of layer l's shares of rank r: the cores lay them out with the same
+   function (npu_stage_map_layer); its bytes, and those of its non-expert shares (before
+   map.experts) in *nonexp. */
+static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint32_t layer,
+                                  uint64_t *nonexp)
 {
     const struct npu_image_tensor *t[NPU_STAGE_KINDS] = { 0 };
     for (uint64_t i = 0; i < pl->ntensors; i++) {
@@ -39,6 +41,7 @@ static uint64_t layer_stage_bytes(const struct planner *pl, uint32_t rank, uint3
     }
     struct npu_stage_map map;
     npu_stage_map_layer(t, pl->plan.expert_slots, &map);
+    *nonexp = map.experts;
     return map.bytes;
 }
 
@@ -119,12 +122,13 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
                     pl->chip->name, p->tile_rows, MIB(at), MIB(avail));
     const uint64_t xb = align_up((uint64_t)p->max_tokens * c->hidden_size * pl->eb, 64);
     const uint64_t kvb = align_up(npu_kv_ring_bytes(c, p), 64);
-    uint64_t stage = 0, all = stage_bytes_all(pl, st, rank);
+    uint64_t stage = 0, nonexp = 0, all = stage_bytes_all(pl, st, rank);
     for (uint32_t l = st * p->stage_layers; l < (st + 1) * p->stage_layers; l++) {
-        uint64_t b = layer_stage_bytes(pl, rank, l);
+        uint64_t ne, b = layer_stage_bytes(pl, rank, l, &ne);
         stage = b > stage ? b : stage;
+        nonexp = ne > nonexp ? ne : nonexp;
     }
-    stage = align_up(stage, 64);
+    stage = align_up(stage, 64), nonexp = align_up(nonexp, 64);
     core->x_bytes = xb, core->kv_bytes = kvb;
     /* the three choices hold for every rank: a rank can only move things to HBM (the
        caller repeats the ranks until no rank changes them) */
@@ -147,11 +151,15 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
     core->kv_off = pl->plan.kv_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.kv_in_sram ? kvb : 0;
     pl->plan.weights_resident = pl->plan.weights_resident && !stream && at + all <= avail;
+    /* last in importance: the next layer's non-expert shares beside this one's */
+    pl->plan.stage_double = pl->plan.stage_double && !pl->plan.weights_resident &&
+                            p->stage_layers > 1 && at + stage + nonexp <= avail;
     core->sram_weights = core->sram_stage = at;
     if (pl->plan.weights_resident)
         core->sram_weights_bytes = all, at += align_up(all, 64);
     else
-        core->sram_stage_bytes = stage, at += stage;
+        core->sram_stage_bytes = stage + (pl->plan.stage_double ? nonexp : 0),
+        at += core->sram_stage_bytes;
     core->sram_end = at;
     if (at > avail)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s (tp %u): rank %u needs %.2f "
@@ -305,8 +313,10 @@ static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
 {
     struct npu_plan *p = &pl->plan;
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
+    p->stage_double = !pl->single_stage;
     for (;;) {
-        const uint32_t was = p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
+        const uint32_t was = p->stage_double << 3 | p->x_in_sram << 2 | p->kv_in_sram << 1 |
+                             p->weights_resident;
         choose_units(pl); /* staged experts only: its buffers come with it */
         npu_act_layout(pl->cfg, p, act); /* the residual's place sizes xt */
         for (uint32_t st = 0; st < p->stages; st++)
@@ -317,7 +327,8 @@ static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
                 if (rc != NPU_OK)
                     return rc;
             }
-        if ((p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident) == was)
+        if ((p->stage_double << 3 | p->x_in_sram << 2 | p->kv_in_sram << 1 |
+             p->weights_resident) == was)
             break;
     }
     return NPU_OK;

@@ -287,7 +287,8 @@ static int json_get_u64(json_t *obj, const char *key, uint64_t *out)
 /* The per-core engine busy times (cores[i].matrix.busy_ps, ...), summed. */
 static const char *read_busy(json_t *root, struct rt_chip_stats *s)
 {
-    static const char *const kinds[RT_ENGINE_KINDS] = { "matrix", "vector", "dma", "noc" };
+    static const char *const kinds[RT_ENGINE_KINDS] = { "matrix", "vector", "dma", "noc",
+                                                         "dma2" };
     json_t *cores = json_object_get(root, "cores");
     if (!json_is_array(cores) || json_array_size(cores) == 0)
         return "cores";
@@ -295,9 +296,11 @@ static const char *read_busy(json_t *root, struct rt_chip_stats *s)
     for (size_t i = 0; i < json_array_size(cores); i++)
         for (int k = 0; k < RT_ENGINE_KINDS; k++) {
             double busy;
-            if (json_get_number(json_object_get(json_array_get(cores, i), kinds[k]), "busy_ps",
-                                &busy))
-                return "cores[].{matrix, vector, dma, noc}.busy_ps";
+            json_t *eng = json_object_get(json_array_get(cores, i), kinds[k]);
+            if (!eng && k == RT_ENGINE_KINDS - 1)
+                continue; /* dma2: absent from stats written before the second DMA queue */
+            if (json_get_number(eng, "busy_ps", &busy))
+                return "cores[].{matrix, vector, dma, noc, dma2}.busy_ps";
             s->busy_ps[k] += busy;
         }
     return NULL;

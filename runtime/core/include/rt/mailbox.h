@@ -68,7 +68,8 @@ struct rt_mailbox {
     struct rt_mb_run runs[RT_MB_RUNS_MAX];
     uint32_t out_token[RT_MB_RUNS_MAX];  /* rank 0: run i's token (wants_token runs) */
     float out_logit[RT_MB_RUNS_MAX];
-    uint64_t busy_ps[RT_MB_CORES_MAX][4]; /* core c: matrix, vector, dma, noc busy time */
+    uint64_t busy_ps[RT_MB_CORES_MAX][4]; /* core c: matrix, vector, dma (both queues),
+                                             noc busy time */
     uint32_t blocks[RT_MB_BLOCKS_MAX];
     uint32_t tokens[RT_MB_TOKENS_MAX];
 };

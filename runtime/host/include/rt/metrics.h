@@ -70,7 +70,8 @@ struct rt_summary {
 };
 
 /* What a run's chip stats JSON (machine property stats=) holds, as the tools read it. */
-enum { RT_ENGINE_KINDS = 4 }; /* matrix, vector, dma, noc: the JSON's per-core objects */
+enum { RT_ENGINE_KINDS = 5 }; /* matrix, vector, dma, noc, dma2: the JSON's per-core
+                                 objects */
 struct rt_chip_stats {
     double chip_time_ps;                  /* the whole run */
     uint64_t hbm_bytes, noc_byte_hops;    /* totals over the cores */
