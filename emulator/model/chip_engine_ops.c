@@ -154,7 +154,8 @@ static int check_gemm(const struct chip_engines *e, uint32_t core, const struct 
     };
     struct matrix_spans span;
     if (matrix_gemm_spans(&shape, &span) != NPU_OK)
-        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "GEMM C overlaps A or B");
+        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core,
+                    "GEMM shape, flags or leading dimensions invalid");
     return check_gemm_batch(core, d, &span, err, errlen);
 }
 

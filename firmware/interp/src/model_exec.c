@@ -17,8 +17,8 @@
 
 /* The chain being built: engine scratch of this core (run by exec_flush), not model state,
    so not in struct exec_model. Descriptors are ordered by their data, not one after
-   another, and exec_flush does not wait for the side ones (expert-ring loads;
-   model_hazard.h). */
+   another, and exec_flush does not wait for the side ones (expert-ring loads and the next
+   layer's staged shares, on the second DMA queue; model_hazard.h). */
 static struct npu_desc chain[CHAIN_MAX];
 static uint32_t nchain;
 static const struct exec_model *chain_model; /* for chain_submit's report (one a core) */

@@ -29,13 +29,12 @@ static struct {
 static uint32_t wlen, whead, evicted[HZ_ENGINES];
 static uint32_t wcount[HZ_ENGINES]; /* the window's entries per engine */
 /* The second DMA queue's loads (the expert ring's slots, the next layer's shares) stay out
-   of the window: they run
-   far ahead of the chain, and a load that left the window would make every later
-   descriptor wait for it. Only the latest load into each destination matters (a load into
-   a slot waited for the readers of the one before, which waited for it), and the ring has
-   at most NPU_EXPERT_SLOTS_MAX slots, the next layer's staged shares a few destinations
-   more: HZ_LOADS entries keyed by destination, the oldest replaced (its number then counts
-   as left the window). */
+   of the window: they run far ahead of the chain, and a load that left the window would
+   make every later descriptor wait for it. Only the latest load into each destination
+   matters (a load into a slot waited for the readers of the one before, which waited for
+   it); the ring has at most NPU_EXPERT_SLOTS_MAX slots and the staged shares two copies of
+   a layer's few kinds: HZ_LOADS entries keyed by destination, the oldest replaced (its
+   number then counts as left the window). */
 #define HZ_LOADS 32u
 static struct hz_load {
     struct hz_access a;

@@ -9,8 +9,10 @@
  *
  * How: each engine's queue runs in order (docs/engines.md), so a descriptor needs no wait
  * for its own engine, and a wait for "engine X has completed n descriptors" (X's semaphore,
- * counted by every descriptor of X) covers every earlier descriptor of X. With three
- * engines a descriptor waits on at most two semaphores, which the engines' two waits hold.
+ * counted by every descriptor of X) covers every earlier descriptor of X. A descriptor
+ * holds two waits; with the second DMA queue one may need three (hz_set_submit), and the
+ * hart then waits out one itself. The second queue's loads are kept in a table of their
+ * destinations rather than the window (model_hazard.c says why).
  * Conflicts are found among the last HZ_WINDOW descriptors; an older one that is not known
  * complete is waited for as if it conflicted (safe, and rare: a chain is flushed at every
  * collective and every switch of category). Ranges may be larger than what an operand

@@ -156,6 +156,19 @@ void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t 
     }
 }
 
+int moe_route_all(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const uint32_t E = m->cfg->num_experts;
+    exec_set_cat(m, EXEC_CAT_FFN);
+    int rc = moe_route(m, l, tile->xt, tile->n);
+    if (rc != NPU_OK)
+        return rc;
+    moe_sort_choices(m, l, tile, 0, tile->n, NULL);
+    for (uint32_t e = 0; e < E; e++)
+        m->acct.expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
+    return NPU_OK;
+}
+
 /* Expert e over its rows: gather, SwiGLU, scale, scatter into combine. */
 static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
 {
@@ -194,13 +207,7 @@ int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, E = c->num_experts, n = tile->n;
-    exec_set_cat(m, EXEC_CAT_FFN);
-    int rc = moe_route(m, l, tile->xt, n);
-    if (rc != NPU_OK)
-        return rc;
-    moe_sort_choices(m, l, tile, 0, n, NULL);
-    for (uint32_t e = 0; e < E; e++)
-        m->acct.expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
+    int rc = moe_route_all(m, l, tile);
     for (uint32_t e = 0; rc == NPU_OK && e < E; e++)
         if (moe_pairs.first[e + 1] > moe_pairs.first[e])
             rc = run_expert(m, l, e);

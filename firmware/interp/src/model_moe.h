@@ -54,6 +54,9 @@ int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n);
    order to a.rweight. */
 void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                       uint32_t r0, uint32_t r1, const struct moe_ep_map *map);
+/* The tile's rows all routed (moe_route), their choices sorted by expert (moe_sort_choices
+   without a map) and the routed tokens counted; flushed. */
+int moe_route_all(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 /* out[n][d] = sum over j of slots[n][j][d], in top-k order (the reference's order). */
 void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t n);
 

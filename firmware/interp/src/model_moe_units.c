@@ -176,15 +176,10 @@ static void run_units(struct exec_model *m, uint32_t l)
 int exec_moe_units(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
-    const uint32_t k = m->cfg->experts_per_token, n = tile->n;
-    exec_set_cat(m, EXEC_CAT_FFN);
-    int rc = moe_route(m, l, tile->xt, n);
+    const uint32_t d = m->cfg->hidden_size, k = m->cfg->experts_per_token, n = tile->n;
+    int rc = moe_route_all(m, l, tile);
     if (rc != NPU_OK)
         return rc;
-    moe_sort_choices(m, l, tile, 0, n, NULL);
-    for (uint32_t e = 0; e < E; e++)
-        m->acct.expert_tokens[(uint64_t)l * E + e] += moe_pairs.first[e + 1] - moe_pairs.first[e];
     exec_vec(m, exec_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_FILL,
                                                          .x = a->ucombine, .out = a->ucombine,
                                                          .rows = n * k, .cols = d,
