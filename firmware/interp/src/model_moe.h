@@ -65,7 +65,8 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 /* Its steps, which the MoE over the layer (model_moe_wide.c) also runs on a group `tile`
    (rows in tile->xt), with plan = moe_ep_plan(m, x), x layer l's map:
    - route this rank's slice of the rows, sort its choices into moe_pairs, dispatch them
-     (ep_recv then holds the rows of this rank's slices, by slice), and count the routed
+     (ep_recv then holds the rows of this rank's slices, by slice; with `prefetch` the
+     first slices load into the ring meanwhile, exec_moe_prefetch), and count the routed
      tokens;
    - one slice `block` of this rank's (w columns) over n rows at `rows`, outputs over them;
    - the combine of the outputs in ep_recv (moe_pairs: the group's), weighting, the sum of
