@@ -218,17 +218,25 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
     vector_op_desc(d, &v);
 }
 
-void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
-               uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
+/* A copy on the chain's DMA queue, or with `side` a load on the second queue that runs
+   ahead of the chain (exec_flush does not wait for it; its readers wait by their data). */
+static void copy_on(struct exec_model *m, bool side, uint64_t dst, uint64_t src, uint64_t rows,
+                    uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
 {
     const struct hz_access h = { .rd = { hz_span(src, rows, src_stride, row_bytes) },
                                  .wr = { hz_span(dst, rows, dst_stride, row_bytes) } };
     struct dma_copy_args a = { .src = src, .dst = dst, .rows = (uint32_t)rows,
                                .row_bytes = (uint32_t)row_bytes,
                                .src_stride = (uint32_t)src_stride,
-                               .dst_stride = (uint32_t)dst_stride };
-    struct npu_desc *d = push(m, HZ_DMA, &h, false, &a.sync);
+                               .dst_stride = (uint32_t)dst_stride, .second_queue = side };
+    struct npu_desc *d = push(m, side ? HZ_DMA2 : HZ_DMA, &h, side, &a.sync);
     dma_copy_desc(d, &a);
+}
+
+void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
+               uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
+{
+    copy_on(m, false, dst, src, rows, row_bytes, src_stride, dst_stride);
 }
 
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width)
@@ -246,12 +254,18 @@ uint64_t exec_hbm_addr(const struct exec_model *m, uint64_t off)
     return hbm(m, off);
 }
 
-void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
+/* bytes from src to dst in pieces the DMA takes, on the queue copy_on's `side` names */
+static void load_on(struct exec_model *m, bool side, uint64_t dst, uint64_t src, uint64_t bytes)
 {
     for (uint64_t at = 0; at < bytes; at += 1u << 30) {
         uint64_t piece = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
-        exec_copy(m, dst + at, src + at, 1, piece, piece, piece);
+        copy_on(m, side, dst + at, src + at, 1, piece, piece, piece);
     }
+}
+
+void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
+{
+    load_on(m, false, dst, src, bytes);
 }
 
 /* Copies a share (blocks [first_block, + blocks)) from HBM to SRAM. */
@@ -291,19 +305,7 @@ static void stage_shares(struct exec_model *m, uint32_t l, bool side)
         if (!t || model_tensor_is_expert(kind))
             continue;
         const uint64_t dst = stage_base(m, l) + map.off[kind], src = hbm(m, t->hbm_off);
-        const uint64_t bytes = (uint64_t)t->blocks * t->block_bytes;
-        for (uint64_t at = 0; side && at < bytes; at += 1u << 30) {
-            const uint64_t piece = bytes - at < (1u << 30) ? bytes - at : (1u << 30);
-            const struct hz_access h = { .rd = { hz_span(src + at, 1, piece, piece) },
-                                         .wr = { hz_span(dst + at, 1, piece, piece) } };
-            struct dma_copy_args a = { .src = src + at, .dst = dst + at, .rows = 1,
-                                       .row_bytes = (uint32_t)piece,
-                                       .src_stride = (uint32_t)piece,
-                                       .dst_stride = (uint32_t)piece, .second_queue = true };
-            dma_copy_desc(push(m, HZ_DMA2, &h, true, &a.sync), &a);
-        }
-        if (!side)
-            exec_load_rows(m, dst, src, bytes);
+        load_on(m, side, dst, src, (uint64_t)t->blocks * t->block_bytes);
     }
 }
 
@@ -356,15 +358,8 @@ uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring
     assert(r->rows >= 1 && bytes <= r->t->block_bytes && bytes <= m->w.map.ring_span &&
            r->row_bytes <= (1u << 30) && r->src_stride >= r->row_bytes &&
            r->src_stride <= UINT32_MAX);
-    const struct hz_access h = { .rd = { hz_span(r->src, r->rows, r->src_stride, r->row_bytes) },
-                                 .wr = { hz_span(dst, 1, bytes, bytes) } };
     /* on the second DMA queue: the loads run ahead without holding up the chain's copies */
-    struct dma_copy_args a = { .src = r->src, .dst = dst, .rows = (uint32_t)r->rows,
-                               .row_bytes = (uint32_t)r->row_bytes,
-                               .src_stride = (uint32_t)r->src_stride,
-                               .dst_stride = (uint32_t)r->row_bytes, .second_queue = true };
-    struct npu_desc *d = push(m, HZ_DMA2, &h, true, &a.sync);
-    dma_copy_desc(d, &a);
+    copy_on(m, true, dst, r->src, r->rows, r->row_bytes, r->src_stride, r->row_bytes);
     m->w.ring.held[s].t = r->t, m->w.ring.held[s].block = r->block;
     m->w.ring.held[s].part = r->part;
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
