@@ -84,7 +84,7 @@ mkdir -p "$stage/model" "$stage/desc"
 cp "$here"/*.c "$here"/*.h "$here/meson.build" "$stage/"
 cp "$root"/emulator/model/*.c "$root"/emulator/model/*.h "$stage/model/"
 # The portable libraries the chip model links (emulator/CMakeLists.txt): headers and sources.
-for lib in kvconf numeric chipdesc; do
+for lib in kvconf numeric chipdesc routing; do
   cp "$root"/models/$lib/include/*.h "$stage/desc/"
   [ ! -d "$root/models/$lib/src" ] || cp "$root"/models/$lib/src/*.c "$stage/desc/"
 done

@@ -105,7 +105,12 @@ static bool core_read_engine_reg(NpuCoreState *core, hwaddr addr, unsigned size,
         *v = core->replay_count;
         return true;
     case A_CORE_REPLAY_OP:
+    case A_CORE_ROUTE:
         *v = 0;
+        return true;
+    case A_CORE_ROUTE_ADDR:
+    case A_CORE_ROUTE_ADDR + 4:
+        *v = npu_reg64_read(core->route_addr, addr - A_CORE_ROUTE_ADDR, size);
         return true;
     default:
         return false;
@@ -260,6 +265,25 @@ static void core_replay_op(NpuCoreState *core, uint32_t op)
     }
 }
 
+/* Command: the routing model's draws at ROUTE_ADDR (chip_route.h); no chip time. */
+static void core_route(NpuCoreState *core)
+{
+    char err[160] = "";
+    int rc = NPU_ERR_STATE;
+
+    if (core->hart < core->chip->engines.ncores) {
+        rc = chip_route_draw(&core->route, &core->chip->engines.mem, core->hart, core->route_addr, err,
+                             sizeof(err));
+    } else {
+        snprintf(err, sizeof(err), "the control core routes no rows");
+    }
+    core->cmd_status = rc;
+    if (rc != NPU_OK) {
+        qemu_log_mask(LOG_GUEST_ERROR, "npu-mesh: hart %u: ROUTE refused (%d): %s\n",
+                      core->hart, rc, err);
+    }
+}
+
 static void core_sem_op(NpuCoreState *core, uint32_t op)
 {
     uint32_t target = FIELD_EX32(core->sem_target, CORE_SEM_TARGET, CORE);
@@ -301,6 +325,15 @@ static bool core_write_engine_reg(NpuCoreState *core, hwaddr addr, uint64_t valu
         return true;
     case A_CORE_REPLAY_OP:
         core_replay_op(core, FIELD_EX32(value, CORE_REPLAY_OP, OP));
+        return true;
+    case A_CORE_ROUTE_ADDR:
+    case A_CORE_ROUTE_ADDR + 4:
+        core->route_addr = reg64_merge(core->route_addr, value, addr & 4, size);
+        return true;
+    case A_CORE_ROUTE:
+        if (FIELD_EX32(value, CORE_ROUTE, GO)) {
+            core_route(core);
+        }
         return true;
     case A_CORE_SUBMIT:
         if (FIELD_EX32(value, CORE_SUBMIT, GO)) {

@@ -18,6 +18,7 @@
 #include "model/chip_console.h"
 #include "model/chip_engines.h"
 #include "model/chip_replay.h"
+#include "model/chip_route.h"
 #include "npu_memmap.h"
 
 #define TYPE_NPU_MESH_MACHINE MACHINE_TYPE_NAME("npu-mesh")
@@ -65,6 +66,8 @@ struct NpuCoreState {
     uint32_t sem_target, sem_value;
     uint64_t submit_addr;
     uint32_t submit_count;
+    uint64_t route_addr;      /* ROUTE_ADDR */
+    struct chip_route route;  /* ROUTE's cached layer table (chip_route.h) */
     uint32_t perf_sel;
     uint32_t replay_slot, replay_count; /* REPLAY_* registers */
     int32_t cmd_status;

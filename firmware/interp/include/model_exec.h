@@ -219,11 +219,6 @@ struct exec_acct {
 };
 
 /* The routing model's table (performance mode, model_moe.c). */
-struct exec_routing {
-    uint64_t table[256];                   /* cumulative popularity */
-    uint32_t layer;                        /* the layer table is for (+1; 0: none) */
-};
-
 /* Layer reuse (model_reuse.c): its bootargs, the classes in their replay slots, counts. */
 struct exec_layer_reuse {
     bool enabled;                          /* bootarg layer_reuse */
@@ -264,7 +259,6 @@ struct exec_model {
     struct exec_bufs buf;
     struct exec_weights w;
     struct exec_acct acct;
-    struct exec_routing route;
     struct exec_layer_reuse lreuse;
     struct exec_tile_reuse treuse;
 };

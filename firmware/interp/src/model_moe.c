@@ -16,6 +16,7 @@
 
 #include "model_moe.h"
 #include "npu/hal.h"
+#include "npu/route.h"
 #include "npu/vector.h"
 
 struct moe_pairs moe_pairs;
@@ -41,18 +42,20 @@ int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n)
     return exec_flush(m);
 }
 
-const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_model *rm)
+void moe_draw_rows(const struct exec_model *m, uint32_t l, uint32_t req, uint32_t pos,
+                   uint32_t n, uint32_t *out)
 {
-    *rm = (struct routing_model){ .experts = m->cfg->num_experts,
-                                  .k = m->cfg->experts_per_token,
-                                  .skew_milli = m->plan->routing_skew_milli,
-                                  .seed = m->plan->routing_seed };
-    if (m->route.layer == 0)
-        routing_layer_table(rm, l, m->route.table);
-    else if (m->route.layer != l + 1) /* the next layer's table is this one rotated */
-        routing_layer_table_rotate(rm, m->route.layer - 1, l, m->route.table);
-    m->route.layer = l + 1;
-    return m->route.table;
+    const uint32_t k = m->cfg->experts_per_token;
+    for (uint32_t i = 0; i < n; i += NPU_ROUTE_ROWS_MAX) {
+        const struct npu_route_args a = {
+            .out = (uint64_t)(uintptr_t)(out + (uint64_t)i * k), .seed = m->plan->routing_seed,
+            .experts = m->cfg->num_experts, .k = k, .skew_milli = m->plan->routing_skew_milli,
+            .layer = l, .req = req, .pos = pos + i,
+            .rows = n - i < NPU_ROUTE_ROWS_MAX ? n - i : NPU_ROUTE_ROWS_MAX };
+        int rc = route_draw_rows(&a);
+        assert(rc == NPU_OK && "the chip refused a ROUTE the plan allows");
+        (void)rc;
+    }
 }
 
 /* Each row's k experts and weights: from the top-k (functional; idx may be the top-k's own
@@ -77,18 +80,16 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
         }
         return;
     }
-    struct routing_model rm;
-    const uint64_t *table = moe_routing(m, l, &rm);
-    for (uint32_t s = 0; s < tile->nsegs; s++)
-        for (uint32_t i = 0; i < tile->segs[s].count; i++) {
-            uint32_t r = tile->segs[s].row + i;
-            if (r < r0 || r >= r1)
-                continue;
-            routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i,
-                         &idx[(r - r0) * k]);
+    for (uint32_t s = 0; s < tile->nsegs; s++) { /* the segment's rows inside [r0, r1) */
+        const struct exec_seg *g = &tile->segs[s];
+        const uint32_t lo = g->row > r0 ? g->row : r0;
+        const uint32_t hi = g->row + g->count < r1 ? g->row + g->count : r1;
+        if (lo < hi)
+            moe_draw_rows(m, l, g->req, g->pos + (lo - g->row), hi - lo, &idx[(lo - r0) * k]);
+        for (uint32_t r = lo; r < hi; r++)
             for (uint32_t j = 0; j < k; j++)
                 wgt[(r - r0) * k + j] = 1.0f / (float)k;
-        }
+    }
 }
 
 /* Pairs per bucket of the choices idx[n][k] into p->first (prefix sums): per expert, or

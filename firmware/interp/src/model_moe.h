@@ -43,9 +43,11 @@ struct moe_ep_map {
 /* Layer l's map (kept until another layer's is asked for). */
 const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l);
 
-/* Performance mode: the routing model of the plan in *rm and layer l's table of it (kept in
-   m->route.table; the previous layer's is rotated, not rebuilt). */
-const uint64_t *moe_routing(struct exec_model *m, uint32_t l, struct routing_model *rm);
+/* Performance mode: the routing model's experts of request req's rows at positions
+   [pos, pos + n) in layer l into out[n][k] (in SRAM), drawn by the ROUTE command (npu/route.h:
+   the emulator draws what routing_draw would, at native speed). */
+void moe_draw_rows(const struct exec_model *m, uint32_t l, uint32_t req, uint32_t pos,
+                   uint32_t n, uint32_t *out);
 /* xb[n][d] = RMSNorm(x), probs[n][E] = softmax(xb router^T), topk of each row; flushed. */
 int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n);
 /* Sorts the choices of tile rows [r0, r1) (functional: the top-k of moe_route over those

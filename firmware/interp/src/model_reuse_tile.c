@@ -151,7 +151,7 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
                           uint32_t *load)
 {
     /* scratch: not model state */
-    static uint32_t idx[ROUTING_EXPERTS_MAX]; /* one row's choices */
+    static uint32_t idx[4 * ROUTING_EXPERTS_MAX]; /* a chunk of rows' choices [rows][k] */
     static uint32_t pairs[NOC_GROUP_MAX];
     static uint16_t rows[ROUTING_EXPERTS_MAX]; /* per expert */
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
@@ -165,14 +165,14 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
         memset(pairs, 0, m->tp * sizeof(pairs[0]));
     else
         memset(rows, 0, E * sizeof(rows[0]));
-    struct routing_model rm;
-    const uint64_t *table = moe_routing(m, l, &rm);
+    const uint32_t chunk = (uint32_t)(sizeof(idx) / sizeof(idx[0])) / k;
     bool steady = true;
     uint32_t most = 0;
     for (uint32_t s = 0; s < tile->nsegs; s++)
-        for (uint32_t i = 0; i < tile->segs[s].count; i++) {
-            routing_draw(&rm, table, l, tile->segs[s].req, tile->segs[s].pos + i, idx);
-            for (uint32_t j = 0; j < k; j++) {
+        for (uint32_t i0 = 0; i0 < tile->segs[s].count; i0 += chunk) {
+            const uint32_t n = tile->segs[s].count - i0 < chunk ? tile->segs[s].count - i0 : chunk;
+            moe_draw_rows(m, l, tile->segs[s].req, tile->segs[s].pos + i0, n, idx);
+            for (uint32_t j = 0; j < n * k; j++) {
                 const uint32_t e = idx[j];
                 for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
                     const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
