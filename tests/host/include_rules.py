@@ -101,7 +101,7 @@ def qemu_entries(tree, gen_dirs):
     qdir = os.path.join(tree.src, "emulator", "qemu")
     dirs = [qdir, os.path.join(tree.src, "emulator")] + [
         os.path.join(tree.src, "models", lib, "include") for lib in ("kvconf", "numeric",
-                                                                      "chipdesc")] + gen_dirs
+                                                                      "chipdesc", "routing")] + gen_dirs
     return [(os.path.join(qdir, f), dirs, dirs) for f in sorted(os.listdir(qdir))
             if f.endswith(".c")]
 
