@@ -143,8 +143,10 @@ static int parse_threads(const char *value, enum npuctl_threads *out, char *err,
         *out = NPUCTL_THREADS_MULTI;
     else if (strcmp(value, "single") == 0)
         *out = NPUCTL_THREADS_SINGLE;
+    else if (strcmp(value, "auto") == 0)
+        *out = NPUCTL_THREADS_AUTO;
     else {
-        snprintf(err, errlen, "--threads '%s': expected single or multi", value);
+        snprintf(err, errlen, "--threads '%s': expected single, multi or auto", value);
         return NPU_ERR_INVAL;
     }
     return NPU_OK;

@@ -20,7 +20,8 @@ struct npuctl_command {
     "  --chip NAME|PATH      chip config: models/chips/NAME.toml, or a file (default "    \
     NPUCTL_DEFAULT_CHIP ")\n"                                                                \
     "  --mesh RxC            override the config's mesh, e.g. 4x4 (1..32 each)\n"            \
-    "  --threads single|multi  TCG threading (default multi)\n"                              \
+    "  --threads single|multi|auto  TCG threading (default multi; serve: auto, which is\n"     \
+    "                        single on a host of at most 2 CPUs)\n"                              \
     "  --mode functional|performance  engine mode of the machine (default functional):\n"    \
     "                        performance keeps the timing and never touches the data\n"     \
     "  --watchdog-ms N       machine watchdog: a hart running N ms without waiting fails\n" \

@@ -53,7 +53,12 @@ enum npuctl_machine_mode {
 enum npuctl_threads {
     NPUCTL_THREADS_MULTI,  /* -accel tcg,thread=multi (default) */
     NPUCTL_THREADS_SINGLE, /* -accel tcg,thread=single */
+    NPUCTL_THREADS_AUTO,   /* single on a host of at most 2 CPUs, else multi (npuctl_threads_of) */
 };
+
+/* The threading `t` runs with: AUTO resolved by this host's CPUs (docs/build.md, "TCG
+   threading"). */
+enum npuctl_threads npuctl_threads_of(enum npuctl_threads t);
 
 /* Options of run / selftest / debug. Strings point into the parsed argv. */
 struct npuctl_run_opts {

@@ -113,7 +113,7 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
              image_bytes, blob_bytes, params);
     char *args[] = { "serve", "--chip", chip, "--mode",
                      h->plan.mode ? "performance" : "functional", "--timeout", timeout,
-                     "--threads", (char *)(o->threads ? o->threads : "multi"), "--",
+                     "--threads", (char *)(o->threads ? o->threads : "auto"), "--",
                      "-device", img, "-device", blob, "-machine", stats, "-append", append };
     struct progress *p = calloc(1, sizeof(*p));
     if (!p)

@@ -381,6 +381,8 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 void exec_set_layer(struct exec_model *m, uint32_t layer);
 /* to += s, to -= s, every counter of the statistics. */
 void exec_stats_add(struct exec_stats *to, const struct exec_stats *s);
+/* to += n x s (n replays of one recording). */
+void exec_stats_add_times(struct exec_stats *to, const struct exec_stats *s, uint32_t n);
 void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s);
 /* Restarts the category accounting from the counters as they are now, charging nothing
    (what a replay adds is charged by the replay). */

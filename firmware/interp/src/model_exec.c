@@ -122,6 +122,14 @@ void exec_stats_add(struct exec_stats *to, const struct exec_stats *s)
         t[i] += w[i];
 }
 
+void exec_stats_add_times(struct exec_stats *to, const struct exec_stats *s, uint32_t n)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *w = (const uint64_t *)s;
+    for (size_t i = 0; i < sizeof(*to) / sizeof(uint64_t); i++)
+        t[i] += w[i] * n;
+}
+
 void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s)
 {
     uint64_t *t = (uint64_t *)to;

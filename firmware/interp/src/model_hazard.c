@@ -3,7 +3,6 @@
 #include "model_hazard.h"
 
 #include <assert.h>
-#include <string.h>
 
 #include "npu/hal.h"
 #include "npu/wait.h"
@@ -40,8 +39,8 @@ static struct hz_load {
     struct hz_access a;
     struct hz_range all, wr; /* bounds (as the window's) */
     uint32_t seq;
-    bool used;
 } loads[HZ_LOADS];
+static uint32_t nloads; /* loads[0, nloads) are in use */
 
 static void flushed(void);
 static void (*submit_built)(void);
@@ -109,8 +108,8 @@ static void find_needs(enum hz_engine e, const struct hz_access *a, struct hz_ra
         need[x] = evicted[x], left[x] = x == (uint32_t)e ? 0 : wcount[x];
         open += left[x] > 0;
     }
-    for (uint32_t i = 0; e != HZ_DMA2 && i < HZ_LOADS; i++) /* the loads' table */
-        if (loads[i].used && loads[i].seq + 1 > need[HZ_DMA2] &&
+    for (uint32_t i = 0; e != HZ_DMA2 && i < nloads; i++) /* the loads' table */
+        if (loads[i].seq + 1 > need[HZ_DMA2] &&
             (overlaps(loads[i].wr, all) || overlaps(loads[i].all, wr)) &&
             conflicts(&loads[i].a, a))
             need[HZ_DMA2] = loads[i].seq + 1;
@@ -138,12 +137,11 @@ static void remember_load(const struct hz_access *a, struct hz_range all, struct
                           uint32_t seq)
 {
     uint32_t at = HZ_LOADS;
-    for (uint32_t i = 0; i < HZ_LOADS && at == HZ_LOADS; i++)
-        if (loads[i].used && loads[i].wr.lo == a->wr[0].lo)
+    for (uint32_t i = 0; i < nloads && at == HZ_LOADS; i++)
+        if (loads[i].wr.lo == a->wr[0].lo)
             at = i;
-    for (uint32_t i = 0; i < HZ_LOADS && at == HZ_LOADS; i++)
-        if (!loads[i].used)
-            at = i;
+    if (at == HZ_LOADS && nloads < HZ_LOADS)
+        at = nloads++;
     if (at == HZ_LOADS) {
         at = 0;
         for (uint32_t i = 1; i < HZ_LOADS; i++)
@@ -151,7 +149,7 @@ static void remember_load(const struct hz_access *a, struct hz_range all, struct
         evicted[HZ_DMA2] = loads[at].seq + 1 > evicted[HZ_DMA2] ? loads[at].seq + 1
                                                                  : evicted[HZ_DMA2];
     }
-    loads[at] = (struct hz_load){ .a = *a, .all = all, .wr = wr, .seq = seq, .used = true };
+    loads[at] = (struct hz_load){ .a = *a, .all = all, .wr = wr, .seq = seq };
 }
 
 static void remember(enum hz_engine e, const struct hz_access *a, struct hz_range all,
@@ -236,7 +234,7 @@ int hz_wait_all(void)
     for (uint32_t x = 0; x < HZ_ENGINES; x++)
         done[x] = last_main[x] = issued[x], evicted[x] = 0, wcount[x] = 0;
     wlen = 0;
-    memset(loads, 0, sizeof(loads));
+    nloads = 0;
     return NPU_OK;
 }
 

@@ -161,29 +161,31 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     const bool units = ep && exec_moe_units_apply(m, tile->n);
     const struct moe_ep_map *x = ep && !units ? moe_ep_map(m, l) : NULL;
     const bool streamed = !m->plan->weights_resident;
-    if (x)
-        memset(pairs, 0, m->tp * sizeof(pairs[0]));
-    else
-        memset(rows, 0, E * sizeof(rows[0]));
     const uint32_t chunk = (uint32_t)(sizeof(idx) / sizeof(idx[0])) / k;
-    bool steady = true;
-    uint32_t most = 0;
-    for (uint32_t s = 0; s < tile->nsegs; s++)
+    memset(rows, 0, E * sizeof(rows[0]));
+    for (uint32_t s = 0; s < tile->nsegs; s++) /* rows per expert (a row's k are distinct) */
         for (uint32_t i0 = 0; i0 < tile->segs[s].count; i0 += chunk) {
             const uint32_t n = tile->segs[s].count - i0 < chunk ? tile->segs[s].count - i0 : chunk;
             moe_draw_rows(m, l, tile->segs[s].req, tile->segs[s].pos + i0, n, idx);
-            for (uint32_t j = 0; j < n * k; j++) {
-                const uint32_t e = idx[j];
-                for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
-                    const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
-                    most = ++pairs[q] > most ? pairs[q] : most;
-                }
-                if (!x && !rows[e]++)
-                    most++;
-                if (streamed && !m->treuse.group_staged[e])
-                    m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
-            }
+            for (uint32_t j = 0; j < n * k; j++)
+                rows[idx[j]]++;
         }
+    if (x)
+        memset(pairs, 0, m->tp * sizeof(pairs[0]));
+    bool steady = true;
+    uint32_t most = 0; /* EP: the busiest rank's routed pairs (a pair per expert slice) */
+    for (uint32_t e = 0; e < E; e++) {
+        if (!rows[e])
+            continue;
+        for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
+            const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
+            pairs[q] += rows[e];
+            most = pairs[q] > most ? pairs[q] : most;
+        }
+        most += !x; /* else: the experts routed to */
+        if (streamed && !m->treuse.group_staged[e])
+            m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
+    }
     *load = units ? units_load(m, l, rows) : most;
     return steady;
 }
@@ -215,8 +217,7 @@ int exec_reuse_tile_flush(struct exec_model *m)
     const struct exec_tile_class *c = t->pending_class;
     const uint32_t n = t->pending;
     t->pending = 0, t->pending_class = NULL;
-    for (uint32_t i = 0; i < n; i++)
-        exec_stats_add(&m->acct.stats[m->acct.layer], &c->delta);
+    exec_stats_add_times(&m->acct.stats[m->acct.layer], &c->delta, n);
     t->counts[EXEC_REUSE_REPLAYED] += n;
     return exec_replay_slot(m, slot_of(m, c), n, c->span_ps);
 }
