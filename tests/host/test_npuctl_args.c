@@ -147,7 +147,17 @@ static void test_threads(void **state)
     char *bad[] = { "--threads", "dual" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, bad, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);
-    assert_string_equal(err, "--threads 'dual': expected single or multi");
+    assert_string_equal(err, "--threads 'dual': expected single, multi or auto");
+    char *autos[] = { "--threads", "auto" };
+    assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, autos, &o, err, sizeof(err)),
+                     0);
+    assert_int_equal(o.threads, NPUCTL_THREADS_AUTO);
+    /* auto: single on a host of at most 2 CPUs; the others stay as given */
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_AUTO),
+                     cpus > 0 && cpus <= 2 ? NPUCTL_THREADS_SINGLE : NPUCTL_THREADS_MULTI);
+    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_SINGLE), NPUCTL_THREADS_SINGLE);
+    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_MULTI), NPUCTL_THREADS_MULTI);
     char *missing[] = { "--threads" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, missing, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);
