@@ -45,6 +45,28 @@ static uint64_t send_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint
     return off;
 }
 
+/* Every sender's elements of bucket b. */
+static uint64_t bucket_total(const struct noc_alltoallv_plan *p, uint32_t size, uint32_t b)
+{
+    if (p->totals)
+        return p->totals[b];
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < size; s++)
+        n += p->counts[(uint64_t)s * p->buckets + b];
+    return n;
+}
+
+void noc_alltoallv_totals(struct noc_alltoallv_plan *p, uint32_t size)
+{
+    if (!p->totals)
+        return;
+    for (uint32_t b = 0; b < p->buckets; b++)
+        p->totals[b] = 0;
+    for (uint32_t s = 0; s < size; s++) /* row by row: one pass over the matrix */
+        for (uint32_t b = 0; b < p->buckets; b++)
+            p->totals[b] += p->counts[(uint64_t)s * p->buckets + b];
+}
+
 /* Elements of q's buckets from every sender before sender i (by-sender layout), i.e. where
    i's block for q starts in q's recv; recv_offset(p, size, q) is q's whole receive. */
 static uint64_t recv_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t q)
@@ -76,8 +98,7 @@ static uint64_t bucket_recv_offset(const struct noc_alltoallv_plan *p, uint32_t 
         return off;
     }
     for (uint32_t k = lo_of(p, q); k < b; k++) /* q's earlier buckets, every sender's */
-        for (uint32_t s = 0; s < size; s++)
-            off += p->counts[(uint64_t)s * p->buckets + k];
+        off += bucket_total(p, size, k);
     for (uint32_t s = 0; s < i; s++)
         off += p->counts[(uint64_t)s * p->buckets + b];
     return off;
@@ -153,7 +174,12 @@ static int a2av_check_capacity(const struct noc_comm *c, const struct noc_alltoa
 {
     const struct coll_header *h = coll_headers(c);
     for (uint32_t q = 0; q < c->group.size; q++) {
-        uint64_t total = recv_offset(p, c->group.size, q);
+        uint64_t total = 0;
+        if (p->totals)
+            for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++)
+                total += p->totals[b];
+        else
+            total = recv_offset(p, c->group.size, q);
         if (total > h[q].capacity) {
             printf("noc: rank %u: alltoallv_dispatch #%u refused: rank %u receives %llu "
                    "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
@@ -178,20 +204,20 @@ static uint32_t pair_segments(const struct noc_comm *c, const struct noc_alltoal
     return n;
 }
 
-/* The blocks between sender i's send buffer (at `send`) and q's recv (at `recv`), in the
-   dispatch's direction or back. */
+/* The blocks between sender i's send buffer (at `send`; i's block for q at element soff)
+   and q's recv (at `recv`), in the dispatch's direction or back. */
 static void emit_pair(struct coll_stream *st, const struct noc_alltoallv_plan *p, uint32_t i,
-                      uint32_t q, bool combine, uint64_t send, uint64_t recv, uint64_t eb,
-                      uint32_t dst_core)
+                      uint32_t q, bool combine, uint64_t send, uint64_t soff, uint64_t recv,
+                      uint64_t eb, uint32_t dst_core)
 {
     const uint32_t size = st->c->group.size;
     if (!p->by_bucket) {
-        uint64_t s = send + send_offset(p, i, q) * eb, r = recv + recv_offset(p, i, q) * eb;
+        uint64_t s = send + soff * eb, r = recv + recv_offset(p, i, q) * eb;
         coll_emit_block(st, combine ? r : s, combine ? s : r, block_count(p, i, q) * eb,
                         dst_core);
         return;
     }
-    uint64_t s = send + send_offset(p, i, q) * eb;
+    uint64_t s = send + soff * eb;
     for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++) {
         uint64_t n = p->counts[(uint64_t)i * p->buckets + b] * eb;
         uint64_t r = recv + bucket_recv_offset(p, size, q, i, b) * eb;
@@ -211,13 +237,21 @@ static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p, boo
     const uint64_t eb = coll_elem_bytes(dt);
     struct coll_stream st;
     uint32_t arrivals = 0;
+    /* dispatch: this rank's block for q starts where its blocks for the ranks before q end,
+       kept as the loop goes round (one pass over this rank's row, not one per q) */
+    uint64_t mine = send_offset(p, me, (me + 1) % size);
     coll_stream_begin(&st, c);
     for (uint32_t s = 1; s <= size; s++) {
         uint32_t q = (me + s) % size; /* ... and this rank itself last */
+        if (q == 0)
+            mine = 0;
         if (!combine)
-            emit_pair(&st, p, me, q, false, h[me].buf, h[q].buf2, eb, c->group.core[q]);
+            emit_pair(&st, p, me, q, false, h[me].buf, mine, h[q].buf2, eb, c->group.core[q]);
         else
-            emit_pair(&st, p, q, me, true, h[q].buf, h[me].buf2, eb, c->group.core[q]);
+            emit_pair(&st, p, q, me, true, h[q].buf, send_offset(p, q, me), h[me].buf2, eb,
+                      c->group.core[q]);
+        if (!combine)
+            mine += block_count(p, me, q);
         arrivals += combine ? pair_segments(c, p, me, q, eb) : pair_segments(c, p, q, me, eb);
     }
     *coll_arrive_expect(c) += arrivals;
@@ -236,6 +270,7 @@ int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *
     if (rc == NPU_OK) {
         memcpy(plan->counts, coll_counts_area(c),
                (size_t)c->group.size * plan->buckets * sizeof(uint32_t));
+        noc_alltoallv_totals(plan, c->group.size);
         rc = a2av_check_capacity(c, plan);
     }
     if (rc == NPU_OK)

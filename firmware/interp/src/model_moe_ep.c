@@ -70,10 +70,12 @@ const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l)
 
 struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x)
 {
+    static uint32_t totals[NPU_EXPERT_MAP_MAX]; /* per slice, kept with ep_matrix's counts */
     return (struct noc_alltoallv_plan){ .buckets = x->n, .bucket_first = x->first,
                                         .counts = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
                                         .capacity = m->tp * NPU_EXPERT_MAP_MAX,
-                                        .by_bucket = true }; /* a slice's rows: one run */
+                                        .by_bucket = true, /* a slice's rows: one run */
+                                        .totals = totals };
 }
 
 /* Layer l's map against this rank's expert shares and the model. */
@@ -149,10 +151,8 @@ void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint
 uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
                             uint32_t s)
 {
-    uint64_t elems = 0;
-    for (uint32_t q = 0; q < m->tp; q++)
-        elems += plan->counts[q * plan->buckets + s];
-    return elems;
+    (void)m;
+    return plan->totals[s]; /* kept by the dispatch (or noc_alltoallv_totals) */
 }
 
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,

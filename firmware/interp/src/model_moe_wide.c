@@ -214,6 +214,7 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
     if (rc != NPU_OK)
         return rc;
+    noc_alltoallv_totals(&plan, m->tp); /* the group's own counts again */
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
     return moe_ep_combine_add(m, tile, x, &plan);
 }

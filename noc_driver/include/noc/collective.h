@@ -190,6 +190,9 @@ struct noc_alltoallv_plan {
     uint32_t capacity;            /* entries of counts */
     bool by_bucket;               /* recv layout: bucket-major (else sender-major); the same
                                      on every rank */
+    uint32_t *totals;             /* optional [buckets]: every sender's elements of each
+                                     bucket, kept by dispatch (and noc_alltoallv_totals) so
+                                     that offsets do not walk the whole matrix; NULL: none */
 };
 struct noc_alltoallv_args {
     const uint32_t *counts;       /* dispatch: buckets entries (in this core's SRAM) */
@@ -197,6 +200,8 @@ struct noc_alltoallv_args {
     uint64_t recv_capacity;       /* elements recv can hold */
     enum npu_dtype dtype;
 };
+/* Fills plan->totals (if any) from plan->counts: after the caller restored counts itself. */
+void noc_alltoallv_totals(struct noc_alltoallv_plan *plan, uint32_t size);
 int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *a,
                            struct noc_alltoallv_plan *plan);
 int noc_alltoallv_combine(struct noc_comm *c, const struct noc_alltoallv_args *a,
