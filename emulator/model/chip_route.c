@@ -10,7 +10,8 @@
 #include "npu_memmap.h"
 #include "npu_structs.h"
 
-/* The core's SRAM range [addr, addr + len), or NULL (the reason in err). */
+/* Whether [addr, addr + len) is in the core's SRAM (*out: where): 0, or NPU_ERR_RANGE with
+   the reason in err. */
 static int sram_of(const struct chip_mem *mem, uint32_t core, uint64_t addr, uint64_t len,
                    const char *what, struct chip_mem_range *out, char *err, size_t errlen)
 {
@@ -30,10 +31,10 @@ static int check_args(const struct npu_route_args *a, uint32_t core, char *err, 
                  ROUTING_EXPERTS_MAX);
         return NPU_ERR_INVAL;
     }
-    if (a->rows == 0 || a->rows > NPU_ROUTE_ROWS_MAX) {
-        snprintf(err, errlen, "core %u: ROUTE of %u rows (1..%u)", core, a->rows,
-                 NPU_ROUTE_ROWS_MAX);
-        return NPU_ERR_RANGE;
+    if (a->rows == 0 || (uint64_t)a->rows * a->k > NPU_ROUTE_PAIRS_MAX) {
+        snprintf(err, errlen, "core %u: ROUTE of %u rows of %u experts (1 row or more, "
+                 "%u draws at most)", core, a->rows, a->k, NPU_ROUTE_PAIRS_MAX);
+        return NPU_ERR_INVAL;
     }
     return NPU_OK;
 }

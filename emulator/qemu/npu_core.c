@@ -272,8 +272,8 @@ static void core_route(NpuCoreState *core)
     int rc = NPU_ERR_STATE;
 
     if (core->hart < core->chip->engines.ncores) {
-        rc = chip_route_draw(&core->route, &core->chip->engines.mem, core->hart, core->route_addr, err,
-                             sizeof(err));
+        rc = chip_route_draw(&core->route, &core->chip->engines.mem, core->hart,
+                             core->route_addr, err, sizeof(err));
     } else {
         snprintf(err, sizeof(err), "the control core routes no rows");
     }

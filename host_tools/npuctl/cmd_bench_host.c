@@ -194,7 +194,7 @@ int bench_host(const struct npuctl_run_opts *o)
             for (size_t t = 0; rc == 0 && t < 2; t++) {
                 if ((o->machine_mode != NPUCTL_MACHINE_DEFAULT && modes[d] != o->machine_mode) ||
                     ((o->threads_set || o->bench_quick) &&
-                     threads[t] != npuctl_threads_of(o->threads)))
+                     threads[t] != npuctl_threads_here(o->threads)))
                     continue;
                 struct host_point cfg = {
                     .rows = o->mesh_set ? o->mesh_rows : meshes[m][0],

@@ -53,12 +53,14 @@ enum npuctl_machine_mode {
 enum npuctl_threads {
     NPUCTL_THREADS_MULTI,  /* -accel tcg,thread=multi (default) */
     NPUCTL_THREADS_SINGLE, /* -accel tcg,thread=single */
-    NPUCTL_THREADS_AUTO,   /* single on a host of at most 2 CPUs, else multi (npuctl_threads_of) */
+    NPUCTL_THREADS_AUTO,   /* single on a host of at most 2 CPUs, else multi */
 };
 
-/* The threading `t` runs with: AUTO resolved by this host's CPUs (docs/build.md, "TCG
-   threading"). */
-enum npuctl_threads npuctl_threads_of(enum npuctl_threads t);
+/* The threading `t` runs with on a host of `cpus` CPUs: AUTO resolved (docs/build.md, "TCG
+   threading"), the others as they are. */
+enum npuctl_threads npuctl_resolve_threads(enum npuctl_threads t, long cpus);
+/* The same on this host (the CPUs of this process's affinity). */
+enum npuctl_threads npuctl_threads_here(enum npuctl_threads t);
 
 /* Options of run / selftest / debug. Strings point into the parsed argv. */
 struct npuctl_run_opts {

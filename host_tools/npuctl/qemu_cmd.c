@@ -2,7 +2,8 @@
 /*
  * npuctl command lines: the QEMU invocation of run / selftest / debug and the gdb-multiarch
  * invocation that attaches to a debug run. Pure functions of the options, the chip config and
- * the resolved files, checked by tests/host/test_npuctl_args.c.
+ * the resolved files (and, for `--threads auto`, the host's CPUs), checked by
+ * tests/host/test_npuctl_args.c.
  *
  *   QEMU -machine npu-mesh,config=CFG,rows=R,cols=C,core-image=CORE[,watchdog-ms=N]
  *                 [,mode=functional|performance]
@@ -11,9 +12,11 @@
  *        [EXTRA...]
  */
 #define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "npuctl.h"
 
 #include <inttypes.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,14 +27,27 @@
 /* Multi-threaded TCG gives each hart a host thread. On a host of 1 or 2 CPUs the harts'
    threads mostly take turns, and each wake-up crosses threads: the first 8 requests of the
    reference serving run took 15 % less wall time single-threaded on this project's 2-CPU
-   machine (docs/results.md), with identical results.
-   Larger hosts keep multi (not measured here). */
-enum npuctl_threads npuctl_threads_of(enum npuctl_threads t)
+   machine (docs/results.md), with identical results. Larger hosts keep multi (not measured
+   here). */
+enum npuctl_threads npuctl_resolve_threads(enum npuctl_threads t, long cpus)
 {
     if (t != NPUCTL_THREADS_AUTO)
         return t;
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     return cpus > 0 && cpus <= 2 ? NPUCTL_THREADS_SINGLE : NPUCTL_THREADS_MULTI;
+}
+
+/* The CPUs this process may run on (its affinity: a container's or taskset's share). */
+static long host_cpus(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0)
+        return CPU_COUNT(&set);
+    return sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+enum npuctl_threads npuctl_threads_here(enum npuctl_threads t)
+{
+    return npuctl_resolve_threads(t, t == NPUCTL_THREADS_AUTO ? host_cpus() : 0);
 }
 
 void npuctl_get_mesh(const struct npuctl_run_opts *opts, const struct chip_config *cfg,
@@ -98,7 +114,7 @@ int npuctl_build_qemu_argv(const struct npuctl_run_opts *opts, const struct chip
     npuctl_argv_push(&a, "-kernel");
     npuctl_argv_push(&a, files->ctrl_elf);
     npuctl_argv_push(&a, "-accel");
-    npuctl_argv_push(&a, npuctl_threads_of(opts->threads) == NPUCTL_THREADS_SINGLE
+    npuctl_argv_push(&a, npuctl_threads_here(opts->threads) == NPUCTL_THREADS_SINGLE
                              ? "tcg,thread=single"
                              : "tcg,thread=multi");
     static const char *const fixed[] = { "-nodefaults", "-display", "none", "-monitor", "none",

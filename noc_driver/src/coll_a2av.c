@@ -56,7 +56,7 @@ static uint64_t bucket_total(const struct noc_alltoallv_plan *p, uint32_t size, 
     return n;
 }
 
-void noc_alltoallv_totals(struct noc_alltoallv_plan *p, uint32_t size)
+void noc_alltoallv_sum_totals(struct noc_alltoallv_plan *p, uint32_t size)
 {
     if (!p->totals)
         return;
@@ -239,7 +239,7 @@ static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p, boo
     uint32_t arrivals = 0;
     /* dispatch: this rank's block for q starts where its blocks for the ranks before q end,
        kept as the loop goes round (one pass over this rank's row, not one per q) */
-    uint64_t mine = send_offset(p, me, (me + 1) % size);
+    uint64_t mine = combine ? 0 : send_offset(p, me, (me + 1) % size);
     coll_stream_begin(&st, c);
     for (uint32_t s = 1; s <= size; s++) {
         uint32_t q = (me + s) % size; /* ... and this rank itself last */
@@ -270,7 +270,7 @@ int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *
     if (rc == NPU_OK) {
         memcpy(plan->counts, coll_counts_area(c),
                (size_t)c->group.size * plan->buckets * sizeof(uint32_t));
-        noc_alltoallv_totals(plan, c->group.size);
+        noc_alltoallv_sum_totals(plan, c->group.size);
         rc = a2av_check_capacity(c, plan);
     }
     if (rc == NPU_OK)

@@ -4,7 +4,8 @@
  * uniform and skewed models, across layers in any order (the cached table rotated or
  * rebuilt) and across a change of model; refusals, with nothing written, of arguments or
  * output outside the issuing core's SRAM (another core's, HBM, past the end), of bad model
- * parameters and row counts. The chip of chip_fixture.h.
+ * parameters and row counts (up to NPU_ROUTE_PAIRS_MAX draws accepted). The chip of
+ * chip_fixture.h.
  */
 #include <string.h>
 
@@ -126,9 +127,12 @@ static void test_refuses_parameters(void **state)
     a = args(1, 0, 0, 4), a.reserved = 1;
     expect_refused(f, 1, 1, &a, NPU_ERR_INVAL);
     a = args(1, 0, 0, 0);
-    expect_refused(f, 1, 1, &a, NPU_ERR_RANGE);
-    a = args(1, 0, 0, NPU_ROUTE_ROWS_MAX + 1);
-    expect_refused(f, 1, 1, &a, NPU_ERR_RANGE);
+    expect_refused(f, 1, 1, &a, NPU_ERR_INVAL);
+    a = args(1, 0, 0, NPU_ROUTE_PAIRS_MAX / 8 + 1); /* k = 8 */
+    expect_refused(f, 1, 1, &a, NPU_ERR_INVAL);
+    a = args(1, 0, 0, NPU_ROUTE_PAIRS_MAX / 8); /* the most: accepted */
+    assert_int_equal(route_cmd(f, 1, 1, &a), NPU_OK);
+    expect_draws(f, 1, &a);
 }
 
 int main(void)

@@ -152,12 +152,13 @@ static void test_threads(void **state)
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, autos, &o, err, sizeof(err)),
                      0);
     assert_int_equal(o.threads, NPUCTL_THREADS_AUTO);
-    /* auto: single on a host of at most 2 CPUs; the others stay as given */
-    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_AUTO),
-                     cpus > 0 && cpus <= 2 ? NPUCTL_THREADS_SINGLE : NPUCTL_THREADS_MULTI);
-    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_SINGLE), NPUCTL_THREADS_SINGLE);
-    assert_int_equal(npuctl_threads_of(NPUCTL_THREADS_MULTI), NPUCTL_THREADS_MULTI);
+    /* auto: single on a host of 1 or 2 CPUs, multi on more; the others stay as given */
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_AUTO, 1), NPUCTL_THREADS_SINGLE);
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_AUTO, 2), NPUCTL_THREADS_SINGLE);
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_AUTO, 3), NPUCTL_THREADS_MULTI);
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_AUTO, 64), NPUCTL_THREADS_MULTI);
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_SINGLE, 64), NPUCTL_THREADS_SINGLE);
+    assert_int_equal(npuctl_resolve_threads(NPUCTL_THREADS_MULTI, 1), NPUCTL_THREADS_MULTI);
     char *missing[] = { "--threads" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, missing, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);

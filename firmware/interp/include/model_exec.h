@@ -218,7 +218,6 @@ struct exec_acct {
     uint32_t iterations;                   /* exec_iteration calls so far */
 };
 
-/* The routing model's table (performance mode, model_moe.c). */
 /* Layer reuse (model_reuse.c): its bootargs, the classes in their replay slots, counts. */
 struct exec_layer_reuse {
     bool enabled;                          /* bootarg layer_reuse */
@@ -379,9 +378,9 @@ void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);
-/* to += s, to -= s, every counter of the statistics. */
+/* to += s, to += n x s (n replays of one recording), to -= s: every counter of the
+   statistics. */
 void exec_stats_add(struct exec_stats *to, const struct exec_stats *s);
-/* to += n x s (n replays of one recording). */
 void exec_stats_add_times(struct exec_stats *to, const struct exec_stats *s, uint32_t n);
 void exec_stats_sub(struct exec_stats *to, const struct exec_stats *s);
 /* Restarts the category accounting from the counters as they are now, charging nothing

@@ -46,12 +46,13 @@ void moe_draw_rows(const struct exec_model *m, uint32_t l, uint32_t req, uint32_
                    uint32_t n, uint32_t *out)
 {
     const uint32_t k = m->cfg->experts_per_token;
-    for (uint32_t i = 0; i < n; i += NPU_ROUTE_ROWS_MAX) {
+    const uint32_t most = NPU_ROUTE_PAIRS_MAX / k; /* rows per command */
+    for (uint32_t i = 0; i < n; i += most) {
         const struct npu_route_args a = {
             .out = (uint64_t)(uintptr_t)(out + (uint64_t)i * k), .seed = m->plan->routing_seed,
             .experts = m->cfg->num_experts, .k = k, .skew_milli = m->plan->routing_skew_milli,
             .layer = l, .req = req, .pos = pos + i,
-            .rows = n - i < NPU_ROUTE_ROWS_MAX ? n - i : NPU_ROUTE_ROWS_MAX };
+            .rows = n - i < most ? n - i : most };
         int rc = route_draw_rows(&a);
         assert(rc == NPU_OK && "the chip refused a ROUTE the plan allows");
         (void)rc;

@@ -77,9 +77,9 @@ struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct m
 /* The rank's slice of a group of n rows, [r0, r0 + nr), slice = ceil(n / tp). */
 void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
                       uint32_t *slice);
-/* Every sender's elements (rows x d) of slice s in the dispatch's count matrix. */
-uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
-                            uint32_t s);
+/* Every sender's elements (rows x d) of slice s: the plan's totals (moe_ep_plan's array,
+   kept by the dispatch). */
+uint64_t moe_ep_slice_elems(const struct noc_alltoallv_plan *plan, uint32_t s);
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                           const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
                           bool prefetch);

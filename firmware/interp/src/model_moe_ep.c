@@ -70,7 +70,9 @@ const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l)
 
 struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x)
 {
-    static uint32_t totals[NPU_EXPERT_MAP_MAX]; /* per slice, kept with ep_matrix's counts */
+    /* per slice, kept with ep_matrix's counts: one array shared by every plan made here
+       (a caller that restores a group's counts sums them again) */
+    static uint64_t totals[NPU_EXPERT_MAP_MAX];
     return (struct noc_alltoallv_plan){ .buckets = x->n, .bucket_first = x->first,
                                         .counts = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
                                         .capacity = m->tp * NPU_EXPERT_MAP_MAX,
@@ -148,11 +150,9 @@ void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint
     *nr = n - *r0 < *slice ? n - *r0 : *slice;
 }
 
-uint64_t moe_ep_slice_elems(const struct exec_model *m, const struct noc_alltoallv_plan *plan,
-                            uint32_t s)
+uint64_t moe_ep_slice_elems(const struct noc_alltoallv_plan *plan, uint32_t s)
 {
-    (void)m;
-    return plan->totals[s]; /* kept by the dispatch (or noc_alltoallv_totals) */
+    return plan->totals[s]; /* kept by the dispatch (or noc_alltoallv_sum_totals) */
 }
 
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
@@ -172,7 +172,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
-                moe_ep_slice_elems(m, plan, s) / d;
+                moe_ep_slice_elems(plan, s) / d;
     return rc;
 }
 
@@ -211,7 +211,7 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
     m->w.ring.backward = !backward;
     for (uint32_t i = lo; i < hi; i++) {
         const uint32_t s = backward ? hi - 1 - (i - lo) : i;
-        const uint64_t elems = moe_ep_slice_elems(m, plan, s); /* rows x d */
+        const uint64_t elems = moe_ep_slice_elems(plan, s); /* rows x d */
         if (elems == 0)
             continue;
         const uint64_t rows = m->buf.a.ep_recv +

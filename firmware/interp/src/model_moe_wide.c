@@ -23,8 +23,9 @@
  * made that worse. Modelled: the spill's DMA traffic and the records' copies (engine
  * descriptors, chip time). Not modelled: the hart's reads and writes of a record's header and
  * runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
- * matrix; each dispatch and combine flushes the chain first, so a spill copy has read
- * ep_recv before peers write the next group's rows into it.
+ * matrix with its totals (moe_ep_plan: a group's combine restores its matrix and sums the
+ * totals again); each dispatch and combine flushes the chain first, so a spill copy has
+ * read ep_recv before peers write the next group's rows into it.
  */
 #include <assert.h>
 #include <stdio.h>
@@ -119,7 +120,7 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     uint32_t *run = runs(m, &s, wide.groups);
     rec->first_row = wide.rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
-        const uint64_t elems = moe_ep_slice_elems(m, &plan, i);
+        const uint64_t elems = moe_ep_slice_elems(&plan, i);
         run[2 * (i - lo)] = (uint32_t)(elems / d);
         run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, m->tp, 0, i) / d);
         rec->rows += elems / d;
@@ -214,7 +215,7 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
     if (rc != NPU_OK)
         return rc;
-    noc_alltoallv_totals(&plan, m->tp); /* the group's own counts again */
+    noc_alltoallv_sum_totals(&plan, m->tp); /* the group's own counts again */
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
     return moe_ep_combine_add(m, tile, x, &plan);
 }

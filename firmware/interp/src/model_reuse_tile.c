@@ -129,7 +129,7 @@ static struct exec_tile_class *new_class(struct exec_model *m)
 
 /* The MoE by units' load (model_moe_units.c): its units dealt as the op deals them, from
    rank l mod tp, each carrying its expert's rows; the busiest rank's rows x 256 + units. */
-static uint32_t units_load(const struct exec_model *m, uint32_t l, const uint16_t *rows)
+static uint32_t units_load(const struct exec_model *m, uint32_t l, const uint32_t *rows)
 {
     static uint32_t prs[NOC_GROUP_MAX], uns[NOC_GROUP_MAX];
     const uint32_t per = m->plan->expert_units * m->plan->moe_unit_split;
@@ -153,7 +153,7 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     /* scratch: not model state */
     static uint32_t idx[4 * ROUTING_EXPERTS_MAX]; /* a chunk of rows' choices [rows][k] */
     static uint32_t pairs[NOC_GROUP_MAX];
-    static uint16_t rows[ROUTING_EXPERTS_MAX]; /* per expert */
+    static uint32_t rows[ROUTING_EXPERTS_MAX]; /* per expert */
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
     /* the plan's map, not this rank's tensors: a rank may hold no expert, and every rank
        must decide alike */

@@ -14,9 +14,10 @@
 
 /*
  * Draws the rows `a` (in this core's SRAM) describes into a->out. Returns 0, or the
- * chip's refusal: NPU_ERR_RANGE (a or its output outside this core's SRAM, rows not
- * 1..NPU_ROUTE_ROWS_MAX), NPU_ERR_INVAL (experts not 1..256, k not 1..experts, reserved
- * not 0); nothing is written then and the emulator logs why.
+ * chip's refusal: NPU_ERR_RANGE (a or its output outside this core's SRAM), NPU_ERR_INVAL
+ * (experts not 1..256, k not 1..experts, reserved not 0, rows 0 or rows x k above
+ * NPU_ROUTE_PAIRS_MAX), NPU_ERR_STATE (the control core); nothing is written then and the
+ * emulator logs why.
  */
 int route_draw_rows(const struct npu_route_args *a);
 

@@ -190,9 +190,11 @@ struct noc_alltoallv_plan {
     uint32_t capacity;            /* entries of counts */
     bool by_bucket;               /* recv layout: bucket-major (else sender-major); the same
                                      on every rank */
-    uint32_t *totals;             /* optional [buckets]: every sender's elements of each
-                                     bucket, kept by dispatch (and noc_alltoallv_totals) so
-                                     that offsets do not walk the whole matrix; NULL: none */
+    uint64_t *totals;             /* optional [buckets]: every sender's elements of each
+                                     bucket, kept by dispatch (and noc_alltoallv_sum_totals)
+                                     so that offsets do not walk the whole matrix; NULL:
+                                     none. Counts rewritten by the caller need a new sum
+                                     before the combine or noc_alltoallv_recv_offset */
 };
 struct noc_alltoallv_args {
     const uint32_t *counts;       /* dispatch: buckets entries (in this core's SRAM) */
@@ -201,7 +203,7 @@ struct noc_alltoallv_args {
     enum npu_dtype dtype;
 };
 /* Fills plan->totals (if any) from plan->counts: after the caller restored counts itself. */
-void noc_alltoallv_totals(struct noc_alltoallv_plan *plan, uint32_t size);
+void noc_alltoallv_sum_totals(struct noc_alltoallv_plan *plan, uint32_t size);
 int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *a,
                            struct noc_alltoallv_plan *plan);
 int noc_alltoallv_combine(struct noc_comm *c, const struct noc_alltoallv_args *a,
