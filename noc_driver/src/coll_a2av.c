@@ -175,11 +175,8 @@ static int a2av_check_capacity(const struct noc_comm *c, const struct noc_alltoa
     const struct coll_header *h = coll_headers(c);
     for (uint32_t q = 0; q < c->group.size; q++) {
         uint64_t total = 0;
-        if (p->totals)
-            for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++)
-                total += p->totals[b];
-        else
-            total = recv_offset(p, c->group.size, q);
+        for (uint32_t b = lo_of(p, q); b < hi_of(p, q); b++)
+            total += bucket_total(p, c->group.size, b);
         if (total > h[q].capacity) {
             printf("noc: rank %u: alltoallv_dispatch #%u refused: rank %u receives %llu "
                    "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
