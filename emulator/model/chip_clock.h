@@ -25,11 +25,13 @@
 
 #include "event_queue.h"
 #include "npu_enums.h"
+#include "npu_limits.h"
 #include "npu_memmap.h"
 
 #define CHIP_SEMS_PER_CORE NPU_CORE_SEM_COUNT /* from the register specification */
-/* The latest chip time a wait may name (about 53 days): sums of times never overflow. */
-#define CHIP_TIME_MAX_PS (1ull << 62)
+/* The latest chip time a wait may name (about 53 days; npu_limits.h): sums of times never
+   overflow. */
+#define CHIP_TIME_MAX_PS NPU_TIME_MAX_PS
 
 enum chip_hart_state {
     CHIP_HART_RUNNING,  /* executing instructions; chip time cannot advance */

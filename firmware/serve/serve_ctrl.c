@@ -264,7 +264,11 @@ static int serve_all(void)
                 .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;
         }
-        hal_sleep_until_ps(next); /* the chip clock jumps to the arrival */
+        if (hal_sleep_until_ps(next) != NPU_OK) { /* the chip clock jumps to the arrival */
+            serve_print_abort("clock", "the next arrival at %" PRIu64 " ps is past the chip "
+                              "clock's range", next); /* never spin on a refused wait */
+            return NPU_ERR_STATE;
+        }
     }
 }
 

@@ -47,8 +47,9 @@ struct serve {
 int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it);
 /* Whether instance i's cores all answered its last round. */
 bool serve_answered(const struct serve *sv, uint32_t i);
-/* Waits for one more answer from any instance, or until deadline_ps (UINT64_MAX: none). */
-void serve_wait_answer(struct serve *sv, uint64_t deadline_ps);
+/* Waits for one more answer from any instance, or until deadline_ps (UINT64_MAX: none).
+   0 (an answer or the deadline), or the wait's error (a deadline past the chip clock). */
+int serve_wait_answer(struct serve *sv, uint64_t deadline_ps);
 /* Instance i's iteration `it` ran: its tokens and its line. 0, or the failure (printed). */
 int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it);
 /* Instance 0: post, wait, finish. */

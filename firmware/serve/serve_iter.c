@@ -143,13 +143,14 @@ bool serve_answered(const struct serve *sv, uint32_t i)
     return hal_sem_read(RT_SEM_ANSWER0 + i) == sv->inst[i].seq;
 }
 
-void serve_wait_answer(struct serve *sv, uint64_t deadline_ps)
+int serve_wait_answer(struct serve *sv, uint64_t deadline_ps)
 {
     int rc = deadline_ps == UINT64_MAX
                  ? hal_sem_wait(RT_SEM_DONE, sv->answers + 1)
                  : hal_sem_wait_until(RT_SEM_DONE, sv->answers + 1, deadline_ps);
     if (rc == NPU_OK)
         sv->answers = hal_sem_read(RT_SEM_DONE);
+    return rc == NPU_ERR_TIMEOUT ? NPU_OK : rc;
 }
 
 int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)

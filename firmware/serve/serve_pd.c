@@ -93,16 +93,18 @@ int serve_pd_all(struct serve *sv)
         if (rc != NPU_OK)
             return rc;
         uint64_t next = pd_next_arrival_ps(&sv->pd);
-        if (busy) {
-            serve_wait_answer(sv, next); /* an answer, or the next arrival */
-            continue;
-        }
-        if (next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
+        if (!busy && next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
             lines_print_serve_abort(&(struct lines_serve_abort){
                 .reason = "stuck", .queue = pd_queue_len(&sv->pd),
                 .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;
         }
-        hal_sleep_until_ps(next);
+        /* an answer or the next arrival; the chip clock jumps to the arrival */
+        rc = busy ? serve_wait_answer(sv, next) : hal_sleep_until_ps(next);
+        if (rc != NPU_OK) {
+            serve_print_abort("clock", "the next arrival at %" PRIu64 " ps is past the chip "
+                              "clock's range", next); /* never spin on a refused wait */
+            return NPU_ERR_STATE;
+        }
     }
 }

@@ -4,7 +4,8 @@
 
 Outputs (all into --out DIR):
   npu_enums.h       plain C enums shared by firmware, chip model and host tools
-  npu_memmap.h      the memory map as one table keyed by enum npu_map_region, and limits
+  npu_memmap.h      the memory map as one table keyed by enum npu_map_region, and constants
+  npu_limits.h      the limits of a run (times, lengths, counts, sizes), plain C
   npu_structs.h     structures in memory (descriptors), with size and offset checks
   npu_regs.h        firmware view: BLOCK_REG_FIELD constants and struct overlays
   npu_regs_qemu.h   emulator view: QEMU REG32/REG64/FIELD declarations
@@ -132,6 +133,21 @@ def gen_memmap(spec, name):
     return "".join(out)
 
 
+def c_unsigned(value):
+    """A C constant of the value: `u` when it fits 32 bits, else `ull`."""
+    return f"{value}u" if value <= 0xFFFFFFFF else f"{value}ull"
+
+
+def gen_limits(spec, name):
+    out = [HEADER.format(spec=name), "#ifndef NPU_LIMITS_H\n#define NPU_LIMITS_H\n\n"]
+    for lim in spec.get("limit", []):
+        if not 0 <= lim["value"] < 1 << 64:
+            fail(f"limit '{lim['name']}': value out of 0..2^64")
+        out.append(f"/* {lim['desc']} */\n#define {lim['name']} {c_unsigned(lim['value'])}\n")
+    out.append("\n#endif\n")
+    return "".join(out)
+
+
 def gen_structs(spec, name):
     out = [HEADER.format(spec=name), "#ifndef NPU_STRUCTS_H\n#define NPU_STRUCTS_H\n\n",
            "#include <assert.h>\n#include <stddef.h>\n#include <stdint.h>\n\n"]
@@ -249,6 +265,7 @@ def main():
     name = "npu_regs.toml"
     write_if_changed(f"{args.out}/npu_enums.h", gen_enums(spec, name))
     write_if_changed(f"{args.out}/npu_memmap.h", gen_memmap(spec, name))
+    write_if_changed(f"{args.out}/npu_limits.h", gen_limits(spec, name))
     write_if_changed(f"{args.out}/npu_structs.h", gen_structs(spec, name))
     if args.only in ("firmware", "all"):
         write_if_changed(f"{args.out}/npu_regs.h", gen_firmware(spec, name))

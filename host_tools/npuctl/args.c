@@ -65,27 +65,6 @@ const char *npuctl_machine_mode_name(enum npuctl_machine_mode mode)
                                                 : NULL;
 }
 
-/* Strict decimal: digits only, no sign or spaces; values above max are out of range. */
-static int parse_decimal(const char *s, uint64_t max, uint64_t *out)
-{
-    if (*s == '\0')
-        return NPU_ERR_FORMAT;
-    uint64_t v = 0;
-    bool overflow = false;
-    for (; *s; s++) {
-        if (*s < '0' || *s > '9')
-            return NPU_ERR_FORMAT;
-        if (v > (UINT64_MAX - 9) / 10)
-            overflow = true;
-        else
-            v = v * 10 + (uint64_t)(*s - '0');
-    }
-    if (overflow || v > max)
-        return NPU_ERR_RANGE;
-    *out = v;
-    return NPU_OK;
-}
-
 int npuctl_parse_mesh(const char *text, uint32_t *rows, uint32_t *cols, char *err,
                       size_t errlen)
 {
@@ -97,8 +76,8 @@ int npuctl_parse_mesh(const char *text, uint32_t *rows, uint32_t *cols, char *er
     if (x && len < sizeof(part)) {
         memcpy(part, text, len);
         part[len] = '\0';
-        rc_r = parse_decimal(part, UINT32_MAX, &r);
-        rc_c = parse_decimal(x + 1, UINT32_MAX, &c);
+        rc_r = npuctl_parse_decimal(part, UINT32_MAX, &r);
+        rc_c = npuctl_parse_decimal(x + 1, UINT32_MAX, &c);
     }
     if (rc_r == NPU_ERR_FORMAT || rc_c == NPU_ERR_FORMAT) {
         snprintf(err, errlen, "--mesh '%s': expected ROWSxCOLS, e.g. 4x4", text);
@@ -122,7 +101,7 @@ static int parse_number_opt(const char *opt, const char *value, uint32_t min, ui
                             uint32_t *out, char *err, size_t errlen)
 {
     uint64_t v;
-    int rc = parse_decimal(value, max, &v);
+    int rc = npuctl_parse_decimal(value, max, &v);
     if (rc == NPU_OK && v < min)
         rc = NPU_ERR_RANGE;
     if (rc == NPU_ERR_FORMAT) {

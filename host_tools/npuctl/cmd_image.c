@@ -21,14 +21,11 @@
 #include "npu_enums.h"
 #include "npu_memmap.h"
 
+/* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
+   to ask for the planner's default; 0 is refused rather than read as it). */
 static int parse_u32(const char *opt, const char *v, uint32_t *out)
 {
-    char *end;
-    unsigned long long n = v ? strtoull(v, &end, 0) : 0;
-    if (!v || *v == '-' || end == v || *end || n > UINT32_MAX)
-        return npuctl_usage_error("%s: '%s' is not a whole number", opt, v ? v : "(missing)");
-    *out = (uint32_t)n;
-    return 0;
+    return npuctl_parse_u32(opt, v, 1, UINT32_MAX, out);
 }
 
 /* "mn", "k", "2d", "auto" for every GEMM, "ep" for both expert GEMMs, or a list
@@ -84,11 +81,12 @@ static int parse_routing(const char *v, struct npu_plan_request *req)
         req->routing = NPU_ROUTING_UNIFORM;
         return 0;
     }
-    char *end;
-    double a = v && strncmp(v, "skewed:", 7) == 0 ? strtod(v + 7, &end) : -1.0;
-    if (a < 0.0 || a > 4.0 || *end)
+    double a = 0;
+    if (!v || strncmp(v, "skewed:", 7) != 0)
         return npuctl_usage_error("--routing: '%s' (%s)", v ? v : "(missing)",
                                   "uniform, or skewed:ALPHA with a Zipf exponent 0..4");
+    if (npuctl_parse_real("--routing skewed:ALPHA", v + 7, 0.0, 4.0, &a))
+        return NPUCTL_EXIT_USAGE;
     req->routing = NPU_ROUTING_SKEWED;
     req->routing_skew_milli = (uint32_t)(a * 1000.0 + 0.5);
     return 0;
@@ -114,11 +112,9 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--moe-rows")) return parse_u32(opt, v, &r->moe_rows);
     else if (!strcmp(opt, "--moe-spill-rows")) return parse_u32(opt, v, &r->moe_spill_rows);
     else if (!strcmp(opt, "--moe-units-rows")) {
-        uint32_t n = 0;
-        int rc = parse_u32(opt, v, &n);
-        if (rc == 0 && n > INT32_MAX)
-            return npuctl_usage_error("%s: '%s' is more than %d", opt, v, INT32_MAX);
-        r->moe_units_rows = (int32_t)n;
+        uint32_t n = 0; /* 0: never */
+        int rc = npuctl_parse_u32(opt, v, 0, INT32_MAX, &n);
+        r->moe_units_rows = rc ? r->moe_units_rows : (int32_t)n;
         return rc;
     }
     else if (!strcmp(opt, "--expert-slots")) return parse_u32(opt, v, &r->expert_slots);
@@ -127,14 +123,14 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
     else if (!strcmp(opt, "--kv-window")) return parse_u32(opt, v, &r->kv_window);
     else if (!strcmp(opt, "--comm-segment")) return parse_u32(opt, v, &r->comm_segment);
     else if (!strcmp(opt, "--kv-sram-blocks")) {
-        uint32_t n = 0;
-        int rc = v && !strcmp(v, "auto") ? 0 : parse_u32(opt, v, &n);
+        uint32_t n = 0; /* 0: no pool */
+        int rc = v && !strcmp(v, "auto") ? 0 : npuctl_parse_u32(opt, v, 0, UINT32_MAX, &n);
         r->kv_sram_blocks = v && !strcmp(v, "auto") ? -1 : (int64_t)n;
         return rc;
     } else if (!strcmp(opt, "--kv-ring-rows")) {
-        uint32_t n;
+        uint32_t n = 0;
         int rc = parse_u32(opt, v, &n);
-        r->kv_ring_rows = n;
+        r->kv_ring_rows = rc ? r->kv_ring_rows : n;
         return rc;
     }
     else if (!strcmp(opt, "--partition")) return v ? parse_partition(v, r->partition)
@@ -159,9 +155,9 @@ static int parse_option(struct npuctl_image_opts *o, const char *opt, const char
         return rc;
     }
     else if (!strcmp(opt, "--routing-seed")) {
-        uint32_t s;
-        int rc = parse_u32(opt, v, &s);
-        r->routing_seed = s;
+        uint64_t s = 0;
+        int rc = npuctl_parse_uint(opt, v, 0, UINT64_MAX, &s);
+        r->routing_seed = rc ? r->routing_seed : s;
         return rc;
     } else if (!strcmp(opt, "--expert-placement")) {
         static const char *const xs[] = { "contiguous", "balanced" };

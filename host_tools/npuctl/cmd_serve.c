@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "chip_config.h"
 #include "model_config.h"
 #include "npu_enums.h"
 #include "npu_image.h"
@@ -109,6 +110,21 @@ static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, ui
     return trace_write_jsonl(path, t, err, sizeof(err)) ? npuctl_usage_error("%s", err) : 0;
 }
 
+/* The bytes the control core's DRAM of the image's chip has for the trace blob. */
+static int trace_room(const struct serve_opts *o, const struct npu_image_header *h,
+                      uint64_t *room)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
+    struct chip_config chip;
+    if (npuctl_resolve_chip_path(o->image.chip ? o->image.chip : h->chip_name,
+                                 npuctl_get_dir(NPUCTL_DIR_SOURCE), path, sizeof(path), err,
+                                 sizeof(err)) ||
+        chip_config_load(&chip, path, err, sizeof(err)))
+        return npuctl_usage_error("%s", err);
+    *room = chip.dram_bytes - RT_TRACE_DRAM_OFFSET; /* dram_bytes >= NPU_DRAM_MIN_BYTES */
+    return 0;
+}
+
 /* Trace, image and blob into the output directory; the image's header and model back. */
 static int prepare(struct serve_opts *o, struct npu_image_header *h, struct model_config *cfg,
                    uint64_t *image_bytes, uint64_t *blob_bytes)
@@ -117,6 +133,8 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     struct rt_trace t;
     if (trace_read_jsonl(o->trace, &t, err, sizeof(err)) != NPU_OK)
         return npuctl_usage_error("%s", err);
+    if (t.n == 0) /* nothing to serve: said here, not by a run that reports nothing */
+        return npuctl_usage_error("%s: no requests in the trace", o->trace);
     struct npu_built_image img = { 0 };
     FILE *plan = NULL;
     snprintf(path, sizeof(path), "%s/plan.txt", o->out);
@@ -141,12 +159,16 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     snprintf(path, sizeof(path), "%s/model.img", o->out);
     if (rc == 0)
         rc = write_file(path, img.data, img.bytes);
+    uint64_t room = 0;
+    if (rc == 0)
+        rc = trace_room(o, h, &room);
     if (rc == 0) {
         void *blob = NULL;
         size_t bytes = 0;
         bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
-        rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, &blob, &bytes, err,
-                              sizeof(err)) ? npuctl_usage_error("%s", err) : 0;
+        rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, room, &blob, &bytes,
+                              err, sizeof(err)) ? npuctl_usage_error("%s: %s", o->trace, err)
+                                                : 0;
         if (rc == 0 && functional)
             rc = write_served_trace(o, &t, cfg->vocab_size);
         snprintf(path, sizeof(path), "%s/trace.bin", o->out);

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "npuctl.h"
 
+#include <float.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu_limits.h"
 #include "rt/trace.h"
 
 static const char trace_usage[] =
@@ -36,33 +38,14 @@ static const char trace_usage[] =
     "npuctl trace show FILE\n"
     "  Requests, span, mean rate, and mean, std and p90 of the input and output lengths.\n";
 
-static int parse_u64(const char *opt, const char *v, uint64_t max, uint64_t *out)
-{
-    char *end;
-    unsigned long long n = v && *v != '-' ? strtoull(v, &end, 0) : 0;
-    if (!v || *v == '-' || end == v || *end || n > max)
-        return npuctl_usage_error("%s: '%s' is not a whole number up to %" PRIu64, opt,
-                                  v ? v : "(missing)", max);
-    *out = n;
-    return 0;
-}
-
-static int parse_u32(const char *opt, const char *v, uint32_t *out)
-{
-    uint64_t n;
-    int rc = parse_u64(opt, v, UINT32_MAX, &n);
-    *out = (uint32_t)n;
-    return rc;
-}
-
 /* A finite number; positive unless zero_ok. */
 static int parse_num(const char *opt, const char *v, bool zero_ok, double *out)
 {
-    char *end;
-    double x = v ? strtod(v, &end) : NAN;
-    if (!v || end == v || *end || !isfinite(x) || x < 0 || (x == 0 && !zero_ok))
-        return npuctl_usage_error("%s: '%s' is not a %s number", opt, v ? v : "(missing)",
-                                  zero_ok ? "non-negative" : "positive");
+    double x = 0;
+    if (npuctl_parse_real(opt, v, 0.0, DBL_MAX, &x))
+        return NPUCTL_EXIT_USAGE;
+    if (x == 0 && !zero_ok)
+        return npuctl_usage_error("%s '%s': must be more than 0", opt, v);
     *out = x;
     return 0;
 }
@@ -196,7 +179,7 @@ static bool parse_override(struct gen_opts *o, const char *opt, const char *v, i
             double x = 0;
             uint32_t n = 0;
             if (k >= OV_MIN)
-                *rc = parse_u32(opt, v, &n), x = n;
+                *rc = npuctl_parse_u32(opt, v, 0, NPU_REQUEST_TOKENS_MAX, &n), x = n;
             else
                 *rc = parse_num(opt, v, k != OV_MEAN, &x);
             o->ov[which][k] = x;
@@ -211,13 +194,14 @@ static int parse_gen_option(struct gen_opts *o, const char *opt, const char *v)
     if (!v)
         return npuctl_usage_error("%s needs a value (npuctl trace --help)", opt);
     if (!strcmp(opt, "--count"))
-        o->count_set = true, rc = parse_u32(opt, v, &o->p.count);
+        o->count_set = true,
+        rc = npuctl_parse_u32(opt, v, 1, NPU_TRACE_REQUESTS_MAX, &o->p.count);
     else if (!strcmp(opt, "--rate"))
         o->rate_set = true, rc = parse_num(opt, v, false, &o->p.rate);
     else if (!strcmp(opt, "--cv"))
         o->cv_set = true, rc = parse_num(opt, v, false, &o->p.cv);
     else if (!strcmp(opt, "--seed"))
-        rc = parse_u64(opt, v, UINT64_MAX, &o->p.seed);
+        rc = npuctl_parse_uint(opt, v, 0, UINT64_MAX, &o->p.seed);
     else if (!strcmp(opt, "--lengths"))
         o->lengths = v;
     else if (!strcmp(opt, "-o") || !strcmp(opt, "--out"))
@@ -317,7 +301,7 @@ static int trace_import_cmd(int argc, char **argv)
         if (!strcmp(opt, "--format"))
             format = v;
         else if (!strcmp(opt, "--limit")) {
-            if (parse_u64(opt, v, SIZE_MAX, &limit))
+            if (npuctl_parse_uint(opt, v, 1, NPU_TRACE_REQUESTS_MAX, &limit))
                 return NPUCTL_EXIT_USAGE;
         } else
             out = v;

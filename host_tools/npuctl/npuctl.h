@@ -146,6 +146,18 @@ uint64_t npuctl_core_sram_base(uint32_t core);
 int npuctl_build_gdb_argv(const struct npuctl_run_opts *opts, const struct npuctl_files *files,
                           char ***argv_out);
 
+/* ---- numbers.c: strict option values (decimal digits for whole numbers; no hex, inf,
+   nan or trailing text). Each prints a usage error naming the option and returns
+   NPUCTL_EXIT_USAGE on a refusal; v may be NULL (a missing value). */
+
+/* Pure: 0, NPU_ERR_FORMAT (not digits only) or NPU_ERR_RANGE (above max); prints nothing. */
+int npuctl_parse_decimal(const char *s, uint64_t max, uint64_t *out);
+int npuctl_parse_uint(const char *opt, const char *v, uint64_t min, uint64_t max,
+                      uint64_t *out);
+int npuctl_parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max, uint32_t *out);
+/* A finite decimal number in [lo, hi]. */
+int npuctl_parse_real(const char *opt, const char *v, double lo, double hi, double *out);
+
 /* ---- util.c: messages, argv vectors, shell quoting */
 
 void npuctl_print_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

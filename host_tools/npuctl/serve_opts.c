@@ -18,24 +18,10 @@ static int bad(const char *opt, const char *v, const char *what)
     return NPUCTL_EXIT_USAGE;
 }
 
-static int parse_num(const char *opt, const char *v, double lo, double hi, double *out)
-{
-    char *end;
-    double x = v ? strtod(v, &end) : 0;
-    if (!v || end == v || *end || !(x >= lo && x <= hi))
-        return bad(opt, v, "not a number in range");
-    *out = x;
-    return 0;
-}
-
+/* A count of at least 1: 0 is never "the default" here (leave the option out for that). */
 static int parse_count(const char *opt, const char *v, uint32_t *out)
 {
-    double x = 0;
-    int rc = parse_num(opt, v, 0, 4294967295.0, &x);
-    if (rc == 0 && x != (double)(uint32_t)x)
-        return bad(opt, v, "not a whole number");
-    *out = (uint32_t)x;
-    return rc;
+    return npuctl_parse_u32(opt, v, 1, UINT32_MAX, out);
 }
 
 /* The serve options of one pair; NPUCTL_IMAGE_UNKNOWN if it is none of them. */
@@ -74,18 +60,18 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     } else if (!strcmp(opt, "--group-tokens")) rc = parse_count(opt, v, &s->group_tokens);
     else if (!strcmp(opt, "--budget")) rc = parse_count(opt, v, &s->budget);
     else if (!strcmp(opt, "--prefill-units")) rc = parse_count(opt, v, &s->prefill_units);
-    else if (!strcmp(opt, "--timeout")) rc = parse_count(opt, v, &o->timeout_s);
+    else if (!strcmp(opt, "--timeout")) /* 0: none, as for npuctl run */
+        rc = npuctl_parse_u32(opt, v, 0, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s);
     else if (!strcmp(opt, "--prefill-instances")) rc = parse_count(opt, v, &o->prefill_instances);
     else if (!strcmp(opt, "--slo-ttft-ms")) {
-        rc = parse_num(opt, v, 0, 1e12, &x);
-        o->slo.ttft_ms = x;
+        rc = npuctl_parse_real(opt, v, 0, 1e12, &x);
+        o->slo.ttft_ms = rc ? o->slo.ttft_ms : x;
     } else if (!strcmp(opt, "--slo-tbt-ms")) {
-        rc = parse_num(opt, v, 0, 1e12, &x);
-        o->slo.tbt_ms = x;
-    } else if (!strcmp(opt, "--seed")) {
-        rc = parse_num(opt, v, 0, 1.8e19, &x);
-        o->seed = (uint64_t)x;
-    } else
+        rc = npuctl_parse_real(opt, v, 0, 1e12, &x);
+        o->slo.tbt_ms = rc ? o->slo.tbt_ms : x;
+    } else if (!strcmp(opt, "--seed"))
+        rc = npuctl_parse_uint(opt, v, 0, UINT64_MAX, &o->seed);
+    else
         return NPUCTL_IMAGE_UNKNOWN;
     return rc || v ? rc : bad(opt, v, "needs a value");
 }
@@ -111,6 +97,8 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
     set_defaults(o);
     for (int i = 0; i < argc; i++) {
         const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (v && v[0] == '-' && v[1] == '-')
+            v = NULL; /* `--chunk --out DIR`: --chunk has no value (not "--out") */
         if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
             npuctl_print_usage(stdout, "serve");
             o->help = true;

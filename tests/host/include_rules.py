@@ -16,10 +16,13 @@ Rules:
   R6 a target's own include directories, private and exported, are under its own folder
      (another folder's headers come from linking the library that exports them).
   R7 every quoted include resolves.
+  R8 a project source the cores run (the firmware sub-build's compile_commands.json) passes no
+     C99 size modifier to printf (%zu, %jd, %td): newlib-nano's printf prints them as text
+     ("zu"). Cast to unsigned long and use %lu.
 
 Exit 0 when the tree keeps every rule, 1 with one line per violation otherwise, 2 on bad
 input. --plant FILE:HEADER adds a line `#include "HEADER"` to FILE for this check only (the
-test that shows a violation is caught).
+test that shows a violation is caught); --plant-printf FILE adds a %zu printf line (R8).
 """
 import argparse
 import json
@@ -200,6 +203,28 @@ def check_targets(tree, targets):
     return msgs
 
 
+SIZE_MOD_RE = re.compile(r'"[^"\n]*%[-+ #0]*[0-9*]*(?:\.[0-9*]+)?[zjt][a-zA-Z][^"\n]*"')
+
+
+def check_printf(tree, db_paths, planted=()):
+    """R8 over the project's C files that the firmware sub-build compiles (headers are not
+    read: formats live in .c files here). `planted` files get one %zu line more."""
+    msgs = []
+    for file, _, _ in compile_entries([d for d in db_paths if os.sep + "firmware" + os.sep in
+                                       os.path.realpath(d)]):
+        if tree.in_build(file) or not file.endswith(".c"):
+            continue
+        with open(file, errors="replace") as f:
+            lines = f.readlines()
+        if os.path.realpath(file) in planted:
+            lines.append('    printf("%zu\\n", sizeof(int));\n')
+        for n, line in enumerate(lines, 1):
+            if SIZE_MOD_RE.search(line.replace("%%", "")):
+                msgs.append(f"{tree.rel(file)}:{n}: R8 a %z/%j/%t printf conversion in code "
+                            f"the cores run (newlib-nano prints it as text)")
+    return msgs
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--source-dir", required=True)
@@ -207,6 +232,8 @@ def main():
     ap.add_argument("--manifest", action="append", default=[])
     ap.add_argument("--compile-db", action="append", default=[])
     ap.add_argument("--plant", action="append", default=[], metavar="FILE:HEADER")
+    ap.add_argument("--plant-printf", action="append", default=[], metavar="FILE",
+                    help="add a %%zu printf line to FILE for this check only (R8)")
     args = ap.parse_args()
     tree = Tree(args.source_dir, args.gen_dir)
     planted = {}
@@ -223,7 +250,8 @@ def main():
                 if "$<" not in d}
     msgs = check_targets(tree, targets)
     inc_msgs, edges = check_includes(tree, exported, entries, planted)
-    msgs = sorted(set(msgs + inc_msgs))
+    planted_printf = {os.path.realpath(os.path.join(tree.src, f)) for f in args.plant_printf}
+    msgs = sorted(set(msgs + inc_msgs + check_printf(tree, args.compile_db, planted_printf)))
     for m in msgs:
         print(m)
     print(f"include_rules: {len(targets)} targets, {len(entries)} compiled files, {edges} "

@@ -118,7 +118,7 @@ static void test_valid_config(void **state)
     assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
     assert_base_config(&cfg);
     /* Without the final newline, in another field order, with a comment at the end. */
-    const char *other = "noc_hop_cycles = 7\ncmd_cost_cycles=12\ndram_bytes = 1048576\n"
+    const char *other = "noc_hop_cycles = 7\ncmd_cost_cycles=12\ndram_bytes = 33554432\n"
                         "hbm_bytes = 1_048_576\nsram_bytes = 65536\nfreq_mhz = 0x1F4\n"
                         "mesh_cols = 1\nmesh_rows = 1\n\t name = \"x\"\nnoc_link_gbps = 1\n"
                         "hbm_latency_cycles = 0\nhbm_gbps = 1\nvector_alus_per_lane = 1\n"
@@ -217,7 +217,12 @@ static void test_out_of_range(void **state)
                 "cfg.toml:6: field 'sram_bytes' = 65535 is out of range [65536, 268435456]");
     parse_fails(L_DRAM, "dram_bytes = 0x8000_0001", NULL,
                 "cfg.toml:8: field 'dram_bytes' = 2147483649 is out of range "
-                "[1048576, 2147483648]");
+                "[33554432, 2147483648]");
+    /* Below what the control core needs under the trace and for one (issue 26: a 1 MiB
+       DRAM was accepted and failed at run time). */
+    parse_fails(L_DRAM, "dram_bytes = 0x100000", NULL,
+                "cfg.toml:8: field 'dram_bytes' = 1048576 is out of range "
+                "[33554432, 2147483648]");
     parse_fails(L_CMD, "cmd_cost_cycles = 1000001", NULL,
                 "cfg.toml:10: field 'cmd_cost_cycles' = 1000001 is out of range [0, 1000000]");
     /* A u32 field is range-checked on the 64-bit value, not truncated. */

@@ -23,6 +23,7 @@
 #include <cmocka.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 #include "rt/trace.h"
 #include "rt/trace_blob.h"
 
@@ -97,6 +98,35 @@ static void tmp_path(char *path, size_t len)
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
+}
+
+/* Issue 26: the limits of npu_limits.h, refused by the reader with the line and field
+   before anything is allocated for the request (a 4294967295-token prompt once made the
+   host build 16 GiB of prompt ids; a request at day 54 passed the chip clock's range). */
+static void test_jsonl_limits(void **state)
+{
+    (void)state;
+    expect_read_error("too-long.jsonl", (const char *[]){
+        "too-long.jsonl:2: field 'input_length': 4294967295 is more than 16777216", NULL });
+    expect_read_error("too-late.jsonl", (const char *[]){
+        "too-late.jsonl:2: field 'timestamp': 4665600000.0 ms is past the latest arrival",
+        "NPU_ARRIVAL_MAX_PS", NULL });
+    /* A NUL byte would end the line early for the JSON reader: refused, not skipped. */
+    expect_read_error("nul-byte.jsonl", (const char *[]){
+        "nul-byte.jsonl:2: a NUL byte at column 1", NULL });
+    /* One request more than a trace may hold, refused at its line. */
+    char path[64];
+    tmp_path(path, sizeof(path));
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    for (uint32_t i = 0; i <= NPU_TRACE_REQUESTS_MAX; i++)
+        fprintf(f, "{\"timestamp\": %u.0, \"input_length\": 1, \"output_length\": 1}\n", i);
+    assert_int_equal(fclose(f), 0);
+    struct rt_trace t;
+    assert_int_equal(trace_read_jsonl(path, &t, err, sizeof(err)), NPU_ERR_FORMAT);
+    unlink(path);
+    assert_non_null(strstr(err, ":65537: more than 65536 requests"));
+    assert_null(t.e);
 }
 
 static void test_jsonl_round_trip(void **state)
@@ -189,6 +219,16 @@ static void test_import_errors(void **state)
                         ":3: column 'ContextTokens': '12x' is not a whole number");
     expect_import_error("vidur-missing-column.csv", RT_TRACE_VIDUR,
                         ":1: no column 'num_decode_tokens'");
+    /* Issue 26: dates far apart overflowed the nanoseconds' difference (undefined
+       behaviour); a date past 2261 overflowed the nanoseconds themselves; counts past
+       npu_limits.h's. Each refused naming the line and column. */
+    expect_import_error("azure-far-apart.csv", RT_TRACE_AZURE,
+                        ":3: column 'TIMESTAMP': '2200-01-01 00:00:00' is more than the latest "
+                        "arrival");
+    expect_import_error("azure-far-date.csv", RT_TRACE_AZURE,
+                        ":3: column 'TIMESTAMP': '9999-12-31 23:59:59' is not a date");
+    expect_import_error("azure-too-long.csv", RT_TRACE_AZURE,
+                        ":3: column 'ContextTokens': '4294967295' tokens: more than a request");
     /* A file in one format read as another: the header says so. */
     expect_import_error("vidur.csv", RT_TRACE_AZURE, ":1: no column 'TIMESTAMP'");
 }
@@ -308,14 +348,14 @@ static void test_blob_build(void **state)
     void *blob;
     size_t bytes;
     assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
-    assert_int_equal(trace_blob_build(&t, false, 0, 0, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, false, 0, 0, 0, &blob, &bytes, err, sizeof(err)), 0);
     assert_int_equal(bytes, sizeof(struct rt_blob_header) + 3 * sizeof(struct rt_blob_req));
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     assert_int_equal(rt_blob_reqs(blob)[1].arrival_ps, 12500000000ull);
     assert_int_equal(rt_blob_reqs(blob)[1].ids_first, RT_BLOB_NO_IDS);
     free(blob);
     /* With ids: request 0's own, request 1's synthesised below the vocabulary. */
-    assert_int_equal(trace_blob_build(&t, true, 512, 9, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, true, 512, 9, 0, &blob, &bytes, err, sizeof(err)), 0);
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     const struct rt_blob_header *h = blob;
     assert_int_equal(h->ids_count, 7);
@@ -329,7 +369,7 @@ static void test_blob_build(void **state)
         assert_true(synth[k] < 512);
     free(blob);
     /* An id beyond the vocabulary is refused before anything is built. */
-    assert_int_equal(trace_blob_build(&t, true, 100, 9, &blob, &bytes, err, sizeof(err)),
+    assert_int_equal(trace_blob_build(&t, true, 100, 9, 0, &blob, &bytes, err, sizeof(err)),
                      NPU_ERR_RANGE);
     assert_null(blob);
     trace_free(&t);
@@ -360,7 +400,7 @@ static void test_blob_check_refuses(void **state)
     size_t bytes;
     struct rt_trace_gen_params p = gen_params("tiny", 5, 50.0, 1);
     assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
-    assert_int_equal(trace_blob_build(&t, true, 512, 1, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, true, 512, 1, 0, &blob, &bytes, err, sizeof(err)), 0);
     trace_free(&t);
     uint8_t *b = blob;
     struct rt_blob_req *r = (struct rt_blob_req *)(b + sizeof(struct rt_blob_header));
@@ -417,6 +457,7 @@ static void test_bundled_traces(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_jsonl_limits),
         cmocka_unit_test(test_jsonl_errors),       cmocka_unit_test(test_jsonl_read_sample),
         cmocka_unit_test(test_jsonl_round_trip),   cmocka_unit_test(test_import_samples),
         cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_determinism),

@@ -5,7 +5,10 @@
 # instances that do not suit the scheduler, layer reuse in a functional run, decode-core
 # sizes outside pd-disagg or malformed are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
-# outputs, while the others are served (exit 0).
+# outputs, while the others are served (exit 0). Issue 26's edges, each refused by the host
+# before the chip starts: values past npu_limits.h (a 4294967295-token prompt, an arrival at
+# day 54, a NUL byte), an empty trace, a functional trace whose prompt ids pass the control
+# core's DRAM, and option values that are not strict numbers or are 0 where 0 means nothing.
 set -eu
 npuctl=$1 case=$2
 tmp=$(mktemp -d)
@@ -81,6 +84,52 @@ layer-reuse)
     not_run
     expect 2 "--layer-reuse yes: off, on, shapes or tiles" "$npuctl" serve --trace "$t" \
         --mode performance --layer-reuse yes --out "$tmp/out"
+    not_run ;;
+limits)
+    echo '{"timestamp": 2.0, "input_length": 4294967295, "output_length": 2}' >> "$t"
+    expect 2 "t.jsonl:3: field 'input_length': 4294967295 is more than 16777216" \
+        "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run
+    sed -i '$d' "$t"
+    echo '{"timestamp": 4665600000.0, "input_length": 4, "output_length": 2}' >> "$t"
+    expect 2 "t.jsonl:3: field 'timestamp': .* past the latest arrival" \
+        "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run
+    sed -i '$d' "$t"
+    printf '\000{"timestamp": 2.0, "input_length": 4, "output_length": 2}\n' >> "$t"
+    expect 2 "t.jsonl:3: a NUL byte at column 1" "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run ;;
+empty)
+    : > "$t"
+    expect 2 "t.jsonl: no requests in the trace" "$npuctl" serve --trace "$t" --out "$tmp/out"
+    not_run ;;
+dram)
+    # 200 prompts of 100,000 ids (80 MB) on mesh-2x2's 64 MiB DRAM (48 MiB for the trace):
+    # refused with the sizes before any id is made; in performance mode (no ids) it fits
+    awk 'BEGIN { for (i = 0; i < 200; i++)
+        printf "{\"timestamp\": %d.0, \"input_length\": 100000, \"output_length\": 1}\n", i }' \
+        > "$t"
+    expect 2 "the trace needs [0-9]+ bytes on the chip \\(200 requests and their prompt ids\\), the control core's DRAM has 50331648" \
+        "$npuctl" serve --trace "$t" --chip mesh-2x2 --out "$tmp/out"
+    not_run ;;
+numbers)
+    # strict numbers: decimal digits for counts, no hex, fraction, nan or inf; 0 refused
+    # where leaving the option out is how to ask for the default
+    expect 2 "--chunk '0x200': expected a whole number" "$npuctl" serve --trace "$t" \
+        --chunk 0x200 --out "$tmp/out"
+    expect 2 "--seed '1.5': expected a whole number" "$npuctl" serve --trace "$t" \
+        --seed 1.5 --out "$tmp/out"
+    expect 2 "--tp '0': out of range 1\\.\\.4294967295" "$npuctl" serve --trace "$t" --tp 0 \
+        --out "$tmp/out"
+    expect 2 "--max-batch '0': out of range" "$npuctl" serve --trace "$t" --max-batch 0 \
+        --out "$tmp/out"
+    expect 2 "--max-seq '010x': expected a whole number" "$npuctl" serve --trace "$t" \
+        --max-seq 010x --out "$tmp/out"
+    expect 2 "--routing skewed:ALPHA 'nan': expected a decimal number" "$npuctl" serve \
+        --trace "$t" --mode performance --routing skewed:nan --out "$tmp/out"
+    expect 2 "--slo-tbt-ms 'inf': expected a decimal number" "$npuctl" serve --trace "$t" \
+        --slo-tbt-ms inf --out "$tmp/out"
+    expect 2 "--chunk needs a value" "$npuctl" serve --trace "$t" --chunk --out "$tmp/out"
     not_run ;;
 too-long)
     # max_seq 64: the 100 + 8 request is rejected as too_long, the others are served

@@ -36,7 +36,7 @@ struct chip_config {
     uint32_t freq_mhz;         /* "freq_mhz": core clock, 1..10000 */
     uint64_t sram_bytes;       /* "sram_bytes": local SRAM per core, 64 KiB..256 MiB */
     uint64_t hbm_bytes;        /* "hbm_bytes": HBM shared by the chip, 1 MiB..1 TiB */
-    uint64_t dram_bytes;       /* "dram_bytes": control-core DRAM, 1 MiB..2 GiB */
+    uint64_t dram_bytes;       /* "dram_bytes": control-core DRAM, 32 MiB (NPU_DRAM_MIN_BYTES)..2 GiB */
     uint32_t cmd_cost_cycles;  /* "cmd_cost_cycles": chip time charged per hart command */
     uint32_t noc_hop_cycles;   /* "noc_hop_cycles": NoC latency per router hop */
     uint32_t sa_rows, sa_cols; /* "sa_rows", "sa_cols": systolic array, 1..512 */

@@ -9,6 +9,7 @@
 
 #include "kv_config.h"
 #include "npu_enums.h"
+#include "npu_limits.h"
 
 #define KIB 1024ull
 #define MIB (1024ull * KIB)
@@ -21,7 +22,7 @@ static const struct kv_field fields[] = {
     { "freq_mhz", KV_U32, offsetof(struct chip_config, freq_mhz), 1, 10000, 0, 0, false },
     { "sram_bytes", KV_U64, offsetof(struct chip_config, sram_bytes), 64 * KIB, 256 * MIB, 0, 0, false },
     { "hbm_bytes", KV_U64, offsetof(struct chip_config, hbm_bytes), MIB, 1024 * GIB, 0, 0, false },
-    { "dram_bytes", KV_U64, offsetof(struct chip_config, dram_bytes), MIB, 2 * GIB, 0, 0, false },
+    { "dram_bytes", KV_U64, offsetof(struct chip_config, dram_bytes), NPU_DRAM_MIN_BYTES, 2 * GIB, 0, 0, false },
     { "cmd_cost_cycles", KV_U32, offsetof(struct chip_config, cmd_cost_cycles), 0, 1000000, 0, 0, false },
     { "noc_hop_cycles", KV_U32, offsetof(struct chip_config, noc_hop_cycles), 0, 1000000, 0, 0, false },
     { "sa_rows", KV_U32, offsetof(struct chip_config, sa_rows), 1, 512, 0, 0, false },

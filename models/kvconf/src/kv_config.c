@@ -199,8 +199,8 @@ int kv_config_parse(void *obj, const struct kv_field *fields, size_t nfields,
         snprintf(where, sizeof(where), "%s:%u", filename, lineno);
         if (len >= sizeof(line))
             return kv_config_error(err, errlen,
-                                   "%s: line longer than %zu characters", where,
-                                   sizeof(line) - 1);
+                                   "%s: line longer than %lu characters", where,
+                                   (unsigned long)(sizeof(line) - 1));
         memcpy(line, p, len);
         line[len] = '\0';
         int rc = parse_line(obj, fields, nfields, line, where, seen, err, errlen);
@@ -231,7 +231,7 @@ int kv_config_read(const char *path, char *text, size_t size, char *err, size_t 
         return NPU_ERR_IO;
     }
     if (too_long) {
-        snprintf(err, errlen, "%s: larger than %zu bytes", path, size - 1);
+        snprintf(err, errlen, "%s: larger than %lu bytes", path, (unsigned long)(size - 1));
         return NPU_ERR_FORMAT;
     }
     text[n] = '\0';

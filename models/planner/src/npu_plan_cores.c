@@ -102,6 +102,15 @@ static uint32_t spill_rows(const struct planner *pl)
     return rows > UINT32_MAX ? UINT32_MAX : (uint32_t)rows;
 }
 
+/* The SRAM a core has for the plan: all of it but the NoC driver's mailboxes; 0 when the
+   mailboxes do not even fit (a small SRAM on a large mesh: the subtraction would wrap). */
+static uint64_t sram_avail(const struct planner *pl)
+{
+    const uint64_t reserve =
+        NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows * pl->chip->mesh_cols);
+    return pl->chip->sram_bytes > reserve ? pl->chip->sram_bytes - reserve : 0;
+}
+
 /* SRAM of one core: scratch, tile buffers, residual, KV cache, then weights (all of its
    shares when they fit, else a staging buffer for the largest layer), the NPU paper's
    section 4.2 order. */
@@ -110,9 +119,7 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
-    const uint64_t avail = pl->chip->sram_bytes -
-                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
-                                                 pl->chip->mesh_cols);
+    const uint64_t avail = sram_avail(pl);
     uint64_t at = NPU_IMAGE_APP_BASE;
     core->comm_scratch = at, at += align_up(NOC_COMM_SCRATCH_BYTES(p->comm_segment), 64);
     core->sram_act = at, core->sram_act_bytes = act->bytes, at += align_up(act->bytes, 64);
@@ -206,7 +213,7 @@ static void place_resident(struct planner *pl, const struct npu_image_core *core
    placed at the same offset on every rank, after the largest rank's shares) ends. */
 static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint32_t ncores)
 {
-    const uint64_t avail = pl->chip->sram_bytes - NPU_IMAGE_NOC_RESERVE((uint64_t)ncores);
+    const uint64_t avail = sram_avail(pl);
     for (uint32_t i = 0; i < ncores; i++) {
         struct npu_image_core *c = &cores[i];
         if (c->rank == NPU_IMAGE_IDLE)
@@ -270,9 +277,7 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
 {
     const struct model_config *c = pl->cfg;
     struct npu_plan *p = &pl->plan;
-    const uint64_t avail = pl->chip->sram_bytes -
-                           NPU_IMAGE_NOC_RESERVE((uint64_t)pl->chip->mesh_rows *
-                                                 pl->chip->mesh_cols);
+    const uint64_t avail = sram_avail(pl);
     const uint64_t block = 2ull * p->stage_layers * p->kv_block * npu_kv_row_bytes(c, p);
     const uint64_t w = npu_kv_stripe(p); /* positions per block id */
     const uint64_t cap = (uint64_t)p->max_batch * ((p->max_seq + w - 1) / w);

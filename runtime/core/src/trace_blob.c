@@ -67,6 +67,15 @@ static int blob_check_requests(const void *blob, char *err, size_t errlen)
     const struct rt_blob_header *h = blob;
     const struct rt_blob_req *r = rt_blob_reqs(blob);
     for (uint32_t i = 0; i < h->count; i++) {
+        if (r[i].arrival_ps > NPU_ARRIVAL_MAX_PS || r[i].input_len > NPU_REQUEST_TOKENS_MAX ||
+            r[i].output_len > NPU_REQUEST_TOKENS_MAX) {
+            snprintf(err, errlen, "trace blob: request %" PRIu32 " arrives at %" PRIu64
+                     " ps with %" PRIu32 " input and %" PRIu32 " output tokens, past "
+                     "npu_limits.h's %" PRIu64 " ps or %" PRIu32 " tokens", i, r[i].arrival_ps,
+                     r[i].input_len, r[i].output_len, (uint64_t)NPU_ARRIVAL_MAX_PS,
+                     (uint32_t)NPU_REQUEST_TOKENS_MAX);
+            return NPU_ERR_FORMAT;
+        }
         if (i > 0 && r[i].arrival_ps < r[i - 1].arrival_ps) {
             snprintf(err, errlen, "trace blob: request %" PRIu32 " arrives at %" PRIu64
                      " ps, before request %" PRIu32 " (%" PRIu64 " ps)", i, r[i].arrival_ps,

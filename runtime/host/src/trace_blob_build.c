@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 #include "rt/trace_blob.h"
 
 #define FNV_OFFSET_BASIS 0xcbf29ce484222325ull
@@ -49,9 +50,10 @@ void trace_synth_ids(uint64_t seed, size_t i, uint32_t len, uint32_t vocab, uint
                        : 0;
 }
 
-/* Count and sizes first, so that the blob is allocated once and a refusal allocates none. */
-static int blob_size(const struct rt_trace *t, bool with_ids, uint64_t *ids_count,
-                     uint64_t *bytes, char *err, size_t errlen)
+/* Count and sizes first, so that the blob is allocated once and a refusal allocates none:
+   the blob must fit the `room` the chip has for it (0: no limit). */
+static int blob_size(const struct rt_trace *t, bool with_ids, uint64_t room,
+                     uint64_t *ids_count, uint64_t *bytes, char *err, size_t errlen)
 {
     if (t->n > RT_BLOB_REQUESTS_MAX) {
         snprintf(err, errlen, "%zu requests: a blob holds at most %u (cut the trace)", t->n,
@@ -64,17 +66,31 @@ static int blob_size(const struct rt_trace *t, bool with_ids, uint64_t *ids_coun
     *ids_count = ids;
     *bytes = sizeof(struct rt_blob_header) + t->n * sizeof(struct rt_blob_req) +
              ids * sizeof(uint32_t);
+    if (room && *bytes > room) {
+        snprintf(err, errlen, "the trace needs %" PRIu64 " bytes on the chip (%zu requests%s"
+                 "), the control core's DRAM has %" PRIu64 " for it (dram_bytes less "
+                 "NPU_TRACE_DRAM_OFFSET): cut the trace%s", *bytes, t->n,
+                 with_ids ? " and their prompt ids" : "", room,
+                 with_ids ? ", shorten its prompts or run in performance mode (no ids)" : "");
+        return NPU_ERR_RANGE;
+    }
     return 0;
 }
 
-/* arrival_ps from milliseconds; 2^63 ps is about 106 days. */
+/* arrival_ps from milliseconds, at most NPU_ARRIVAL_MAX_PS (about 26.7 days). */
 static int blob_arrival(const struct rt_trace_entry *e, size_t i, uint64_t *ps, char *err,
                         size_t errlen)
 {
     double v = e->timestamp_ms * 1e9;
-    if (!(v >= 0) || v >= 0x1p63) {
-        snprintf(err, errlen, "request %zu: timestamp %g ms is not in [0, 106 days)", i,
-                 e->timestamp_ms);
+    if (!(v >= 0) || v > (double)NPU_ARRIVAL_MAX_PS) {
+        snprintf(err, errlen, "request %zu: timestamp %g ms is not in [0, %.0f] ms "
+                 "(NPU_ARRIVAL_MAX_PS)", i, e->timestamp_ms, NPU_ARRIVAL_MAX_PS / 1e9);
+        return NPU_ERR_RANGE;
+    }
+    if (e->input_length > NPU_REQUEST_TOKENS_MAX || e->output_length > NPU_REQUEST_TOKENS_MAX) {
+        snprintf(err, errlen, "request %zu: %" PRIu32 " input and %" PRIu32 " output tokens, "
+                 "at most %u each (NPU_REQUEST_TOKENS_MAX)", i, e->input_length,
+                 e->output_length, NPU_REQUEST_TOKENS_MAX);
         return NPU_ERR_RANGE;
     }
     *ps = (uint64_t)llround(v);
@@ -112,12 +128,12 @@ static int blob_fill(const struct rt_trace *t, bool with_ids, uint32_t vocab, ui
 }
 
 int trace_blob_build(const struct rt_trace *t, bool with_ids, uint32_t vocab, uint64_t seed,
-                     void **blob, size_t *bytes, char *err, size_t errlen)
+                     uint64_t room, void **blob, size_t *bytes, char *err, size_t errlen)
 {
     *blob = NULL;
     *bytes = 0;
     uint64_t ids_count, size;
-    int rc = blob_size(t, with_ids, &ids_count, &size, err, errlen);
+    int rc = blob_size(t, with_ids, room, &ids_count, &size, err, errlen);
     if (rc == 0 && with_ids && vocab == 0) {
         snprintf(err, errlen, "prompt ids need a vocabulary of at least 1 token");
         rc = NPU_ERR_RANGE;

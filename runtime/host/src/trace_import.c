@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 
 #define CSV_COLUMNS_MAX 64
 
@@ -122,7 +123,8 @@ static bool import_parse_date(const char *s, int64_t *ns)
 {
     int y, mo, d, h, mi, sec, n = 0;
     if (sscanf(s, "%4d-%2d-%2d%*1[ T]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &n) != 6 ||
-        n == 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        n == 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || h > 23 || mi < 0 ||
+        mi > 59 || sec < 0 || sec > 60)
         return false;
     s += n;
     int64_t frac = 0;
@@ -137,6 +139,8 @@ static bool import_parse_date(const char *s, int64_t *ns)
     } else if (*s && strcmp(s, "Z") != 0)
         return false;
     int64_t whole = import_days(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset;
+    if (whole <= -(INT64_MAX / 1000000000) || whole >= INT64_MAX / 1000000000 - 1)
+        return false; /* nanoseconds from 1970 in 64 bits: the years 1678..2261 */
     *ns = whole * 1000000000 + frac;
     return true;
 }
@@ -179,7 +183,8 @@ static int import_parse_time(const struct import_ctx *c, const char *v, int64_t 
     if (c->spec->time_is_date ? import_parse_date(v, ns) : import_parse_seconds(v, ns))
         return 0;
     return import_fail(c, c->spec->time_col,
-                       c->spec->time_is_date ? "'%s' is not a date YYYY-MM-DD HH:MM:SS[.f]"
+                       c->spec->time_is_date ? "'%s' is not a date YYYY-MM-DD HH:MM:SS[.f] "
+                                               "of the years 1678..2261"
                                              : "'%s' is not a number of seconds", v);
 }
 
@@ -191,8 +196,11 @@ static int import_parse_count(const struct import_ctx *c, const char *col, const
     char *end;
     errno = 0;
     double x = v[0] >= '0' && v[0] <= '9' ? strtod(v, &end) : -1.0;
-    if (x < 0 || *end || errno || x != floor(x) || x > UINT32_MAX)
+    if (x < 0 || *end || errno || x != floor(x))
         return import_fail(c, col, "'%s' is not a whole number of tokens", v);
+    if (x > NPU_REQUEST_TOKENS_MAX)
+        return import_fail(c, col, "'%s' tokens: more than a request may have "
+                           "(NPU_REQUEST_TOKENS_MAX)", v);
     *out = (uint32_t)x;
     return 0;
 }
@@ -254,7 +262,12 @@ static int import_row(struct import_ctx *c, char *line, int64_t *t0, bool first,
         return rc;
     if (first)
         *t0 = t;
-    e->timestamp_ms = (double)(t - *t0) / 1e6;
+    int64_t rel = 0; /* checked: two times far apart overflow the difference */
+    if (__builtin_sub_overflow(t, *t0, &rel) || rel > (int64_t)(NPU_ARRIVAL_MAX_PS / 1000))
+        return import_fail(c, c->spec->time_col, "'%s' is more than the latest arrival a run "
+                           "may have (NPU_ARRIVAL_MAX_PS) after the first row's",
+                           f[c->col[0]]);
+    e->timestamp_ms = (double)rel / 1e6;
     return 0;
 }
 
@@ -278,6 +291,11 @@ static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_tr
             rc = import_header(c, line);
             header = true;
             continue;
+        }
+        if (t->n == NPU_TRACE_REQUESTS_MAX) {
+            rc = import_fail(c, NULL, "%s", "more rows than a trace may hold "
+                             "(NPU_TRACE_REQUESTS_MAX): keep the first with --limit");
+            break;
         }
         if ((rc = import_append(t, &cap)) != 0) {
             import_fail(c, NULL, "%s", "out of memory");

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 
 void trace_free(struct rt_trace *t)
 {
@@ -52,7 +53,7 @@ static int jsonl_fail(const struct jsonl_at *at, const char *field, const char *
 static int jsonl_get_uint(const struct jsonl_at *at, json_t *v, const char *field,
                           uint64_t max, uint64_t *out)
 {
-    char what[128];
+    char what[160];
     if (!v)
         return jsonl_fail(at, field, "missing");
     if (!json_is_integer(v))
@@ -60,8 +61,11 @@ static int jsonl_get_uint(const struct jsonl_at *at, json_t *v, const char *fiel
                                                        : "not a number");
     json_int_t n = json_integer_value(v);
     if (n < 0 || (uint64_t)n > max) {
-        snprintf(what, sizeof(what), "%" JSON_INTEGER_FORMAT " is %s", n,
-                 n < 0 ? "negative" : "too large");
+        if (n < 0)
+            snprintf(what, sizeof(what), "%" JSON_INTEGER_FORMAT " is negative", n);
+        else
+            snprintf(what, sizeof(what), "%" JSON_INTEGER_FORMAT " is more than %" PRIu64, n,
+                     max);
         return jsonl_fail(at, field, what);
     }
     *out = (uint64_t)n;
@@ -135,15 +139,20 @@ static int jsonl_parse_entry(const struct jsonl_at *at, json_t *o, double prev_m
         snprintf(what, sizeof(what), "%s is negative (milliseconds from the start)", now);
         return jsonl_fail(at, "timestamp", what);
     }
+    if (e->timestamp_ms > NPU_ARRIVAL_MAX_PS / 1e9) {
+        snprintf(what, sizeof(what), "%s ms is past the latest arrival a run may have "
+                 "(%.0f ms, NPU_ARRIVAL_MAX_PS)", now, NPU_ARRIVAL_MAX_PS / 1e9);
+        return jsonl_fail(at, "timestamp", what);
+    }
     if (e->timestamp_ms < prev_ms) {
         snprintf(what, sizeof(what), "timestamp %s ms is before the previous line's %s ms", now,
                  before);
         return jsonl_fail(at, NULL, what);
     }
-    if (jsonl_get_uint(at, json_object_get(o, "input_length"), "input_length", UINT32_MAX,
-                       &in) ||
-        jsonl_get_uint(at, json_object_get(o, "output_length"), "output_length", UINT32_MAX,
-                       &out))
+    if (jsonl_get_uint(at, json_object_get(o, "input_length"), "input_length",
+                       NPU_REQUEST_TOKENS_MAX, &in) ||
+        jsonl_get_uint(at, json_object_get(o, "output_length"), "output_length",
+                       NPU_REQUEST_TOKENS_MAX, &out))
         return NPU_ERR_FORMAT;
     e->input_length = (uint32_t)in;
     e->output_length = (uint32_t)out;
@@ -177,10 +186,25 @@ static int jsonl_read_lines(FILE *f, struct jsonl_at *at, struct rt_trace *t)
     char *line = NULL;
     size_t linecap = 0, cap = 0;
     int rc = 0;
-    while (rc == 0 && getline(&line, &linecap, f) >= 0) {
+    ssize_t len;
+    while (rc == 0 && (len = getline(&line, &linecap, f)) >= 0) {
         at->line++;
+        const char *nul = memchr(line, '\0', (size_t)len);
+        if (nul) { /* it would end the line early for the JSON reader: refuse, not skip */
+            char what[64];
+            snprintf(what, sizeof(what), "a NUL byte at column %zu", (size_t)(nul - line) + 1);
+            rc = jsonl_fail(at, NULL, what);
+            break;
+        }
         if (jsonl_blank(line))
             continue;
+        if (t->n == NPU_TRACE_REQUESTS_MAX) {
+            char what[96];
+            snprintf(what, sizeof(what), "more than %u requests (NPU_TRACE_REQUESTS_MAX): cut "
+                     "the trace", NPU_TRACE_REQUESTS_MAX);
+            rc = jsonl_fail(at, NULL, what);
+            break;
+        }
         json_error_t je;
         json_t *o = json_loads(line, JSON_REJECT_DUPLICATES, &je);
         if (!o) {

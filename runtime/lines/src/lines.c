@@ -488,8 +488,8 @@ static int parse(const char *text, struct lines_line *line, char *err, size_t er
     line->nwords = 0;
     memset(&line->v, 0, sizeof(line->v));
     if (len >= sizeof(line->buf))
-        return fail(err, errlen, NPU_ERR_FORMAT, "a line of %zu characters (at most %zu)", len,
-                    sizeof(line->buf) - 1);
+        return fail(err, errlen, NPU_ERR_FORMAT, "a line of %lu characters (at most %lu)",
+                    (unsigned long)len, (unsigned long)(sizeof(line->buf) - 1));
     memcpy(line->buf, text ? text : "", len);
     line->buf[len] = '\0';
     int rc = identify(line->buf, &kind, &fields, err, errlen);

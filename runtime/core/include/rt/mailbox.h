@@ -24,11 +24,12 @@
 #include <stdint.h>
 
 #include "npu_image.h"
+#include "npu_limits.h"
 
 #define RT_MAILBOX_DRAM_OFFSET (12u << 20)
 #define RT_MAILBOX_BYTES (512u << 10) /* one instance's */
 #define RT_MB_INSTANCES_MAX 8u
-#define RT_TRACE_DRAM_OFFSET (16u << 20)
+#define RT_TRACE_DRAM_OFFSET NPU_TRACE_DRAM_OFFSET /* npu_limits.h */
 
 #define RT_SEM_GO 2u     /* on each NPU core: rounds posted (1 is the interpreter's) */
 #define RT_SEM_GATHER 6u /* on an instance's lead core: its other cores' rounds done */

@@ -13,10 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npu_limits.h"
+
 #define RT_BLOB_MAGIC 0x5254504eu /* "NPTR" */
 #define RT_BLOB_VERSION 1u
 #define RT_BLOB_NO_IDS UINT64_MAX
-#define RT_BLOB_REQUESTS_MAX 65536u
+#define RT_BLOB_REQUESTS_MAX NPU_TRACE_REQUESTS_MAX
 
 struct rt_blob_header {
     uint32_t magic, version;

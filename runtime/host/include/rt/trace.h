@@ -86,8 +86,10 @@ int trace_check_ids(const struct rt_trace *t, uint32_t vocab, char *err, size_t 
 void trace_synth_ids(uint64_t seed, size_t i, uint32_t len, uint32_t vocab, uint32_t *ids);
 
 /* The chip's blob (rt/trace_blob.h); with_ids: include input_ids (synthesised with
-   trace_synth_ids(seed, ...) where the trace has none). *blob is malloc'ed. */
+   trace_synth_ids(seed, ...) where the trace has none). A blob of more than `room` bytes
+   (the control core's DRAM from NPU_TRACE_DRAM_OFFSET; 0: no limit) is refused with
+   NPU_ERR_RANGE before anything is allocated. *blob is malloc'ed. */
 int trace_blob_build(const struct rt_trace *t, bool with_ids, uint32_t vocab, uint64_t seed,
-                     void **blob, size_t *bytes, char *err, size_t errlen);
+                     uint64_t room, void **blob, size_t *bytes, char *err, size_t errlen);
 
 #endif

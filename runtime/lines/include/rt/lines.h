@@ -196,7 +196,7 @@ struct lines_list {
     F(S, rejected, "rejected", U32, OPT) \
     F(S, iterations, "iterations", U32, OPT)
 /* a failed run: reason bad_image|bad_trace|bad_sched|no_memory|stuck|mailbox_full|
-   core_failed, the figure some reasons give, or a message */
+   core_failed|clock, the figure some reasons give, or a message */
 #define LINES_FIELDS_serve_abort(F, S) \
     F(S, reason, "reason", WORD, REQ) \
     F(S, queue, "queue", U32, OPT) \
