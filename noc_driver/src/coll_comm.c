@@ -111,6 +111,13 @@ enum coll_fault coll_check_buffer(const struct noc_comm *c, uint64_t addr, uint6
     return COLL_OK;
 }
 
+uint64_t noc_comm_timeout_default_ps(void)
+{
+    const struct hal_chip_info *chip = hal_chip();
+    return (NOC_COMM_TIMEOUT_CYCLES + NOC_COMM_TIMEOUT_HOPS * chip->noc_hop_cycles) *
+           chip->cycle_ps;
+}
+
 int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg)
 {
     assert(c && cfg && cfg->group);
@@ -126,7 +133,7 @@ int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg)
     memset(c, 0, sizeof(*c));
     c->cfg = *cfg;
     c->cfg.segment_bytes = seg;
-    c->cfg.timeout_ps = cfg->timeout_ps ? cfg->timeout_ps : NOC_COMM_TIMEOUT_DEFAULT_PS;
+    c->cfg.timeout_ps = cfg->timeout_ps ? cfg->timeout_ps : noc_comm_timeout_default_ps();
     c->group = *cfg->group;
     c->cfg.group = &c->group;
     c->rank = (uint32_t)rank;

@@ -78,6 +78,19 @@ too-large)
 hbm-too-small)
     expect 2 "tiny-moe on mesh-2x2: weights \([0-9.]+ MiB\), KV cache, spilled residuals and MoE rows need [0-9.]+ MiB of HBM, the chip has 64.0" \
         "$npuctl" build-image --model tiny-moe --chip mesh-2x2 --max-seq 1024 --max-batch 32 -o "$tmp/x.img" ;;
+small-sram)
+    # 64 KiB of SRAM (the config's least) is less than the NoC driver's mailboxes of a 2x2
+    # mesh: the free SRAM is 0, not a wrapped subtraction that let an impossible plan through
+    sed 's/^sram_bytes *=.*/sram_bytes = 0x1_0000/' "$root/models/chips/mesh-2x2.toml" \
+        > "$tmp/small.toml"
+    expect 2 "tiny-moe on mesh-2x2: the tile buffers \(tile_rows [0-9]+\) need [0-9.]+ MiB of SRAM per core, 0.00 MiB are free" \
+        "$npuctl" build-image --model tiny-moe --chip "$tmp/small.toml" -o "$tmp/x.img" ;;
+small-dram)
+    # a control-core DRAM below NPU_DRAM_MIN_BYTES is refused with the file, line and field
+    sed 's/^dram_bytes *=.*/dram_bytes = 0x10_0000/' "$root/models/chips/mesh-2x2.toml" \
+        > "$tmp/small.toml"
+    expect 2 "small.toml:[0-9]+: field 'dram_bytes' = 1048576 is out of range \[33554432, " \
+        "$npuctl" build-image --model tiny-moe --chip "$tmp/small.toml" -o "$tmp/x.img" ;;
 missing-field)
     grep -v '^hidden_size' "$dense" > "$tmp/broken.toml"
     expect 2 "broken.toml.*hidden_size" \

@@ -48,7 +48,12 @@
 #include "npu_enums.h"
 
 #define NOC_COMM_SLOTS 2u
-#define NOC_COMM_TIMEOUT_DEFAULT_PS 100000000000ull /* 100 ms of chip time */
+/* The default timeout scales with the chip's configured speed (issue 26: a fixed 100 ms
+   failed valid runs on a 10 MHz chip): NOC_COMM_TIMEOUT_CYCLES core cycles plus the latency
+   of NOC_COMM_TIMEOUT_HOPS hops (1 s at 1 GHz, 100 s at 10 MHz). A long timeout costs no
+   wall time: when every hart waits, the chip clock jumps to the earliest deadline. */
+#define NOC_COMM_TIMEOUT_CYCLES 1000000000ull
+#define NOC_COMM_TIMEOUT_HOPS 65536ull
 #define NOC_COMM_QUEUED_MAX 64u /* descriptors the caller may leave queued on NoC, vector */
 
 /* How all-gathers (and the all-gather half of all-reduces) move data: AUTO multicasts each
@@ -65,7 +70,8 @@ struct noc_comm_config {
     uint32_t segment_bytes;   /* pipelining unit, a multiple of 4, 64..NOC_COMM_SEGMENT_MAX
                                  (0: the default) */
     uint64_t timeout_ps;      /* how long a rank waits for the others, in the agreement and
-                                 for each phase's traffic (0: the default) */
+                                 for each phase's traffic (0: the default,
+                                 noc_comm_timeout_default_ps) */
     enum noc_gather_algo gather;
 };
 
@@ -84,6 +90,9 @@ struct noc_comm {
    other communicator may be using the slot on any member; members must have created theirs
    before any member calls a collective on it. */
 int noc_comm_init(struct noc_comm *c, const struct noc_comm_config *cfg);
+/* The default timeout on this chip: NOC_COMM_TIMEOUT_CYCLES cycles and NOC_COMM_TIMEOUT_HOPS
+   hops' latency, in chip picoseconds. */
+uint64_t noc_comm_timeout_default_ps(void);
 
 /* What a reduction combines elements with: the vector engine's ADD (rounded to the dtype,
    in the order below) or MAX (exact, so its order does not show). */
