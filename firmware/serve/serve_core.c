@@ -10,12 +10,16 @@
  * the instance has; rank 0 first writes the tokens. On stop every rank prints its report
  * (model_report.c).
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "model_exec.h"
 #include "model_report.h"
 #include "model_setup.h"
 #include "npu/engine.h"
 #include "npu/hal.h"
 #include "npu/wait.h"
+#include "noc/collective.h"
 #include "noc/noc.h"
 #include "rt/lines.h"
 #include "rt/mailbox.h"
@@ -139,6 +143,29 @@ static void busy_now(uint64_t busy[4])
     busy[NPU_ENGINE_DMA] += engine_perf_read(NPU_PERF_DMA2_BUSY_PS);
 }
 
+/* Fault injection for the serving fault tests (`npuctl serve --inject-fault KIND:CORE:ROUND`,
+   docs/serving.md "Faults"): at round ROUND, core CORE traps (an illegal instruction),
+   deadlocks (waits for a round nobody posts), stalls past its collectives' timeout (the
+   others time out, then it does), or spins without waiting (the watchdog's case). These
+   break the house rules on purpose; nothing else calls them. */
+static void inject_fault(uint32_t seq)
+{
+    const char *kind = hal_bootarg_value("fault");
+    const char *core = hal_bootarg_value("fault_core"), *round = hal_bootarg_value("fault_round");
+    if (!kind || !core || !round || strtoul(core, NULL, 10) != hal_self()->core_id ||
+        strtoul(round, NULL, 10) != seq)
+        return;
+    if (!strncmp(kind, "trap", 4))
+        __asm__ volatile(".word 0"); /* an illegal instruction */
+    else if (!strncmp(kind, "deadlock", 8))
+        hal_sem_wait(RT_SEM_GO, seq + 1); /* the control core waits for this round */
+    else if (!strncmp(kind, "timeout", 7))
+        hal_sleep_ps(2 * noc_comm_timeout_default_ps());
+    else if (!strncmp(kind, "spin", 4))
+        for (volatile uint32_t k = 0;; k++) /* never waits: chip time stands still */
+            ;
+}
+
 /* One iteration; its outputs and this core's engine time into the mailbox. */
 static int serve_iteration(struct rt_mailbox *mb)
 {
@@ -186,6 +213,7 @@ int main(void)
             break;
         if (rc == NPU_OK) {
             uint64_t t0 = hal_time_ps();
+            inject_fault(seq);
             rc = serve_iteration(mb);
             busy_ps += hal_time_ps() - t0;
             served++;

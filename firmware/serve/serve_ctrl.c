@@ -32,8 +32,26 @@ void serve_print_abort(const char *reason, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(detail, sizeof(detail), fmt, ap);
     va_end(ap);
-    lines_print_serve_abort(&(struct lines_serve_abort){
+    serve_abort(&(struct lines_serve_abort){
         .reason = reason, .detail = detail, .absent = { .queue = true, .n = true } });
+}
+
+void serve_abort(const struct lines_serve_abort *a)
+{
+    if (!sv.abort_reason)
+        sv.abort_reason = a->reason; /* a string constant: the first abort is the cause */
+    lines_print_serve_abort(a);
+}
+
+/* After a failed run every request that has not ended ends failed, with the abort's
+   reason (docs/serving.md, "Faults"): nothing is lost. */
+static void fail_unended(void)
+{
+    const uint64_t t = hal_time_ps();
+    for (uint32_t i = 0; i < sv.nreqs; i++)
+        if (sv.reqs[i].state != RT_REQ_FINISHED && sv.reqs[i].state != RT_REQ_REJECTED)
+            lines_print_serve_fail(&(struct lines_serve_fail){
+                .id = i, .t = t, .reason = sv.abort_reason ? sv.abort_reason : "aborted" });
 }
 
 static uint32_t bootarg_u32(const char *key, uint32_t dflt)
@@ -259,7 +277,7 @@ static int serve_all(void)
         }
         uint64_t next = sched_next_arrival_ps(&sv.sched);
         if (next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
-            lines_print_serve_abort(&(struct lines_serve_abort){
+            serve_abort(&(struct lines_serve_abort){
                 .reason = "stuck", .queue = sched_queue_len(&sv.sched),
                 .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;
@@ -274,11 +292,15 @@ static int serve_all(void)
 
 int main(void)
 {
-    if (setup() != NPU_OK)
+    if (setup() != NPU_OK) {
+        fail_unended(); /* the requests read before the refusal, if any */
         return NPU_EXIT_FAIL; /* the cores are never released */
+    }
     hal_release_cores();
     int rc = sv.pd_mode ? serve_pd_all(&sv) : serve_all();
     uint64_t end = hal_time_ps();
+    if (rc != NPU_OK)
+        fail_unended();
     serve_stop_cores(&sv);
     if (rc == NPU_OK)
         lines_print_serve_done(&(struct lines_serve_done){

@@ -40,6 +40,7 @@ struct serve {
     uint32_t iterations;              /* iterations posted, over every instance */
     uint32_t answers;                 /* RT_SEM_DONE answers taken */
     bool engine_trace;
+    const char *abort_reason;         /* the first abort's reason, NULL if none */
 };
 
 /* serve_iter.c: writes instance i's mailbox for `it` and starts its cores. 0, or
@@ -60,6 +61,9 @@ void serve_stop_cores(struct serve *sv);
 /* serve_ctrl.c: `SERVE abort reason=REASON DETAIL`, DETAIL printf-formatted (rt/lines.h). */
 void serve_print_abort(const char *reason, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Prints the abort line; its reason (a string constant) becomes the run's cause if it is
+   the first. */
+void serve_abort(const struct lines_serve_abort *a);
 /* serve_ctrl.c: the arrive / admit / finish lines. */
 void serve_take_arrivals(struct serve *sv);
 void serve_announce_admissions(struct serve *sv, const struct rt_iter_plan *it);

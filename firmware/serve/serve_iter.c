@@ -124,7 +124,7 @@ int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
     uint32_t ntok = 0, nblk = 0;
     for (uint32_t k = 0; k < it->nruns; k++)
         if (!write_run(sv, i, &it->runs[k], k, &ntok, &nblk)) {
-            lines_print_serve_abort(&(struct lines_serve_abort){
+            serve_abort(&(struct lines_serve_abort){
                 .reason = "mailbox_full", .n = sv->iterations + 1,
                 .absent = { .queue = true, .detail = true } });
             return NPU_ERR_NOMEM;
@@ -158,7 +158,7 @@ int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
     const struct serve_inst *in = &sv->inst[i];
     uint64_t t1 = hal_time_ps();
     if (in->mb->failed) {
-        lines_print_serve_abort(&(struct lines_serve_abort){
+        serve_abort(&(struct lines_serve_abort){
             .reason = "core_failed", .n = in->n, .absent = { .queue = true, .detail = true } });
         return NPU_ERR_STATE;
     }

@@ -94,7 +94,7 @@ int serve_pd_all(struct serve *sv)
             return rc;
         uint64_t next = pd_next_arrival_ps(&sv->pd);
         if (!busy && next == UINT64_MAX) { /* nothing runs, nothing comes, yet not done */
-            lines_print_serve_abort(&(struct lines_serve_abort){
+            serve_abort(&(struct lines_serve_abort){
                 .reason = "stuck", .queue = pd_queue_len(&sv->pd),
                 .absent = { .n = true, .detail = true } });
             return NPU_ERR_STATE;

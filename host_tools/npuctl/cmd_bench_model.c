@@ -317,8 +317,9 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
     snprintf(timeout, sizeof(timeout), "%u", o->timeout_s);
     char *args[] = { "model", "--chip", (char *)chip, "--mode", "performance", "--timeout",
                      timeout, "--", "-device", loader, "-machine", stats, "-append", append };
+    bool ran;
     int rc = npuctl_run_captured((int)(sizeof(args) / sizeof(args[0])), args, console, NULL,
-                                 NULL);
+                                 NULL, &ran);
     if (rc) {
         npuctl_print_error("bench model: %s: the run failed (exit %d); its console: %s",
                            sh->name, rc, console);

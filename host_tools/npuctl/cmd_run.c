@@ -99,6 +99,7 @@ struct capture {
     const char *stdout_path;
     void (*tick)(void *);
     void *ctx;
+    bool *ran;                  /* set once QEMU ran (its exit status is the result) */
 };
 
 static int launch_qemu(const struct npuctl_run_opts *o, char **argv, const struct capture *cap)
@@ -112,6 +113,8 @@ static int launch_qemu(const struct npuctl_run_opts *o, char **argv, const struc
     char err[NPUCTL_ERR_MAX];
     struct npuctl_child_exit ex;
     int rc = npuctl_spawn_wait(&sp, &ex, err, sizeof(err));
+    if (cap && cap->ran)
+        *cap->ran = rc == NPU_OK || rc == NPU_ERR_TIMEOUT;
     if (rc == NPU_ERR_TIMEOUT) {
         npuctl_print_error("%s exceeded --timeout %" PRIu32 " s; QEMU killed",
                            npuctl_mode_name(o->mode), o->timeout_s);
@@ -175,8 +178,10 @@ int npuctl_cmd_debug(int argc, char **argv)
 }
 
 int npuctl_run_captured(int argc, char **argv, const char *stdout_path, void (*tick)(void *),
-                        void *ctx)
+                        void *ctx, bool *ran)
 {
-    const struct capture cap = { .stdout_path = stdout_path, .tick = tick, .ctx = ctx };
+    *ran = false;
+    const struct capture cap = { .stdout_path = stdout_path, .tick = tick, .ctx = ctx,
+                                 .ran = ran };
     return run_mode(NPUCTL_MODE_RUN, argc, argv, &cap);
 }

@@ -186,8 +186,10 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     return rc;
 }
 
-/* Turns the console into the outputs and prints the report; 0 if the run was whole. */
-static int report(const struct serve_opts *o, const struct npu_image_header *h)
+/* Turns the console into the outputs and prints the report; 0 if the run was whole. After a
+   failed run (exit_rc: QEMU's status, or NPUCTL_EXIT_TIMEOUT) every request that did not
+   end is marked failed with the run's cause, and the summary says the run is incomplete. */
+static int report(const struct serve_opts *o, const struct npu_image_header *h, int exit_rc)
 {
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], tokens[NPUCTL_PATH_MAX];
     struct rt_serve_log log;
@@ -196,6 +198,7 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
         serve_log_free(&log);
         return npuctl_usage_error("%s", err);
     }
+    serve_log_fail_unended(&log, exit_rc == NPUCTL_EXIT_TIMEOUT);
     struct rt_summary s = { 0 };
     snprintf(path, sizeof(path), "%s/chip_stats.json", o->out);
     if (metrics_read_chip_stats(path, &s.energy, &s.hbm_bytes, &s.noc_byte_hops, err,
@@ -231,8 +234,10 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h)
            o->out);
     bool whole = log.done && s.completed + s.rejected == s.total && s.total == o->requests;
     if (!whole)
-        npuctl_print_error("the run is incomplete: %zu of %zu requests ended (see %s/console.log)",
-                           s.completed + s.rejected, o->requests, o->out);
+        npuctl_print_error("the run is incomplete: %zu of %zu requests finished or rejected, "
+                           "%zu failed (%s; see %s/console.log)", s.completed + s.rejected,
+                           o->requests, s.failed, s.failure[0] ? s.failure : "no cause",
+                           o->out);
     serve_log_free(&log);
     return whole && !rc ? 0 : 1;
 }
@@ -252,9 +257,10 @@ int npuctl_cmd_serve(int argc, char **argv)
     rc = prepare(&o, &h, &cfg, &image_bytes, &blob_bytes);
     if (rc)
         return rc;
-    rc = serve_launch(&o, &h, image_bytes, blob_bytes);
-    if (rc == NPUCTL_EXIT_TIMEOUT || rc == NPUCTL_EXIT_USAGE)
+    bool ran = false;
+    rc = serve_launch(&o, &h, &ran, image_bytes, blob_bytes);
+    if (!ran) /* refused before the chip started: nothing to report */
         return rc;
-    int rep = report(&o, &h);
+    int rep = report(&o, &h, rc); /* also after a fault: every request is accounted for */
     return rc ? rc : rep;
 }

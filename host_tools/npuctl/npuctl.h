@@ -228,9 +228,10 @@ int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image
 
 int npuctl_cmd_run(int argc, char **argv);
 /* npuctl run with QEMU's output into stdout_path and tick(ctx) called about once a second
-   while it runs (npuctl serve's progress line). */
+   while it runs (npuctl serve's progress line). *ran: whether QEMU ran (then the result is
+   its exit status, or NPUCTL_EXIT_TIMEOUT), not a refusal before it started. */
 int npuctl_run_captured(int argc, char **argv, const char *stdout_path, void (*tick)(void *),
-                        void *ctx);
+                        void *ctx, bool *ran);
 int npuctl_cmd_selftest(int argc, char **argv);
 int npuctl_cmd_debug(int argc, char **argv);
 int npuctl_cmd_test(int argc, char **argv);

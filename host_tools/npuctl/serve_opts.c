@@ -24,6 +24,25 @@ static int parse_count(const char *opt, const char *v, uint32_t *out)
     return npuctl_parse_u32(opt, v, 1, UINT32_MAX, out);
 }
 
+/* --inject-fault KIND:CORE:ROUND (docs/serving.md, "Faults") as the cores' bootargs. */
+static int parse_fault(struct serve_opts *o, const char *v)
+{
+    static const char *const kinds[] = { "trap", "deadlock", "timeout", "spin" };
+    char kind[16];
+    unsigned core = 0, round = 0;
+    int n = 0;
+    if (v && sscanf(v, "%15[a-z]:%5u:%9u%n", kind, &core, &round, &n) == 3 && !v[n] &&
+        round >= 1)
+        for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
+            if (!strcmp(kind, kinds[k])) {
+                snprintf(o->fault, sizeof(o->fault), "fault=%s fault_core=%u fault_round=%u",
+                         kind, core, round);
+                return 0;
+            }
+    return bad("--inject-fault", v, "KIND:CORE:ROUND with KIND trap, deadlock, timeout or "
+                                    "spin, ROUND from 1");
+}
+
 /* The serve options of one pair; NPUCTL_IMAGE_UNKNOWN if it is none of them. */
 static int parse_serve_option(struct serve_opts *o, const char *opt, const char *v)
 {
@@ -63,6 +82,9 @@ static int parse_serve_option(struct serve_opts *o, const char *opt, const char 
     else if (!strcmp(opt, "--timeout")) /* 0: none, as for npuctl run */
         rc = npuctl_parse_u32(opt, v, 0, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s);
     else if (!strcmp(opt, "--prefill-instances")) rc = parse_count(opt, v, &o->prefill_instances);
+    else if (!strcmp(opt, "--watchdog-ms"))
+        rc = npuctl_parse_u32(opt, v, 1, NPUCTL_WATCHDOG_MAX_MS, &o->watchdog_ms);
+    else if (!strcmp(opt, "--inject-fault")) rc = parse_fault(o, v);
     else if (!strcmp(opt, "--slo-ttft-ms")) {
         rc = npuctl_parse_real(opt, v, 0, 1e12, &x);
         o->slo.ttft_ms = rc ? o->slo.ttft_ms : x;

@@ -35,6 +35,8 @@ struct serve_opts {
     const char *trace, *out, *threads;
     uint64_t seed;                    /* prompt ids where the trace has none */
     uint32_t timeout_s;
+    uint32_t watchdog_ms;             /* --watchdog-ms (0: the machine's default) */
+    char fault[80];                   /* --inject-fault's bootargs, "" without it */
     uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
     enum serve_reuse layer_reuse;     /* --layer-reuse (performance mode) */
@@ -56,8 +58,8 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h);
    o->run_chip. 0 or NPUCTL_EXIT_USAGE (printed). */
 int serve_hetero_write_chip(struct serve_opts *o, const void *image);
 /* Runs the serve firmware with DIR/model.img and DIR/trace.bin; QEMU's exit status, 124 on
-   timeout, 2 if it could not start. */
-int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
+   timeout. *ran false: it could not start (NPUCTL_EXIT_USAGE, printed). */
+int serve_launch(const struct serve_opts *o, const struct npu_image_header *h, bool *ran,
                  uint64_t image_bytes, uint64_t blob_bytes);
 
 #endif

@@ -87,11 +87,11 @@ static void progress_tick(void *ctx)
     progress_print(p, false);
 }
 
-int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
+int serve_launch(const struct serve_opts *o, const struct npu_image_header *h, bool *ran,
                  uint64_t image_bytes, uint64_t blob_bytes)
 {
     char img[NPUCTL_PATH_MAX + 96], blob[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
-    char chip[NPUCTL_PATH_MAX], timeout[16], append[512], params[200];
+    char chip[NPUCTL_PATH_MAX], timeout[16], watchdog[16], append[600], params[200];
     snprintf(img, sizeof(img), "loader,file=%s/model.img,addr=%#" PRIx64 ",force-raw=on",
              o->out, (uint64_t)NPU_MAP_HBM_BASE);
     snprintf(blob, sizeof(blob), "loader,file=%s/trace.bin,addr=%#" PRIx64 ",force-raw=on",
@@ -109,20 +109,27 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h,
              o->engine_trace ? " engine_trace" : "",
              (const char *const[]){ "", " layer_reuse", " reuse_shapes",
                                     " reuse_tiles" }[o->layer_reuse]);
-    snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s",
-             image_bytes, blob_bytes, params);
-    char *args[] = { "serve", "--chip", chip, "--mode",
-                     h->plan.mode ? "performance" : "functional", "--timeout", timeout,
-                     "--threads", (char *)(o->threads ? o->threads : "auto"), "--",
-                     "-device", img, "-device", blob, "-machine", stats, "-append", append };
+    snprintf(append, sizeof(append), "image_bytes=%" PRIu64 " trace_bytes=%" PRIu64 " %s%s%s",
+             image_bytes, blob_bytes, params, o->fault[0] ? " " : "", o->fault);
+    snprintf(watchdog, sizeof(watchdog), "%" PRIu32, o->watchdog_ms);
+    char *args[24] = { "serve", "--chip", chip, "--mode",
+                       h->plan.mode ? "performance" : "functional", "--timeout", timeout,
+                       "--threads", (char *)(o->threads ? o->threads : "auto") };
+    int n = 9;
+    if (o->watchdog_ms)
+        args[n++] = "--watchdog-ms", args[n++] = watchdog;
+    char *qemu[] = { "--", "-device", img, "-device", blob, "-machine", stats, "-append",
+                     append };
+    for (size_t k = 0; k < sizeof(qemu) / sizeof(qemu[0]); k++)
+        args[n++] = qemu[k];
     struct progress *p = calloc(1, sizeof(*p));
+    *ran = false;
     if (!p)
         return NPUCTL_EXIT_USAGE;
     snprintf(p->path, sizeof(p->path), "%s/console.log", o->out);
     p->total = o->requests, p->tty = isatty(2);
     clock_gettime(CLOCK_MONOTONIC, &p->start);
-    int rc = npuctl_run_captured((int)(sizeof(args) / sizeof(args[0])), args, p->path,
-                                 progress_tick, p);
+    int rc = npuctl_run_captured(n, args, p->path, progress_tick, p, ran);
     progress_tick(p);
     progress_print(p, true);
     free(p);

@@ -133,6 +133,8 @@ static void summarise_counts(const struct rt_serve_log *log, struct rt_summary *
             s->completed++;
             s->total_input_tokens += r->input_len;
             s->total_output_tokens += r->ntokens;
+        } else if (r->failed) {
+            s->failed++;
         } else {
             s->unfinished++;
         }
@@ -253,6 +255,7 @@ void metrics_summarise(const struct rt_serve_log *log, const struct rt_slo *slo,
     s->noc_byte_hops = noc;
     s->total = log->nreqs;
     s->done = log->done;
+    snprintf(s->failure, sizeof(s->failure), "%s", log->cause);
     s->expert_load_bytes = log->expert_load_bytes;
     summarise_counts(log, s);
     summarise_latency(log, s);

@@ -75,6 +75,8 @@ static void summary_counts(json_t *o, const struct rt_summary *s)
         set_int(reasons, s->reasons[i].reason, s->reasons[i].count);
     json_object_set_new(o, "rejected_reasons", reasons);
     set_int(o, "unfinished", s->unfinished);
+    set_int(o, "failed", s->failed);
+    json_object_set_new(o, "failure", s->failure[0] ? json_string(s->failure) : json_null());
     set_real(o, "duration", s->duration_s);
     set_real(o, "arrival_rate", s->arrival_rate);
     set_int(o, "total_input_tokens", s->total_input_tokens);
@@ -143,6 +145,8 @@ static const char *req_state(const struct rt_req_record *r)
         return "rejected";
     if (r->finished)
         return "finished";
+    if (r->failed)
+        return "failed";
     if (r->admitted)
         return "running";
     return r->arrived ? "queued" : "unseen";
@@ -181,7 +185,7 @@ static void csv_request(FILE *f, const struct rt_req_record *r, const struct rt_
     csv_ms(f, r->arrived && r->finished && !r->rejected, last - arrival);
     fprintf(f, "%u,%u,%u,%d,%s,%s\n", r->input_len, r->output_len, n,
             metrics_request_meets_slo(r, slo) ? 1 : 0, req_state(r),
-            r->rejected ? r->reason : "");
+            r->rejected || r->failed ? r->reason : "");
 }
 
 static int csv_close(FILE *f, const char *path, char *err, size_t errlen)
@@ -256,7 +260,10 @@ void metrics_print_report(FILE *f, const struct rt_summary *s, const struct rt_s
             s->rejected);
     for (size_t i = 0; i < s->nreasons; i++)
         fprintf(f, "%s%s %zu", i ? ", " : " (", s->reasons[i].reason, s->reasons[i].count);
-    fprintf(f, "%s, %zu unfinished%s\n", s->nreasons ? ")" : "", s->unfinished,
+    fprintf(f, "%s", s->nreasons ? ")" : "");
+    if (s->failed)
+        fprintf(f, ", %zu failed (%s)", s->failed, s->failure);
+    fprintf(f, ", %zu unfinished%s\n", s->unfinished,
             s->done ? "" : " -- INCOMPLETE RUN (no SERVE done)");
     fprintf(f, "  duration       %.6f s, %llu iterations, mean decode batch %.2f\n",
             s->duration_s, (unsigned long long)s->iterations, s->mean_decode_batch);

@@ -241,13 +241,55 @@ static int on_instance(struct parse_ctx *c, const struct lines_value *v)
     return 0;
 }
 
+static int on_fail(struct parse_ctx *c, const struct lines_value *v)
+{
+    const struct lines_serve_fail *f = &v->serve_fail;
+    struct rt_req_record *r = NULL;
+    int rc = get_req(c, f->id, &r);
+    if (rc)
+        return rc;
+    saw_time(c, f->t);
+    r->finish_ps = f->t;
+    r->failed = true;
+    snprintf(r->reason, sizeof(r->reason), "%s", f->reason);
+    return 0;
+}
+
 /* A failed run: `abort` (control core) or `core-failed` (a core). The run stays not done
-   (the caller reports it incomplete). */
+   (the caller reports it incomplete); the first reason and core are kept for its cause. */
 static int on_abort(struct parse_ctx *c, const struct lines_value *v)
 {
     (void)v;
     c->log->done = false;
+    if (!c->log->abort_reason[0])
+        snprintf(c->log->abort_reason, sizeof(c->log->abort_reason), "%s",
+                 v->serve_abort.reason);
     return 0;
+}
+
+static int on_core_failed(struct parse_ctx *c, const struct lines_value *v)
+{
+    c->log->done = false;
+    if (c->log->failed_core < 0) {
+        c->log->failed_core = (int32_t)v->serve_core_failed.core;
+        c->log->failed_rc = v->serve_core_failed.rc;
+    }
+    return 0;
+}
+
+/* The machine's own lines (not the protocol's): a core's FATAL report and the stop line. */
+static void machine_line(struct parse_ctx *c, const char *line)
+{
+    struct rt_serve_log *log = c->log;
+    const char *fatal = strstr(line, "FATAL: "), *stop = strstr(line, "[npu-mesh] stop: ");
+    unsigned core;
+    if (fatal && !log->fatal[0]) {
+        snprintf(log->fatal, sizeof(log->fatal), "%s", fatal + 7);
+        if (sscanf(fatal + 7, "core %u ", &core) == 1 && log->failed_core < 0)
+            log->failed_core = (int32_t)core;
+    }
+    if (stop && !log->stop[0])
+        snprintf(log->stop, sizeof(log->stop), "%s", stop + 17);
 }
 
 /* A core's traffic report. */
@@ -265,7 +307,8 @@ static int (*const handlers[LINES_KIND_COUNT])(struct parse_ctx *c,
     [LINES_SERVE_ADMIT] = on_admit,     [LINES_SERVE_TOKEN] = on_token,
     [LINES_SERVE_FINISH] = on_finish,   [LINES_SERVE_ITER] = on_iter,
     [LINES_SERVE_ENGINES] = on_engines, [LINES_SERVE_DONE] = on_done,
-    [LINES_SERVE_ABORT] = on_abort,     [LINES_SERVE_CORE_FAILED] = on_abort,
+    [LINES_SERVE_ABORT] = on_abort,     [LINES_SERVE_CORE_FAILED] = on_core_failed,
+    [LINES_SERVE_FAIL] = on_fail,
     [LINES_MODEL_RANK] = on_rank,
 };
 
@@ -274,8 +317,10 @@ static int parse_line(struct parse_ctx *c, const char *line)
     const char *text = lines_find(line);
     enum lines_kind kind;
     char msg[200];
-    if (!text)
+    if (!text) {
+        machine_line(c, line);
         return 0;
+    }
     int rc = lines_identify(text, &kind, msg, sizeof(msg));
     if (rc == NPU_ERR_NOTFOUND || (rc == NPU_OK && !handlers[kind]))
         return 0;
@@ -307,6 +352,7 @@ static int parse_stream(struct parse_ctx *c, FILE *f)
 int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_t errlen)
 {
     memset(log, 0, sizeof(*log));
+    log->failed_core = -1;
     struct parse_ctx *c = calloc(1, sizeof(*c));
     if (!c) {
         snprintf(err, errlen, "%s: no memory", path);
@@ -334,6 +380,48 @@ int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_
         log->iterations = log->niters;
     }
     return 0;
+}
+
+/* The run's cause, from the machine's stop line first (it says how the run ended), then
+   the control core's abort. */
+static void run_cause(struct rt_serve_log *log, bool timed_out)
+{
+    char at[24] = "";
+    if (log->failed_core >= 0)
+        snprintf(at, sizeof(at), " (core %d)", (int)log->failed_core);
+    const char *word = timed_out                       ? "timeout"
+                       : strstr(log->stop, "deadlock") ? "deadlock"
+                       : strstr(log->stop, "watchdog") ? "watchdog"
+                       : strstr(log->fatal, "assertion") ? "assert"
+                       : strstr(log->fatal, "trap")    ? "trap"
+                       : log->abort_reason[0]          ? log->abort_reason
+                                                       : "exit";
+    if (!strcmp(word, "core_failed") && log->failed_rc == NPU_ERR_TIMEOUT)
+        word = "core_timeout"; /* a core's wait with a deadline (a collective) gave up */
+    const bool by_core = !strcmp(word, "trap") || !strcmp(word, "assert") ||
+                         !strcmp(word, "core_failed") || !strcmp(word, "core_timeout") ||
+                         !strcmp(word, "exit");
+    snprintf(log->cause, sizeof(log->cause), "%s%s", word, by_core ? at : "");
+}
+
+size_t serve_log_fail_unended(struct rt_serve_log *log, bool timed_out)
+{
+    if (log->done && !timed_out)
+        return 0;
+    run_cause(log, timed_out);
+    size_t n = 0;
+    for (size_t i = 0; i < log->nreqs; i++) {
+        struct rt_req_record *r = &log->reqs[i];
+        if (r->failed && !strcmp(r->reason, "core_failed") && log->failed_core >= 0)
+            snprintf(r->reason, sizeof(r->reason), "%.31s", log->cause); /* names the core */
+        if (r->finished || r->rejected || r->failed)
+            continue;
+        r->failed = true;
+        r->finish_ps = log->end_ps;
+        snprintf(r->reason, sizeof(r->reason), "%.31s", log->cause);
+        n++;
+    }
+    return n;
 }
 
 void serve_log_free(struct rt_serve_log *log)

@@ -50,7 +50,9 @@ struct rt_reason_count {
    them again, so reading the chip stats after metrics_summarise works too. */
 struct rt_summary {
     size_t completed, rejected, total;
-    size_t unfinished;           /* neither finished nor rejected */
+    size_t unfinished;           /* neither finished, rejected nor failed */
+    size_t failed;               /* ended by a failed run (serve_log_fail_unended) */
+    char failure[64];            /* the failed run's cause, "" if none */
     bool done;                   /* the log had its SERVE done line */
     double duration_s;
     double arrival_rate;         /* measured: (arrivals - 1) / (last - first arrival), 1/s */

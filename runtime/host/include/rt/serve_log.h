@@ -23,6 +23,7 @@
  *         engines during iteration N; only with the serve option engine_trace)
  *   SERVE done t=PS finished=F rejected=J iterations=N
  *   SERVE abort reason=WORD ... / SERVE core-failed core=C n=N rc=RC  (a failed run)
+ *   SERVE fail id=I t=PS reason=WORD          (a request ended by a failed run)
  * The cores add, at the end (model_report.c):
  *   MODEL rank=R ... expert_load_bytes=B ...
  */
@@ -38,8 +39,9 @@ struct rt_req_record {
     uint32_t input_len, output_len;
     uint64_t arrival_ps;
     bool rejected, finished, admitted;
+    bool failed;                 /* ended by a failed run (fail line, or the host's account) */
     bool arrived;                /* its arrive line was seen (arrival_ps, lengths valid) */
-    char reason[32];             /* rejected: the reason word */
+    char reason[32];             /* rejected: the reason word; failed: the run's cause */
     uint64_t admit_ps, finish_ps; /* finish_ps of a rejected request: its reject line's t */
     uint32_t ntokens;
     uint64_t *token_ps;          /* [ntokens] chip time of each output token */
@@ -75,6 +77,13 @@ struct rt_serve_log {
     uint64_t expert_load_bytes;  /* summed over the cores' MODEL rank= lines */
     uint64_t iterations;         /* the done line's iterations= (niters without it) */
     uint32_t prefill_instances, decode_instances; /* pd-disagg's instance lines */
+    /* How a run that did not finish ended (docs/serving.md, "Faults"): */
+    char stop[160];              /* the machine's "[npu-mesh] stop:" line, "" if none */
+    char fatal[160];             /* the first "FATAL:" line (a trap or assertion), "" if none */
+    char abort_reason[32];       /* the control core's abort reason, "" if none */
+    int32_t failed_core;         /* the first core named by a FATAL or core-failed line, -1 */
+    int32_t failed_rc;           /* the first core-failed line's rc, 0 if none */
+    char cause[64];              /* after serve_log_fail_unended: the cause, "" if none */
 };
 
 /* Parses a run's console output. Requests are sized from the begin line and get their
@@ -86,5 +95,13 @@ struct rt_serve_log {
    serve_log_free even after an error. */
 int serve_log_parse(const char *path, struct rt_serve_log *log, char *err, size_t errlen);
 void serve_log_free(struct rt_serve_log *log);
+
+/* After a run without its done line: the cause (log->cause: "trap (core 1)", "assert (core
+   1)", "deadlock", "watchdog", "timeout" when the host's --timeout killed the run,
+   "core_timeout (core 0)" when a core's collective gave up waiting, "core_failed (core 0)"
+   for another error of a core, the control core's abort reason, or "exit") and every request that has not ended (finished, rejected
+   or failed by the control core) marked failed with it as its reason, so that every
+   request is accounted for. Returns the number it marked. */
+size_t serve_log_fail_unended(struct rt_serve_log *log, bool timed_out);
 
 #endif

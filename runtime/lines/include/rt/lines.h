@@ -97,6 +97,7 @@ struct lines_list {
     K(SERVE_INSTANCE, serve_instance, "SERVE", "instance") \
     K(SERVE_ARRIVE, serve_arrive, "SERVE", "arrive") \
     K(SERVE_REJECT, serve_reject, "SERVE", "reject") \
+    K(SERVE_FAIL, serve_fail, "SERVE", "fail") \
     K(SERVE_ADMIT, serve_admit, "SERVE", "admit") \
     K(SERVE_TOKEN, serve_token, "SERVE", "token") \
     K(SERVE_FINISH, serve_finish, "SERVE", "finish") \
@@ -147,6 +148,11 @@ struct lines_list {
     F(S, input, "input", U32, REQ) \
     F(S, output, "output", U32, REQ)
 #define LINES_FIELDS_serve_reject(F, S) \
+    F(S, id, "id", U32, REQ) \
+    F(S, t, "t", U64, REQ) \
+    F(S, reason, "reason", WORD, REQ)
+/* a request ended by a failed run: reason is the control core's abort reason */
+#define LINES_FIELDS_serve_fail(F, S) \
     F(S, id, "id", U32, REQ) \
     F(S, t, "t", U64, REQ) \
     F(S, reason, "reason", WORD, REQ)
