@@ -85,6 +85,16 @@ small-sram)
         > "$tmp/small.toml"
     expect 2 "tiny-moe on mesh-2x2: the tile buffers \(tile_rows [0-9]+\) need [0-9.]+ MiB of SRAM per core, 0.00 MiB are free" \
         "$npuctl" build-image --model tiny-moe --chip "$tmp/small.toml" -o "$tmp/x.img" ;;
+too-deep)
+    # past npu_limits.h's layers and experts: the planner refuses (the cores would after
+    # the release)
+    sed 's/^num_layers *=.*/num_layers = 200/' "$dense" > "$tmp/deep.toml"
+    expect 2 "200 layers and 0 experts; the interpreter takes at most 128 and 128" \
+        "$npuctl" build-image --model "$tmp/deep.toml" --chip large-64 -o "$tmp/x.img"
+    sed 's/^num_experts *=.*/num_experts = 200/' "$root/models/tiny/tiny-moe.toml" \
+        > "$tmp/wide.toml"
+    expect 2 "4 layers and 200 experts; the interpreter takes at most 128 and 128" \
+        "$npuctl" build-image --model "$tmp/wide.toml" --chip large-64 -o "$tmp/x.img" ;;
 small-dram)
     # a control-core DRAM below NPU_DRAM_MIN_BYTES is refused with the file, line and field
     sed 's/^dram_bytes *=.*/dram_bytes = 0x10_0000/' "$root/models/chips/mesh-2x2.toml" \

@@ -44,9 +44,10 @@
 #include "npu/vector.h"
 #include "npu_image.h"
 #include "npu_layout.h"
+#include "npu_limits.h"
 #include "npu_memmap.h"
 
-#define EXEC_LAYERS_MAX 128u
+#define EXEC_LAYERS_MAX NPU_MODEL_LAYERS_MAX /* npu_limits.h */
 #define EXEC_KINDS (MT_LM_HEAD + 1)
 _Static_assert(EXEC_KINDS == NPU_STAGE_KINDS, "the staging map covers every tensor kind");
 #define EXEC_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */

@@ -75,12 +75,14 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
                hal_self()->core_id);
         return NPU_ERR_NOMEM;
     }
-    if (c->num_layers > EXEC_LAYERS_MAX || c->num_experts > 256 ||
-        (uint64_t)p->tile_rows * (c->experts_per_token ? c->experts_per_token : 1) > 8192u ||
-        (uint64_t)(p->moe_rows + p->tp - 1) / p->tp * c->experts_per_token > 8192u ||
-        c->num_experts > 128) {
-        printf("MODEL error: %s: this firmware takes at most %u layers, 128 experts and "
-               "tile_rows (or an EP group's slice) x top-k 8192\n", c->name, EXEC_LAYERS_MAX);
+    if (c->num_layers > NPU_MODEL_LAYERS_MAX || c->num_experts > NPU_MODEL_EXPERTS_MAX ||
+        (uint64_t)p->tile_rows * (c->experts_per_token ? c->experts_per_token : 1) >
+            NPU_ROUTED_PAIRS_MAX ||
+        (uint64_t)(p->moe_rows + p->tp - 1) / p->tp * c->experts_per_token >
+            NPU_ROUTED_PAIRS_MAX) { /* the planner and the image check refuse these first */
+        printf("MODEL error: %s: this firmware takes at most %u layers, %u experts and "
+               "tile_rows (or an EP group's slice) x top-k %u\n", c->name,
+               NPU_MODEL_LAYERS_MAX, NPU_MODEL_EXPERTS_MAX, NPU_ROUTED_PAIRS_MAX);
         return NPU_ERR_RANGE;
     }
     m->buf.eb = npu_dtype_bytes(p->dtype);

@@ -11,6 +11,7 @@
 #include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
+#include "npu_limits.h"
 #include "npu_numeric.h"
 #include "npu_regs.h"
 
@@ -770,6 +771,28 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
 }
 
 /* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
+/* What the interpreter takes (npu_limits.h): refused here, with the figures, rather than by
+   every core after the release. */
+static int check_firmware_limits(const struct planner *pl)
+{
+    const struct model_config *c = pl->cfg;
+    const struct npu_plan *p = &pl->plan;
+    const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
+    if (c->num_layers > NPU_MODEL_LAYERS_MAX || c->num_experts > NPU_MODEL_EXPERTS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: %u layers and %u experts; the "
+                    "interpreter takes at most %u and %u (NPU_MODEL_LAYERS_MAX, "
+                    "NPU_MODEL_EXPERTS_MAX)", c->name, c->num_layers, c->num_experts,
+                    NPU_MODEL_LAYERS_MAX, NPU_MODEL_EXPERTS_MAX);
+    const uint64_t tile = p->tile_rows * k, slice = (p->moe_rows + p->tp - 1) / p->tp * k;
+    if (tile > NPU_ROUTED_PAIRS_MAX || slice > NPU_ROUTED_PAIRS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: tile_rows %u or a rank's slice "
+                    "of a MoE group of %u rows, times top-k %llu, passes the %u choices the "
+                    "interpreter routes at once (NPU_ROUTED_PAIRS_MAX): use fewer tile rows",
+                    c->name, p->tile_rows, p->moe_rows, (unsigned long long)k,
+                    NPU_ROUTED_PAIRS_MAX);
+    return NPU_OK;
+}
+
 static int plan_build(const struct model_config *cfg, const char *config_text,
                       const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                       bool conservative, const char *why, struct npu_built_image *out,
@@ -790,6 +813,8 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         rc = plan_partitions(&pl, req);
     if (rc == NPU_OK)
         rc = plan_moe_rows(&pl, req);
+    if (rc == NPU_OK)
+        rc = check_firmware_limits(&pl);
     if (rc == NPU_OK)
         rc = npu_planner_experts(&pl, req);
     if (rc != NPU_OK) {
@@ -851,7 +876,8 @@ int npu_plan_build(const struct model_config *cfg, const char *config_text,
     char why[512];
     snprintf(why, sizeof(why), "%s", err);
     rc = plan_build(cfg, config_text, chip, req, true, why, out, summary, err, errlen);
-    if (rc != NPU_OK) { /* both refused: the simpler plan's reason, then the first's */
+    if (rc != NPU_OK && strcmp(err, why)) { /* both refused: the simpler plan's reason,
+                                               then the first's (when it differs) */
         const size_t n = strlen(err);
         snprintf(err + n, errlen > n ? errlen - n : 0, " (with the planner's own choices: %s)",
                  why);
