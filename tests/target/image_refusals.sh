@@ -118,6 +118,27 @@ corrupt)
     expect 1 "MODEL image refused: checksum 0x[0-9a-f]+, the header says 0x[0-9a-f]+ \(the image is corrupt\)" \
         "$npuctl" flash "$tmp/bad.img" -- -append "prompt=1,2 new=2"
     never_released ;;
+crafted)
+    # a valid checksum over wrong contents (issue 26): the config says 64 wide, the tensors
+    # are 128; the structure check passes, the control core's check against the model
+    # refuses before any core is released (tests/host/test_image_model.c has the full set)
+    good
+    python3 - "$tmp/good.img" "$tmp/bad.img" <<'EOF'
+import struct, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = b.find(b"hidden_size = 128")
+assert at > 0
+b[at:at + 17] = b"hidden_size =  64"
+b[24:32] = bytes(8)                       # npu_image_header.checksum, counted as 0
+h = 0xcbf29ce484222325
+for x in b:                               # FNV-1a 64 (npu_image_checksum)
+    h = ((h ^ x) * 0x100000001b3) & 0xffffffffffffffff
+b[24:32] = struct.pack("<Q", h)
+open(sys.argv[2], "wb").write(b)
+EOF
+    expect 1 "MODEL image refused: tensor [0-9]+ \\(kind [0-9]+, layer [0-9]+\\): .* is not a part of tiny-dense's tensors" \
+        "$npuctl" flash "$tmp/bad.img" -- -append "prompt=1,2 new=2"
+    never_released ;;
 other-chip)
     good
     expect 1 "MODEL image refused: image built for chip mesh-2x2, this chip is mesh-4x4: mesh_rows 2 != 4" \

@@ -6,6 +6,7 @@
 
 #include "model_setup.h"
 #include "npu/hal.h"
+#include "model_config.h"
 #include "npu_image.h"
 #include "rt/lines.h"
 
@@ -34,6 +35,12 @@ int model_image_check(void)
             .sa_cols = c->sa_cols, .performance = c->performance };
         rc = npu_image_check_chip(h, &chip, err, sizeof(err));
     }
+    struct model_config cfg; /* the image's own model, and the image against it */
+    if (rc == NPU_OK)
+        rc = model_config_parse(&cfg, (const char *)image + h->config_off, "image:config", err,
+                                sizeof(err));
+    if (rc == NPU_OK)
+        rc = npu_image_check_model(image, &cfg, err, sizeof(err));
     if (rc != NPU_OK) {
         printf("MODEL image refused: %s\n", err);
         return rc;

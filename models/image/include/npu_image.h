@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "npu_limits.h"
+
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
 #define NPU_IMAGE_VERSION 12u
 #define NPU_IMAGE_ALIGN 4096u
@@ -292,6 +294,26 @@ int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen)
 /* Whether the image was built for this chip: NPU_OK or NPU_ERR_INVAL naming the field. */
 int npu_image_check_chip(const struct npu_image_header *h, const struct npu_image_chip *chip,
                          char *err, size_t errlen);
+
+struct model_config;
+/*
+ * The image against its model `c` (parsed from the image's own config text), after
+ * npu_image_check passed (npu_image_model.c): the model within npu_limits.h, every core's
+ * program exactly its stage's (npu_prog_stage), every tensor entry a part of a tensor of the
+ * model, every tensor of the model there for every rank, every core's buffers as large as
+ * the interpreter lays them out. NPU_OK, NPU_ERR_FORMAT naming the core, tensor or figure,
+ * or NPU_ERR_NOMEM.
+ */
+int npu_image_check_model(const void *image, const struct model_config *c, char *err,
+                          size_t errlen);
+
+/* Stage st's layer program (the same for every rank of the stage): its input (EMBED, or
+   RECV of the previous stage's residual rows), per layer STAGE (unless resident), ATTENTION
+   (SLIDING on a sliding-window layer) and MOE or FFN, then SEND or HEAD. Writes at most
+   NPU_PROG_STAGE_OPS_MAX ops; returns their number. The planner writes programs with it. */
+#define NPU_PROG_STAGE_OPS_MAX (3u * NPU_MODEL_LAYERS_MAX + 2u)
+uint32_t npu_prog_stage(const struct model_config *c, const struct npu_plan *p, uint32_t st,
+                        struct npu_prog_op *ops);
 
 const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);

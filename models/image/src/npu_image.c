@@ -297,6 +297,10 @@ static int check_tables(const uint8_t *image, const struct npu_image_header *h, 
         h->tensors_off % 8 || h->cores_off % 8 || h->prog_off % 8)
         return fail(err, errlen, NPU_ERR_FORMAT, "a table lies outside the %" PRIu64
                     "-byte file or is misaligned", n);
+    if (!h->config_bytes || memchr(image + h->config_off, '\0', h->config_bytes) !=
+                                image + h->config_off + h->config_bytes - 1)
+        return fail(err, errlen, NPU_ERR_FORMAT, "the model config (%" PRIu64 " bytes) is not "
+                    "one string ending at its last byte", h->config_bytes);
     if (h->plan.mode == NPU_IMAGE_FUNCTIONAL ? !inside(h->weights_off, h->weights_bytes, 1, n)
                                              : !inside(h->weights_off, h->weights_bytes, 1,
                                                        h->hbm_end))

@@ -239,35 +239,6 @@ static int resident_ends(struct planner *pl, struct npu_image_core *cores, uint3
     return NPU_OK;
 }
 
-/* Stage st's layer program (the same for every rank of the stage): its input (the
-   embeddings, or the previous stage's residual rows), its layers, its output (the next
-   stage's input, or the head). */
-static uint32_t plan_program(const struct planner *pl, uint32_t st, struct npu_prog_op *ops)
-{
-    const struct model_config *c = pl->cfg;
-    const uint32_t l0 = st * pl->plan.stage_layers, l1 = l0 + pl->plan.stage_layers;
-    uint32_t n = 0;
-    if (st == 0)
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_EMBED };
-    else
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_RECV, .layer = l0 - 1 };
-    for (uint32_t l = l0; l < l1; l++) {
-        if (!pl->plan.weights_resident)
-            ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_STAGE, .layer = l };
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_ATTENTION, .layer = l,
-                                         .flags = model_is_sliding_layer(c, l)
-                                                      ? NPU_OP_SLIDING : 0 };
-        ops[n++] = (struct npu_prog_op){ .kind = c->arch == MODEL_MOE ? NPU_OP_MOE
-                                                                      : NPU_OP_FFN,
-                                         .layer = l };
-    }
-    if (st + 1 < pl->plan.stages)
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_SEND, .layer = l1 - 1 };
-    else
-        ops[n++] = (struct npu_prog_op){ .kind = NPU_OP_HEAD };
-    return n;
-}
-
 /* The KV block pool: after everything else in SRAM (the NPU paper's section 4.2 gives KV
    blocks and weights what the buffers leave; weights come first here, since a streamed
    layer costs every iteration and a spilled KV position only its attention reads). The
@@ -405,7 +376,7 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
     *nops = 0;
     for (uint32_t st = 0; st < p->stages; st++) {
         first[st] = *nops;
-        *nops += plan_program(pl, st, ops + *nops);
+        *nops += npu_prog_stage(pl->cfg, &pl->plan, st, ops + *nops);
     }
     first[p->stages] = *nops;
     for (uint32_t i = 0; i < ncores; i++)
