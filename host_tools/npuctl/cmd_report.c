@@ -59,7 +59,8 @@ static int run_load(struct run *r, const char *dir)
     for (size_t n = strlen(base); n > 1 && base[n - 1] == '/'; n--)
         base[n - 1] = '\0';
     const char *slash = strrchr(base, '/'), *sched = label_of(r->sum, "sched");
-    snprintf(r->base, sizeof(r->base), "%s", slash && slash[1] ? slash + 1 : base);
+    snprintf(r->base, sizeof(r->base), "%.*s", (int)sizeof(r->base) - 1,
+             slash && slash[1] ? slash + 1 : base);
     snprintf(r->sched, sizeof(r->sched), "%s", sched && *sched ? sched : r->base);
     snprintf(r->label, sizeof(r->label), "%s", r->sched);
     return 0;

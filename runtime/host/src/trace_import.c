@@ -318,6 +318,26 @@ static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_tr
     return rc;
 }
 
+int trace_import_stream(FILE *f, const char *name, enum rt_trace_format fmt, size_t limit,
+                        struct rt_trace *t, char *err, size_t errlen)
+{
+    *t = (struct rt_trace){ 0 };
+    if ((unsigned)fmt >= sizeof(import_specs) / sizeof(import_specs[0])) {
+        snprintf(err, errlen, "%s: unknown trace format %d", name, (int)fmt);
+        return NPU_ERR_INVAL;
+    }
+    struct import_ctx c = { .path = name, .spec = &import_specs[fmt], .err = err,
+                            .errlen = errlen };
+    int rc = import_rows(f, &c, limit, t);
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s:%zu: read error", name, c.line);
+        rc = NPU_ERR_IO;
+    }
+    if (rc)
+        trace_free(t);
+    return rc;
+}
+
 int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
                        struct rt_trace *t, char *err, size_t errlen)
 {
@@ -331,16 +351,8 @@ int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NPU_ERR_IO;
     }
-    struct import_ctx c = { .path = path, .spec = &import_specs[fmt], .err = err,
-                            .errlen = errlen };
-    int rc = import_rows(f, &c, limit, t);
-    if (rc == 0 && ferror(f)) {
-        snprintf(err, errlen, "%s:%zu: read error", path, c.line);
-        rc = NPU_ERR_IO;
-    }
+    int rc = trace_import_stream(f, path, fmt, limit, t, err, errlen);
     fclose(f);
-    if (rc)
-        trace_free(t);
     return rc;
 }
 

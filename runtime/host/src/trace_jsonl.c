@@ -228,6 +228,21 @@ static int jsonl_read_lines(FILE *f, struct jsonl_at *at, struct rt_trace *t)
     return rc;
 }
 
+int trace_read_jsonl_stream(FILE *f, const char *name, struct rt_trace *t, char *err,
+                            size_t errlen)
+{
+    *t = (struct rt_trace){ 0 };
+    struct jsonl_at at = { .path = name, .err = err, .errlen = errlen };
+    int rc = jsonl_read_lines(f, &at, t);
+    if (rc == 0 && ferror(f)) {
+        snprintf(err, errlen, "%s:%zu: read error", name, at.line);
+        rc = NPU_ERR_IO;
+    }
+    if (rc)
+        trace_free(t);
+    return rc;
+}
+
 int trace_read_jsonl(const char *path, struct rt_trace *t, char *err, size_t errlen)
 {
     *t = (struct rt_trace){ 0 };
@@ -236,15 +251,8 @@ int trace_read_jsonl(const char *path, struct rt_trace *t, char *err, size_t err
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return NPU_ERR_IO;
     }
-    struct jsonl_at at = { .path = path, .err = err, .errlen = errlen };
-    int rc = jsonl_read_lines(f, &at, t);
-    if (rc == 0 && ferror(f)) {
-        snprintf(err, errlen, "%s:%zu: read error", path, at.line);
-        rc = NPU_ERR_IO;
-    }
+    int rc = trace_read_jsonl_stream(f, path, t, err, errlen);
     fclose(f);
-    if (rc)
-        trace_free(t);
     return rc;
 }
 

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct rt_trace_entry {
     double timestamp_ms;
@@ -34,6 +35,9 @@ void trace_free(struct rt_trace *t);
 
 /* The native format. 0, or a negative npu_status with "FILE:LINE: ..." in err. */
 int trace_read_jsonl(const char *path, struct rt_trace *t, char *err, size_t errlen);
+/* The same from an open stream; `name` is the file's name in the messages. */
+int trace_read_jsonl_stream(FILE *f, const char *name, struct rt_trace *t, char *err,
+                            size_t errlen);
 int trace_write_jsonl(const char *path, const struct rt_trace *t, char *err, size_t errlen);
 
 enum rt_trace_format {
@@ -52,6 +56,9 @@ int trace_import(const char *path, enum rt_trace_format fmt, struct rt_trace *t,
    published traces run to millions of rows. */
 int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
                        struct rt_trace *t, char *err, size_t errlen);
+/* The same from an open stream; `name` is the file's name in the messages. */
+int trace_import_stream(FILE *f, const char *name, enum rt_trace_format fmt, size_t limit,
+                        struct rt_trace *t, char *err, size_t errlen);
 
 /* A length distribution fitted to published statistics: log-normal matching mean and std,
    clamped to [min, max]; p90 is kept for the report of how well the fit matches. */
