@@ -96,11 +96,8 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
         else if (!strcmp(opt, "--shapes"))
             o->only = v;
         else if (!strcmp(opt, "--timeout")) {
-            char *end;
-            unsigned long t = strtoul(v, &end, 10);
-            if (*end || t == 0 || t > 604800)
-                return npuctl_usage_error("bench model: --timeout '%s' (1..604800 s)", v);
-            o->timeout_s = (uint32_t)t;
+            if (npuctl_parse_u32(opt, v, 1, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s))
+                return NPUCTL_EXIT_USAGE;
         }
         else if (!strcmp(opt, "--mode") || !strcmp(opt, "--max-batch") ||
                  !strcmp(opt, "--max-tokens") || !strcmp(opt, "--max-seq"))

@@ -36,7 +36,7 @@
 /* Row runs (one request's rows each) one iteration carries: the limit of the plan's
    max_batch, of the schedulers (RT_SCHED_RUNS_MAX), of the mailbox (RT_MB_RUNS_MAX) and of
    the interpreter (EXEC_RUNS_MAX), which are all this constant. */
-#define NPU_IMAGE_RUNS_MAX 64u
+#define NPU_IMAGE_RUNS_MAX NPU_BATCH_MAX /* npu_limits.h */
 /* The collectives of a model run: the pipelining segment (npu_plan.comm_segment; the plan
    reserves NOC_COMM_SCRATCH_BYTES of it), and the mailboxes the NoC driver keeps at the
    top of SRAM (it checks noc_reserved_bytes() fits). The planner's default segment: large

@@ -39,7 +39,7 @@
 #include "rt/request.h"
 
 #define RT_SCHED_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
-#define RT_SCHED_RUNNING_MAX 64u  /* requests running at once */
+#define RT_SCHED_RUNNING_MAX NPU_BATCH_MAX  /* requests running at once */
 
 enum rt_sched_kind {
     RT_SCHED_STATIC,
