@@ -4,6 +4,10 @@
 # that the rest of the host build stays uninstrumented. The test suite replays the corpora
 # with it (tests/fuzz/corpus, docs/testing.md "Fuzzing"); campaigns build the same folder
 # with clang's libFuzzer instead (tests/fuzz/campaign.sh).
+option(NPU_FUZZ_REPLAY "build the fuzz harnesses under sanitizers and replay their corpora in the tests" ON)
+if(NOT NPU_FUZZ_REPLAY)
+  return()
+endif()
 set(NPU_FUZZ_BUILD_DIR ${CMAKE_BINARY_DIR}/fuzz)
 ExternalProject_Add(fuzz
   SOURCE_DIR ${CMAKE_SOURCE_DIR}/tests/fuzz

@@ -44,9 +44,13 @@ void serve_abort(const struct lines_serve_abort *a)
 }
 
 /* After a failed run every request that has not ended ends failed, with the abort's
-   reason (docs/serving.md, "Faults"): nothing is lost. */
+   reason (docs/serving.md, "Faults"): nothing is lost. Only once the begin line is out: a
+   set-up that fails before it is a refusal of the whole run (the host reads no requests
+   without it). */
 static void fail_unended(void)
 {
+    if (!sv.begun)
+        return;
     const uint64_t t = hal_time_ps();
     for (uint32_t i = 0; i < sv.nreqs; i++)
         if (sv.reqs[i].state != RT_REQ_FINISHED && sv.reqs[i].state != RT_REQ_REJECTED)
@@ -144,6 +148,7 @@ static int make_scheduler(uint32_t layers)
         lines_print_serve_begin(&(struct lines_serve_begin){
             .requests = sv.nreqs, .sched = kind, .layers = layers, .blocks = kc.sram_blocks,
             .ring = kc.ring_rows, .instances = sv.ninst });
+    sv.begun = rc == NPU_OK;
     return rc;
 }
 

@@ -41,6 +41,7 @@ struct serve {
     uint32_t answers;                 /* RT_SEM_DONE answers taken */
     bool engine_trace;
     const char *abort_reason;         /* the first abort's reason, NULL if none */
+    bool begun;                       /* the begin line is printed (requests are known) */
 };
 
 /* serve_iter.c: writes instance i's mailbox for `it` and starts its cores. 0, or

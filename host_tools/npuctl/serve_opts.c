@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "npu_enums.h"
+
 #define DEFAULT_TRACE "models/traces/tiny-16.jsonl"
 
 const char *const serve_reuse_names[SERVE_REUSE_COUNT] = { "off", "on", "shapes", "tiles" };
@@ -28,15 +30,18 @@ static int parse_count(const char *opt, const char *v, uint32_t *out)
 static int parse_fault(struct serve_opts *o, const char *v)
 {
     static const char *const kinds[] = { "trap", "deadlock", "timeout", "spin" };
-    char kind[16];
-    unsigned core = 0, round = 0;
-    int n = 0;
-    if (v && sscanf(v, "%15[a-z]:%5u:%9u%n", kind, &core, &round, &n) == 3 && !v[n] &&
-        round >= 1)
+    char text[48];
+    uint64_t core = 0, round = 0;
+    const char *c1 = v ? strchr(v, ':') : NULL, *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    const size_t klen = c1 ? (size_t)(c1 - v) : 0;
+    snprintf(text, sizeof(text), "%.*s", c2 && c2 - c1 - 1 < 40 ? (int)(c2 - c1 - 1) : 0,
+             c1 ? c1 + 1 : "");
+    if (c2 && npuctl_parse_decimal(text, 65535, &core) == NPU_OK &&
+        npuctl_parse_decimal(c2 + 1, UINT32_MAX, &round) == NPU_OK && round >= 1)
         for (size_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-            if (!strcmp(kind, kinds[k])) {
+            if (klen == strlen(kinds[k]) && !strncmp(v, kinds[k], klen)) {
                 snprintf(o->fault, sizeof(o->fault), "fault=%s fault_core=%u fault_round=%u",
-                         kind, core, round);
+                         kinds[k], (unsigned)core, (unsigned)round);
                 return 0;
             }
     return bad("--inject-fault", v, "KIND:CORE:ROUND with KIND trap, deadlock, timeout or "

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The trace readers: the native JSON lines (first byte 0) or an importer's CSV (first byte
-   1, 2, 3: Azure, BurstGPT, Vidur); a trace that reads is written back and read again, and
-   built into the chip's blob and checked. */
+   1, 2, 3: Azure, BurstGPT, Vidur); a trace that reads is built into the chip's blob, which
+   must pass the chip's check. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>

@@ -69,6 +69,9 @@ int main(int argc, char **argv)
         }
         free(names);
     }
-    printf("replay: %zu inputs, no finding\n", inputs);
+    if (rc == 0)
+        printf("replay: %zu inputs, no finding\n", inputs);
+    else
+        printf("replay: stopped after %zu inputs\n", inputs);
     return rc;
 }

@@ -5,10 +5,11 @@
  * model (npu_image_check_model, models/image/src/npu_image_model.c) that the control core
  * runs before it releases the cores. Covers: unknown op kinds, an op's layer past the model,
  * a sliding flag on a layer without a window, a missing op, a tensor of an unknown kind or
- * past the model's layers, a share outside its tensor or of the wrong bytes, a rank without
- * a tensor it needs, a model config that disagrees with the tensor table (narrower, more
- * experts) or the plan (more layers), buffers smaller than the layout; and every image the
- * planner builds (partitions, EP, stages, both modes) passing.
+ * past the model's layers, a share other than the planner's (outside its tensor, of the
+ * wrong bytes, an unequal split), a share given twice, an expert map naming an expert the
+ * model lacks, a model config that disagrees with the tensor table (narrower, more experts)
+ * or the plan (more layers), buffers smaller than the layout; and every image the planner
+ * builds (partitions, EP, stages, both modes) passing.
  */
 #include "image_fixture.h"
 
@@ -139,28 +140,52 @@ static void test_crafted_tensors(void **state)
     const uint64_t last = c.h->tensors_count - 1;
     fresh(&c);
     c.ts[last].kind = 40;
-    expect_model_refusal(c.b, c.n, "is not a part of tiny-moe's tensors");
-    fresh(&c);
+    expect_model_refusal(c.b, c.n, "is not a tensor of tiny-moe");
     uint64_t i = 0;
-    while (c.ts[i].kind != MT_WQ)
+    while (c.ts[i].kind != MT_WQ || c.ts[i].rank != 0)
         i++;
-    c.ts[i].layer = 7; /* past the model's layers */
-    expect_model_refusal(c.b, c.n, "is not a part of tiny-moe's tensors");
     fresh(&c);
-    c.ts[i].row0 += c.ts[i].rows; /* a share past the end of its tensor */
-    c.ts[i].row0 += 1000;
-    expect_model_refusal(c.b, c.n, "is not a part of tiny-moe's tensors");
+    c.ts[i].layer = 7; /* past the model's layers */
+    expect_model_refusal(c.b, c.n, "is not a tensor of tiny-moe");
+    fresh(&c);
+    c.ts[i].row0 += 1000; /* a share past the end of its tensor */
+    expect_model_refusal(c.b, c.n, "tiny-moe's plan gives");
     fresh(&c);
     c.ts[i].block_bytes /= 2; /* bytes that are not its rows x cols */
-    expect_model_refusal(c.b, c.n, "is not a part of tiny-moe's tensors");
+    expect_model_refusal(c.b, c.n, "tiny-moe's plan gives");
     fresh(&c);
-    /* rank 1's share of WQ (layer 0) given to rank 2: rank 1 lacks it */
-    for (i = 0; i < c.h->tensors_count; i++)
-        if (c.ts[i].kind == MT_WQ && c.ts[i].layer == 0 && c.ts[i].rank == 1)
-            c.ts[i].rank = 2;
-    expect_model_refusal(c.b, c.n, "no tensor of kind 2, layer 0 for rank 1");
+    /* an unequal split that still covers the tensor: rank 0 takes rank 1's rows too, rank 1
+       keeps none of its own (the interpreter's buffers are laid out for equal shares) */
+    struct npu_image_tensor *r1 = &c.ts[i + 1];
+    assert_int_equal(r1->kind, MT_WQ), assert_int_equal(r1->rank, 1);
+    c.ts[i].rows += r1->rows;
+    expect_model_refusal(c.b, c.n, "tiny-moe's plan gives");
+    fresh(&c);
+    *r1 = c.ts[i]; /* rank 0's share twice, rank 1's missing */
+    expect_model_refusal(c.b, c.n, "is given twice");
     free(c.b);
     npu_built_image_free(&c.img);
+}
+
+/* An expert map that names an expert the model does not have (the cores index per-expert
+   tables by it): the structure check cannot know the model's count. */
+static void test_crafted_expert_map(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_MN, NPU_IMAGE_PERFORMANCE);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    struct npu_built_image img = build(&moe, &mesh2x2, &req);
+    expect_model_ok(&img);
+    uint8_t *b = malloc(img.bytes);
+    assert_non_null(b);
+    memcpy(b, img.data, img.bytes);
+    const struct npu_image_header *h = (const void *)b;
+    struct npu_image_expert_slice *x = (struct npu_image_expert_slice *)(b + h->experts_off);
+    x[0].expert = 9; /* tiny-moe has 8; expert 0 of layer 0 is left without a slice */
+    expect_model_refusal(b, img.bytes, "expert map: slice 0 names layer 0, expert 9; tiny-moe "
+                                       "has 4 layers of 8 experts");
+    free(b);
+    npu_built_image_free(&img);
 }
 
 /* Replaces `from` by `to` (the same length) in the image's config text. */
@@ -181,14 +206,14 @@ static void test_crafted_config(void **state)
     craft_open(&c);
     fresh(&c);
     edit_config(&c, "hidden_size = 128", "hidden_size =  64"); /* the tensors are 128 wide */
-    expect_model_refusal(c.b, c.n, "is not a part of tiny-moe's tensors");
+    expect_model_refusal(c.b, c.n, "tiny-moe's plan gives");
     fresh(&c);
     edit_config(&c, "num_layers = 4", "num_layers = 6"); /* the plan's stages hold 4 */
     expect_model_refusal(c.b, c.n, "plan: 1 stages of 4 layers for tiny-moe's 6");
     fresh(&c);
     edit_config(&c, "num_experts = 8", "num_experts = 9"); /* the router has 8 rows */
-    expect_model_refusal(c.b, c.n, "the shares of kind 12, layer 0 hold 1024 elements, "
-                                   "tiny-moe's tensor has 1152");
+    expect_model_refusal(c.b, c.n, "[8][128] at (0,0), 4096 bytes a block; tiny-moe's plan "
+                                   "gives blocks 0+1 of [9][128]");
     fresh(&c);
     c.cores[0].sram_act_bytes /= 2; /* tile buffers smaller than the layout */
     expect_model_refusal(c.b, c.n, "core 0: tile buffers");
@@ -205,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_planned_images_pass),
         cmocka_unit_test(test_crafted_programs),
         cmocka_unit_test(test_crafted_tensors),
+        cmocka_unit_test(test_crafted_expert_map),
         cmocka_unit_test(test_crafted_config),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

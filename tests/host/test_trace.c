@@ -229,6 +229,8 @@ static void test_import_errors(void **state)
                         ":3: column 'TIMESTAMP': '9999-12-31 23:59:59' is not a date");
     expect_import_error("azure-too-long.csv", RT_TRACE_AZURE,
                         ":3: column 'ContextTokens': '4294967295' tokens: more than a request");
+    /* A NUL byte would cut the row short ("1" tokens): refused, as by the JSONL reader. */
+    expect_import_error("azure-nul.csv", RT_TRACE_AZURE, ":3: a NUL byte in the row");
     /* A file in one format read as another: the header says so. */
     expect_import_error("vidur.csv", RT_TRACE_AZURE, ":1: no column 'TIMESTAMP'");
 }
@@ -239,6 +241,18 @@ static struct rt_trace_gen_params gen_params(const char *preset, uint32_t count,
     struct rt_trace_gen_params p = { .count = count, .rate = rate, .seed = seed };
     assert_int_equal(trace_len_preset(preset, &p.input, &p.output), 0);
     return p;
+}
+
+/* A generated trace that would pass the latest arrival a run may have is refused by the
+   generator rather than by serve (issue 26: the limits agree). */
+static void test_gen_limit(void **state)
+{
+    (void)state;
+    struct rt_trace_gen_params p = gen_params("sharegpt", 100, 1e-5, 1);
+    struct rt_trace t;
+    assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), NPU_ERR_RANGE);
+    assert_non_null(strstr(err, "past the latest arrival a run may have"));
+    assert_null(t.e);
 }
 
 static void test_gen_determinism(void **state)
@@ -460,7 +474,8 @@ int main(void)
         cmocka_unit_test(test_jsonl_limits),
         cmocka_unit_test(test_jsonl_errors),       cmocka_unit_test(test_jsonl_read_sample),
         cmocka_unit_test(test_jsonl_round_trip),   cmocka_unit_test(test_import_samples),
-        cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_determinism),
+        cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_limit),
+        cmocka_unit_test(test_gen_determinism),
         cmocka_unit_test(test_gen_arrivals),       cmocka_unit_test(test_gen_lengths),
         cmocka_unit_test(test_blob_build),         cmocka_unit_test(test_blob_check_refuses),
         cmocka_unit_test(test_bundled_traces),

@@ -136,7 +136,7 @@ for x in b:                               # FNV-1a 64 (npu_image_checksum)
 b[24:32] = struct.pack("<Q", h)
 open(sys.argv[2], "wb").write(b)
 EOF
-    expect 1 "MODEL image refused: tensor [0-9]+ \\(kind [0-9]+, layer [0-9]+\\): .* is not a part of tiny-dense's tensors" \
+    expect 1 "MODEL image refused: tensor [0-9]+ \\(kind [0-9]+, layer [0-9]+, rank [0-9]+\\): .* tiny-dense's plan gives" \
         "$npuctl" flash "$tmp/bad.img" -- -append "prompt=1,2 new=2"
     never_released ;;
 other-chip)

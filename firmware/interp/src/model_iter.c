@@ -78,7 +78,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     if (c->num_layers > NPU_MODEL_LAYERS_MAX || c->num_experts > NPU_MODEL_EXPERTS_MAX ||
         (uint64_t)p->tile_rows * (c->experts_per_token ? c->experts_per_token : 1) >
             NPU_ROUTED_PAIRS_MAX ||
-        (uint64_t)(p->moe_rows + p->tp - 1) / p->tp * c->experts_per_token >
+        ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * c->experts_per_token >
             NPU_ROUTED_PAIRS_MAX) { /* the planner and the image check refuse these first */
         printf("MODEL error: %s: this firmware takes at most %u layers, %u experts and "
                "tile_rows (or an EP group's slice) x top-k %u\n", c->name,

@@ -295,6 +295,26 @@ int npu_image_check(const void *image, uint64_t bytes, char *err, size_t errlen)
 int npu_image_check_chip(const struct npu_image_header *h, const struct npu_image_chip *chip,
                          char *err, size_t errlen);
 
+/* The GEMM (enum npu_gemm) a tensor kind belongs to, or -1 if no GEMM splits it (norms,
+   the router, the embedding: one copy every rank reads). */
+int npu_tensor_gemm(uint32_t kind);
+
+/* One rank's share of a tensor: blocks [block0, block0 + blocks) of rows [row0, + rows) x
+   cols [col0, + cols) of each block (struct npu_image_tensor's fields). */
+struct npu_share {
+    uint32_t rank, block0, blocks, rows, cols, row0, col0;
+};
+/* Rank r's share of a tensor of `kind`, rows x cols whole in `blocks` blocks (experts: E,
+   rows = E x a block's), under plan p: the whole, shared (rank NPU_IMAGE_IDLE), for a kind
+   no GEMM splits; else block (r / cols_p, r % cols_p) of the grid of rows_p x cols_p ranks
+   (MN: tp x 1, K: 1 x tp, 2D: the group's rectangle); under EP the rank's slices of the
+   layer's expert map `slices` (in a block as wide as its widest). The planner writes the
+   tensor table with it and the image check holds the table to it. */
+struct npu_share npu_tensor_share(uint32_t kind, uint32_t rows, uint32_t cols, uint32_t blocks,
+                                  const struct npu_plan *p,
+                                  const struct npu_image_expert_slice *slices,
+                                  uint32_t nslices, uint32_t r);
+
 struct model_config;
 /*
  * The image against its model `c` (parsed from the image's own config text), after

@@ -214,8 +214,10 @@ static int check_expert_layer(const struct npu_image_header *h,
                     NPU_EXPERT_MAP_MAX, limit);
     for (uint64_t i = i0; i < i0 + n; i++) {
         const struct npu_image_expert_slice *s = &x[i];
-        const uint32_t bits = s->units && s->units <= 8 ? ((1u << s->units) - 1) << s->unit0
-                                                        : 0;
+        /* units within the 8 a byte holds: the shift below stays inside 32 bits (a slice
+           of unit0 132 once shifted past them: found by tests/fuzz's image harness) */
+        const uint32_t bits = s->units && s->unit0 + s->units <= 8
+                                  ? ((1u << s->units) - 1) << s->unit0 : 0;
         if (s->rank >= h->plan.tp || (i > i0 && s->rank < x[i - 1].rank) ||
             s->expert >= NPU_EXPERT_MAP_MAX || !s->units || s->unit0 + s->units > U ||
             (covered[s->expert] & bits))

@@ -8,10 +8,11 @@
  *     its layers;
  *   - every core's program is exactly its stage's program (npu_prog_stage: the planner
  *     writes programs with the same function);
- *   - every tensor entry is a tensor of the model (kind, layer), its share lies inside the
- *     tensor (one expert's for experts) and its blocks are its rows x cols x the dtype's
- *     bytes;
- *   - every tensor a core's layers read exists for the core's rank (or is shared);
+ *   - under expert parallelism the expert map names every expert of every layer and no other;
+ *   - every tensor entry is a tensor of the model (kind, layer) holding exactly the share the
+ *     planner gives its rank (npu_tensor_share, the function the planner writes the table
+ *     with), in blocks of rows x cols x the dtype's bytes;
+ *   - every tensor of the model is there once for every rank, or once shared;
  *   - every core's buffers, residual rows and KV ring are as large as the interpreter will
  *     lay them out from the configuration and plan (npu_layout.h).
  * Plain C, two tables allocated and freed here (the model's tensors, and which rank has
@@ -35,9 +36,8 @@
 /* A tensor of the model: its whole shape (one expert's block for experts), 0 rows if the
    model has none of this kind at this layer. */
 struct want {
-    uint32_t rows, cols;
+    uint32_t rows, cols;   /* one block's */
     uint32_t blocks;       /* experts: E, else 1 */
-    uint64_t area;         /* summed over the image's entries: rows x cols x blocks */
 };
 
 struct model_table {
@@ -78,7 +78,19 @@ static void note_tensor(const struct model_tensor *t, void *ctx)
                                                  .blocks = 1 };
 }
 
-/* Each entry a tensor of the model, its share inside it. */
+/* The share the planner gives `rank` of (kind, layer) (npu_tensor_share). */
+static struct npu_share expected(const struct npu_image_header *h, const struct want *w,
+                                 uint32_t kind, uint32_t layer, uint32_t rank)
+{
+    uint32_t n = 0;
+    const struct npu_image_expert_slice *x =
+        per_layer(kind) ? npu_image_expert_layer(h, layer, &n) : NULL;
+    return npu_tensor_share(kind, w->rows * w->blocks, w->cols, w->blocks, &h->plan, x, n,
+                            rank == NPU_IMAGE_IDLE ? 0 : rank);
+}
+
+/* Each entry a tensor of the model (kind, layer), holding exactly the share the planner
+   gives its rank (npu_tensor_share) in blocks of rows x cols x the dtype's bytes. */
 static int check_entries(const struct model_table *m, const struct npu_image_header *h,
                          const struct npu_image_tensor *ts, char *err, size_t errlen)
 {
@@ -88,29 +100,28 @@ static int check_entries(const struct model_table *m, const struct npu_image_hea
         const bool known = t->kind < KINDS && (!per_layer(t->kind) ||
                                                t->layer < m->cfg->num_layers);
         const struct want *w = known ? slot(m, t->kind, t->layer) : NULL;
-        const uint64_t share = (uint64_t)t->rows * t->cols * eb;
-        const bool fits = w && w->rows && (uint64_t)t->row0 + t->rows <= w->rows &&
-                          (uint64_t)t->col0 + t->cols <= w->cols && t->rows && t->cols &&
-                          share == t->block_bytes;
-        if (!fits)
-            return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u): "
-                        "a [%u][%u] share at (%u,%u) of %" PRIu64 " bytes is not a part of "
-                        "%s's tensors (%s [%u][%u])", i, t->kind, t->layer, t->rows, t->cols,
-                        t->row0, t->col0, t->block_bytes, m->cfg->name,
-                        w && w->rows ? "whole" : "none of this kind and layer",
-                        w ? w->rows : 0, w ? w->cols : 0);
+        if (!w || !w->rows)
+            return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u) "
+                        "is not a tensor of %s", i, t->kind, t->layer, m->cfg->name);
         if (t->rank != NPU_IMAGE_IDLE && t->rank >= h->plan.tp)
             return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 ": rank %u of tp %u", i,
                         t->rank, h->plan.tp);
+        const struct npu_share s = expected(h, w, t->kind, t->layer, t->rank);
+        if (s.rank != t->rank || s.block0 != t->block0 || s.blocks != t->blocks ||
+            s.rows != t->rows || s.cols != t->cols || s.row0 != t->row0 ||
+            s.col0 != t->col0 || (uint64_t)t->rows * t->cols * eb != t->block_bytes)
+            return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u, "
+                        "rank %u): blocks %u+%u of [%u][%u] at (%u,%u), %" PRIu64 " bytes a "
+                        "block; %s's plan gives blocks %u+%u of [%u][%u] at (%u,%u)", i,
+                        t->kind, t->layer, t->rank, t->block0, t->blocks, t->rows, t->cols,
+                        t->row0, t->col0, t->block_bytes, m->cfg->name, s.block0, s.blocks,
+                        s.rows, s.cols, s.row0, s.col0);
     }
     return NPU_OK;
 }
 
-/* Every tensor of the model is there for every rank (its own share, or a shared copy), and
-   its shares add up to the whole tensor (a shared copy is the whole; the ranks' shares
-   partition it, as the planner splits it; expert-parallel experts are covered by the expert
-   map's check instead): one pass over the entries into a bitmap of (kind, layer) x rank
-   and an area per (kind, layer). */
+/* Every tensor of the model there once for every rank (its own share), or once for all
+   (a shared copy): one pass over the entries into a bitmap of (kind, layer) x rank. */
 static int check_needs(const struct model_table *m, const struct npu_image_header *h,
                        const struct npu_image_tensor *ts, char *err, size_t errlen)
 {
@@ -119,28 +130,18 @@ static int check_needs(const struct model_table *m, const struct npu_image_heade
     uint8_t *seen = calloc(slots * row, 1);
     if (!seen)
         return fail(err, errlen, NPU_ERR_NOMEM, "no memory for the image's model check");
-    for (uint64_t i = 0; i < h->tensors_count; i++) { /* check_entries vetted each */
-        struct want *w = slot(m, ts[i].kind, ts[i].layer);
-        const uint64_t at = (uint64_t)(w - m->w);
-        seen[at * row + (ts[i].rank == NPU_IMAGE_IDLE ? tp : ts[i].rank)] = 1;
-        w->area += (uint64_t)ts[i].rows * ts[i].cols * ts[i].blocks;
-    }
     int rc = NPU_OK;
+    for (uint64_t i = 0; i < h->tensors_count && rc == NPU_OK; i++) { /* entries vetted */
+        const uint64_t at = (uint64_t)(slot(m, ts[i].kind, ts[i].layer) - m->w);
+        uint8_t *b = &seen[at * row + (ts[i].rank == NPU_IMAGE_IDLE ? tp : ts[i].rank)];
+        if (*b)
+            rc = fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u, "
+                      "rank %u) is given twice", i, ts[i].kind, ts[i].layer, ts[i].rank);
+        *b = 1;
+    }
     for (uint64_t at = 0; at < slots && rc == NPU_OK; at++) {
         const uint32_t k = (uint32_t)(at % KINDS), l = (uint32_t)(at / KINDS);
-        const struct want *w = &m->w[at];
-        if (!w->rows || per_layer(k) != (l < L))
-            continue;
-        /* under EP a rank's expert blocks are as wide as its widest slice (balanced
-           placement pads them); the expert map's check covers each expert once instead */
-        const bool mapped = model_tensor_is_expert(k) && npu_plan_is_ep(&h->plan) &&
-                            h->plan.tp > 1;
-        if (!mapped && w->area != (uint64_t)w->rows * w->cols * w->blocks)
-            rc = fail(err, errlen, NPU_ERR_FORMAT, "the shares of kind %u%s%u hold %" PRIu64
-                      " elements, %s's tensor has %" PRIu64, k, l < L ? ", layer " : "",
-                      l < L ? l : 0u, w->area, m->cfg->name,
-                      (uint64_t)w->rows * w->cols * w->blocks);
-        if (seen[at * row + tp])
+        if (!m->w[at].rows || per_layer(k) != (l < L) || seen[at * row + tp])
             continue;
         for (uint32_t r = 0; r < tp && rc == NPU_OK; r++)
             if (!seen[at * row + r])
@@ -150,6 +151,35 @@ static int check_needs(const struct model_table *m, const struct npu_image_heade
     }
     free(seen);
     return rc;
+}
+
+/* Under expert parallelism the map names, for every layer of the model, every expert of
+   it and no other (npu_image.c checked the slices' order, units and overlaps; the cores
+   index per-expert tables by these ids). */
+static int check_expert_map(const struct model_config *c, const struct npu_image_header *h,
+                            char *err, size_t errlen)
+{
+    if (!(npu_plan_is_ep(&h->plan) && h->plan.tp > 1))
+        return NPU_OK;
+    const struct npu_image_expert_slice *x =
+        (const void *)((const uint8_t *)h + h->experts_off);
+    for (uint64_t i = 0; i < h->experts_count; i++)
+        if (x[i].layer >= c->num_layers || x[i].expert >= c->num_experts)
+            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: slice %" PRIu64 " names "
+                        "layer %u, expert %u; %s has %u layers of %u experts", i, x[i].layer,
+                        x[i].expert, c->name, c->num_layers, c->num_experts);
+    uint8_t named[NPU_MODEL_EXPERTS_MAX];
+    for (uint32_t l = 0; l < c->num_layers; l++) {
+        uint32_t n = 0, count = 0;
+        const struct npu_image_expert_slice *s = npu_image_expert_layer(h, l, &n);
+        memset(named, 0, sizeof(named));
+        for (uint32_t i = 0; i < n; i++)
+            count += !named[s[i].expert], named[s[i].expert] = 1;
+        if (count != c->num_experts)
+            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u names %u of %s's "
+                        "%u experts", l, count, c->name, c->num_experts);
+    }
+    return NPU_OK;
 }
 
 /* Each core's program is its stage's (npu_prog_stage). */
@@ -215,7 +245,7 @@ int npu_image_check_model(const void *image, const struct model_config *c, char 
     const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
     if (c->num_layers > NPU_MODEL_LAYERS_MAX || c->num_experts > NPU_MODEL_EXPERTS_MAX ||
         p->tile_rows * k > NPU_ROUTED_PAIRS_MAX ||
-        (p->moe_rows + p->tp - 1) / p->tp * k > NPU_ROUTED_PAIRS_MAX)
+        ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * k > NPU_ROUTED_PAIRS_MAX)
         return fail(err, errlen, NPU_ERR_FORMAT, "%s: %u layers, %u experts, tile_rows %u x "
                     "top-k %" PRIu64 ": past npu_limits.h", c->name, c->num_layers,
                     c->num_experts, p->tile_rows, k);
@@ -231,6 +261,8 @@ int npu_image_check_model(const void *image, const struct model_config *c, char 
         model_tensors_each(c, note_tensor, &m);
     const struct npu_image_tensor *ts =
         (const void *)((const uint8_t *)image + h->tensors_off);
+    if (rc == NPU_OK) /* before the entries: their expected shares read the map */
+        rc = check_expert_map(c, h, err, errlen);
     if (rc == NPU_OK)
         rc = check_entries(&m, h, ts, err, errlen);
     if (rc == NPU_OK)

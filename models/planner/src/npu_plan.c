@@ -22,28 +22,7 @@ void npu_plan_request_init(struct npu_plan_request *req)
                                       .kv_split = -1, .moe_units_rows = -1 };
 }
 
-/* The GEMM a tensor belongs to, or -1 if it is not split over the ranks. */
-static int tensor_gemm(enum model_tensor_kind k)
-{
-    switch (k) {
-    case MT_WQ: case MT_WK: case MT_WV: return NPU_GEMM_QKV;
-    case MT_WO: return NPU_GEMM_O;
-    case MT_W_GATE: case MT_W_UP: return NPU_GEMM_FFN_UP;
-    case MT_W_DOWN: return NPU_GEMM_FFN_DOWN;
-    case MT_E_GATE: case MT_E_UP: return NPU_GEMM_EXP_UP;
-    case MT_E_DOWN: return NPU_GEMM_EXP_DOWN;
-    case MT_LM_HEAD: return NPU_GEMM_LM_HEAD;
-    default: return -1;
-    }
-}
-
-
-/* One share: blocks [block0, block0 + blocks) of rows [row0, + rows) x cols [col0, + cols). */
-struct share {
-    uint32_t rank, block0, blocks, rows, cols, row0, col0;
-};
-
-static void add_entry(struct planner *pl, const struct model_tensor *t, struct share sh)
+static void add_entry(struct planner *pl, const struct model_tensor *t, struct npu_share sh)
 {
     if (pl->ntensors == pl->cap) {
         pl->cap = pl->cap ? pl->cap * 2 : 256;
@@ -63,47 +42,24 @@ static void add_entry(struct planner *pl, const struct model_tensor *t, struct s
     pl->weights_end = align_up(pl->weights_end + block * sh.blocks, 64);
 }
 
-/* Part k of n split in p: [*lo, *lo + *len). */
-static void split(uint32_t n, uint32_t p, uint32_t k, uint32_t *lo, uint32_t *len)
-{
-    *lo = (uint32_t)((uint64_t)n * k / p);
-    *len = (uint32_t)((uint64_t)n * (k + 1) / p) - *lo;
-}
-
-/* One entry for a replicated tensor, or one share per rank for a split one: rank r of the
-   grid of rows_p x cols_p ranks (MN: p x 1, K: 1 x p, 2D: the group's rectangle) holds the
-   block (r / cols_p, r % cols_p) of W[out][in]; under EP an expert tensor's share is the
-   rank's whole experts. */
+/* One entry for a replicated tensor, or one share per rank for a split one
+   (npu_tensor_share: the rule the image check holds the table to). */
 static void plan_tensor(const struct model_tensor *t, void *ctx)
 {
     struct planner *pl = ctx;
-    int g = tensor_gemm(t->kind);
-    if (g < 0) {
-        add_entry(pl, t, (struct share){ NPU_IMAGE_IDLE, 0, 1, t->rows, t->cols, 0, 0 });
+    const uint32_t blocks = model_tensor_is_expert(t->kind) ? pl->cfg->num_experts : 1;
+    if (npu_tensor_gemm(t->kind) < 0) {
+        add_entry(pl, t, npu_tensor_share(t->kind, t->rows, t->cols, 1, &pl->plan, NULL, 0, 0));
         return;
     }
-    const uint32_t blocks = model_tensor_is_expert(t->kind) ? pl->cfg->num_experts : 1;
-    const uint32_t out = t->rows / blocks, in = t->cols, p = pl->plan.tp;
-    const uint32_t part = pl->plan.partition[g];
-    const uint32_t rows_p = part == NPU_PART_MN ? p : part == NPU_PART_2D ? pl->plan.rect_rows
-                                                                           : 1;
-    const uint32_t cols_p = p / rows_p;
-    for (uint32_t r = 0; r < p; r++) {
-        uint32_t row0, rows, col0, cols, e0, ne;
-        if (part == NPU_PART_EP) { /* the rank's slices of the expert map, each in a block
-                                      as wide as its widest (gate, up: rows; down: cols) */
-            uint32_t units, U = pl->plan.expert_units;
-            npu_planner_expert_share(pl, t->layer, r, &e0, &ne, &units);
-            units = units ? units : U;
-            const bool down = t->kind == MT_E_DOWN;
-            add_entry(pl, t, (struct share){ r, e0, ne, down ? out : out / U * units,
-                                             down ? in / U * units : in, 0, 0 });
-            continue;
-        }
-        split(out, rows_p, r / cols_p, &row0, &rows);
-        split(in, cols_p, r % cols_p, &col0, &cols);
-        add_entry(pl, t, (struct share){ r, 0, blocks, rows, cols, row0, col0 });
-    }
+    uint64_t x0 = 0, nx = 0; /* the layer's slices of the expert map (EP) */
+    while (x0 < pl->nxmap && pl->xmap[x0].layer < t->layer)
+        x0++;
+    while (x0 + nx < pl->nxmap && pl->xmap[x0 + nx].layer == t->layer)
+        nx++;
+    for (uint32_t r = 0; r < pl->plan.tp; r++)
+        add_entry(pl, t, npu_tensor_share(t->kind, t->rows, t->cols, blocks, &pl->plan,
+                                          nx ? &pl->xmap[x0] : NULL, (uint32_t)nx, r));
 }
 
 /* The GEMM dimensions each partition splits: N (MN) and K (K) of every GEMM. */
@@ -770,10 +726,10 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
     return rc;
 }
 
-/* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
 /* What the interpreter takes (npu_limits.h): refused here, with the figures, rather than by
-   every core after the release. */
-static int check_firmware_limits(const struct planner *pl)
+   every core after the release. The MoE group's slice only once the cores are fitted (they
+   halve a default group that does not fit). */
+static int check_firmware_limits(const struct planner *pl, bool fitted)
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
@@ -783,16 +739,23 @@ static int check_firmware_limits(const struct planner *pl)
                     "interpreter takes at most %u and %u (NPU_MODEL_LAYERS_MAX, "
                     "NPU_MODEL_EXPERTS_MAX)", c->name, c->num_layers, c->num_experts,
                     NPU_MODEL_LAYERS_MAX, NPU_MODEL_EXPERTS_MAX);
-    const uint64_t tile = p->tile_rows * k, slice = (p->moe_rows + p->tp - 1) / p->tp * k;
-    if (tile > NPU_ROUTED_PAIRS_MAX || slice > NPU_ROUTED_PAIRS_MAX)
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: tile_rows %u or a rank's slice "
-                    "of a MoE group of %u rows, times top-k %llu, passes the %u choices the "
-                    "interpreter routes at once (NPU_ROUTED_PAIRS_MAX): use fewer tile rows",
-                    c->name, p->tile_rows, p->moe_rows, (unsigned long long)k,
+    const uint64_t tile = (uint64_t)p->tile_rows * k;
+    const uint64_t slice = ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * k;
+    if (tile > NPU_ROUTED_PAIRS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: tile_rows %u times top-k %llu "
+                    "passes the %u choices the interpreter routes at once "
+                    "(NPU_ROUTED_PAIRS_MAX): use fewer tile rows", c->name, p->tile_rows,
+                    (unsigned long long)k, NPU_ROUTED_PAIRS_MAX);
+    if (fitted && slice > NPU_ROUTED_PAIRS_MAX)
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: a rank's slice of a MoE group of "
+                    "%u rows over tp %u, times top-k %llu, passes the %u choices the "
+                    "interpreter routes at once (NPU_ROUTED_PAIRS_MAX): use smaller "
+                    "--moe-rows", c->name, p->moe_rows, p->tp, (unsigned long long)k,
                     NPU_ROUTED_PAIRS_MAX);
     return NPU_OK;
 }
 
+/* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
 static int plan_build(const struct model_config *cfg, const char *config_text,
                       const struct npu_plan_chip *chip, const struct npu_plan_request *req,
                       bool conservative, const char *why, struct npu_built_image *out,
@@ -814,7 +777,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     if (rc == NPU_OK)
         rc = plan_moe_rows(&pl, req);
     if (rc == NPU_OK)
-        rc = check_firmware_limits(&pl);
+        rc = check_firmware_limits(&pl, false);
     if (rc == NPU_OK)
         rc = npu_planner_experts(&pl, req);
     if (rc != NPU_OK) {
@@ -841,6 +804,8 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         if (rc == NPU_OK)
             rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
     }
+    if (rc == NPU_OK && (rc = check_firmware_limits(&pl, true)) != NPU_OK)
+        npu_built_image_free(out);
     if (rc == NPU_OK && req->moe_units_rows > 0 && !pl.plan.moe_units_rows) {
         rc = fail(err, errlen, NPU_ERR_INVAL, "moe_units_rows %d: the MoE by units needs "
                   "expert parallelism over tp > 1, experts staged from HBM (not resident), "

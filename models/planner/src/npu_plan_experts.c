@@ -339,22 +339,6 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     return NPU_OK;
 }
 
-void npu_planner_expert_share(const struct planner *pl, uint32_t layer, uint32_t rank,
-                              uint32_t *first, uint32_t *count, uint32_t *units)
-{
-    uint32_t at = 0, n = 0, most = 0; /* index in the layer, slices of the rank, widest */
-    for (uint64_t i = 0; i < pl->nxmap && pl->xmap[i].layer <= layer; i++) {
-        const struct npu_image_expert_slice *s = &pl->xmap[i];
-        if (s->layer != layer)
-            continue;
-        if (s->rank == rank)
-            n++, most = s->units > most ? s->units : most;
-        else if (s->rank < rank)
-            at++;
-    }
-    *first = at, *count = n, *units = most;
-}
-
 const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
                                                               uint32_t layer, uint32_t index)
 {

@@ -68,10 +68,6 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
 /* EP: the expert map (pl->xmap) and the plan's expert fields, from the request's placement
    and the routing model (npu_plan_experts.c); 0 or a negative npu_status. */
 int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req);
-/* Rank r's slices of layer l in the map: indices [*first, *first + *count) of the layer's,
-   the widest *units units wide. */
-void npu_planner_expert_share(const struct planner *pl, uint32_t layer, uint32_t rank,
-                              uint32_t *first, uint32_t *count, uint32_t *units);
 /* Slice `index` of layer l in the map. */
 const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
                                                               uint32_t layer, uint32_t index);

@@ -288,8 +288,11 @@ static void machine_line(struct parse_ctx *c, const char *line)
         if (sscanf(fatal + 7, "core %u ", &core) == 1 && log->failed_core < 0)
             log->failed_core = (int32_t)core;
     }
-    if (stop && !log->stop[0])
+    if (stop && !log->stop[0]) {
         snprintf(log->stop, sizeof(log->stop), "%s", stop + 17);
+        if (sscanf(stop + 17, "core %u ", &core) == 1 && log->failed_core < 0)
+            log->failed_core = (int32_t)core; /* "core N (r,c) exited with status S" */
+    }
 }
 
 /* A core's traffic report. */

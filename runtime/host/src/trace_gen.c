@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 
 /* A fused multiply-add rounds differently from a multiply and an add; forbid the compiler
    from fusing (it would on targets with FMA) so that every machine draws the same values. */
@@ -207,6 +208,13 @@ int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err
         e->timestamp_ms = round(now_s * 1e6) / 1e3;
         e->input_length = gen_length(&inputs, &p->input);
         e->output_length = gen_length(&outputs, &p->output);
+        if (e->timestamp_ms > NPU_ARRIVAL_MAX_PS / 1e9) { /* what serve would refuse */
+            snprintf(err, errlen, "request %u arrives at %.0f ms, past the latest arrival a "
+                     "run may have (%.0f ms, NPU_ARRIVAL_MAX_PS): a higher rate or fewer "
+                     "requests", i, e->timestamp_ms, NPU_ARRIVAL_MAX_PS / 1e9);
+            trace_free(t);
+            return NPU_ERR_RANGE;
+        }
     }
     t->n = p->count;
     return 0;

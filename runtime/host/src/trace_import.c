@@ -283,8 +283,14 @@ static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_tr
     bool header = false;
     int64_t t0 = 0;
     int rc = 0;
-    while (rc == 0 && (limit == 0 || t->n < limit) && getline(&line, &linecap, f) >= 0) {
+    ssize_t len;
+    while (rc == 0 && (limit == 0 || t->n < limit) &&
+           (len = getline(&line, &linecap, f)) >= 0) {
         c->line++;
+        if (memchr(line, '\0', (size_t)len)) { /* it would cut the row short: refuse */
+            rc = import_fail(c, NULL, "%s", "a NUL byte in the row");
+            break;
+        }
         if (import_blank(line))
             continue;
         if (!header) {
