@@ -17,9 +17,11 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "npu_limits.h"
 #include "rt/lines.h"
 
-#define REQUESTS_MAX (1u << 24) /* a begin line asking for more is corrupt, not a run */
+/* a begin line asking for more than a trace may hold is corrupt, not a run */
+#define REQUESTS_MAX NPU_TRACE_REQUESTS_MAX
 
 struct parse_ctx {
     const char *path;
@@ -97,18 +99,25 @@ static int on_arrive(struct parse_ctx *c, const struct lines_value *v)
     return 0;
 }
 
+/* A request ended without finishing: rejected, or failed by a failed run. */
+static int end_unfinished(struct parse_ctx *c, uint32_t id, uint64_t t, const char *reason,
+                          bool failed)
+{
+    struct rt_req_record *r = NULL;
+    int rc = get_req(c, id, &r);
+    if (rc)
+        return rc;
+    saw_time(c, t);
+    r->finish_ps = t;
+    r->rejected = !failed, r->failed = failed;
+    snprintf(r->reason, sizeof(r->reason), "%s", reason);
+    return 0;
+}
+
 static int on_reject(struct parse_ctx *c, const struct lines_value *v)
 {
     const struct lines_serve_reject *j = &v->serve_reject;
-    struct rt_req_record *r = NULL;
-    int rc = get_req(c, j->id, &r);
-    if (rc)
-        return rc;
-    saw_time(c, j->t);
-    r->finish_ps = j->t;
-    r->rejected = true;
-    snprintf(r->reason, sizeof(r->reason), "%s", j->reason);
-    return 0;
+    return end_unfinished(c, j->id, j->t, j->reason, false);
 }
 
 static int on_admit(struct parse_ctx *c, const struct lines_value *v)
@@ -244,15 +253,7 @@ static int on_instance(struct parse_ctx *c, const struct lines_value *v)
 static int on_fail(struct parse_ctx *c, const struct lines_value *v)
 {
     const struct lines_serve_fail *f = &v->serve_fail;
-    struct rt_req_record *r = NULL;
-    int rc = get_req(c, f->id, &r);
-    if (rc)
-        return rc;
-    saw_time(c, f->t);
-    r->finish_ps = f->t;
-    r->failed = true;
-    snprintf(r->reason, sizeof(r->reason), "%s", f->reason);
-    return 0;
+    return end_unfinished(c, f->id, f->t, f->reason, true);
 }
 
 /* A failed run: `abort` (control core) or `core-failed` (a core). The run stays not done
