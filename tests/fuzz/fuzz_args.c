@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* npuctl's option parsers: the input is argv, arguments separated by NUL bytes; the first
    byte picks the parser (npuctl run/selftest/debug/bench, or serve with the plan options).
-   Their refusals go to stderr, which the harness sends to /dev/null. */
+   Their refusals and usage texts go to /dev/null while they run (file descriptors 1 and 2
+   are swapped back after each input, so that libFuzzer's and the sanitizers' reports still
+   reach the terminal). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -13,11 +16,23 @@
 
 #define ARGS_MAX 64
 
+static int saved[2] = { -1, -1 }, devnull = -1;
+
+static void quiet(bool on)
+{
+    fflush(stdout), fflush(stderr);
+    if (devnull < 0) {
+        devnull = open("/dev/null", O_WRONLY);
+        saved[0] = dup(1), saved[1] = dup(2);
+    }
+    if (devnull < 0 || saved[0] < 0 || saved[1] < 0)
+        return;
+    dup2(on ? devnull : saved[0], 1);
+    dup2(on ? devnull : saved[1], 2);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool quiet;
-    if (!quiet) /* refusals print; a campaign's millions of them are noise */
-        quiet = freopen("/dev/null", "w", stderr) != NULL;
     if (size < 1)
         return 0;
     char *text = malloc(size);
@@ -31,6 +46,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         argv[argc++] = p;
     argv[argc] = NULL;
     const unsigned which = data[0] % 5;
+    quiet(true);
     if (which < 4) {
         struct npuctl_run_opts o;
         char err[512];
@@ -39,6 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         struct serve_opts o;
         (void)serve_opts_parse(argc, argv, &o);
     }
+    quiet(false);
     free(text);
     return 0;
 }
