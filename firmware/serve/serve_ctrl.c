@@ -297,10 +297,8 @@ static int serve_all(void)
 
 int main(void)
 {
-    if (setup() != NPU_OK) {
-        fail_unended(); /* the requests read before the refusal, if any */
-        return NPU_EXIT_FAIL; /* the cores are never released */
-    }
+    if (setup() != NPU_OK)
+        return NPU_EXIT_FAIL; /* the cores are never released: the run is refused whole */
     hal_release_cores();
     int rc = sv.pd_mode ? serve_pd_all(&sv) : serve_all();
     uint64_t end = hal_time_ps();

@@ -2,12 +2,14 @@
 /* npuctl's option parsers: the input is argv, arguments separated by NUL bytes; the first
    byte picks the parser (npuctl run/selftest/debug/bench, or serve with the plan options).
    Their refusals and usage texts go to /dev/null while they run (file descriptors 1 and 2
-   are swapped back after each input, so that libFuzzer's and the sanitizers' reports still
-   reach the terminal). */
+   point there during each input and are swapped back after it); the sanitizers report to
+   the saved standard error throughout, so a finding inside a parser is still told (with
+   libFuzzer's own crash lines lost; its crash-* file is written all the same). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <sanitizer/common_interface_defs.h>
 #include <unistd.h>
 
 #include "fuzz.h"
@@ -17,13 +19,17 @@
 #define ARGS_MAX 64
 
 static int saved[2] = { -1, -1 }, devnull = -1;
+static bool set_up;
 
 static void quiet(bool on)
 {
     fflush(stdout), fflush(stderr);
-    if (devnull < 0) {
+    if (!set_up) { /* once, whether it works or not */
+        set_up = true;
         devnull = open("/dev/null", O_WRONLY);
         saved[0] = dup(1), saved[1] = dup(2);
+        if (saved[1] >= 0)
+            __sanitizer_set_report_fd((void *)(intptr_t)saved[1]);
     }
     if (devnull < 0 || saved[0] < 0 || saved[1] < 0)
         return;

@@ -316,6 +316,17 @@ struct npu_share npu_tensor_share(uint32_t kind, uint32_t rows, uint32_t cols, u
                                   uint32_t nslices, uint32_t r);
 
 struct model_config;
+/* The GEMM dimensions each partition splits: N (MN) and K (K) of GEMM g (QKV: the
+   narrowest of q, k and v), and whether the model has it (dense FFN or experts). */
+void npu_gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n, uint32_t *k);
+bool npu_gemm_used(const struct model_config *c, enum npu_gemm g);
+/* Whether GEMM g's partition splits model c into equal, non-empty shares over plan p's
+   ranks (MN: N a multiple of tp, and q for QKV; MN or K: the split dimension at least tp;
+   2D: N a multiple of the grid's rows and K of its columns). NPU_OK, or NPU_ERR_RANGE with
+   the figures in err. The planner refuses with it; the image check holds images to it. */
+int npu_partition_fits(const struct model_config *c, const struct npu_plan *p, enum npu_gemm g,
+                       char *err, size_t errlen);
+
 /*
  * The image against its model `c` (parsed from the image's own config text), after
  * npu_image_check passed (npu_image_model.c): the model within npu_limits.h, every core's

@@ -4,8 +4,9 @@
  * check (npu_image.c) cannot see, because it needs the model's configuration. An image whose
  * checksum was recomputed after its contents were changed passes the structure check; this
  * one makes sure such an image either runs or is refused before any core is released:
- *   - the model is one the interpreter takes (npu_limits.h) and the plan's stages cover
- *     its layers;
+ *   - the model is one the interpreter takes (npu_limits.h), the plan's stages cover its
+ *     layers and its partitions split the model into equal, non-empty shares
+ *     (npu_partition_fits, the planner's rule);
  *   - every core's program is exactly its stage's program (npu_prog_stage: the planner
  *     writes programs with the same function);
  *   - under expert parallelism the expert map names every expert of every layer and no other;
@@ -107,7 +108,8 @@ static int check_entries(const struct model_table *m, const struct npu_image_hea
             return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 ": rank %u of tp %u", i,
                         t->rank, h->plan.tp);
         const struct npu_share s = expected(h, w, t->kind, t->layer, t->rank);
-        if (s.rank != t->rank || s.block0 != t->block0 || s.blocks != t->blocks ||
+        if (!t->rows || !t->cols || s.rank != t->rank || s.block0 != t->block0 ||
+            s.blocks != t->blocks ||
             s.rows != t->rows || s.cols != t->cols || s.row0 != t->row0 ||
             s.col0 != t->col0 || (uint64_t)t->rows * t->cols * eb != t->block_bytes)
             return fail(err, errlen, NPU_ERR_FORMAT, "tensor %" PRIu64 " (kind %u, layer %u, "
@@ -252,6 +254,9 @@ int npu_image_check_model(const void *image, const struct model_config *c, char 
     if ((uint64_t)p->stages * p->stage_layers != c->num_layers)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: %u stages of %u layers for %s's %u",
                     p->stages, p->stage_layers, c->name, c->num_layers);
+    for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++) /* equal, non-empty shares, as planned */
+        if (npu_partition_fits(c, p, (enum npu_gemm)g, err, errlen) != NPU_OK)
+            return NPU_ERR_FORMAT;
     struct model_table m = { .cfg = c };
     m.w = calloc(((uint64_t)c->num_layers + 1) * KINDS, sizeof(*m.w));
     int rc = m.w ? NPU_OK : NPU_ERR_NOMEM;

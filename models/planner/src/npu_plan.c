@@ -62,32 +62,6 @@ static void plan_tensor(const struct model_tensor *t, void *ctx)
                                           nx ? &pl->xmap[x0] : NULL, (uint32_t)nx, r));
 }
 
-/* The GEMM dimensions each partition splits: N (MN) and K (K) of every GEMM. */
-void npu_planner_gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n,
-                           uint32_t *k)
-{
-    const uint32_t d = c->hidden_size, qd = c->num_heads * c->head_dim;
-    const uint32_t kvd = c->num_kv_heads * c->head_dim;
-    switch (g) {
-    case NPU_GEMM_QKV: *n = kvd, *k = d; break; /* kvd <= qd: the narrowest of q, k, v */
-    case NPU_GEMM_O: *n = d, *k = qd; break;
-    case NPU_GEMM_FFN_UP: *n = c->intermediate_size, *k = d; break;
-    case NPU_GEMM_FFN_DOWN: *n = d, *k = c->intermediate_size; break;
-    case NPU_GEMM_EXP_UP: *n = c->moe_intermediate_size, *k = d; break;
-    case NPU_GEMM_EXP_DOWN: *n = d, *k = c->moe_intermediate_size; break;
-    default: *n = c->vocab_size, *k = d; break;
-    }
-}
-
-static bool gemm_used(const struct model_config *c, enum npu_gemm g)
-{
-    if (g == NPU_GEMM_FFN_UP || g == NPU_GEMM_FFN_DOWN)
-        return c->arch == MODEL_DENSE;
-    if (g == NPU_GEMM_EXP_UP || g == NPU_GEMM_EXP_DOWN)
-        return c->arch == MODEL_MOE;
-    return true;
-}
-
 /* 2-D over the group's R x C grid: the grid is a mesh2d group's (its rows and columns are
    what the line collectives run along), and the blocks are equal (row blocks are the
    column all-gather's chunks; equal column blocks as the NPU paper's Table 2 has them). */
@@ -95,27 +69,14 @@ static int check_2d(struct planner *pl, enum npu_gemm g)
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
-    const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
-    uint32_t n, k;
-    npu_planner_gemm_dims(c, g, &n, &k);
+    const uint32_t R = p->rect_rows, C = p->rect_cols;
     if (p->tp > 1 && p->placement != NOC_PLACE_MESH2D)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "%s: the %s GEMM's 2-D partition "
                     "needs --placement mesh2d (its %ux%u grid of ranks is a mesh2d group's, "
                     "whose rows and columns the collectives run along); the placement is %s",
                     c->name, npu_gemm_name(g), R, C,
                     noc_placement_name((enum noc_placement)p->placement));
-    if (!gemm_used(c, g))
-        return NPU_OK;
-    if (n % R || (g == NPU_GEMM_QKV && q % R))
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's N dimension (%u) "
-                    "is not a multiple of the grid's %u rows (tp %u as %ux%u): 2-D row blocks "
-                    "must be equal for the column all-gather", c->name, npu_gemm_name(g),
-                    n % R ? n : q, R, p->tp, R, C);
-    if (k % C)
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's K dimension (%u) "
-                    "is not a multiple of the grid's %u columns (tp %u as %ux%u): 2-D column "
-                    "blocks must be equal", c->name, npu_gemm_name(g), k, C, p->tp, R, C);
-    return NPU_OK;
+    return npu_partition_fits(c, p, g, pl->err, pl->errlen);
 }
 
 /* Partitions (auto: the FFN's and experts' up GEMMs MN and their down GEMMs K, so the hidden
@@ -185,22 +146,9 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
                 return rc;
             continue;
         }
-        uint32_t n, k;
-        npu_planner_gemm_dims(c, (enum npu_gemm)g, &n, &k);
-        uint32_t dim = part == NPU_PART_MN ? n : k;
-        const uint32_t q = c->num_heads * c->head_dim;
-        if (gemm_used(c, (enum npu_gemm)g) && part == NPU_PART_MN && pl->plan.tp > 1 &&
-            (n % pl->plan.tp || (g == NPU_GEMM_QKV && q % pl->plan.tp)))
-            return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's N dimension "
-                        "(%u) is not a multiple of tp %u: MN shares must be equal for the "
-                        "all-gather (use --partition %s=k)", c->name,
-                        npu_gemm_name((enum npu_gemm)g), g == NPU_GEMM_QKV && q % pl->plan.tp
-                        ? q : n, pl->plan.tp, npu_gemm_name((enum npu_gemm)g));
-        if (gemm_used(c, (enum npu_gemm)g) && dim < pl->plan.tp)
-            return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: the %s GEMM's %s dimension "
-                        "(%u) cannot be split %u ways (tp)", c->name,
-                        npu_gemm_name((enum npu_gemm)g), part == NPU_PART_MN ? "N" : "K", dim,
-                        pl->plan.tp);
+        int rc = npu_partition_fits(c, &pl->plan, (enum npu_gemm)g, pl->err, pl->errlen);
+        if (rc != NPU_OK)
+            return rc;
     }
     return check_ep(pl);
 }
@@ -371,7 +319,8 @@ static void fill_weights(const struct planner *pl, uint8_t *image)
         const struct npu_image_tensor *t = &pl->tensors[i];
         const struct model_tensor *src = &pl->sources[i];
         const bool expert = model_tensor_is_expert(t->kind);
-        if (expert && t->rank != NPU_IMAGE_IDLE && npu_plan_is_ep(&pl->plan)) {
+        if (expert && t->rank != NPU_IMAGE_IDLE && npu_plan_is_ep(&pl->plan) &&
+            pl->plan.tp > 1) { /* over one rank EP holds every expert whole (no map) */
             fill_slices(pl, t, src, image, row);
             continue;
         }
@@ -413,7 +362,7 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     fprintf(f, "\n");
     fprintf(f, "  partition:");
     for (uint32_t g = 0; g < NPU_GEMM_COUNT; g++)
-        if (gemm_used(pl->cfg, (enum npu_gemm)g))
+        if (npu_gemm_used(pl->cfg, (enum npu_gemm)g))
             fprintf(f, " %s=%s", npu_gemm_name((enum npu_gemm)g),
                     npu_partition_name((enum npu_partition)p->partition[g]));
     fprintf(f, "\n  iteration: up to %u requests, %u tokens, tiles of %u rows, MoE groups of "

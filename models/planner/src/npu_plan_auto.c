@@ -40,7 +40,7 @@ bool npu_planner_auto_2d(const struct planner *pl, const struct npu_plan_request
         return false; /* the user's placement stands; 2-D needs mesh2d */
     const uint32_t R = p->rect_rows, C = p->rect_cols, q = c->num_heads * c->head_dim;
     uint32_t n, k; /* the tests of check_2d (npu_plan.c), which would refuse the plan */
-    npu_planner_gemm_dims(c, g, &n, &k);
+    npu_gemm_dims(c, g, &n, &k);
     return n % R == 0 && (g != NPU_GEMM_QKV || q % R == 0) && k % C == 0;
 }
 

@@ -83,9 +83,6 @@ uint32_t npu_planner_auto_placement(const struct planner *pl,
                                     const struct npu_plan_request *req);
 bool npu_planner_auto_ep(const struct planner *pl, const struct npu_plan_request *req);
 void npu_planner_auto_shape(struct planner *pl, const struct npu_plan_request *req);
-/* The dimensions a partition splits: N (MN) and K (K) of GEMM g (npu_plan.c). */
-void npu_planner_gemm_dims(const struct model_config *c, enum npu_gemm g, uint32_t *n,
-                           uint32_t *k);
 /* Whether the request leaves any of those choices to the planner. */
 bool npu_planner_auto_any(const struct npu_plan_request *req);
 /* Prints the fields the request left unset and what the planner chose for them. */

@@ -348,6 +348,8 @@ int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
                        struct rt_trace *t, char *err, size_t errlen)
 {
     *t = (struct rt_trace){ 0 };
+    if ((unsigned)fmt >= sizeof(import_specs) / sizeof(import_specs[0]))
+        return trace_import_stream(NULL, path, fmt, limit, t, err, errlen); /* says so */
     FILE *f = fopen(path, "r");
     if (!f) {
         snprintf(err, errlen, "%s: %s", path, strerror(errno));

@@ -81,7 +81,8 @@ struct rt_serve_log {
     char stop[160];              /* the machine's "[npu-mesh] stop:" line, "" if none */
     char fatal[160];             /* the first "FATAL:" line (a trap or assertion), "" if none */
     char abort_reason[32];       /* the control core's abort reason, "" if none */
-    int32_t failed_core;         /* the first core named by a FATAL or core-failed line, -1 */
+    int32_t failed_core;         /* the first core named by a FATAL, core-failed or stop
+                                    line, -1 */
     int32_t failed_rc;           /* the first core-failed line's rc, 0 if none */
     char cause[64];              /* after serve_log_fail_unended: the cause, "" if none */
 };
