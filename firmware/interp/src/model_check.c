@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "model_config.h"
 #include "model_setup.h"
 #include "npu/hal.h"
-#include "model_config.h"
 #include "npu_image.h"
 #include "rt/lines.h"
 
