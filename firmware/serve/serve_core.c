@@ -148,12 +148,24 @@ static void busy_now(uint64_t busy[4])
    deadlocks (waits for a round nobody posts), stalls past its collectives' timeout (the
    others time out, then it does), or spins without waiting (the watchdog's case). These
    break the house rules on purpose; nothing else calls them. */
-static void inject_fault(uint32_t seq)
+static struct {
+    const char *kind; /* NULL: no fault for this core */
+    uint32_t round;
+} fault;
+
+/* Once, before the first round: the bootargs are not read again on the rounds' path. */
+static void read_fault(void)
 {
     const char *kind = hal_bootarg_value("fault");
     const char *core = hal_bootarg_value("fault_core"), *round = hal_bootarg_value("fault_round");
-    if (!kind || !core || !round || strtoul(core, NULL, 10) != hal_self()->core_id ||
-        strtoul(round, NULL, 10) != seq)
+    if (kind && core && round && strtoul(core, NULL, 10) == hal_self()->core_id)
+        fault.kind = kind, fault.round = (uint32_t)strtoul(round, NULL, 10);
+}
+
+static void inject_fault(uint32_t seq)
+{
+    const char *kind = fault.kind;
+    if (!kind || fault.round != seq)
         return;
     if (!strncmp(kind, "trap", 4))
         __asm__ volatile(".word 0"); /* an illegal instruction */
@@ -198,6 +210,7 @@ int main(void)
     if (rc == NPU_OK)
         rc = model_core_load(&mc);
     find_instance_cores();
+    read_fault();
     /* a core that failed to set up still answers every iteration, so the control core
        hears of it instead of waiting forever; it reports the failure and runs nothing */
     uint64_t busy_ps = 0; /* chip time spent in iterations */
