@@ -13,7 +13,7 @@
 #include "npu_image.h"
 #include "routing_model.h"
 
-#define MOE_PAIRS_MAX 8192u
+#define MOE_PAIRS_MAX NPU_ROUTED_PAIRS_MAX /* npu_limits.h */
 
 /* The (row, choice) pairs of n rows sorted by bucket (expert, or under EP expert slice),
    then row: pair i of bucket b is row[first[b] + i], its place in the row's top-k slot[...];

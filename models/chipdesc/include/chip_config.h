@@ -24,7 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CHIP_MESH_DIM_MAX 32u  /* rows and columns: 1..32 */
+#include "npu_limits.h"
+
+#define CHIP_MESH_DIM_MAX NPU_MESH_DIM_MAX /* rows and columns: 1..32 (npu_limits.h) */
 #define CHIP_CORES_MAX (CHIP_MESH_DIM_MAX * CHIP_MESH_DIM_MAX)
 #define CHIP_NAME_MAX 64u
 #define CHIP_ALT_CORES_MAX 400u /* the alt_cores string, with its NUL */

@@ -11,6 +11,8 @@
 
 #include <stdint.h>
 
+#include "npu_limits.h"
+
 /* Scratch each rank gives a communicator: receive slots for reductions and tokens. */
 #define NOC_COMM_SEGMENT_DEFAULT 65536u
 #define NOC_COMM_SEGMENT_MAX (1u << 20)
@@ -21,11 +23,11 @@
    counts, NOC_M2N_PAIRS_MAX on chips of 64 cores or more (64 ranks x 256 buckets: an EP
    dispatch whose hot experts are split over several ranks, docs/images.md "Expert
    placement"), 8192 on smaller ones, whose SRAM the larger mailbox would crowd. */
-#define NOC_M2N_PAIRS_MAX 16384u
-#define NOC_M2N_PAIRS_SMALL 8192u
+#define NOC_M2N_PAIRS_MAX NPU_COUNTS_MAX /* npu_limits.h */
+#define NOC_M2N_PAIRS_SMALL NPU_COUNTS_SMALL_MAX
 static inline uint32_t noc_m2n_pairs(uint32_t ncores)
 {
-    return ncores >= 64 ? NOC_M2N_PAIRS_MAX : NOC_M2N_PAIRS_SMALL;
+    return ncores >= NPU_COUNTS_LARGE_CORES ? NOC_M2N_PAIRS_MAX : NOC_M2N_PAIRS_SMALL;
 }
 
 /* Element boundary of part k of `count` split in `parts`: rank r's chunk of a collective is

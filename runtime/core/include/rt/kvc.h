@@ -25,7 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RT_KVC_BLOCKS_MAX 8192u  /* SRAM blocks a manager tracks */
+#include "npu_limits.h"
+
+#define RT_KVC_BLOCKS_MAX NPU_KV_BLOCKS_MAX /* SRAM blocks a manager tracks (npu_limits.h) */
 #define RT_KVC_SEGS_MAX 1024u    /* live HBM ring segments */
 #define RT_KVC_NONE 0xffffffffu  /* no block (list end) */
 #define RT_KVC_NO_RING UINT64_MAX

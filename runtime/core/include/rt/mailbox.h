@@ -37,10 +37,10 @@
 #define RT_SEM_ANSWER0 3u /* on the control core, + instance: its last round done */
 
 #define RT_MB_RUNS_MAX NPU_IMAGE_RUNS_MAX /* runs per iteration (npu_image.h) */
-#define RT_MB_BLOCKS_MAX 16384u   /* two caches' worth (RT_KVC_BLOCKS_MAX each): a pull
-                                     lists the prefill side's blocks too */
-#define RT_MB_TOKENS_MAX 65536u
-#define RT_MB_CORES_MAX 1024u
+#define RT_MB_BLOCKS_MAX (2u * NPU_KV_BLOCKS_MAX) /* two caches' worth: a pull lists the
+                                                     prefill side's blocks too */
+#define RT_MB_TOKENS_MAX NPU_ITER_TOKENS_MAX
+#define RT_MB_CORES_MAX (NPU_MESH_DIM_MAX * NPU_MESH_DIM_MAX)
 
 enum rt_mb_cmd { RT_MB_RUN = 1, RT_MB_STOP = 2 };
 enum rt_mb_run_flags { RT_MB_PREFILL = 1u, RT_MB_WANTS_TOKEN = 2u, RT_MB_PULL = 4u };
