@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chip_engine_log.h"
 #include "chip_engines_internal.h"
 
 enum {
@@ -226,6 +227,9 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
     assert(queue->busy && queue->len > 0);
     struct npu_desc d = queue->ring[queue->head].d;
     chip_engine_desc_finish(e, core, &d, now, &queue->count);
+    if (e->cfg.log)
+        chip_engine_log_desc(e->cfg.log, core, &d, queue->ring[queue->head].ready_ps,
+                             queue->started_ps, now);
     queue->count.descs++;
     queue->count.busy_ps += now - queue->started_ps;
     queue->head = (queue->head + 1) % queue->cap;

@@ -57,6 +57,8 @@ struct chip_engine_cfg {
        running); may be NULL. */
     void (*on_irq)(void *opaque, uint32_t core);
     void *opaque;
+    /* Every descriptor run goes to this log when it ends (NULL: none; chip_engine_log.h). */
+    struct chip_engine_log *log;
 };
 
 struct chip_engine_counters {

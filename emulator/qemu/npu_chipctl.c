@@ -28,6 +28,7 @@
 
 #include "npu_mesh.h"
 #include "npu_regs_qemu.h"
+#include "model/chip_engine_log.h"
 #include "model/chip_stats.h"
 
 /* The console's output: the chardev (-serial), or stdout when there is none. */
@@ -83,6 +84,10 @@ void npu_chip_stop(NpuChipctlState *s, int exit_code, const char *fmt, ...)
 
     s->stopped = true;
     write_stats(s);
+    if (chip_engine_log_close(&s->engine_log) != NPU_OK) {
+        error_report("npu-mesh: property 'engine-log': cannot write '%s'",
+                     s->engine_log_path);
+    }
     for (uint32_t h = 0; h < s->clock.nharts; h++) {
         chip_console_end_line(&s->console, h, chip_hart_time(&s->clock, h));
     }
@@ -308,6 +313,15 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .on_irq = on_engine_irq,
         .opaque = s,
     };
+    if (s->engine_log_path) {
+        if (chip_engine_log_open(&s->engine_log, s->engine_log_path,
+                                 s->engine_log_core) != NPU_OK) {
+            error_setg_errno(errp, errno, "npu-mesh: property 'engine-log': cannot write '%s'",
+                             s->engine_log_path);
+            return;
+        }
+        ecfg.log = &s->engine_log;
+    }
 
     if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {
         error_setg(errp, "npu-mesh chipctl: no chip configuration set");
@@ -351,6 +365,8 @@ static Property chipctl_props[] = {
     DEFINE_PROP_UINT32("watchdog-ms", NpuChipctlState, watchdog_ms, 30000),
     DEFINE_PROP_UINT64("fdt-addr", NpuChipctlState, fdt_addr, 0),
     DEFINE_PROP_STRING("stats", NpuChipctlState, stats_path),
+    DEFINE_PROP_STRING("engine-log", NpuChipctlState, engine_log_path),
+    DEFINE_PROP_UINT32("engine-log-core", NpuChipctlState, engine_log_core, CHIP_ENGINE_LOG_ALL),
     DEFINE_PROP_END_OF_LIST(),
 };
 

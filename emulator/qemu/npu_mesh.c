@@ -10,7 +10,8 @@
  *
  * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
  * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance, stats=FILE (JSON
- * report at the end). -smp must equal rows * cols + 1.
+ * report at the end), engine-log=FILE (every descriptor run, a Perfetto trace) and
+ * engine-log-core=N (only core N's). -smp must equal rows * cols + 1.
  *
  * Modelled: the map, the harts, the clock, console and engines through the chip model (see
  * model/chip_engines.h for what the engines do and do not model yet). Not enforced: that a hart touches only
@@ -182,6 +183,10 @@ static void create_devices(NpuMeshState *s, uint32_t nharts)
     if (s->stats) {
         qdev_prop_set_string(dev, "stats", s->stats);
     }
+    if (s->engine_log) {
+        qdev_prop_set_string(dev, "engine-log", s->engine_log);
+    }
+    qdev_prop_set_uint32(dev, "engine-log-core", s->engine_log_core);
     sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
     sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_CHIPCTL].base);
 
@@ -372,6 +377,7 @@ static void prop_set_u32(Object *obj, Visitor *v, const char *name, void *opaque
 STR_PROP(config_path)
 STR_PROP(core_image)
 STR_PROP(stats)
+STR_PROP(engine_log)
 
 static char *get_mode(Object *obj, Error **errp)
 {
@@ -393,6 +399,7 @@ static void set_mode(Object *obj, const char *value, Error **errp)
 static void npu_mesh_instance_init(Object *obj)
 {
     NPU_MESH_MACHINE(obj)->watchdog_ms = 30000;
+    NPU_MESH_MACHINE(obj)->engine_log_core = CHIP_ENGINE_LOG_ALL;
 }
 
 static void npu_mesh_class_init(ObjectClass *oc, void *data)
@@ -417,6 +424,13 @@ static void npu_mesh_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "stats", get_stats, set_stats);
     object_class_property_set_description(oc, "stats",
         "write the run's counters and energy as JSON to this file at the end");
+    object_class_property_add_str(oc, "engine-log", get_engine_log, set_engine_log);
+    object_class_property_set_description(oc, "engine-log",
+        "log every descriptor the engines run to this file (Chrome / Perfetto JSON)");
+    object_class_property_add(oc, "engine-log-core", "uint32", prop_get_u32, prop_set_u32,
+                              NULL, (void *)offsetof(NpuMeshState, engine_log_core));
+    object_class_property_set_description(oc, "engine-log-core",
+        "log only this core's descriptors (default: every core's)");
     object_class_property_add_str(oc, "mode", get_mode, set_mode);
     object_class_property_set_description(oc, "mode",
         "functional (engines compute on real data, default) or performance (timing only)");

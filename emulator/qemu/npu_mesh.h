@@ -16,6 +16,7 @@
 #include "model/chip_clock.h"
 #include "chip_config.h"
 #include "model/chip_console.h"
+#include "model/chip_engine_log.h"
 #include "model/chip_engines.h"
 #include "model/chip_replay.h"
 #include "model/chip_route.h"
@@ -50,6 +51,9 @@ struct NpuChipctlState {
     uint64_t activity_seen;   /* ... as counted when the watchdog last looked */
     uint64_t fdt_addr;
     char *stats_path;         /* where to write the JSON report at the end, or NULL */
+    char *engine_log_path;    /* where to log every descriptor (chip_engine_log.h), or NULL */
+    uint32_t engine_log_core; /* the one core it logs, or CHIP_ENGINE_LOG_ALL */
+    struct chip_engine_log engine_log;
     bool stopped;             /* a final report was printed; ignore further guest writes */
 };
 
@@ -86,6 +90,8 @@ struct NpuMeshState {
     char *core_image;
     char *mode;               /* "functional" (default) or "performance" */
     char *stats;              /* JSON report of the run (counters, energy), or NULL */
+    char *engine_log;         /* descriptor log (Perfetto JSON), or NULL */
+    uint32_t engine_log_core;
     uint32_t watchdog_ms;
     struct chip_config cfg;
     RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "chip_config.h"
+#include "chip_engine_log.h"
 #include "cmd_bench.h"
 #include "model_config.h"
 #include "npu_bound.h"
@@ -55,6 +56,8 @@ struct bench_model_opts {
     const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
     const char *only;           /* --shapes a,b */
     uint32_t timeout_s;
+    bool engine_log;            /* --engine-log: DIR/SHAPE.engines.json ... */
+    uint32_t engine_log_core;   /* ... of this core, or CHIP_ENGINE_LOG_ALL */
 };
 
 /* What one run measured. */
@@ -99,6 +102,13 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
             if (npuctl_parse_u32(opt, v, 1, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s))
                 return NPUCTL_EXIT_USAGE;
         }
+        else if (!strcmp(opt, "--engine-log")) {
+            o->engine_log = true;
+            o->engine_log_core = CHIP_ENGINE_LOG_ALL;
+            if (strcmp(v, "all") != 0 &&
+                npuctl_parse_u32(opt, v, 0, CHIP_CORES_MAX - 1, &o->engine_log_core))
+                return NPUCTL_EXIT_USAGE;
+        }
         else if (!strcmp(opt, "--mode") || !strcmp(opt, "--max-batch") ||
                  !strcmp(opt, "--max-tokens") || !strcmp(opt, "--max-seq"))
             return npuctl_usage_error("bench model: %s is set by each shape", opt);
@@ -113,6 +123,9 @@ static int parse_args(int argc, char **argv, struct bench_model_opts *o)
     }
     if (!o->image.model)
         return npuctl_usage_error("bench model: --model NAME|PATH is required");
+    if (o->engine_log && !o->out)
+        return npuctl_usage_error("bench model: --engine-log needs --out DIR (the logs are "
+                                  "kept there)");
     for (size_t i = 0; o->only && i < NSHAPES; i++)
         if (shape_selected(o, shapes[i].name))
             return 0;
@@ -300,6 +313,7 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
 {
     char img[NPUCTL_PATH_MAX], loader[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
     char console[NPUCTL_PATH_MAX], append[200], timeout[16];
+    char log[NPUCTL_PATH_MAX + 32], log_core[48];
     struct stat st;
     snprintf(img, sizeof(img), "%s/%s.img", dir, sh->name);
     if (stat(img, &st))
@@ -312,11 +326,14 @@ static int run_shape(const struct bench_model_opts *o, const struct shape *sh,
              "image_bytes=%lld", sh->s.rows, sh->s.requests, sh->s.context,
              (long long)st.st_size);
     snprintf(timeout, sizeof(timeout), "%u", o->timeout_s);
+    snprintf(log, sizeof(log), "engine-log=%s/%s.engines.json", dir, sh->name);
+    snprintf(log_core, sizeof(log_core), "engine-log-core=%" PRIu32, o->engine_log_core);
     char *args[] = { "model", "--chip", (char *)chip, "--mode", "performance", "--timeout",
-                     timeout, "--", "-device", loader, "-machine", stats, "-append", append };
+                     timeout, "--", "-device", loader, "-machine", stats, "-append", append,
+                     "-machine", log, "-machine", log_core };
+    const int nargs = (int)(sizeof(args) / sizeof(args[0])) - (o->engine_log ? 0 : 4);
     bool ran;
-    int rc = npuctl_run_captured((int)(sizeof(args) / sizeof(args[0])), args, console, NULL,
-                                 NULL, &ran);
+    int rc = npuctl_run_captured(nargs, args, console, NULL, NULL, &ran);
     if (rc) {
         npuctl_print_error("bench model: %s: the run failed (exit %d); its console: %s",
                            sh->name, rc, console);

@@ -69,14 +69,17 @@ static const struct npuctl_command commands[] = {
       "  --repeat N            host: runs per point, the median is kept (default 3)\n"
       "  --timeout SECONDS     wall-clock limit per QEMU run (default 600, 0 = none)\n"
       "npuctl bench model --model NAME|PATH [--chip NAME|PATH] [--shapes LIST] [--out DIR]\n"
-      "                   [--timeout SECONDS] [PLAN OPTIONS]\n"
+      "                   [--timeout SECONDS] [--engine-log all|CORE] [PLAN OPTIONS]\n"
       "  Named step shapes in performance mode, one iteration each: prefill-512,\n"
       "  prefill-512-ctx8k, prefill-2048, decode-b8-ctx4k, decode-b64-ctx1k. Prints chip\n"
       "  time, the whole-chip lower bound (model and chip configs only: matrix FLOPs at\n"
       "  peak, least HBM bytes beyond the chip's SRAM), their ratio, each engine kind's\n"
       "  busy share, HBM bytes against the least, and rank 0's categories. PLAN OPTIONS\n"
       "  are plan's (the shape sets --max-batch, --max-tokens, --max-seq). --out keeps\n"
-      "  the images, consoles and stats files (default: a temp dir, removed).\n" },
+      "  the images, consoles and stats files (default: a temp dir, removed).\n"
+      "  --engine-log all|CORE  also write DIR/SHAPE.engines.json (needs --out): every\n"
+      "                        descriptor the engines ran (of every core, or of CORE), a\n"
+      "                        Perfetto / chrome://tracing trace (docs/benchmarks.md)\n" },
     { "plan", npuctl_cmd_plan,
       "npuctl plan --model NAME|PATH [--chip NAME|PATH] [PLAN OPTIONS]\n"
       "  Plan a model on a chip and print the plan: ranks, partition per GEMM, SRAM per core\n"

@@ -5,8 +5,11 @@
  * and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
  * NoC links at 64 GB/s (1 byte per 15.625 ps), 100 cycles of HBM latency.
  */
+#include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "chip_engine_log.h"
 #include "chip_fixture.h"
 #include "matrix_engine.h"
 #include "vector_engine.h"
@@ -152,6 +155,49 @@ static void test_queue_runs_in_order(void **state)
     assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 2);
     assert_int_equal(wait_for(f, 0, 3, 2), 2 * (1000000 + 100 * CYCLE));
     assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 0);
+}
+
+/* The engine log (chip_engine_log.h): core 0's two queued copies, each with its start,
+   length and time queued, in chip microseconds; core 1's copy filtered out; the file a
+   complete JSON document. */
+static void test_engine_log(void **state)
+{
+    struct fix *f = *state;
+    char path[] = "/tmp/npu-engine-log-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    struct chip_engine_log log;
+    assert_int_equal(chip_engine_log_open(&log, path, 0), NPU_OK);
+    f->e.cfg.log = &log;
+    struct npu_desc d[2] = {
+        copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0), 64000, 0, 3),
+        copy(NPU_ENGINE_DMA, sram_addr(0, 0x10000), hbm_addr(0x20000), 64000, 0, 3),
+    };
+    struct npu_desc other = copy(NPU_ENGINE_DMA, sram_addr(1, 0x10000), hbm_addr(0x40000),
+                                 64000, UINT32_MAX, 0);
+    assert_int_equal(submit(f, 0, d, 2), NPU_OK);
+    assert_int_equal(submit(f, 1, &other, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 3, 2), 2 * (1000000 + 100 * CYCLE));
+    assert_int_equal(chip_engine_log_close(&log), NPU_OK);
+    f->e.cfg.log = NULL;
+    assert_int_equal(log.events, 2);
+    char text[2048] = "";
+    FILE *in = fopen(path, "r");
+    assert_non_null(in);
+    size_t n = fread(text, 1, sizeof(text) - 1, in);
+    fclose(in);
+    unlink(path);
+    text[n] = '\0';
+    /* 1.2 us each (1 us of transfer, 100 cycles of latency); the second queued 1.2 us */
+    assert_non_null(strstr(text, "{\"name\": \"dma 1x64000 B\", \"ph\": \"X\", \"pid\": 0, "
+                                 "\"tid\": \"dma\", \"ts\": 0.000000, \"dur\": 1.200000, "
+                                 "\"args\": {\"queued_us\": 0.000000"));
+    assert_non_null(strstr(text, "\"ts\": 1.200000, \"dur\": 1.200000, "
+                                 "\"args\": {\"queued_us\": 1.200000"));
+    assert_null(strstr(text, "\"pid\": 1"));
+    assert_non_null(strstr(text, "\"traceEvents\": ["));
+    assert_string_equal(text + n - 4, "\n]}\n");
 }
 
 static void test_noc_link_shared(void **state)
@@ -496,6 +542,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_dma_alone_exact_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_engine_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_batch, setup, teardown),
