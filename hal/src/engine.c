@@ -145,6 +145,63 @@ void matrix_gemm_desc(struct npu_desc *d, const struct matrix_gemm_desc_args *a)
     engine_sync_apply(d, &a->sync);
 }
 
+static uint64_t type_bytes(enum npu_dtype t)
+{
+    return t == NPU_DTYPE_BF16 ? 2 : 4;
+}
+
+/* rows of row bytes, stride bytes apart: from the first byte to the last one's end */
+static uint64_t extent(uint64_t rows, uint64_t row, uint64_t stride)
+{
+    return rows && row ? (rows - 1) * stride + row : 0;
+}
+
+void vector_op_extents(const struct vector_op_args *a, struct vector_op_extents *e)
+{
+    const uint64_t rows = a->rows, cols = a->cols, k = a->k ? a->k : 1;
+    const uint64_t ldx = a->ldx ? a->ldx : cols, ldy = a->ldy ? a->ldy : cols;
+    const uint64_t ldo = a->ldout ? a->ldout : cols, lda = a->ldaux ? a->ldaux : k;
+    const uint64_t tx = type_bytes(a->x_type), ty = type_bytes(a->y_type);
+    const uint64_t to = type_bytes(a->out_type);
+    *e = (struct vector_op_extents){ .x = extent(rows, cols * tx, ldx * tx),
+                                     .out = extent(rows, cols * to, ldo * to) };
+    switch (a->op) {
+    case NPU_VECTOR_OP_ADD: case NPU_VECTOR_OP_MUL: case NPU_VECTOR_OP_MAX:
+    case NPU_VECTOR_OP_SWIGLU:
+        e->y = extent(rows, cols * ty, ldy * ty);
+        break;
+    case NPU_VECTOR_OP_RMSNORM: /* w: one row */
+        e->y = cols * ty;
+        break;
+    case NPU_VECTOR_OP_ROW_MAX: /* d[r] */
+        e->out = 0, e->aux = rows * 4;
+        break;
+    case NPU_VECTOR_OP_EXP_SUM: /* b[r] in, d[r] out */
+        e->y = rows * 4, e->aux = rows * 4;
+        break;
+    case NPU_VECTOR_OP_RESCALE: /* b[r] and d[r] in */
+        e->y = rows * 4, e->aux = rows * 4, e->aux_read = true;
+        break;
+    case NPU_VECTOR_OP_ROW_DIV:
+        e->y = rows * 4;
+        break;
+    case NPU_VECTOR_OP_ROPE: /* a position per k rows */
+        e->y = (rows + k - 1) / k * 4;
+        break;
+    case NPU_VECTOR_OP_TOPK: /* rows x k values (optional) and indices */
+        e->out = a->out ? extent(rows, k * to, ldo * to) : 0;
+        e->aux = extent(rows, k * 4, lda * 4);
+        break;
+    case NPU_VECTOR_OP_ARGMAX:
+        e->out = 0, e->aux = rows * 4;
+        break;
+    default: /* SCALE, EXP, SILU, CAST, SOFTMAX, MASK, FILL: x to out */
+        break;
+    }
+    if (a->op == NPU_VECTOR_OP_FILL)
+        e->x = 0; /* writes out only */
+}
+
 void vector_op_desc(struct npu_desc *d, const struct vector_op_args *a)
 {
     engine_desc_clear(d);

@@ -187,6 +187,8 @@ struct exec_weights {
                                               shares (the buffer's last bytes) */
     uint32_t staged_next;                  /* l + 1: layer l's shares were loaded while the
                                               layer before ran (0: none) */
+    uint32_t stage_deferred;               /* l + 1: layer l's shares load when the layer
+                                              before starts its dense FFN (0: none) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -480,6 +482,9 @@ uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tenso
    a double buffer (plan.stage_double), loads layer l + 1's beside them on the second DMA
    queue. */
 void exec_stage_layer(struct exec_model *m, uint32_t l, bool next);
+/* Under a dense FFN, that load of layer l + 1's shares waits for layer l's FFN: called as
+   it starts (its attention's KV loads done), it issues them then; otherwise nothing. */
+void exec_stage_next(struct exec_model *m, uint32_t l);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);

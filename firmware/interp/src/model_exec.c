@@ -215,13 +215,16 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
         v.ldy = v.cols;
     if (v.out && !v.ldout)
         v.ldout = v.cols;
-    /* 4 bytes an element whatever the types (a range may be wider than what it touches) */
-    const uint64_t w = (uint64_t)v.cols * 4, la = (v.ldaux ? v.ldaux : 1) * 4ull;
-    const struct hz_range aux = hz_span(v.aux, v.rows, la, w > la ? w : la);
+    /* the operands' exact extents: a wider range would make a descriptor wait for loads
+       into the bytes after its operand (a residual's fp32-sized range reached into the
+       staging buffer, and the FFN's norm waited for the next layer's prefetch) */
+    struct vector_op_extents x;
+    vector_op_extents(&v, &x);
+    const struct hz_range aux = hz_span(v.aux, 1, 0, x.aux);
     const struct hz_access h = {
-        .rd = { hz_span(v.x, v.rows, v.ldx * 4ull, w), hz_span(v.y, v.rows, v.ldy * 4ull, w),
-                aux },
-        .wr = { hz_span(v.out, v.rows, v.ldout * 4ull, w), aux } };
+        .rd = { hz_span(v.x, 1, 0, x.x), hz_span(v.y, 1, 0, x.y),
+                x.aux_read ? aux : (struct hz_range){ 0, 0 } },
+        .wr = { hz_span(v.out, 1, 0, x.out), x.aux_read ? (struct hz_range){ 0, 0 } : aux } };
     struct npu_desc *d = push(m, HZ_VECTOR, &h, false, &v.sync);
     vector_op_desc(d, &v);
 }
@@ -317,6 +320,17 @@ static void stage_shares(struct exec_model *m, uint32_t l, bool side)
     }
 }
 
+/* When the layer's next shares load: beside the layer (from its start), or from its dense
+   FFN on. A dense layer's attention reads the KV cache from HBM, and a prefetch beside it
+   halves the channel that attention waits on, while its FFN, whose weights are staged,
+   leaves HBM idle: a decode step of Qwen3-8B on large-64 took 118 us a layer prefetching
+   from the start (its attention's KV loads at half the channel) (docs/images.md, "Staging").
+   A MoE layer's expert loads take HBM after attention, so its prefetch starts with it. */
+static bool stage_after_attention(const struct exec_model *m)
+{
+    return m->cfg->num_experts == 0;
+}
+
 void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
@@ -324,12 +338,24 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
     if (m->w.staged_next != l + 1) /* not loaded while the layer before ran */
         stage_shares(m, l, false);
     m->w.staged_next = 0;
-    if (next && m->plan->stage_double) { /* the next layer's, beside this one's */
+    m->w.stage_deferred = 0;
+    if (next && m->plan->stage_double && stage_after_attention(m)) {
+        m->w.stage_deferred = l + 2; /* exec_stage_next, at the FFN */
+    } else if (next && m->plan->stage_double) { /* the next layer's, beside this one's */
         stage_shares(m, l + 1, true);
         m->w.staged_next = l + 2;
     }
     memset(m->w.expert_staged, 0, sizeof(m->w.expert_staged));
     exec_reuse_tile_new_layer(m);
+}
+
+void exec_stage_next(struct exec_model *m, uint32_t l)
+{
+    if (m->w.stage_deferred != l + 2)
+        return;
+    m->w.stage_deferred = 0;
+    stage_shares(m, l + 1, true);
+    m->w.staged_next = l + 2;
 }
 
 /* Where expert slot `slot` puts the block of `kind` in the staging buffer. */

@@ -115,7 +115,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
-    m->w.staged_next = 0;
+    m->w.staged_next = 0, m->w.stage_deferred = 0;
     index_tensors(m);
     exec_chain_init(m);
     if (p->stage_double && !stage_second(m))
@@ -333,6 +333,8 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
     if (op->kind == NPU_OP_MOE && layer_fused(m))
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
+    if (op->kind == NPU_OP_FFN)
+        exec_stage_next(m, op->layer);
     int rc = NPU_OK;
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
         static struct exec_tile tile;
@@ -404,6 +406,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
     m->w.ring.backward = false;
     m->w.staged_next = 0; /* the head may have streamed through the staging buffer */
+    m->w.stage_deferred = 0;
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

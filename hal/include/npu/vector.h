@@ -40,4 +40,14 @@ struct vector_op_args {
 
 void vector_op_desc(struct npu_desc *d, const struct vector_op_args *args);
 
+/* The bytes each operand of a vector op spans from its address (the operand table of
+   docs/engines.md, as the engine checks them), for callers that order descriptors by
+   their data; 0: the op does not use it. aux is written (statistics, indices, top-k) or,
+   aux_read, read (RESCALE's old maxima). Leading dimensions of 0 count as cols. */
+struct vector_op_extents {
+    uint64_t x, y, out, aux;
+    bool aux_read;
+};
+void vector_op_extents(const struct vector_op_args *a, struct vector_op_extents *e);
+
 #endif
