@@ -486,6 +486,86 @@ static void attn_window_head(struct exec_model *m, const struct attn_state *st,
     }
 }
 
+/* Whether parts[0, n) are decode rows of the window in consecutive tile rows and slots: one
+   row each, whose only window position is its own (one unmasked step of one column). */
+static bool attn_window_decode_rows(const struct exec_model *m, const struct exec_tile *tile,
+                                    const struct exec_seg *parts, uint32_t n, uint32_t window)
+{
+    const uint32_t wn = npu_kv_window_rows(m->plan);
+    const uint32_t slot0 = (tile->t0 + parts[0].row) % wn;
+    if (n < 2 || slot0 + n > wn)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct exec_seg *g = &parts[i];
+        const uint32_t wf = attn_window_first(m, tile, g), lo = attn_seg_lo(g, window);
+        if (g->count != 1 || g->row != parts[0].row + i || (wf > lo ? wf : lo) != g->pos)
+            return false;
+    }
+    return true;
+}
+
+/*
+ * KV head h of decode rows parts[0, n) over their own window positions
+ * (attn_window_decode_rows), as attn_window_head does row by row, but with one batched
+ * scores GEMM and one batched PV GEMM over the rows (batch i: row i's query heads against
+ * its own key and value) and each softmax op over all n x group rows at once: a row's GEMMs
+ * are a fold of the array each, whose weight load and drain cost about 4 times their
+ * streaming (docs/engines.md), and a batch pays them once. cached: some row's state holds
+ * cache steps (maxima in m_a); the others then hold the empty state (attn_fill_empty: max
+ * MASKED, sum and acc 0), which a step that is not the first turns into what a first step
+ * writes (rescaled by exp(MASKED - max) = 0, then the step's sums added; a -0 output may
+ * come out +0). The final maxima end in m_a.
+ */
+static void attn_window_decode(struct exec_model *m, const struct attn_state *st,
+                               const struct exec_tile *tile, const struct exec_seg *parts,
+                               uint32_t n, uint32_t h, bool cached)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->buf.a;
+    const uint32_t hd = c->head_dim, kvd = c->num_kv_heads * hd;
+    const uint32_t group = c->num_heads / c->num_kv_heads, rows = n * group;
+    const uint64_t eb = m->buf.eb, row = npu_kv_row_bytes(c, m->plan);
+    const uint64_t row0 = h * st->span + (uint64_t)parts[0].row * group, stat = row0 * 4;
+    const uint64_t slot0 = (tile->t0 + parts[0].row) % npu_kv_window_rows(m->plan);
+    /* one step: without cache steps it is the first and writes the maxima to m_a */
+    const uint64_t m_old = cached ? a->m_a : a->m_b, m_new = cached ? a->m_b : a->m_a;
+    const bool first = !cached;
+    /* scores_i[group][1] = Q_i[group][hd] k_i[1][hd]^T, row i's own key */
+    exec_gemm_many(m, &(struct exec_gemm_args){
+                          .c = a->scores, .a = a->qg + row0 * hd * eb,
+                          .b = a->kwin + slot0 * row + (uint64_t)h * hd * eb, .rows = group,
+                          .n = 1, .k = hd, .lda = hd, .ldb = kvd, .ldc = 1, .trans_b = true,
+                          .f32_out = true, .batch = n, .stride_a = group * hd * eb,
+                          .stride_b = row, .stride_c = group * 4ull });
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
+                                             .out = a->scores, .rows = rows, .cols = 1,
+                                             .scalar = 1.0f / sqrtf((float)hd) });
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
+                                             .aux = m_new + stat, .rows = rows, .cols = 1,
+                                             .ldaux = 1 });
+    if (!first) /* running max */
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+                                                 .y = m_old + stat, .out = m_new + stat,
+                                                 .rows = 1, .cols = rows });
+    struct vector_op_args e = exec_vec_f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
+        .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = 1, .ldy = 1,
+        .ldaux = 1 });
+    e.out_type = m->buf.dt;
+    exec_vec(m, e);
+    if (!first)
+        attn_rescale_state(m, st, row0, rows, m_old, m_new);
+    /* acc_i[group][hd] (+)= P_i[group][1] v_i[1][hd] */
+    exec_gemm_many(m, &(struct exec_gemm_args){
+                          .c = a->acc + row0 * hd * 4, .a = a->probs_blk,
+                          .b = a->vwin + slot0 * row + (uint64_t)h * hd * eb, .rows = group,
+                          .n = hd, .k = 1, .lda = 1, .ldb = kvd, .ldc = hd, .f32_out = true,
+                          .accumulate = !first, .batch = n, .stride_a = group * eb,
+                          .stride_b = row, .stride_c = group * hd * 4ull });
+    if (cached) /* the step wrote the maxima to m_b */
+        exec_copy(m, a->m_a + stat, a->m_b + stat, 1, rows * 4ull, rows * 4ull, rows * 4ull);
+}
+
 /* The window part of the tile: its keys and values into the window, then this rank's
    (KV head, rows) units over it; cached[s]: segment s's state holds cache steps. */
 static void attn_run_window(struct exec_model *m, const struct attn_state *st,
@@ -497,8 +577,11 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
     assert(slot + n <= wn && "the window is a multiple of tile rows");
     exec_copy(m, a->kwin + slot * row, a->knew, 1, n * row, n * row, n * row);
     exec_copy(m, a->vwin + slot * row, a->vnew, 1, n * row, n * row, n * row);
+    static struct exec_seg parts[EXEC_RUNS_MAX];
+    static bool part_cached[EXEC_RUNS_MAX];
     for (uint32_t h = 0; h < m->cfg->num_kv_heads; h++) {
-        uint32_t r0, r1;
+        uint32_t r0, r1, np = 0;
+        bool any = false; /* some part's state holds cache steps */
         if (!attn_window_rows(m, n, h, &r0, &r1))
             continue;
         for (uint32_t i = 0; i < tile->nsegs; i++) {
@@ -507,10 +590,19 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
             const uint32_t hi = g->row + g->count < r1 ? g->row + g->count : r1;
             if (lo >= hi)
                 continue;
-            struct exec_seg part = *g; /* its rows [lo, hi) */
-            part.pos = g->pos + (lo - g->row), part.row = lo, part.count = hi - lo;
-            attn_window_head(m, st, tile, &part, h, window, cached[i]);
+            parts[np] = *g; /* its rows [lo, hi) */
+            parts[np].pos = g->pos + (lo - g->row), parts[np].row = lo;
+            parts[np].count = hi - lo;
+            part_cached[np] = cached[i];
+            any = any || cached[i];
+            np++;
         }
+        if (attn_window_decode_rows(m, tile, parts, np, window)) {
+            attn_window_decode(m, st, tile, parts, np, h, any);
+            continue;
+        }
+        for (uint32_t i = 0; i < np; i++)
+            attn_window_head(m, st, tile, &parts[i], h, window, part_cached[i]);
     }
 }
 
