@@ -7,8 +7,11 @@
 
 #include "npu_enums.h"
 
-static const char *const engine_names[NPU_ENGINE_COUNT] = { "matrix", "vector", "dma", "noc",
-                                                             "dma2" };
+static const char *const engine_names[NPU_ENGINE_COUNT] = {
+    [NPU_ENGINE_MATRIX] = "matrix", [NPU_ENGINE_VECTOR] = "vector", [NPU_ENGINE_DMA] = "dma",
+    [NPU_ENGINE_NOC] = "noc",       [NPU_ENGINE_DMA2] = "dma2",
+};
+_Static_assert(NPU_ENGINE_COUNT == 5, "every engine has a name above");
 
 static const char *const vector_names[] = {
     [NPU_VECTOR_OP_ADD] = "add",         [NPU_VECTOR_OP_MUL] = "mul",

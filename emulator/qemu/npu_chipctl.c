@@ -283,6 +283,23 @@ static const MemoryRegionOps chipctl_ops = {
     .impl = { .min_access_size = 4, .max_access_size = 8 },
 };
 
+/* The engine log (property engine-log), opened last in realize so that no earlier failure
+   leaves it open; the engines write to it from now on. */
+static bool open_engine_log(NpuChipctlState *s, Error **errp)
+{
+    if (!s->engine_log_path) {
+        return true;
+    }
+    if (chip_engine_log_open(&s->engine_log, s->engine_log_path,
+                             s->engine_log_core) != NPU_OK) {
+        error_setg_errno(errp, errno, "npu-mesh: property 'engine-log': cannot write '%s'",
+                         s->engine_log_path);
+        return false;
+    }
+    s->engines.cfg.log = &s->engine_log;
+    return true;
+}
+
 static void chipctl_realize(DeviceState *dev, Error **errp)
 {
     NpuChipctlState *s = NPU_CHIPCTL(dev);
@@ -313,15 +330,6 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         .on_irq = on_engine_irq,
         .opaque = s,
     };
-    if (s->engine_log_path) {
-        if (chip_engine_log_open(&s->engine_log, s->engine_log_path,
-                                 s->engine_log_core) != NPU_OK) {
-            error_setg_errno(errp, errno, "npu-mesh: property 'engine-log': cannot write '%s'",
-                             s->engine_log_path);
-            return;
-        }
-        ecfg.log = &s->engine_log;
-    }
 
     if (s->cfg.mesh_rows == 0 || s->cfg.mesh_cols == 0) {
         error_setg(errp, "npu-mesh chipctl: no chip configuration set");
@@ -351,6 +359,9 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
         chip_replay_init(&s->replay, s->engines.ncores) != NPU_OK) {
         error_setg(errp, "npu-mesh chipctl: out of memory for %u harts",
                    s->cfg.mesh_rows * s->cfg.mesh_cols + 1);
+        return;
+    }
+    if (!open_engine_log(s, errp)) {
         return;
     }
     memory_region_init_io(&s->mmio, OBJECT(dev), &chipctl_ops, s, TYPE_NPU_CHIPCTL,

@@ -114,6 +114,13 @@ static void load_config(NpuMeshState *s)
     if (s->cols) {
         s->cfg.mesh_cols = s->cols;
     }
+    if (s->engine_log_core != CHIP_ENGINE_LOG_ALL &&
+        s->engine_log_core >= s->cfg.mesh_rows * s->cfg.mesh_cols) {
+        error_report("npu-mesh: property 'engine-log-core': core %u, the %ux%u mesh has "
+                     "cores 0..%u", s->engine_log_core, s->cfg.mesh_rows, s->cfg.mesh_cols,
+                     s->cfg.mesh_rows * s->cfg.mesh_cols - 1);
+        exit(1);
+    }
 }
 
 static void check_smp(MachineState *ms, uint32_t nharts)

@@ -179,6 +179,7 @@ static void test_engine_log(void **state)
     assert_int_equal(submit(f, 0, d, 2), NPU_OK);
     assert_int_equal(submit(f, 1, &other, 1), NPU_OK);
     assert_int_equal(wait_for(f, 0, 3, 2), 2 * (1000000 + 100 * CYCLE));
+    assert_int_equal(chip_engines_pending(&f->e, 1, NPU_ENGINE_DMA), 0); /* ran, unlogged */
     assert_int_equal(chip_engine_log_close(&log), NPU_OK);
     f->e.cfg.log = NULL;
     assert_int_equal(log.events, 2);

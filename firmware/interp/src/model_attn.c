@@ -488,12 +488,14 @@ static void attn_window_head(struct exec_model *m, const struct attn_state *st,
 
 /* Whether parts[0, n) are decode rows of the window in consecutive tile rows and slots: one
    row each, whose only window position is its own (one unmasked step of one column). */
-static bool attn_window_decode_rows(const struct exec_model *m, const struct exec_tile *tile,
+static bool attn_window_is_decode(const struct exec_model *m, const struct exec_tile *tile,
                                     const struct exec_seg *parts, uint32_t n, uint32_t window)
 {
     const uint32_t wn = npu_kv_window_rows(m->plan);
+    if (n < 2)
+        return false;
     const uint32_t slot0 = (tile->t0 + parts[0].row) % wn;
-    if (n < 2 || slot0 + n > wn)
+    if (slot0 + n > wn)
         return false;
     for (uint32_t i = 0; i < n; i++) {
         const struct exec_seg *g = &parts[i];
@@ -506,7 +508,7 @@ static bool attn_window_decode_rows(const struct exec_model *m, const struct exe
 
 /*
  * KV head h of decode rows parts[0, n) over their own window positions
- * (attn_window_decode_rows), as attn_window_head does row by row, but with one batched
+ * (attn_window_is_decode), as attn_window_head does row by row, but with one batched
  * scores GEMM and one batched PV GEMM over the rows (batch i: row i's query heads against
  * its own key and value) and each softmax op over all n x group rows at once: a row's GEMMs
  * are a fold of the array each, whose weight load and drain cost about 4 times their
@@ -516,6 +518,7 @@ static bool attn_window_decode_rows(const struct exec_model *m, const struct exe
  * writes (rescaled by exp(MASKED - max) = 0, then the step's sums added; a -0 output may
  * come out +0). The final maxima end in m_a.
  */
+_Static_assert(EXEC_RUNS_MAX <= NPU_GEMM_BATCH_MAX, "a unit's decode rows are one batch");
 static void attn_window_decode(struct exec_model *m, const struct attn_state *st,
                                const struct exec_tile *tile, const struct exec_seg *parts,
                                uint32_t n, uint32_t h, bool cached)
@@ -597,7 +600,7 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
             any = any || cached[i];
             np++;
         }
-        if (attn_window_decode_rows(m, tile, parts, np, window)) {
+        if (attn_window_is_decode(m, tile, parts, np, window)) {
             attn_window_decode(m, st, tile, parts, np, h, any);
             continue;
         }

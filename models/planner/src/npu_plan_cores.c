@@ -263,13 +263,14 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
             room = r < room ? r : room;
         }
     uint64_t want = pl->kv_pool < 0 ? (room < cap ? room : cap) : (uint64_t)pl->kv_pool;
-    if (pl->kv_pool < 0 && want > 8192)
-        want = 8192; /* the control core's KV manager tracks at most 8192 blocks */
-    if (want > room || want > 8192)
+    if (pl->kv_pool < 0 && want > NPU_KV_BLOCKS_MAX)
+        want = NPU_KV_BLOCKS_MAX; /* what the control core's KV manager tracks */
+    if (want > room || want > NPU_KV_BLOCKS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "%s on %s: %llu KV blocks of %u "
                     "positions (%.2f MiB each) do not fit: SRAM has room for %llu per core "
-                    "(at most 8192)", c->name, pl->chip->name, (unsigned long long)want,
-                    p->kv_block, MIB(block), (unsigned long long)room);
+                    "(at most %u, NPU_KV_BLOCKS_MAX)", c->name, pl->chip->name,
+                    (unsigned long long)want, p->kv_block, MIB(block),
+                    (unsigned long long)room, NPU_KV_BLOCKS_MAX);
     p->kv_sram_blocks = (uint32_t)want;
     for (uint32_t i = 0; i < ncores; i++)
         if (cores[i].rank != NPU_IMAGE_IDLE) {

@@ -25,7 +25,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define NOC_GROUP_MAX 1024u /* the largest mesh, 32 x 32 */
+#include "npu_limits.h"
+
+#define NOC_GROUP_MAX (NPU_MESH_DIM_MAX * NPU_MESH_DIM_MAX) /* the largest mesh */
 
 enum noc_placement {
     NOC_PLACE_LINEAR = 0,
