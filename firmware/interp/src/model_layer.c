@@ -41,6 +41,29 @@ bool exec_ffn_paired(const struct exec_model *m, bool expert)
            m->plan->partition[down] == NPU_PART_K;
 }
 
+/* The paired FFN's gate and up shares as one GEMM where they lie one after the other in
+   SRAM (as q, k and v do): hb[n][2 fs] = x[n][d] (W_gate,r | W_up,r)^T, then SwiGLU of its
+   halves into hb2[n][fs]. Qwen3-8B at tp 64 has shares of 192 rows: two GEMMs took two
+   folds of the 128-wide array per 128 columns of K each (half of the second one empty),
+   one takes three. False (nothing issued) where the shares are not adjacent. */
+static bool ffn_up_fused(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n)
+{
+    const struct npu_image_tensor *tg = m->w.t[l][MT_W_GATE], *tu = m->w.t[l][MT_W_UP];
+    const uint64_t eb = m->buf.eb, wg = exec_share_addr(m, tg, l, MT_W_GATE, 0);
+    const uint64_t wu = exec_share_addr(m, tu, l, MT_W_UP, 0), fs = tg->rows;
+    if (!wg || !wu || tu->rows != fs || tu->cols != tg->cols || tu->col0 != tg->col0 ||
+        wu != wg + fs * tg->cols * eb)
+        return false;
+    const struct npu_act_layout *a = &m->buf.a;
+    exec_gemm(m, a->hb, x, wg, n, (uint32_t)(2 * fs), tg->cols, m->cfg->hidden_size,
+              tg->cols, (uint32_t)(2 * fs), true, false, false);
+    layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = a->hb,
+                                              .y = a->hb + fs * eb, .out = a->hb2, .rows = n,
+                                              .cols = (uint32_t)fs, .ldx = (uint32_t)(2 * fs),
+                                              .ldy = (uint32_t)(2 * fs) });
+    return true;
+}
+
 /* out[n][d] = W_down (silu(W_gate x) * (W_up x)), width ff; expert block e (0 if dense). */
 int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint32_t n,
                 bool expert, uint32_t e, uint32_t ff, bool partial)
@@ -54,6 +77,10 @@ int exec_swiglu(struct exec_model *m, uint32_t l, uint64_t out, uint64_t x, uint
     if (exec_ffn_paired(m, expert)) { /* hb[n][fs]: this rank's columns of the hidden
                                            (EP: all ff of a whole expert) */
         const uint32_t fs = m->w.t[l][kg]->rows;
+        if (!expert && ffn_up_fused(m, l, x, n)) { /* the hidden in hb2 */
+            exec_wgemm_local(m, down, out, m->buf.a.hb2, n, l, kd, e, d, fs);
+            return partial ? NPU_OK : exec_allreduce(m, out, (uint64_t)n * d, m->buf.dt);
+        }
         exec_wgemm_local(m, up, m->buf.a.hb, x, n, l, kg, e, fs, d);
         exec_wgemm_local(m, up, m->buf.a.hb2, x, n, l, ku, e, fs, d);
         layer_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SWIGLU, .x = m->buf.a.hb,
