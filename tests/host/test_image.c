@@ -1149,10 +1149,36 @@ static void test_kv_split_sizes(void **state)
     expect_plan_refusal(&dense, &mesh2x2, &req, "tp 1, nothing to split over");
 }
 
+/* Each request's first stripe block: 2^j consecutive requests start evenly spaced, so a
+   batch of equal contexts puts equal blocks on every rank (npu_kv_rank_shift). */
+static void test_kv_rank_shift(void **state)
+{
+    (void)state;
+    struct npu_plan p = { .kv_split = 1, .tp = 64 };
+    const uint32_t want[8] = { 0, 32, 16, 48, 8, 40, 24, 56 };
+    for (uint32_t q = 0; q < 8; q++)
+        assert_int_equal(npu_kv_rank_shift(&p, q), want[q]);
+    assert_int_equal(npu_kv_rank_shift(&p, 64 + 3), 48); /* ids wrap at tp */
+    /* 8 requests of 32 blocks: every rank holds 4 of them */
+    uint32_t held[64] = { 0 };
+    for (uint32_t q = 0; q < 8; q++)
+        for (uint32_t b = 0; b < 32; b++)
+            held[(b + npu_kv_rank_shift(&p, q)) % 64]++;
+    for (uint32_t r = 0; r < 64; r++)
+        assert_int_equal(held[r], 4);
+    p.tp = 12; /* not a power of two: scaled from 16, always a rank of the group */
+    for (uint32_t q = 0; q < 40; q++)
+        assert_true(npu_kv_rank_shift(&p, q) < 12);
+    assert_int_equal(npu_kv_rank_shift(&p, 1), 6);
+    p.kv_split = 0;
+    assert_int_equal(npu_kv_rank_shift(&p, 5), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_build_and_check),
+        cmocka_unit_test(test_kv_rank_shift),
         cmocka_unit_test(test_image_refusals),
         cmocka_unit_test(test_expert_map_refusals),
         cmocka_unit_test(test_check_chip),

@@ -213,6 +213,33 @@ static void attn_rescale_state(struct exec_model *m, const struct attn_state *st
                                              .rows = 1, .cols = rows });
 }
 
+/* The online softmax update of `rows` state rows from state row `first_row` (fp32 statistics
+   at m_old/m_new + first_row x 4) with their step's scores [rows][cols]: the new maxima,
+   the probabilities (in the activations' type) into probs, and the sums; after a first
+   step the state is rescaled by exp(old max - new max) and the step's sums added. */
+static void attn_softmax_update(struct exec_model *m, const struct attn_state *st,
+                                uint64_t scores, uint64_t probs, uint64_t first_row,
+                                uint32_t rows, uint32_t cols, bool first, uint64_t m_old,
+                                uint64_t m_new)
+{
+    const uint64_t stat = first_row * 4;
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = scores,
+                                             .aux = m_new + stat, .rows = rows, .cols = cols,
+                                             .ldaux = 1 });
+    if (!first) /* running max */
+        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
+                                                 .y = m_old + stat, .out = m_new + stat,
+                                                 .rows = 1, .cols = rows });
+    struct vector_op_args e = exec_vec_f32((struct vector_op_args){
+        .op = NPU_VECTOR_OP_EXP_SUM, .x = scores, .y = m_new + stat, .out = probs,
+        .aux = (first ? st->l : m->buf.a.rsum) + stat, .rows = rows, .cols = cols, .ldy = 1,
+        .ldaux = 1 });
+    e.out_type = m->buf.dt;
+    exec_vec(m, e);
+    if (!first)
+        attn_rescale_state(m, st, first_row, rows, m_old, m_new);
+}
+
 /*
  * KV heads [h0, h0 + hb) of segment g against step s: each head's query heads as one matrix
  * of count x group rows (row t * group + j is row t's j-th head of the group, whose
@@ -244,29 +271,15 @@ static void attn_heads_step(struct exec_model *m, const struct attn_state *st,
                                              .out = a->scores, .rows = hb * rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) });
     for (uint32_t i = 0; i < hb; i++) {
-        const uint64_t stat = (row0 + i * st->span) * 4; /* fp32 statistics of head h0 + i */
-        const uint64_t sco = a->scores + i * sc * 4;
+        const uint64_t sco = a->scores + i * sc * 4; /* head h0 + i's */
         /* row t sees positions up to pos + t, with a window the last `window` only */
         if (s->mask)
             attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = sco,
                                                      .out = sco, .rows = rows, .cols = nb,
                                                      .k = group, .pos = g->pos - s->p0,
                                                      .scalar = (float)window });
-        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = sco,
-                                                 .aux = m_new + stat, .rows = rows, .cols = nb,
-                                                 .ldaux = 1 });
-        if (!first) /* running max */
-            attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
-                                                     .y = m_old + stat, .out = m_new + stat,
-                                                     .rows = 1, .cols = rows });
-        struct vector_op_args e = exec_vec_f32((struct vector_op_args){
-            .op = NPU_VECTOR_OP_EXP_SUM, .x = sco, .y = m_new + stat,
-            .out = a->probs_blk + i * sc * eb, .aux = (first ? st->l : a->rsum) + stat,
-            .rows = rows, .cols = nb, .ldy = 1, .ldaux = 1 });
-        e.out_type = m->buf.dt;
-        exec_vec(m, e);
-        if (!first)
-            attn_rescale_state(m, st, row0 + i * st->span, rows, m_old, m_new);
+        attn_softmax_update(m, st, sco, a->probs_blk + i * sc * eb, row0 + i * st->span, rows,
+                            nb, first, m_old, m_new);
     }
     /* acc_h[rows][hd] (+)= P_i[rows][nb] V_step,h[nb][hd] */
     exec_gemm_many(m, &(struct exec_gemm_args){
@@ -543,21 +556,7 @@ static void attn_window_decode(struct exec_model *m, const struct attn_state *st
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
                                              .out = a->scores, .rows = rows, .cols = 1,
                                              .scalar = 1.0f / sqrtf((float)hd) });
-    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ROW_MAX, .x = a->scores,
-                                             .aux = m_new + stat, .rows = rows, .cols = 1,
-                                             .ldaux = 1 });
-    if (!first) /* running max */
-        attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MAX, .x = m_new + stat,
-                                                 .y = m_old + stat, .out = m_new + stat,
-                                                 .rows = 1, .cols = rows });
-    struct vector_op_args e = exec_vec_f32((struct vector_op_args){
-        .op = NPU_VECTOR_OP_EXP_SUM, .x = a->scores, .y = m_new + stat, .out = a->probs_blk,
-        .aux = (first ? st->l : a->rsum) + stat, .rows = rows, .cols = 1, .ldy = 1,
-        .ldaux = 1 });
-    e.out_type = m->buf.dt;
-    exec_vec(m, e);
-    if (!first)
-        attn_rescale_state(m, st, row0, rows, m_old, m_new);
+    attn_softmax_update(m, st, a->scores, a->probs_blk, row0, rows, 1, first, m_old, m_new);
     /* acc_i[group][hd] (+)= P_i[group][1] v_i[1][hd] */
     exec_gemm_many(m, &(struct exec_gemm_args){
                           .c = a->acc + row0 * hd * 4, .a = a->probs_blk,

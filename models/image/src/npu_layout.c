@@ -140,8 +140,19 @@ bool npu_kv_is_split(const struct npu_plan *p)
 
 uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req)
 {
-    /* 37 is odd: consecutive request ids get distinct shifts on a power-of-two group */
-    return npu_kv_is_split(p) ? (uint32_t)((uint64_t)req * 37u % p->tp) : 0;
+    if (!npu_kv_is_split(p))
+        return 0;
+    /* Request ids bit-reversed over the power of two P >= tp, scaled to tp: any 2^j
+       consecutive ids start 2^j evenly spaced stripes (0, P/2, P/4, 3P/4, ...), so a batch
+       of equal contexts puts the same number of blocks on every rank. (37 q mod tp did
+       not: 8 requests of 32 blocks on 64 ranks gave ranks 3 to 5 blocks, and the ranks
+       with 3 waited at the combine for those with 5.) */
+    uint32_t bits = 0, rev = 0;
+    while ((1u << bits) < p->tp)
+        bits++;
+    for (uint32_t b = 0, q = req & ((1u << bits) - 1); b < bits; b++)
+        rev |= ((q >> b) & 1u) << (bits - 1 - b);
+    return (uint32_t)((uint64_t)rev * p->tp >> bits);
 }
 
 uint32_t npu_kv_ranks(const struct npu_plan *p)
