@@ -1158,7 +1158,7 @@ static void test_kv_rank_shift(void **state)
     const uint32_t want[8] = { 0, 32, 16, 48, 8, 40, 24, 56 };
     for (uint32_t q = 0; q < 8; q++)
         assert_int_equal(npu_kv_rank_shift(&p, q), want[q]);
-    assert_int_equal(npu_kv_rank_shift(&p, 64 + 3), 48); /* ids wrap at tp */
+    assert_int_equal(npu_kv_rank_shift(&p, 64 + 3), 48); /* the order repeats every tp ids */
     /* 8 requests of 32 blocks: every rank holds 4 of them */
     uint32_t held[64] = { 0 };
     for (uint32_t q = 0; q < 8; q++)
@@ -1166,10 +1166,15 @@ static void test_kv_rank_shift(void **state)
             held[(b + npu_kv_rank_shift(&p, q)) % 64]++;
     for (uint32_t r = 0; r < 64; r++)
         assert_int_equal(held[r], 4);
-    p.tp = 12; /* not a power of two: scaled from 16, always a rank of the group */
+    /* not a power of two: the bit-reversed order of [0, 16) without 12..15, so any 12
+       consecutive ids start on 12 distinct ranks */
+    p.tp = 12;
+    const uint32_t want12[12] = { 0, 8, 4, 2, 10, 6, 1, 9, 5, 3, 11, 7 };
     for (uint32_t q = 0; q < 40; q++)
-        assert_true(npu_kv_rank_shift(&p, q) < 12);
-    assert_int_equal(npu_kv_rank_shift(&p, 1), 6);
+        assert_int_equal(npu_kv_rank_shift(&p, q), want12[q % 12]);
+    p.tp = 3; /* 0, 2, 1 */
+    assert_int_equal(npu_kv_rank_shift(&p, 1), 2);
+    assert_int_equal(npu_kv_rank_shift(&p, 2), 1);
     p.kv_split = 0;
     assert_int_equal(npu_kv_rank_shift(&p, 5), 0);
 }

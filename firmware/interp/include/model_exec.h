@@ -256,6 +256,9 @@ struct exec_model {
     const struct npu_plan *plan;
     const uint8_t *image;                  /* at the base of HBM */
     uint32_t rank, tp;
+    /* split attention: npu_kv_rank_shift of request ids 0..tp-1 (it repeats every tp ids;
+       computed once, at O(P) a call) */
+    uint16_t kv_shift[NPU_MESH_DIM_MAX * NPU_MESH_DIM_MAX];
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     struct exec_pipe pipe;
     struct exec_bufs buf;

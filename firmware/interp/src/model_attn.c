@@ -65,7 +65,7 @@ struct attn_kv {
    block b is on rank (b + shift) mod tp). */
 static uint32_t attn_kv_slot(const struct exec_model *m, uint32_t req)
 {
-    return (m->rank + m->tp - npu_kv_rank_shift(m->plan, req)) % m->tp;
+    return (m->rank + m->tp - m->kv_shift[req % m->tp]) % m->tp;
 }
 
 /* Position of this rank's local row lr of request req (npu_layout.h). */

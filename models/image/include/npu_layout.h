@@ -162,6 +162,9 @@ uint64_t npu_moe_x_rows_bytes(const struct model_config *c, const struct npu_pla
    stripe) do not all sit on rank 0. A stripe still gives every rank one block, so a rank's
    local rows are the same as without the shift. */
 uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req);
+/* The same for request ids 0..tp-1 into table[tp] (it repeats every tp ids), in one pass:
+   the firmware's copy (npu_kv_rank_shift costs O(P) a call). */
+void npu_kv_rank_shifts(const struct npu_plan *p, uint16_t *table);
 uint32_t npu_kv_stripe(const struct npu_plan *p);
 /* Cores a stripe's positions are dealt over (the KV manager's rt_kvc_config.ranks). */
 uint32_t npu_kv_ranks(const struct npu_plan *p);

@@ -138,21 +138,45 @@ bool npu_kv_is_split(const struct npu_plan *p)
     return p->kv_split && p->tp > 1;
 }
 
+/* The bit-reversed order of [0, P), P the power of two >= tp, without the values past tp:
+   table[i] for i < tp (O(P) time). */
+static void kv_shift_order(uint32_t tp, uint16_t *table)
+{
+    uint32_t bits = 0, n = 0;
+    while ((1u << bits) < tp)
+        bits++;
+    for (uint32_t k = 0; k < (1u << bits); k++) {
+        uint32_t rev = 0;
+        for (uint32_t b = 0; b < bits; b++)
+            rev |= ((k >> b) & 1u) << (bits - 1 - b);
+        if (rev < tp)
+            table[n++] = (uint16_t)rev;
+    }
+}
+
+void npu_kv_rank_shifts(const struct npu_plan *p, uint16_t *table)
+{
+    if (npu_kv_is_split(p)) {
+        kv_shift_order(p->tp, table);
+        return;
+    }
+    for (uint32_t i = 0; i < p->tp; i++)
+        table[i] = 0;
+}
+
 uint32_t npu_kv_rank_shift(const struct npu_plan *p, uint32_t req)
 {
+    /* The (req mod tp)-th rank of the bit-reversed order of [0, P) (0, P/2, P/4, 3P/4, ...;
+       ranks past tp skipped): any tp consecutive ids start on distinct ranks, and on a
+       power-of-two group 2^j consecutive ids from a multiple of 2^j start evenly spaced, so
+       a batch of equal contexts from id 0 puts the same number of blocks on every rank.
+       (37 q mod tp did not: 8 requests of 32 blocks on 64 ranks gave ranks 3 to 5 blocks,
+       and the ranks with 3 waited at the combine for those with 5.) */
     if (!npu_kv_is_split(p))
         return 0;
-    /* Request ids bit-reversed over the power of two P >= tp, scaled to tp: any 2^j
-       consecutive ids start 2^j evenly spaced stripes (0, P/2, P/4, 3P/4, ...), so a batch
-       of equal contexts puts the same number of blocks on every rank. (37 q mod tp did
-       not: 8 requests of 32 blocks on 64 ranks gave ranks 3 to 5 blocks, and the ranks
-       with 3 waited at the combine for those with 5.) */
-    uint32_t bits = 0, rev = 0;
-    while ((1u << bits) < p->tp)
-        bits++;
-    for (uint32_t b = 0, q = req & ((1u << bits) - 1); b < bits; b++)
-        rev |= ((q >> b) & 1u) << (bits - 1 - b);
-    return (uint32_t)((uint64_t)rev * p->tp >> bits);
+    uint16_t table[NPU_MESH_DIM_MAX * NPU_MESH_DIM_MAX];
+    kv_shift_order(p->tp, table);
+    return table[req % p->tp];
 }
 
 uint32_t npu_kv_ranks(const struct npu_plan *p)
