@@ -324,7 +324,7 @@ static void stage_shares(struct exec_model *m, uint32_t l, bool side)
    FFN on. A dense layer's attention reads the KV cache from HBM, and a prefetch beside it
    halves the channel that attention waits on, while its FFN, whose weights are staged,
    leaves HBM idle: a decode step of Qwen3-8B on large-64 took 118 us a layer prefetching
-   from the start (its attention's KV loads at half the channel) (docs/images.md, "Staging").
+   from the start (its attention's KV loads at half the channel; docs/images.md, "Weights").
    A MoE layer's expert loads take HBM after attention, so its prefetch starts with it. */
 static bool stage_after_attention(const struct exec_model *m)
 {

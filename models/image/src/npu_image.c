@@ -81,8 +81,8 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                         "%u)", npu_gemm_name((enum npu_gemm)g), p->partition[g], p->placement);
     if (p->mode > NPU_IMAGE_PERFORMANCE || p->dtype > NPU_IMAGE_BF16 || p->max_batch == 0 ||
         p->max_tokens < p->max_batch || p->tile_rows == 0 || p->max_seq == 0 ||
-        p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED || p->kv_sram_blocks > NPU_KV_BLOCKS_MAX ||
-        p->kv_ring_rows == 0)
+        p->kv_block == 0 || p->routing > NPU_ROUTING_SKEWED ||
+        p->kv_sram_blocks > NPU_KV_BLOCKS_MAX || p->kv_ring_rows == 0)
         return fail(err, errlen, NPU_ERR_FORMAT,
                     "plan: mode %u, dtype %u, max_batch %u, max_tokens %u, tile_rows %u, "
                     "max_seq %u, kv_block %u, routing %u, kv_sram_blocks %u, kv_ring_rows %"
