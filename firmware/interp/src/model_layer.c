@@ -33,12 +33,7 @@ void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, ui
 
 bool exec_ffn_paired(const struct exec_model *m, bool expert)
 {
-    const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
-    const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
-    if (expert && m->plan->partition[up] == NPU_PART_EP) /* whole experts, local rows */
-        return true;
-    return m->tp > 1 && m->plan->partition[up] == NPU_PART_MN &&
-           m->plan->partition[down] == NPU_PART_K;
+    return npu_ffn_paired(m->plan, expert); /* the layout's rule (npu_layout.c) */
 }
 
 /* The paired FFN's gate and up shares as one GEMM where they lie one after the other in

@@ -35,9 +35,12 @@ struct npu_act_layout {
                                       attention keeps the sums there: one all-reduce) */
     uint64_t gmax;                 /* split attention: [heads x T] fp32, the row maxima
                                       over the ranks (all-reduce with MAX); else empty */
-    uint64_t hb, hb2;              /* [max(T x ff, G x mff)] eb, G = moe_rows under EP
-                                      (else T): the FFN's or one expert's hidden rows */
-    uint64_t probs;                /* [R][E] fp32: router, R = max(T, S) */
+    uint64_t hb, hb2;              /* eb: the dense FFN's hidden rows, [T][2 fs] and
+                                      [T][fs] when paired (fs = ff / tp: the rank's share,
+                                      gate and up fused), else [T][ff] each; with experts,
+                                      at least [max(T, G)][mff], G = moe_rows under EP */
+    uint64_t probs;                /* [R][E] fp32: router, R = max(T, S) (the buffers from
+                                      here to combine are empty in a dense model) */
     uint64_t topk_val, topk_idx;   /* [R][k] fp32, uint32 */
     uint64_t rweight;              /* [R][k] fp32: 1 / (weight of a row's choice) */
     uint64_t gather, eout;         /* [T][d] eb: rows routed to one expert, its output
@@ -75,6 +78,13 @@ struct npu_act_layout {
 /* Whether the LM head is vocab-parallel: MN over tp > 1 ranks, each rank choosing from
    its vocabulary slice's logits (firmware model_head.c), so no rank holds all of them. */
 bool npu_lm_head_split(const struct npu_plan *p);
+
+/* Whether an FFN (expert: the experts') is paired: gate and up give each rank its share of
+   the hidden's columns and the down GEMM's partial sums complete it (MN then K over tp > 1
+   ranks, or whole experts under EP), so no rank holds the whole hidden. */
+bool npu_ffn_paired(const struct npu_plan *p, bool expert);
+/* Columns of the dense FFN's hidden buffers (buf 0: hb, 1: hb2; 0 with no dense FFN). */
+uint32_t npu_ffn_hidden_width(const struct model_config *c, const struct npu_plan *p, int buf);
 
 /* Bytes of an activation / weight element of the plan. */
 uint32_t npu_dtype_bytes(uint32_t dtype);

@@ -17,14 +17,39 @@ static uint64_t take(uint64_t *at, uint64_t bytes)
     return here;
 }
 
+bool npu_ffn_paired(const struct npu_plan *p, bool expert)
+{
+    const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
+    const enum npu_gemm down = expert ? NPU_GEMM_EXP_DOWN : NPU_GEMM_FFN_DOWN;
+    if (expert && p->partition[up] == NPU_PART_EP) /* whole experts, local rows */
+        return true;
+    return p->tp > 1 && p->partition[up] == NPU_PART_MN && p->partition[down] == NPU_PART_K;
+}
+
+uint32_t npu_ffn_hidden_width(const struct model_config *c, const struct npu_plan *p, int buf)
+{
+    const uint32_t ff = c->intermediate_size;
+    if (!ff || !npu_ffn_paired(p, false))
+        return ff; /* no dense FFN, or the whole hidden (the unpaired GEMMs complete it) */
+    return buf == 0 ? 2 * (ff / p->tp) : ff / p->tp; /* the fused gate and up: [n][2 fs] */
+}
+
+/* Columns of an FFN GEMM's chunks in ytmp: only GEMMs completed from chunks (2D) need them,
+   and a paired FFN completes nothing before its down GEMM's all-reduce. */
+static uint64_t ffn_chunk_width(const struct model_config *c, const struct npu_plan *p)
+{
+    uint64_t w = npu_ffn_paired(p, false) ? 0 : c->intermediate_size;
+    if (c->num_experts && !npu_ffn_paired(p, true) && c->moe_intermediate_size > w)
+        w = c->moe_intermediate_size;
+    return w;
+}
+
 void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
                     struct npu_act_layout *o)
 {
     const uint64_t t = p->tile_rows, b = p->max_batch, eb = npu_dtype_bytes(p->dtype);
     const uint64_t d = c->hidden_size, qd = (uint64_t)c->num_heads * c->head_dim;
     const uint64_t kvd = (uint64_t)c->num_kv_heads * c->head_dim, blk = p->attn_block;
-    const uint64_t ff = c->intermediate_size > c->moe_intermediate_size
-                            ? c->intermediate_size : c->moe_intermediate_size;
     const uint64_t e = c->num_experts ? c->num_experts : 1;
     const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
     uint64_t at = 0;
@@ -56,7 +81,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
        overlays attention's scratch (HAZARD: never hold ytmp across attention, nor
        attention's state across a weight GEMM), grown where the scratch is smaller. */
     uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
-    wide = ff > wide ? ff : wide;
+    const uint64_t ffw = ffn_chunk_width(c, p);
+    wide = ffw > wide ? ffw : wide;
     const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
     const uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
     o->ytmp = scratch;
@@ -73,13 +99,19 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     const uint64_t g = p_ep && p->moe_rows > t ? p->moe_rows : t;
     const uint64_t slice = p_ep ? (g + p_ep - 1) / p_ep : 0;
     const uint64_t rr = slice > t ? slice : t; /* rows the router and top-k see */
-    const uint64_t mff = c->moe_intermediate_size, hbe = t * ff > g * mff ? t * ff : g * mff;
-    o->hb = take(&at, hbe * eb), o->hb2 = take(&at, hbe * eb);
-    o->probs = take(&at, rr * e * 4);
-    o->topk_val = take(&at, rr * k * 4), o->topk_idx = take(&at, rr * k * 4);
-    o->rweight = take(&at, rr * kx * 4);
-    o->gather = take(&at, p_ep ? 0 : t * d * eb), o->eout = take(&at, p_ep ? 0 : t * d * eb);
-    o->combine = take(&at, (p_ep ? slice : t) * k * d * eb); /* EP: the rank's slice only */
+    /* The FFN's hidden: a dense FFN's (npu_ffn_hidden_width), an expert's over a tile or an
+       EP group's rows. */
+    const uint64_t moe = c->num_experts ? 1 : 0, mff = c->moe_intermediate_size;
+    uint64_t hbw[2] = { t * npu_ffn_hidden_width(c, p, 0), t * npu_ffn_hidden_width(c, p, 1) };
+    for (int i = 0; i < 2; i++)
+        hbw[i] = moe && (t > g ? t : g) * mff > hbw[i] ? (t > g ? t : g) * mff : hbw[i];
+    o->hb = take(&at, hbw[0] * eb), o->hb2 = take(&at, hbw[1] * eb);
+    o->probs = take(&at, moe * rr * e * 4); /* a dense model has no router */
+    o->topk_val = take(&at, moe * rr * k * 4), o->topk_idx = take(&at, moe * rr * k * 4);
+    o->rweight = take(&at, moe * rr * kx * 4);
+    o->gather = take(&at, p_ep || !moe ? 0 : t * d * eb);
+    o->eout = take(&at, p_ep || !moe ? 0 : t * d * eb);
+    o->combine = take(&at, moe * (p_ep ? slice : t) * k * d * eb); /* EP: the slice only */
     o->ep_send = take(&at, slice * kx * d * eb);
     o->ep_recv = take(&at, g * (kx < per_rank ? kx : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
