@@ -380,7 +380,11 @@ void exec_reuse_tile_new_layer(struct exec_model *m);
 /* Internal API shared by the op files. */
 struct npu_desc;
 int exec_flush(struct exec_model *m);
+/* The category the hart's time goes to from now (no flush: the engines may still run what
+   an earlier category queued). */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);
+/* Runs what is queued and charges it to the current category and layer. */
+void exec_charge(struct exec_model *m);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);
@@ -516,7 +520,14 @@ struct exec_tile {
     uint64_t xt;             /* [n][d]: the tile's residual rows */
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
                                 group, model_iter.c): no copies from and to HBM */
+    uint64_t pre_dst, pre_src, pre_bytes; /* EXEC_OP_PREFETCH: the next tile's rows */
 };
+/* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's
+   attention op carrying its FFN over the same tile, whose rows come in ahead (in xt) and
+   go back after it (model_iter.c, layer_op_dense_fused); and loading the next tile's rows
+   (tile->pre_*) at its start, so that a recorded tile holds that load too. */
+#define EXEC_OP_WITH_FFN 0x100u
+#define EXEC_OP_PREFETCH 0x200u
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);

@@ -90,13 +90,12 @@ static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struc
     return &chain[nchain++];
 }
 
-/* Charges the chip time, FLOPs and HBM bytes since the last switch to the category that
-   was running, then switches. The chain is flushed first, so the time is its own. */
+/* Charges the hart's time, FLOPs and HBM bytes since the last switch to the category that
+   was running, then switches. The chain is not flushed: descriptors queued in one
+   category may still run (the engines overlapping) while the hart is in the next, so a
+   category is the hart's time in it, and the layer's sum is exact (exec_charge). */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat)
 {
-    int rc = exec_flush(m);
-    assert(rc == NPU_OK && "the engines refused a model chain");
-    (void)rc;
     uint64_t now = hal_time_ps(), flops = engine_perf_read(NPU_PERF_FLOPS);
     uint64_t hbm = engine_perf_read(NPU_PERF_HBM_BYTES);
     uint64_t noc = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);
@@ -147,9 +146,17 @@ void exec_rebase_cat(struct exec_model *m)
     m->acct.cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
 }
 
+void exec_charge(struct exec_model *m)
+{
+    int rc = exec_flush(m);
+    assert(rc == NPU_OK && "the engines refused a model chain");
+    (void)rc;
+    exec_set_cat(m, m->acct.cat);
+}
+
 void exec_set_layer(struct exec_model *m, uint32_t layer)
 {
-    exec_set_cat(m, m->acct.cat); /* what is queued belongs to the layer that queued it */
+    exec_charge(m); /* what is queued belongs to the layer that queued it */
     m->acct.layer = layer;
 }
 

@@ -191,16 +191,24 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     const bool copies = !m->buf.x_in_sram && !tile->in_xt;
     if (copies && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
+    if (op->flags & EXEC_OP_PREFETCH)
+        exec_copy(m, tile->pre_dst, tile->pre_src, 1, tile->pre_bytes, tile->pre_bytes,
+                  tile->pre_bytes);
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
     case NPU_OP_ATTENTION:
         rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
+        if (rc == NPU_OK && (op->flags & EXEC_OP_WITH_FFN)) {
+            if (tile->t0 == 0)
+                exec_stage_next(m, op->layer); /* at the FFN, as layer_op does */
+            rc = exec_ffn(m, op->layer, tile);
+        }
         break;
     case NPU_OP_FFN: rc = exec_ffn(m, op->layer, tile); break;
     default: rc = exec_moe(m, op->layer, tile); break;
     }
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (rc == NPU_OK && copies)
+    if (rc == NPU_OK && (copies || (op->flags & EXEC_OP_WITH_FFN)))
         exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
     return rc;
 }
@@ -220,20 +228,28 @@ static bool layer_fused(const struct exec_model *m)
     return m->cfg->arch == MODEL_MOE && npu_moe_groups_in_xt(m->plan);
 }
 
-/* Residual rows [row0, row0 + n) from x_all into xt (in) or back, outside any tile. */
-static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+/* Residual rows [row0, row0 + n) from x_all into SRAM at buf (in) or back, outside any
+   tile. */
+static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n, bool in)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
     const uint64_t x = m->buf.x_all + (uint64_t)row0 * row;
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
     if (rc != NPU_OK)
         return rc;
+    const enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_OTHER);
     if (in)
-        exec_copy(m, m->buf.a.xt, x, 1, bytes, bytes, bytes);
+        exec_copy(m, buf, x, 1, bytes, bytes, bytes);
     else
-        exec_copy(m, x, m->buf.a.xt, 1, bytes, bytes, bytes);
+        exec_copy(m, x, buf, 1, bytes, bytes, bytes);
+    exec_set_cat(m, was);
     return NPU_OK;
+}
+
+static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+{
+    return rows_copy(m, m->buf.a.xt, row0, n, in);
 }
 
 /* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
@@ -322,39 +338,38 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
 
 /* Whether a dense layer runs its attention and FFN tile by tile: with the residual rows in
    HBM, a tile's rows then come in and go back once a layer instead of once an op (Qwen3-8B
-   prefill-2048 on large-64: rank 0's copies took 20.6 of its 92.2 ms). Tile i's FFN runs
-   before tile i + 1's attention, which reads only the keys and values the attention of
-   tiles <= i wrote into the cache, so no result changes. */
+   prefill-2048 on large-64: rank 0's copies took 20.6 of its 92.2 ms), through two tiles
+   in SRAM, the next tile's rows loading while this one computes. Tile i's FFN runs before
+   tile i + 1's attention, which reads only the keys and values the attention of tiles <= i
+   wrote into the cache, so no result changes. */
 static bool layer_dense_fused(const struct exec_model *m)
 {
-    return m->cfg->arch != MODEL_MOE && !m->buf.x_in_sram;
+    return npu_layout_xt2(m->cfg, m->plan);
 }
 
-/* The dense layer of op (its attention; the program's next op is its FFN) tile by tile. */
+/* The dense layer of op (its attention; the program's next op is its FFN) tile by tile:
+   each tile one op (EXEC_OP_WITH_FFN) that loads the next tile's rows into the other
+   buffer first (EXEC_OP_PREFETCH) and writes its own back last. */
 static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *op,
                                 const struct exec_run *runs, uint32_t nruns, uint32_t row0,
                                 uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
     const uint32_t T = m->plan->tile_rows;
-    const struct npu_prog_op ffn = { .kind = NPU_OP_FFN, .layer = op->layer };
     static struct exec_tile tile;
-    int rc = NPU_OK;
     exec_set_layer(m, op->layer);
-    for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += T) {
-        const uint32_t n = rows - t0 < T ? rows - t0 : T;
+    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t n = rows - t0 < T ? rows - t0 : T, next = t0 + n;
+        const uint32_t nn = rows - next < T ? rows - next : T; /* 0 after the last */
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
-        rc = group_copy(m, row0 + t0, n, true);
+        struct npu_prog_op fused = *op;
+        fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : 0);
         make_tile(runs, nruns, t0, n, &tile);
-        tile.xt = m->buf.a.xt, tile.in_xt = true;
-        if (rc == NPU_OK)
-            rc = run_tile(m, op, &tile, x);
-        if (rc == NPU_OK && t0 == 0)
-            exec_stage_next(m, op->layer); /* at the FFN, as layer_op does */
-        if (rc == NPU_OK)
-            rc = run_tile(m, &ffn, &tile, x);
-        if (rc == NPU_OK)
-            rc = group_copy(m, row0 + t0, n, false);
+        tile.xt = xt[i], tile.in_xt = true;
+        tile.pre_dst = xt[i ^ 1], tile.pre_src = x + (uint64_t)n * row, tile.pre_bytes = nn * row;
+        rc = run_tile(m, &fused, &tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }

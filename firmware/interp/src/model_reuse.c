@@ -214,7 +214,7 @@ static int refused(int rc, const char *what, uint32_t slot)
 
 int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r)
 {
-    exec_set_cat(m, m->acct.cat);
+    exec_charge(m);
     int rc = exec_drain(m); /* the engines are idle from here, the second DMA queue too */
     if (rc != NPU_OK)
         return rc;
@@ -236,7 +236,7 @@ int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording
 int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
                     struct exec_stats *delta)
 {
-    exec_set_cat(m, m->acct.cat); /* runs what is queued, charges it to this layer */
+    exec_charge(m); /* runs what is queued, charges it to this layer */
     int rc = exec_drain(m); /* loads ahead (the next layer's shares) count in the recording */
     if (rc == NPU_OK)
         rc = engine_replay(NPU_REPLAY_OP_END, r->slot, 0);
@@ -251,7 +251,7 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
 
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps)
 {
-    exec_set_cat(m, m->acct.cat);
+    exec_charge(m);
     int rc = exec_drain(m); /* REPEAT wants this core's engines idle */
     if (rc == NPU_OK)
         rc = engine_replay(NPU_REPLAY_OP_REPEAT, slot, count);
