@@ -169,8 +169,8 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
     }
 }
 
-/* q/k norms and RoPE of the tile's rows; its keys and values into the cache. */
-static void attn_rotate_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+/* q/k norms and RoPE of the tile's rows. */
+static void attn_rotate(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
@@ -190,6 +190,11 @@ static void attn_rotate_store(struct exec_model *m, uint32_t l, const struct exe
             .op = NPU_VECTOR_OP_ROPE, .x = bufs[i], .y = a->positions, .out = bufs[i],
             .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
             .scalar = (float)c->rope_theta }));
+}
+
+/* The tile's keys and values into the cache. */
+static void attn_store(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
     for (uint32_t s = 0; s < tile->nsegs; s++)
         attn_store_kv(m, l, &tile->segs[s]);
 }
@@ -678,7 +683,14 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
         rc = exec_flush(m); /* the positions buffer is rewritten next */
     if (rc != NPU_OK)
         return rc;
-    attn_rotate_store(m, l, tile);
+    /* Split attention reads the tile's own positions from the window, never from the
+       cache, so its stores wait until the O projection's input is copied: on the DMA
+       queue (in order) they held up the copies attention waits for (the owner of a
+       prefill tile's block stored 512 KiB first, and the ranks' combine waited for it). */
+    const bool split = npu_kv_is_split(m->plan);
+    attn_rotate(m, l, tile);
+    if (!split)
+        attn_store(m, l, tile);
     for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
     const uint32_t window = sliding ? c->sliding_window : 0;
@@ -702,6 +714,8 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     }
     for (uint32_t h = 0; h < nkv; h++)
         exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
+    if (split) /* beside the O GEMM */
+        attn_store(m, l, tile);
     rc = exec_wgemm(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
     if (rc == NPU_OK)
         exec_add_rows(m, tile->xt, a->xb2, n, d);
