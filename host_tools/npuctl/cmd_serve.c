@@ -116,10 +116,8 @@ static int trace_room(const struct serve_opts *o, const struct npu_image_header 
 {
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
     struct chip_config chip;
-    if (npuctl_resolve_chip_path(o->image.chip ? o->image.chip : h->chip_name,
-                                 npuctl_get_dir(NPUCTL_DIR_SOURCE), path, sizeof(path), err,
-                                 sizeof(err)) ||
-        chip_config_load(&chip, path, err, sizeof(err)))
+    if (npuctl_load_chip(o->image.chip ? o->image.chip : h->chip_name, &chip, path,
+                         sizeof(path), err, sizeof(err)))
         return npuctl_usage_error("%s", err);
     *room = chip.dram_bytes - RT_TRACE_DRAM_OFFSET; /* dram_bytes >= NPU_DRAM_MIN_BYTES */
     return 0;
