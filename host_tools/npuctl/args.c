@@ -29,6 +29,7 @@ enum opt_id {
 #define BENCH_REPEAT_MAX 100u
 #define MODE_HELP "engine mode of the machine: performance keeps the timing and never " \
                   "touches the data"
+#define THREADS_HELP "TCG threading; auto: single on a host of at most 2 CPUs, else multi"
 
 static int apply_run_opt(void *ctx, const struct npuctl_opt *opt, const char *value,
                          char *err, size_t errlen);
@@ -45,10 +46,12 @@ static const struct npuctl_opt run_opts[] = {
     { "--mesh", NULL, "RxC", NULL,
       "override the config's mesh, e.g. 4x4 (1..32 each; default: the config's)", OPT_MESH,
       C_LAUNCH },
-    { "--threads", NULL, "single|multi|auto", "multi",
-      "TCG threading; auto: single on a host of at most 2 CPUs, else multi", OPT_THREADS,
-      C_LAUNCH },
-    { "--mode", NULL, "functional|performance", "functional", MODE_HELP, OPT_MODE,
+    { "--threads", NULL, "single|multi|auto", "multi", THREADS_HELP, OPT_THREADS,
+      C_LAUNCH & ~C_BENCH },
+    { "--threads", NULL, "single|multi|auto", NULL,
+      THREADS_HELP " (default: multi; host measures both)", OPT_THREADS, C_BENCH },
+    { "--mode", NULL, "functional|performance", NULL,
+      MODE_HELP " (default: the machine's, functional)", OPT_MODE,
       C_RUN | C_SELFTEST | C_DEBUG },
     { "--mode", NULL, "functional|performance", NULL,
       MODE_HELP " (default: performance; host measures both)", OPT_MODE, C_BENCH },
@@ -77,8 +80,8 @@ static const struct npuctl_opt bench_opts[] = {
       C_BENCH },
     { "--raw", NULL, NULL, NULL, "also print the chip console of every run", OPT_RAW,
       C_BENCH },
-    { "--repeat", NULL, "N", "3", "host only: runs per point, the median is kept",
-      OPT_REPEAT, C_BENCH },
+    { "--repeat", NULL, "N", NULL,
+      "host only: runs per point, the median is kept (default: 3)", OPT_REPEAT, C_BENCH },
 };
 
 #define GROUP(title, table) { title, table, sizeof(table) / sizeof(table[0]), apply_run_opt }

@@ -37,7 +37,7 @@ static const struct npuctl_opt out_opts[] = {
       NPUCTL_CMD_BIT(NPUCTL_CMD_BUILD_IMAGE) },
 };
 static const struct npuctl_opt_group out_group = {
-    "output", out_opts, sizeof(out_opts) / sizeof(out_opts[0]), apply_out,
+    "build-image options", out_opts, sizeof(out_opts) / sizeof(out_opts[0]), apply_out,
 };
 
 /* Defaults and the options of spec's command into *o (no check of what is required). */

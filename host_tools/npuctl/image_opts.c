@@ -231,9 +231,10 @@ static const struct npuctl_opt image_opts[] = {
       "2 x 2 or more, experts ep with at least as many experts as ranks; else k below the "
       "hidden size per iteration, mn from it; 2d: the R x C grid of --placement mesh2d, "
       "docs/images.md)", IMG_PARTITION, C_ALL },
-    { "--max-batch", NULL, "B", "8", "requests per iteration", IMG_MAX_BATCH, C_SHAPE },
-    { "--max-tokens", NULL, "T", "512", "rows (tokens) per iteration", IMG_MAX_TOKENS,
+    { "--max-batch", NULL, "B", NULL, "requests per iteration (default: 8)", IMG_MAX_BATCH,
       C_SHAPE },
+    { "--max-tokens", NULL, "T", NULL, "rows (tokens) per iteration (default: 512)",
+      IMG_MAX_TOKENS, C_SHAPE },
     { "--max-seq", NULL, "S", NULL,
       "positions of a request's context (default: min(4096, the model's max_position))",
       IMG_MAX_SEQ, C_SHAPE },

@@ -279,6 +279,10 @@ int npuctl_cmd_serve(int argc, char **argv);
 int npuctl_cmd_trace(int argc, char **argv);
 int npuctl_cmd_compare(int argc, char **argv);
 int npuctl_cmd_plot(int argc, char **argv);
+/* plot's DIR... [-o OUT] in any order (report_opts.c): 0 to go on, else the exit status (0
+   after the help) with *done set; *out defaults to the first DIR. */
+int npuctl_plot_args(int argc, char **argv, char **dirs, int *ndirs, const char **out,
+                     bool *done);
 
 /* ---- dispatch.c */
 

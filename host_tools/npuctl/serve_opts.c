@@ -226,7 +226,8 @@ static void set_defaults(struct serve_opts *o)
 {
     static char trace[NPUCTL_PATH_MAX];
     snprintf(trace, sizeof(trace), "%s/" DEFAULT_TRACE, npuctl_get_dir(NPUCTL_DIR_SOURCE));
-    *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .timeout_s = 600, .seed = 1,
+    *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .threads = "auto",
+                              .timeout_s = 600, .seed = 1,
                               .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
     npuctl_image_opts_init(&o->image);
     o->image.model = "tiny-moe";
