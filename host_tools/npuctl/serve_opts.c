@@ -97,9 +97,11 @@ static int apply_sched_opt(void *ctx, const struct npuctl_opt *opt, const char *
     case SV_BUDGET: return parse_count(name, v, &s->budget);
     case SV_PREFILL_UNITS: return parse_count(name, v, &s->prefill_units);
     case SV_PREFILL_INSTANCES: return parse_count(name, v, &o->prefill_instances);
-    case SV_DECODE_CORES:
+    case SV_DECODE_CORES: {
+        int rc = serve_hetero_parse(v, &o->decode_cores); /* resets decode_cores */
         o->decode_cores.spec = v;
-        return serve_hetero_parse(v, &o->decode_cores);
+        return rc;
+    }
     default: return NPUCTL_EXIT_USAGE;
     }
 }

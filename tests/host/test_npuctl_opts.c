@@ -409,6 +409,40 @@ static void test_defaults_are_the_parsers(void **state)
     check_defaults(&npuctl_spec_trace_gen, parse_gen, 6, gen);
 }
 
+/* serve's parser, rewritten onto the tables: what each kind of value sets. */
+static void test_serve_values(void **state)
+{
+    (void)state;
+    static struct serve_opts o;
+    char *argv[] = { "--sched", "pd-disagg", "--instances=2", "--decode-cores", "sa=4x4",
+                     "--groups", "3", "--slo-tbt-ms", "0", "--inject-fault", "trap:1:40",
+                     "--mode", "performance", "--layer-reuse", "tiles", "--engine-trace",
+                     "--threads", "single", "--kv-sram-blocks", "6", "--routing",
+                     "skewed:1.5" };
+    assert_int_equal(serve_opts_parse((int)(sizeof(argv) / sizeof(argv[0])), argv, &o), 0);
+    assert_int_equal(o.sched.kind, RT_SCHED_PD_DISAGG);
+    assert_int_equal(o.image.req.instances, 2);
+    assert_true(o.decode_cores.set);
+    assert_string_equal(o.decode_cores.spec, "sa=4x4");
+    assert_int_equal(o.decode_cores.sa_rows, 4);
+    assert_int_equal(o.sched.groups, 3);
+    assert_true(o.slo.tbt_ms == 0.0 && o.slo.ttft_ms == 10000.0);
+    assert_string_equal(o.fault, "fault=trap fault_core=1 fault_round=40");
+    assert_int_equal(o.image.req.mode, 1);
+    assert_int_equal(o.layer_reuse, SERVE_REUSE_TILES);
+    assert_true(o.engine_trace);
+    assert_string_equal(o.threads, "single");
+    assert_int_equal(o.image.req.kv_sram_blocks, 6);
+    assert_int_equal(o.image.req.routing_skew_milli, 1500);
+    char *pdf[] = { "--sched", "pd-fusion" }, *bad[] = { "--threads", "dual" };
+    assert_int_equal(serve_opts_parse(2, pdf, &o), 0);
+    assert_int_equal(o.sched.budget, 256); /* pd-fusion's defaults, set after the parse */
+    assert_int_equal(o.sched.prefill_units, 64);
+    int saved = quiet_stderr();
+    assert_int_equal(serve_opts_parse(2, bad, &o), NPUCTL_EXIT_USAGE);
+    restore_stderr(saved);
+}
+
 /* ---- names: models, chips, commands */
 
 static void test_unknown_names(void **state)
@@ -486,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_every_usage),
         cmocka_unit_test(test_defaults_are_the_parsers),
+        cmocka_unit_test(test_serve_values),
         cmocka_unit_test(test_unknown_names),
         cmocka_unit_test(test_main),
     };
