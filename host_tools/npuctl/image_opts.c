@@ -103,16 +103,9 @@ static int parse_routing(const char *v, struct npu_plan_request *req)
 /* The index of v in the option's metavar "a|b|c", or a usage error. */
 static int parse_word(const struct npuctl_opt *opt, const char *v, int *out)
 {
-    const char *p = opt->metavar;
-    size_t n = strlen(v);
-    for (int i = 0; *p; i++) {
-        size_t len = strcspn(p, "|");
-        if (len == n && strncmp(p, v, n) == 0) {
-            *out = i;
-            return 0;
-        }
-        p += len + (p[len] == '|');
-    }
+    *out = npuctl_opt_word_index(opt, v);
+    if (*out >= 0)
+        return 0;
     return npuctl_usage_error("%s: unknown value '%s' (%s)", opt->name, v, opt->metavar);
 }
 

@@ -27,6 +27,19 @@ bool npuctl_opt_taken_by(const struct npuctl_opt *opt, enum npuctl_cmd_id cmd)
     return (opt->cmds & NPUCTL_CMD_BIT(cmd)) != 0;
 }
 
+int npuctl_opt_word_index(const struct npuctl_opt *opt, const char *value)
+{
+    const char *p = opt->metavar ? opt->metavar : "";
+    size_t n = strlen(value);
+    for (int i = 0; *p; i++) {
+        size_t len = strcspn(p, "|");
+        if (len == n && strncmp(p, value, n) == 0)
+            return i;
+        p += len + (p[len] == '|');
+    }
+    return -1;
+}
+
 static bool spelled(const char *name, const char *s, size_t len)
 {
     return name && strlen(name) == len && strncmp(name, s, len) == 0;

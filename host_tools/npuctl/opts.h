@@ -94,6 +94,9 @@ void npuctl_args_free(struct npuctl_args *args);
 int npuctl_opts_run(const struct npuctl_cmd_spec *spec, void *const *ctx, int argc,
                     char **argv, struct npuctl_args *args, bool *done);
 
+/* The index of value among the words of opt's metavar "a|b|c", or -1: the options whose
+   value is one of a few words keep the words in one place, the table. */
+int npuctl_opt_word_index(const struct npuctl_opt *opt, const char *value);
 /* Whether cmd takes opt. */
 bool npuctl_opt_taken_by(const struct npuctl_opt *opt, enum npuctl_cmd_id cmd);
 /* The options spec's command takes, in help order (-h/--help last); returns how many

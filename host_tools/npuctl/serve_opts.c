@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* npuctl serve's options (docs/serving.md, "npuctl serve"). */
+/* npuctl serve's options (docs/serving.md, "npuctl serve"; docs/cli.md): the tables of
+   serve's own and of its scheduler's options, with the plan options (image_opts.c) for the
+   image, parsed into a struct serve_opts, and serve's usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "serve_opts.h"
 
@@ -54,20 +56,6 @@ enum serve_opt {
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
 };
-
-/* The index of v among the words of the option's metavar "a|b|c", or -1. */
-static int word_index(const struct npuctl_opt *opt, const char *v)
-{
-    const char *p = opt->metavar;
-    size_t n = strlen(v);
-    for (int i = 0; *p; i++) {
-        size_t len = strcspn(p, "|");
-        if (len == n && strncmp(p, v, n) == 0)
-            return i;
-        p += len + (p[len] == '|');
-    }
-    return -1;
-}
 
 /* The scheduler and its parameters. */
 static int apply_sched_opt(void *ctx, const struct npuctl_opt *opt, const char *v, char *err,
@@ -141,12 +129,12 @@ static int apply_serve_opt(void *ctx, const struct npuctl_opt *opt, const char *
     case SV_OUT: o->out = v; return 0;
     case SV_ENGINE_TRACE: o->engine_trace = true; return 0;
     case SV_THREADS: /* checked now, used by the run (serve_run.c) */
-        if (word_index(opt, v) < 0)
+        if (npuctl_opt_word_index(opt, v) < 0)
             return bad(opt->name, v, "single, multi or auto");
         o->threads = v;
         return 0;
     case SV_LAYER_REUSE:
-        if ((k = word_index(opt, v)) < 0)
+        if ((k = npuctl_opt_word_index(opt, v)) < 0)
             return bad(opt->name, v, "off, on, shapes or tiles");
         o->layer_reuse = (enum serve_reuse)k;
         return 0;
