@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npuctl argument parsing for run, selftest, debug and bench: a pure function of argv (no
- * file is read, nothing is started), so the host unit tests can cover every form.
- *
- * Options are accepted as `--opt VALUE` and `--opt=VALUE`; `--` ends the options and passes
- * everything after it to QEMU. Each error message names the option and the value.
+ * npuctl argument parsing for run, selftest, debug, bench and flash: their option tables
+ * (run's options, debug's and bench's), their usages, and the parse itself, a pure function
+ * of argv (no file is read, nothing is started), so the host unit tests can cover every
+ * form. The forms are opts.h's: `--opt VALUE`, `--opt=VALUE`, and `--` ending the options
+ * and passing everything after it to QEMU. Each error message names the option and the
+ * value.
  */
 #include "npuctl.h"
 
@@ -12,44 +13,81 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "opts.h"
 
 enum opt_id {
     OPT_CHIP, OPT_MESH, OPT_THREADS, OPT_TIMEOUT, OPT_WATCHDOG, OPT_QUIET,
-    OPT_PRINT_CMD, OPT_PORT, OPT_CORE, OPT_HELP, OPT_MODE, OPT_QUICK, OPT_RAW, OPT_REPEAT,
+    OPT_PRINT_CMD, OPT_PORT, OPT_CORE, OPT_MODE, OPT_QUICK, OPT_RAW, OPT_REPEAT,
 };
 
-#define M_RUN (1u << NPUCTL_MODE_RUN)
-#define M_SELFTEST (1u << NPUCTL_MODE_SELFTEST)
-#define M_DEBUG (1u << NPUCTL_MODE_DEBUG)
-#define M_BENCH (1u << NPUCTL_MODE_BENCH)
-#define M_ALL (M_RUN | M_SELFTEST | M_DEBUG | M_BENCH)
+#define C_RUN NPUCTL_CMD_BIT(NPUCTL_CMD_RUN)
+#define C_SELFTEST NPUCTL_CMD_BIT(NPUCTL_CMD_SELFTEST)
+#define C_DEBUG NPUCTL_CMD_BIT(NPUCTL_CMD_DEBUG)
+#define C_BENCH NPUCTL_CMD_BIT(NPUCTL_CMD_BENCH)
+#define C_FLASH NPUCTL_CMD_BIT(NPUCTL_CMD_FLASH)
+#define C_LAUNCH (C_RUN | C_SELFTEST | C_DEBUG | C_BENCH | C_FLASH)
 #define BENCH_REPEAT_MAX 100u
+#define MODE_HELP "engine mode of the machine: performance keeps the timing and never " \
+                  "touches the data"
+#define THREADS_HELP "TCG threading; auto: single on a host of at most 2 CPUs, else multi"
 
-struct opt_desc {
-    const char *name;
-    enum opt_id id;
-    bool takes_value;
-    unsigned modes; /* the commands that accept it */
+static int apply_run_opt(void *ctx, const struct npuctl_opt *opt, const char *value,
+                         char *err, size_t errlen);
+
+/* run's options, which every command that starts QEMU takes (flash: with the image's chip
+   and mode for defaults; debug: without --timeout). */
+static const struct npuctl_opt run_opts[] = {
+    { "--chip", NULL, "NAME|PATH", NPUCTL_DEFAULT_CHIP,
+      "chip config: models/chips/NAME.toml (npuctl chips lists them), or a file", OPT_CHIP,
+      C_LAUNCH & ~C_FLASH },
+    { "--chip", NULL, "NAME|PATH", NULL,
+      "chip config: models/chips/NAME.toml, or a file (default: the image's chip)", OPT_CHIP,
+      C_FLASH },
+    { "--mesh", NULL, "RxC", NULL,
+      "override the config's mesh, e.g. 4x4 (1..32 each; default: the config's)", OPT_MESH,
+      C_LAUNCH },
+    { "--threads", NULL, "single|multi|auto", "multi", THREADS_HELP, OPT_THREADS,
+      C_LAUNCH & ~C_BENCH },
+    { "--threads", NULL, "single|multi|auto", NULL,
+      THREADS_HELP " (default: multi; host measures both)", OPT_THREADS, C_BENCH },
+    { "--mode", NULL, "functional|performance", NULL,
+      MODE_HELP " (default: the machine's, functional)", OPT_MODE,
+      C_RUN | C_SELFTEST | C_DEBUG },
+    { "--mode", NULL, "functional|performance", NULL,
+      MODE_HELP " (default: performance; host measures both)", OPT_MODE, C_BENCH },
+    { "--mode", NULL, "functional|performance", NULL, MODE_HELP " (default: the image's)",
+      OPT_MODE, C_FLASH },
+    { "--watchdog-ms", NULL, "N", NULL,
+      "machine watchdog: a hart running N ms without waiting fails (default: the "
+      "machine's)", OPT_WATCHDOG, C_LAUNCH },
+    { "--timeout", NULL, "SECONDS", "600",
+      "wall-clock limit (bench: of each QEMU run); then QEMU's process group is killed and "
+      "npuctl exits 124; 0: none", OPT_TIMEOUT, C_LAUNCH & ~C_DEBUG },
+    { "--quiet-guest-errors", NULL, NULL, NULL, "do not pass -d guest_errors to QEMU",
+      OPT_QUIET, C_LAUNCH },
+    { "--print-cmd", NULL, NULL, NULL, "print the QEMU command line instead of running it",
+      OPT_PRINT_CMD, C_LAUNCH },
 };
 
-static const struct opt_desc opt_table[] = {
-    { "--chip", OPT_CHIP, true, M_ALL },
-    { "--mesh", OPT_MESH, true, M_ALL },
-    { "--threads", OPT_THREADS, true, M_ALL },
-    { "--timeout", OPT_TIMEOUT, true, M_RUN | M_SELFTEST | M_BENCH },
-    { "--watchdog-ms", OPT_WATCHDOG, true, M_ALL },
-    { "--quiet-guest-errors", OPT_QUIET, false, M_ALL },
-    { "--print-cmd", OPT_PRINT_CMD, false, M_ALL },
-    { "--port", OPT_PORT, true, M_DEBUG },
-    { "--core", OPT_CORE, true, M_DEBUG },
-    { "--mode", OPT_MODE, true, M_ALL },
-    { "--quick", OPT_QUICK, false, M_BENCH },
-    { "--raw", OPT_RAW, false, M_BENCH },
-    { "--repeat", OPT_REPEAT, true, M_BENCH },
-    { "--help", OPT_HELP, false, M_ALL },
-    { "-h", OPT_HELP, false, M_ALL },
+static const struct npuctl_opt debug_opts[] = {
+    { "--port", NULL, "P", "1234", "gdb stub port", OPT_PORT, C_DEBUG },
+    { "--core", NULL, "K", "0", "load the core image's symbols at core K's SRAM", OPT_CORE,
+      C_DEBUG },
 };
-#define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
+
+static const struct npuctl_opt bench_opts[] = {
+    { "--quick", NULL, NULL, NULL, "a reduced variant (the smoke tests use it)", OPT_QUICK,
+      C_BENCH },
+    { "--raw", NULL, NULL, NULL, "also print the chip console of every run", OPT_RAW,
+      C_BENCH },
+    { "--repeat", NULL, "N", NULL,
+      "host only: runs per point, the median is kept (default: 3)", OPT_REPEAT, C_BENCH },
+};
+
+#define GROUP(title, table) { title, table, sizeof(table) / sizeof(table[0]), apply_run_opt }
+static const struct npuctl_opt_group run_group = GROUP("run options", run_opts);
+static const struct npuctl_opt_group debug_group = GROUP("debug options", debug_opts);
+static const struct npuctl_opt_group bench_group = GROUP("bench options", bench_opts);
 
 static const char *const mode_names[] = { "run", "selftest", "debug", "bench" };
 
@@ -199,9 +237,6 @@ static int apply_opt(enum opt_id id, const char *name, const char *value,
     case OPT_PRINT_CMD:
         o->print_cmd = true;
         return NPU_OK;
-    case OPT_HELP:
-        o->help = true;
-        return NPU_OK;
     case OPT_MODE:
         return parse_machine_mode(value, &o->machine_mode, err, errlen);
     default:
@@ -209,50 +244,10 @@ static int apply_opt(enum opt_id id, const char *name, const char *value,
     }
 }
 
-static const struct opt_desc *find_opt(const char *name, size_t len)
+static int apply_run_opt(void *ctx, const struct npuctl_opt *opt, const char *value,
+                         char *err, size_t errlen)
 {
-    for (size_t i = 0; i < NOPTS; i++)
-        if (strlen(opt_table[i].name) == len && strncmp(opt_table[i].name, name, len) == 0)
-            return &opt_table[i];
-    return NULL;
-}
-
-/* Handles argv[*i], an option; advances *i past a separate value. */
-static int parse_one_opt(int argc, char **argv, int *i, struct npuctl_run_opts *o, char *err,
-                         size_t errlen)
-{
-    const char *arg = argv[*i];
-    const char *eq = strchr(arg, '=');
-    size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-    const struct opt_desc *d = find_opt(arg, len);
-    if (!d) {
-        snprintf(err, errlen, "%s: unknown option '%.*s' (see npuctl help %s)",
-                 mode_names[o->mode], (int)len, arg, mode_names[o->mode]);
-        return NPU_ERR_INVAL;
-    }
-    if (!(d->modes & (1u << o->mode))) {
-        snprintf(err, errlen, "%s: option '%s' is not used by this command", mode_names[o->mode],
-                 d->name);
-        return NPU_ERR_INVAL;
-    }
-    const char *value = eq ? eq + 1 : NULL;
-    if (!d->takes_value && value) {
-        snprintf(err, errlen, "option '%s' takes no value, got '%s'", d->name, arg);
-        return NPU_ERR_INVAL;
-    }
-    if (d->takes_value && !value) {
-        if (*i + 1 >= argc) {
-            snprintf(err, errlen, "option '%s' needs a value", d->name);
-            return NPU_ERR_INVAL;
-        }
-        value = argv[++*i];
-        if (strncmp(value, "--", 2) == 0) {
-            snprintf(err, errlen, "option '%s' needs a value, got the option '%s'", d->name,
-                     value);
-            return NPU_ERR_INVAL;
-        }
-    }
-    return apply_opt(d->id, d->name, value, o, err, errlen);
+    return apply_opt((enum opt_id)opt->id, opt->name, value, ctx, err, errlen);
 }
 
 static void set_defaults(enum npuctl_mode mode, struct npuctl_run_opts *o)
@@ -315,29 +310,129 @@ static int set_images(struct npuctl_run_opts *o, int npos, char **pos, char *err
     return NPU_OK;
 }
 
+static const struct npuctl_cmd_spec *const mode_specs[] = {
+    [NPUCTL_MODE_RUN] = &npuctl_spec_run,
+    [NPUCTL_MODE_SELFTEST] = &npuctl_spec_selftest,
+    [NPUCTL_MODE_DEBUG] = &npuctl_spec_debug,
+    [NPUCTL_MODE_BENCH] = &npuctl_spec_bench,
+};
+
+/* Defaults, then the options of spec's command into *out: what every launch parses. */
+static int parse_launch(const struct npuctl_cmd_spec *spec, enum npuctl_mode mode, int argc,
+                        char **argv, struct npuctl_run_opts *out, struct npuctl_args *args,
+                        char *err, size_t errlen)
+{
+    void *const ctx[NPUCTL_GROUPS_MAX] = { out, out, out };
+    set_defaults(mode, out);
+    int rc = npuctl_opts_parse(spec, ctx, argc, argv, args, err, errlen);
+    out->help = args->help;
+    out->extra_argc = args->extra_argc;
+    out->extra_argv = args->extra_argv;
+    return rc;
+}
+
 int npuctl_parse_run_args(enum npuctl_mode mode, int argc, char **argv,
                           struct npuctl_run_opts *out, char *err, size_t errlen)
 {
-    char *pos[3];
-    int npos = 0;
-    set_defaults(mode, out);
-    err[0] = '\0';
-    for (int i = 0; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--") == 0) {
-            out->extra_argc = argc - i - 1;
-            out->extra_argv = argv + i + 1;
-            break;
-        }
-        if (arg[0] == '-' && arg[1] != '\0') {
-            int rc = parse_one_opt(argc, argv, &i, out, err, errlen);
-            if (rc)
-                return rc;
-        } else if (npos < 3) {
-            pos[npos++] = argv[i];
-        }
-    }
-    if (out->help)
-        return NPU_OK;
-    return set_images(out, npos, pos, err, errlen);
+    struct npuctl_args args;
+    int rc = parse_launch(mode_specs[mode], mode, argc, argv, out, &args, err, errlen);
+    if (rc == NPU_OK && !out->help)
+        rc = set_images(out, args.npos, args.pos, err, errlen);
+    npuctl_args_free(&args);
+    return rc;
 }
+
+int npuctl_parse_flash_args(int argc, char **argv, struct npuctl_run_opts *out,
+                            const char **image, char *err, size_t errlen)
+{
+    struct npuctl_args args;
+    int rc = parse_launch(&npuctl_spec_flash, NPUCTL_MODE_RUN, argc, argv, out, &args, err,
+                          errlen);
+    *image = rc == NPU_OK && args.npos == 1 ? args.pos[0] : NULL;
+    if (rc == NPU_OK && !out->help && !*image) {
+        snprintf(err, errlen, "flash: IMAGE is required (npuctl flash --help)");
+        rc = NPU_ERR_INVAL;
+    }
+    npuctl_args_free(&args);
+    return rc;
+}
+
+/* ---- the usages (parse_only: the options alone, without the positional checks) */
+
+#define PARSE_ONLY(fn, spec, mode)                                                           \
+    static int fn(int argc, char **argv, char *err, size_t errlen)                           \
+    {                                                                                        \
+        struct npuctl_run_opts o;                                                            \
+        struct npuctl_args args;                                                             \
+        int rc = parse_launch(&spec, mode, argc, argv, &o, &args, err, errlen);              \
+        npuctl_args_free(&args);                                                             \
+        return rc;                                                                           \
+    }
+PARSE_ONLY(parse_only_run, npuctl_spec_run, NPUCTL_MODE_RUN)
+PARSE_ONLY(parse_only_selftest, npuctl_spec_selftest, NPUCTL_MODE_SELFTEST)
+PARSE_ONLY(parse_only_debug, npuctl_spec_debug, NPUCTL_MODE_DEBUG)
+PARSE_ONLY(parse_only_bench, npuctl_spec_bench, NPUCTL_MODE_BENCH)
+PARSE_ONLY(parse_only_flash, npuctl_spec_flash, NPUCTL_MODE_RUN)
+
+#define LAUNCH_GROUPS { &run_group, &debug_group, &bench_group }
+
+const struct npuctl_cmd_spec npuctl_spec_run = {
+    "run", NPUCTL_CMD_RUN,
+    "npuctl run [NAME | CTRL.elf CORE.elf] [OPTIONS] [-- QEMU ARGS...]\n",
+    "run a firmware image pair on the emulated chip",
+    "  Run a firmware image pair on the emulated chip. NAME (default " NPUCTL_DEFAULT_IMAGE
+    ") is the\n  directory $NPU_FIRMWARE_DIR/NAME/ holding ctrl.elf and core.elf (a NAME "
+    "with '/' is that\n  directory itself). Exit status: QEMU's (128+N on signal N), 124 on "
+    "--timeout, 2 on error.\n",
+    LAUNCH_GROUPS, true, -1, parse_only_run,
+};
+
+const struct npuctl_cmd_spec npuctl_spec_selftest = {
+    "selftest", NPUCTL_CMD_SELFTEST, "npuctl selftest [OPTIONS] [-- QEMU ARGS...]\n",
+    "run the on-target self-tests (TAP)",
+    "  Run the on-target self-tests: the same as `npuctl run " NPUCTL_SELFTEST_IMAGE
+    "`, with run's options.\n",
+    LAUNCH_GROUPS, true, -1, parse_only_selftest,
+};
+
+const struct npuctl_cmd_spec npuctl_spec_debug = {
+    "debug", NPUCTL_CMD_DEBUG,
+    "npuctl debug [NAME | CTRL.elf CORE.elf] [OPTIONS] [-- QEMU ARGS...]\n",
+    "start QEMU halted with a gdb stub and print how to attach",
+    "  Start QEMU halted at reset with a gdb stub (-gdb tcp:localhost:PORT -S, no timeout)\n"
+    "  and print the gdb-multiarch command that attaches. gdb threads are the harts:\n"
+    "  thread N+1 is NPU core N, the last thread is the control core.\n"
+    "  Takes run's options except --timeout.\n",
+    LAUNCH_GROUPS, true, -1, parse_only_debug,
+};
+
+const struct npuctl_cmd_spec npuctl_spec_bench = {
+    "bench", NPUCTL_CMD_BENCH,
+    "npuctl bench gemm|dma|noc|collectives|host [OPTIONS] [-- QEMU ARGS...]\n",
+    "measure the engines, the NoC, the collectives or the host against their bounds",
+    "  Run a benchmark image and print its measurements as a table next to the analytical\n"
+    "  bound, with one summary line per target (docs/benchmarks.md):\n"
+    "    gemm  matrix-engine utilisation of core 0 over a grid of GEMM shapes\n"
+    "    dma   HBM <-> SRAM transfers, 1 KiB .. 16 MiB and more, one and several cores\n"
+    "    noc   latency per hop, link bandwidth, two and four writes sharing links\n"
+    "    collectives  all-gather, reduce-scatter, all-reduce on 4, 16, 64 cores, each\n"
+    "          placement, 1 KiB .. 64 MiB, beside the bandwidth and latency bounds\n"
+    "    host  host wall-clock time per engine command and per submit, 4x4 and 16x16\n"
+    "  gemm, dma, noc and collectives run in performance mode unless --mode says\n"
+    "  otherwise; host measures both modes (or the one --mode names), both meshes (or\n"
+    "  --mesh) and both TCG threadings (or --threads); --mesh and --mode apply to every\n"
+    "  run. Exit status 0 whether targets are met or not; 2 if a run fails or on bad\n"
+    "  arguments.\n",
+    LAUNCH_GROUPS, true, -1, parse_only_bench,
+};
+
+const struct npuctl_cmd_spec npuctl_spec_flash = {
+    "flash", NPUCTL_CMD_FLASH, "npuctl flash IMAGE [OPTIONS] [-- QEMU ARGS...]\n",
+    "run the model firmware with an image built by build-image",
+    "  Run the model firmware with IMAGE at the base of HBM: the control core checks the\n"
+    "  image (version, checksum, tables, built for this chip and mode) before any core\n"
+    "  loads from it, and refuses a bad one (exit 1). --chip and --mode default to the\n"
+    "  image's. Requests come as bootargs: -- -append \"prompt=1,2,3 new=8\"\n"
+    "  (docs/images.md). Takes run's options.\n",
+    LAUNCH_GROUPS, true, 1, parse_only_flash,
+};

@@ -176,9 +176,8 @@ static int bench_prepare(const struct npuctl_run_opts *o, struct chip_config *cf
 {
     char err[NPUCTL_ERR_MAX];
     uint32_t rows, cols;
-    if (npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), files->chip_path,
-                                 sizeof(files->chip_path), err, sizeof(err)) ||
-        chip_config_load(cfg, files->chip_path, err, sizeof(err))) {
+    if (npuctl_load_chip(o->chip, cfg, files->chip_path, sizeof(files->chip_path), err,
+                         sizeof(err))) {
         npuctl_print_error("%s", err);
         return NPUCTL_EXIT_USAGE;
     }
@@ -395,8 +394,13 @@ int npuctl_cmd_bench(int argc, char **argv)
     }
     const struct bench_kind *k = find_kind(o.image);
     if (!k) {
-        npuctl_print_error("bench: unknown benchmark '%s' (gemm, dma, noc, collectives "
-                           "or host)", o.image);
+        static const char *const names[] = { "gemm", "dma", "noc", "collectives", "host",
+                                             "model" };
+        char hint[160];
+        npuctl_format_suggestion(o.image, names, sizeof(names) / sizeof(names[0]), hint,
+                                 sizeof(hint));
+        npuctl_print_error("bench: unknown benchmark '%s'%s (gemm, dma, noc, collectives, "
+                           "host or model)", o.image, hint);
         return NPUCTL_EXIT_USAGE;
     }
     if (o.bench_repeat && k->report) {

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chip_config.h"
+#include "model_config.h"
 #include "npuctl.h"
 
 #define BENCH_KV_MAX 24u
@@ -78,5 +80,20 @@ int bench_host(const struct npuctl_run_opts *o);
 
 /* npuctl bench model (cmd_bench_model.c): argv after the word "model". */
 int bench_model(int argc, char **argv);
+
+/* bench model's options (bench_model_opts.c). */
+struct bench_model_opts {
+    struct npuctl_image_opts image;
+    struct model_config model;  /* the model and the chip, loaded once (load_configs) */
+    struct chip_config chip;
+    const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
+    const char *only;           /* --shapes a,b */
+    uint32_t timeout_s;
+    bool engine_log;            /* --engine-log: DIR/SHAPE.engines.json ... */
+    uint32_t engine_log_core;   /* ... of this core, or CHIP_ENGINE_LOG_ALL */
+};
+
+/* 0 to go on, else the exit status (0 after the help) with *done set. */
+int bench_model_parse(int argc, char **argv, struct bench_model_opts *o, bool *done);
 
 #endif

@@ -49,17 +49,6 @@ static const struct shape shapes[] = {
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
-struct bench_model_opts {
-    struct npuctl_image_opts image;
-    struct model_config model;  /* the model and the chip, loaded once (load_configs) */
-    struct chip_config chip;
-    const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
-    const char *only;           /* --shapes a,b */
-    uint32_t timeout_s;
-    bool engine_log;            /* --engine-log: DIR/SHAPE.engines.json ... */
-    uint32_t engine_log_core;   /* ... of this core, or CHIP_ENGINE_LOG_ALL */
-};
-
 /* What one run measured. */
 struct measured {
     double chip_us;             /* the iteration */
@@ -85,47 +74,9 @@ static bool shape_selected(const struct bench_model_opts *o, const char *name)
     return false;
 }
 
-static int parse_args(int argc, char **argv, struct bench_model_opts *o)
+/* --shapes names at least one shape: 0, else a usage error. */
+static int check_shapes(const struct bench_model_opts *o)
 {
-    npuctl_image_opts_init(&o->image);
-    o->image.req.mode = NPU_IMAGE_PERFORMANCE;
-    o->timeout_s = 3600;
-    for (int i = 0; i < argc; i += 2) {
-        const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v || (v[0] == '-' && v[1] == '-'))
-            return npuctl_usage_error("bench model: %s needs a value", opt);
-        if (!strcmp(opt, "--out"))
-            o->out = v;
-        else if (!strcmp(opt, "--shapes"))
-            o->only = v;
-        else if (!strcmp(opt, "--timeout")) {
-            if (npuctl_parse_u32(opt, v, 1, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s))
-                return NPUCTL_EXIT_USAGE;
-        }
-        else if (!strcmp(opt, "--engine-log")) {
-            o->engine_log = true;
-            o->engine_log_core = CHIP_ENGINE_LOG_ALL;
-            if (strcmp(v, "all") != 0 &&
-                npuctl_parse_u32(opt, v, 0, CHIP_CORES_MAX - 1, &o->engine_log_core))
-                return NPUCTL_EXIT_USAGE;
-        }
-        else if (!strcmp(opt, "--mode") || !strcmp(opt, "--max-batch") ||
-                 !strcmp(opt, "--max-tokens") || !strcmp(opt, "--max-seq"))
-            return npuctl_usage_error("bench model: %s is set by each shape", opt);
-        else {
-            int rc = npuctl_image_option(&o->image, opt, v);
-            if (rc == NPUCTL_IMAGE_UNKNOWN)
-                return npuctl_usage_error("bench model: unknown option '%s' (npuctl help "
-                                          "bench)", opt);
-            if (rc)
-                return rc;
-        }
-    }
-    if (!o->image.model)
-        return npuctl_usage_error("bench model: --model NAME|PATH is required");
-    if (o->engine_log && !o->out)
-        return npuctl_usage_error("bench model: --engine-log needs --out DIR (the logs are "
-                                  "kept there)");
     for (size_t i = 0; o->only && i < NSHAPES; i++)
         if (shape_selected(o, shapes[i].name))
             return 0;
@@ -450,13 +401,11 @@ static void remove_files(const char *dir)
    refusal, not a typo). */
 static int load_configs(struct bench_model_opts *o)
 {
-    char path[NPUCTL_PATH_MAX], err[512];
+    char path[NPUCTL_PATH_MAX], err[NPUCTL_ERR_MAX];
     const char *chip_name = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
-    npuctl_resolve_model_path(o->image.model, path, sizeof(path));
-    if (model_config_load(&o->model, path, err, sizeof(err)) ||
-        npuctl_resolve_chip_path(chip_name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path,
-                                 sizeof(path), err, sizeof(err)) ||
-        chip_config_load(&o->chip, path, err, sizeof(err))) {
+    if (npuctl_find_model(o->image.model, path, sizeof(path), err, sizeof(err)) ||
+        model_config_load(&o->model, path, err, sizeof(err)) ||
+        npuctl_load_chip(chip_name, &o->chip, path, sizeof(path), err, sizeof(err))) {
         npuctl_print_error("bench model: %s", err);
         return NPUCTL_EXIT_USAGE;
     }
@@ -465,8 +414,12 @@ static int load_configs(struct bench_model_opts *o)
 
 int bench_model(int argc, char **argv)
 {
-    struct bench_model_opts o = { 0 };
-    int rc = parse_args(argc, argv, &o);
+    static struct bench_model_opts o; /* large: not on the stack */
+    bool done;
+    int rc = bench_model_parse(argc, argv, &o, &done);
+    if (done)
+        return rc;
+    rc = check_shapes(&o);
     rc = rc ? rc : load_configs(&o);
     if (rc)
         return rc;

@@ -7,41 +7,13 @@
 #define _POSIX_C_SOURCE 200809L
 #include "npuctl.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "npu_enums.h"
-
-#define CHIPS_MAX 256
-
-static int compare_names(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Collects the NAME of every NAME.toml in dir, sorted; returns the count or -1. */
-static int collect_chip_names(const char *dir, char **names, int max)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL && n < max) {
-        size_t len = strlen(e->d_name);
-        if (e->d_name[0] == '.' || len <= 5 || strcmp(e->d_name + len - 5, ".toml") != 0)
-            continue;
-        names[n] = strndup(e->d_name, len - 5);
-        if (names[n])
-            n++;
-    }
-    closedir(d);
-    qsort(names, (size_t)n, sizeof(*names), compare_names);
-    return n;
-}
+#include "opts.h"
 
 static void format_bytes(uint64_t bytes, char *out, size_t outlen)
 {
@@ -78,16 +50,15 @@ static bool print_chip_row(const char *dir, const char *name)
 
 int npuctl_cmd_chips(int argc, char **argv)
 {
-    if (argc > 0) {
-        bool help = strcmp(argv[0], "-h") == 0 || strcmp(argv[0], "--help") == 0;
-        if (!help)
-            npuctl_print_error("chips: unexpected argument '%s'", argv[0]);
-        npuctl_print_usage(help ? stdout : stderr, "chips");
-        return help ? 0 : NPUCTL_EXIT_USAGE;
-    }
-    char dir[NPUCTL_PATH_MAX], *names[CHIPS_MAX];
+    struct npuctl_args args;
+    bool done;
+    int rc = npuctl_opts_run(&npuctl_spec_chips, NULL, argc, argv, &args, &done);
+    if (done)
+        return rc;
+    npuctl_args_free(&args);
+    char dir[NPUCTL_PATH_MAX], *names[NPUCTL_CONFIGS_MAX];
     snprintf(dir, sizeof(dir), "%s/models/chips", npuctl_get_dir(NPUCTL_DIR_SOURCE));
-    int n = collect_chip_names(dir, names, CHIPS_MAX);
+    int n = npuctl_list_configs(dir, names, (int)NPUCTL_CONFIGS_MAX);
     if (n < 0) {
         npuctl_print_error("chips: cannot list %s: %s (set %s)", dir, strerror(errno),
                            npuctl_dir_env_name(NPUCTL_DIR_SOURCE));
@@ -98,9 +69,23 @@ int npuctl_cmd_chips(int argc, char **argv)
     else
         printf("%-20s %-7s %5s %10s  %s\n", "CHIP", "MESH", "CORES", "FREQ", "SRAM/CORE");
     bool all_ok = true;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++)
         all_ok &= print_chip_row(dir, names[i]);
-        free(names[i]);
-    }
+    npuctl_free_names(names, n);
     return all_ok ? 0 : 1;
 }
+
+static int parse_only_chips(int argc, char **argv, char *err, size_t errlen)
+{
+    struct npuctl_args args;
+    int rc = npuctl_opts_parse(&npuctl_spec_chips, NULL, argc, argv, &args, err, errlen);
+    npuctl_args_free(&args);
+    return rc;
+}
+
+const struct npuctl_cmd_spec npuctl_spec_chips = {
+    "chips", NPUCTL_CMD_CHIPS, "npuctl chips\n", "list the chip presets --chip NAME takes",
+    "  List the chip presets (models/chips/*.toml): mesh, cores, clock, SRAM per core.\n"
+    "  Exit status 1 if a preset does not parse (it is listed with its error).\n",
+    { NULL }, false, 0, parse_only_chips,
+};

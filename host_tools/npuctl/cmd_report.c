@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "opts.h"
 #include "rt/metrics.h"
 
 struct run {
@@ -133,17 +134,21 @@ static void compare_cell(const struct compare_row *row, json_t *v, int width)
 
 int npuctl_cmd_compare(int argc, char **argv)
 {
-    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
-        npuctl_print_usage(stdout, "compare");
-        return 0;
-    }
+    struct npuctl_args args;
+    bool done;
+    int rc = npuctl_opts_run(&npuctl_spec_compare, NULL, argc, argv, &args, &done);
+    if (done)
+        return rc;
+    argc = args.npos, argv = args.pos; /* the directories */
     if (argc < 1) {
+        npuctl_args_free(&args);
         npuctl_print_error("compare: give one or more serving output directories");
         return NPUCTL_EXIT_USAGE;
     }
     struct run *runs = calloc((size_t)argc, sizeof(*runs));
     if (!runs || runs_load(runs, argc, argv)) {
         runs_free(runs, runs ? argc : 0);
+        npuctl_args_free(&args);
         return NPUCTL_EXIT_USAGE;
     }
     int width = 10;
@@ -161,6 +166,7 @@ int npuctl_cmd_compare(int argc, char **argv)
         printf("\n");
     }
     runs_free(runs, argc);
+    npuctl_args_free(&args);
     return 0;
 }
 
@@ -356,33 +362,6 @@ static int plot_render(const char *out, const char *name)
     return 0;
 }
 
-/* DIR... [-o OUT] in any order. */
-static int plot_args(int argc, char **argv, char **dirs, int *ndirs, const char **out)
-{
-    *ndirs = 0;
-    *out = NULL;
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--out") == 0) {
-            if (i + 1 == argc) {
-                npuctl_print_error("plot: %s needs a directory", argv[i]);
-                return NPUCTL_EXIT_USAGE;
-            }
-            *out = argv[++i];
-        } else if (argv[i][0] == '-') {
-            npuctl_print_error("plot: unknown option '%s'", argv[i]);
-            return NPUCTL_EXIT_USAGE;
-        } else {
-            dirs[(*ndirs)++] = argv[i];
-        }
-    }
-    if (*ndirs == 0) {
-        npuctl_print_error("plot: give one or more serving output directories");
-        return NPUCTL_EXIT_USAGE;
-    }
-    *out = *out ? *out : dirs[0];
-    return 0;
-}
-
 static int plot_samples(const struct run *runs, int n, struct rt_samples *s)
 {
     char err[NPUCTL_ERR_MAX];
@@ -423,18 +402,17 @@ static int plot_all(const char *out, const struct run *runs, int n, struct rt_sa
 
 int npuctl_cmd_plot(int argc, char **argv)
 {
-    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
-        npuctl_print_usage(stdout, "plot");
-        return 0;
-    }
     char **dirs = calloc((size_t)argc + 1, sizeof(*dirs));
     struct run *runs = calloc((size_t)argc + 1, sizeof(*runs));
     struct rt_samples *s = calloc(2 * (size_t)argc + 1, sizeof(*s));
     const char *out;
-    int n = 0, rc = dirs && runs && s ? plot_args(argc, argv, dirs, &n, &out) : 2;
-    rc = rc ? rc : runs_load(runs, n, dirs);
-    rc = rc ? rc : plot_samples(runs, n, s);
-    rc = rc ? rc : plot_all(out, runs, n, s);
+    bool done = false;
+    int n = 0, rc = dirs && runs && s ? npuctl_plot_args(argc, argv, dirs, &n, &out, &done) : 2;
+    if (rc == 0 && !done) {
+        rc = runs_load(runs, n, dirs);
+        rc = rc ? rc : plot_samples(runs, n, s);
+        rc = rc ? rc : plot_all(out, runs, n, s);
+    }
     for (int i = 0; s && i < 2 * n; i++)
         metrics_samples_free(&s[i]);
     free(s);

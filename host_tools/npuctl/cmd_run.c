@@ -21,12 +21,9 @@ static int load_chip(const struct npuctl_run_opts *o, struct chip_config *cfg,
                      struct npuctl_files *files)
 {
     char err[NPUCTL_ERR_MAX];
-    if (npuctl_resolve_chip_path(o->chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), files->chip_path,
-                                 sizeof(files->chip_path), err, sizeof(err)) ||
-        chip_config_load(cfg, files->chip_path, err, sizeof(err))) {
+    if (npuctl_load_chip(o->chip, cfg, files->chip_path, sizeof(files->chip_path), err,
+                         sizeof(err))) {
         npuctl_print_error("%s", err);
-        if (!npuctl_chip_is_path(o->chip))
-            npuctl_print_error("--chip '%s': 'npuctl chips' lists the chip presets", o->chip);
         return NPUCTL_EXIT_USAGE;
     }
     return 0;

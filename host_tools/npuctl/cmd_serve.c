@@ -116,10 +116,8 @@ static int trace_room(const struct serve_opts *o, const struct npu_image_header 
 {
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
     struct chip_config chip;
-    if (npuctl_resolve_chip_path(o->image.chip ? o->image.chip : h->chip_name,
-                                 npuctl_get_dir(NPUCTL_DIR_SOURCE), path, sizeof(path), err,
-                                 sizeof(err)) ||
-        chip_config_load(&chip, path, err, sizeof(err)))
+    if (npuctl_load_chip(o->image.chip ? o->image.chip : h->chip_name, &chip, path,
+                         sizeof(path), err, sizeof(err)))
         return npuctl_usage_error("%s", err);
     *room = chip.dram_bytes - RT_TRACE_DRAM_OFFSET; /* dram_bytes >= NPU_DRAM_MIN_BYTES */
     return 0;
@@ -242,11 +240,25 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
     return whole && !rc ? 0 : 1;
 }
 
+/* The model and chip names, checked before --out is made: a typo names the closest known
+   names and leaves nothing behind. */
+static int check_names(const struct serve_opts *o)
+{
+    static struct chip_config chip;
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
+    if (npuctl_find_model(o->image.model, path, sizeof(path), err, sizeof(err)) ||
+        npuctl_load_chip(o->image.chip, &chip, path, sizeof(path), err, sizeof(err)))
+        return npuctl_usage_error("%s", err);
+    return 0;
+}
+
 int npuctl_cmd_serve(int argc, char **argv)
 {
     struct serve_opts o;
     int rc = serve_opts_parse(argc, argv, &o);
     if (rc || o.help)
+        return rc;
+    if ((rc = check_names(&o)))
         return rc;
     struct stat st;
     if (mkdir(o.out, 0755) && (errno != EEXIST || stat(o.out, &st) || !S_ISDIR(st.st_mode)))

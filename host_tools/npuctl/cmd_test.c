@@ -3,6 +3,7 @@
  * npuctl test: the project's test suite through CTest,
  *   ctest --test-dir BUILD --output-on-failure [ARGS...]
  * ARGS go to ctest as they are (a leading `--` is dropped); e.g. `npuctl test -L host`.
+ * Only -h / --help first is npuctl's own (this usage).
  * The exit status is ctest's.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -13,9 +14,22 @@
 #include <unistd.h>
 
 #include "npu_enums.h"
+#include "opts.h"
+
+const struct npuctl_cmd_spec npuctl_spec_test = {
+    "test", NPUCTL_CMD_TEST, "npuctl test [CTEST ARGS...]\n", "run the test suite through CTest",
+    "  Run the test suite: ctest --test-dir $NPU_BUILD_DIR --output-on-failure ARGS\n"
+    "  (e.g. npuctl test -L host; npuctl test -L smoke for the quick ones). The arguments\n"
+    "  go to ctest as they are (npuctl test -- --help: ctest's help). Exit status: ctest's.\n",
+    { NULL }, false, -1, NULL,
+};
 
 int npuctl_cmd_test(int argc, char **argv)
 {
+    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
+        npuctl_opts_print_help(stdout, &npuctl_spec_test);
+        return 0;
+    }
     struct npuctl_argv a = { 0 };
     char **ctest, testfile[NPUCTL_PATH_MAX];
     const char *build = npuctl_get_dir(NPUCTL_DIR_BUILD);

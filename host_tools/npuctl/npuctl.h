@@ -111,6 +111,9 @@ int npuctl_parse_mesh(const char *text, uint32_t *rows, uint32_t *cols, char *er
  * positional argument (the benchmark's name) goes to out->image. */
 int npuctl_parse_run_args(enum npuctl_mode mode, int argc, char **argv,
                           struct npuctl_run_opts *out, char *err, size_t errlen);
+/* flash IMAGE [run's options]: *image is the one positional argument (NULL with help). */
+int npuctl_parse_flash_args(int argc, char **argv, struct npuctl_run_opts *out,
+                            const char **image, char *err, size_t errlen);
 
 /* ---- paths.c: directories, chip configs and images */
 
@@ -128,6 +131,25 @@ const char *npuctl_dir_env_name(enum npuctl_dir which);
 int npuctl_resolve_chip_path(const char *chip, const char *source_dir, char *path,
                              size_t pathlen, char *err, size_t errlen);
 bool npuctl_chip_is_path(const char *chip);
+/* ---- configs.c: the bundled chip presets and models by name */
+
+#define NPUCTL_CONFIGS_MAX 256u /* configs listed from one directory, or suggested from */
+/* The NAME of every NAME.toml in dir, sorted (malloc'd; npuctl_free_names); the count, or
+   -1 if dir cannot be read. */
+int npuctl_list_configs(const char *dir, char **names, int max);
+void npuctl_free_names(char **names, int n);
+/* The models a NAME finds, SRC/models/configs then SRC/models/tiny, each with its folder
+   ("configs", "tiny") in dirs; the count. */
+int npuctl_list_models(char **names, const char **dirs, int max);
+/* --model NAME|PATH -> the config file: NAME -> SRC/models/configs/NAME.toml, else
+   SRC/models/tiny/NAME.toml; a path as it is. NPU_ERR_NOTFOUND for a NAME in neither,
+   err naming the closest models and `npuctl models`. */
+int npuctl_find_model(const char *model, char *path, size_t len, char *err, size_t errlen);
+/* --chip NAME|PATH resolved (path) and loaded; an unknown NAME is NPU_ERR_NOTFOUND with err
+   naming the closest presets and `npuctl chips`; else chip_config_load's status. */
+int npuctl_load_chip(const char *chip, struct chip_config *cfg, char *path, size_t pathlen,
+                     char *err, size_t errlen);
+
 /* Fills files->ctrl_elf and files->core_elf and checks that both are readable files. */
 int npuctl_resolve_images(const struct npuctl_run_opts *opts, const char *firmware_dir,
                           struct npuctl_files *files, char *err, size_t errlen);
@@ -157,6 +179,20 @@ int npuctl_parse_uint(const char *opt, const char *v, uint64_t min, uint64_t max
 int npuctl_parse_u32(const char *opt, const char *v, uint32_t min, uint32_t max, uint32_t *out);
 /* A finite decimal number in [lo, hi]. */
 int npuctl_parse_real(const char *opt, const char *v, double lo, double hi, double *out);
+
+/* ---- suggest.c: "did you mean" */
+
+/* Optimal-string-alignment distance (insertions, deletions, substitutions, transpositions of
+   neighbours), case-insensitive, over the first 64 characters of each. */
+size_t npuctl_edit_distance(const char *a, const char *b);
+/* The names closest to word (leading dashes ignored; a name word begins, or that begins
+   word, counts as one edit), within about one edit in three characters, all at the best
+   distance, in the order given (at most max into out); returns how many. */
+size_t npuctl_suggest(const char *word, const char *const *names, size_t n, const char **out,
+                      size_t max);
+/* "; did you mean A, B or C?" from npuctl_suggest (up to 3 names), or "" if none is close. */
+void npuctl_format_suggestion(const char *word, const char *const *names, size_t n, char *buf,
+                              size_t len);
 
 /* ---- util.c: messages, argv vectors, shell quoting */
 
@@ -203,7 +239,7 @@ struct npuctl_child_exit {
 int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
                       size_t errlen);
 
-/* ---- cmd_image.c: plan options and image building, shared with serve */
+/* ---- cmd_image.c, image_opts.c: plan options and image building, shared with serve */
 #include "npu_plan.h"
 struct model_config;
 struct npuctl_image_opts {
@@ -214,12 +250,9 @@ struct npuctl_image_opts {
                            chip's every core; 0: every core as for the others) */
 };
 #define NPUCTL_NARROW_HIDDEN 512u
-#define NPUCTL_IMAGE_UNKNOWN 100 /* npuctl_image_option: not a plan option */
+/* Defaults of the plan options (image_opts.c, whose table npuctl_plan_group applies them to
+   a struct npuctl_image_opts). */
 void npuctl_image_opts_init(struct npuctl_image_opts *o);
-/* NAME -> SRC/models/configs/NAME.toml, else SRC/models/tiny/NAME.toml; a path as it is. */
-void npuctl_resolve_model_path(const char *model, char *path, size_t len);
-/* One option and its value: 0, a usage error (printed), or NPUCTL_IMAGE_UNKNOWN. */
-int npuctl_image_option(struct npuctl_image_opts *o, const char *opt, const char *v);
 /* Plans and builds; the plan report goes to summary (may be NULL); *model gets the config. */
 int npuctl_image_build(const struct npuctl_image_opts *o, struct npu_built_image *img,
                        struct model_config *model, FILE *summary);
@@ -236,6 +269,7 @@ int npuctl_cmd_selftest(int argc, char **argv);
 int npuctl_cmd_debug(int argc, char **argv);
 int npuctl_cmd_test(int argc, char **argv);
 int npuctl_cmd_chips(int argc, char **argv);
+int npuctl_cmd_models(int argc, char **argv);
 int npuctl_cmd_help(int argc, char **argv);
 int npuctl_cmd_bench(int argc, char **argv);
 int npuctl_cmd_plan(int argc, char **argv);
@@ -245,6 +279,10 @@ int npuctl_cmd_serve(int argc, char **argv);
 int npuctl_cmd_trace(int argc, char **argv);
 int npuctl_cmd_compare(int argc, char **argv);
 int npuctl_cmd_plot(int argc, char **argv);
+/* plot's DIR... [-o OUT] in any order (report_opts.c): 0 to go on, else the exit status (0
+   after the help) with *done set; *out defaults to the first DIR. */
+int npuctl_plot_args(int argc, char **argv, char **dirs, int *ndirs, const char **out,
+                     bool *done);
 
 /* ---- dispatch.c */
 

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* npuctl serve's options (docs/serving.md, "npuctl serve"). */
+/* npuctl serve's options (docs/serving.md, "npuctl serve"; docs/cli.md): the tables of
+   serve's own and of its scheduler's options, with the plan options (image_opts.c) for the
+   image, parsed into a struct serve_opts, and serve's usage. */
 #define _POSIX_C_SOURCE 200809L
 #include "serve_opts.h"
 
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "opts.h"
 
 #define DEFAULT_TRACE "models/traces/tiny-16.jsonl"
 
@@ -48,66 +51,173 @@ static int parse_fault(struct serve_opts *o, const char *v)
                                     "spin, ROUND from 1");
 }
 
-/* The serve options of one pair; NPUCTL_IMAGE_UNKNOWN if it is none of them. */
-static int parse_serve_option(struct serve_opts *o, const char *opt, const char *v)
+enum serve_opt {
+    SV_TRACE, SV_OUT, SV_SEED, SV_SLO_TTFT, SV_SLO_TBT, SV_TIMEOUT, SV_THREADS, SV_WATCHDOG,
+    SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
+    SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
+};
+
+/* The scheduler and its parameters. */
+static int apply_sched_opt(void *ctx, const struct npuctl_opt *opt, const char *v, char *err,
+                           size_t errlen)
 {
+    struct serve_opts *o = ctx;
     struct rt_sched_params *s = &o->sched;
+    const char *name = opt->name;
+    (void)err, (void)errlen; /* the refusals are printed */
+    switch ((enum serve_opt)opt->id) {
+    case SV_SCHED: {
+        int k = rt_sched_kind_parse(v);
+        if (k < 0)
+            return bad(name, v, "static, continuous, chunked, layered, layered-chunked, "
+                                "pd-fusion or pd-disagg");
+        s->kind = (enum rt_sched_kind)k;
+        return 0;
+    }
+    case SV_CHUNK: return parse_count(name, v, &s->chunk);
+    case SV_GROUPS:
+        if (strcmp(v, "adaptive") == 0) {
+            s->groups = 0;
+            return 0;
+        }
+        return parse_count(name, v, &s->groups);
+    case SV_GROUP_TOKENS: return parse_count(name, v, &s->group_tokens);
+    case SV_BUDGET: return parse_count(name, v, &s->budget);
+    case SV_PREFILL_UNITS: return parse_count(name, v, &s->prefill_units);
+    case SV_PREFILL_INSTANCES: return parse_count(name, v, &o->prefill_instances);
+    case SV_DECODE_CORES: {
+        int rc = serve_hetero_parse(v, &o->decode_cores); /* resets decode_cores */
+        o->decode_cores.spec = v;
+        return rc;
+    }
+    default: return NPUCTL_EXIT_USAGE;
+    }
+}
+
+/* The options of a run's time, SLO and checks. */
+static int apply_run_opt(struct serve_opts *o, const struct npuctl_opt *opt, const char *v)
+{
+    const char *name = opt->name;
     double x = 0;
     int rc = 0;
-    if (!strcmp(opt, "--trace")) o->trace = v;
-    else if (!strcmp(opt, "--out")) o->out = v;
-    else if (!strcmp(opt, "--threads")) o->threads = v;
-    else if (!strcmp(opt, "--layer-reuse")) {
-        uint32_t k = 0;
-        while (k < SERVE_REUSE_COUNT && (!v || strcmp(v, serve_reuse_names[k])))
-            k++;
-        if (k == SERVE_REUSE_COUNT)
-            return bad(opt, v, "off, on, shapes or tiles");
-        o->layer_reuse = (enum serve_reuse)k;
-    }
-    else if (!strcmp(opt, "--decode-cores")) {
-        rc = serve_hetero_parse(v, &o->decode_cores);
-        o->decode_cores.spec = v;
-    }
-    else if (!strcmp(opt, "--sched")) {
-        int k = v ? rt_sched_kind_parse(v) : -1;
-        if (k < 0)
-            return bad(opt, v, "static, continuous, chunked, layered, layered-chunked, "
-                               "pd-fusion or pd-disagg");
-        s->kind = (enum rt_sched_kind)k;
-    } else if (!strcmp(opt, "--chunk")) rc = parse_count(opt, v, &s->chunk);
-    else if (!strcmp(opt, "--groups")) {
-        if (v && !strcmp(v, "adaptive"))
-            s->groups = 0;
-        else
-            rc = parse_count(opt, v, &s->groups);
-    } else if (!strcmp(opt, "--group-tokens")) rc = parse_count(opt, v, &s->group_tokens);
-    else if (!strcmp(opt, "--budget")) rc = parse_count(opt, v, &s->budget);
-    else if (!strcmp(opt, "--prefill-units")) rc = parse_count(opt, v, &s->prefill_units);
-    else if (!strcmp(opt, "--timeout")) /* 0: none, as for npuctl run */
-        rc = npuctl_parse_u32(opt, v, 0, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s);
-    else if (!strcmp(opt, "--prefill-instances")) rc = parse_count(opt, v, &o->prefill_instances);
-    else if (!strcmp(opt, "--watchdog-ms"))
-        rc = npuctl_parse_u32(opt, v, 1, NPUCTL_WATCHDOG_MAX_MS, &o->watchdog_ms);
-    else if (!strcmp(opt, "--inject-fault")) rc = parse_fault(o, v);
-    else if (!strcmp(opt, "--slo-ttft-ms")) {
-        rc = npuctl_parse_real(opt, v, 0, 1e12, &x);
+    switch ((enum serve_opt)opt->id) {
+    case SV_TIMEOUT: /* 0: none, as for npuctl run */
+        return npuctl_parse_u32(name, v, 0, NPUCTL_TIMEOUT_MAX_S, &o->timeout_s);
+    case SV_WATCHDOG: return npuctl_parse_u32(name, v, 1, NPUCTL_WATCHDOG_MAX_MS, &o->watchdog_ms);
+    case SV_FAULT: return parse_fault(o, v);
+    case SV_SEED: return npuctl_parse_uint(name, v, 0, UINT64_MAX, &o->seed);
+    case SV_SLO_TTFT:
+        rc = npuctl_parse_real(name, v, 0, 1e12, &x);
         o->slo.ttft_ms = rc ? o->slo.ttft_ms : x;
-    } else if (!strcmp(opt, "--slo-tbt-ms")) {
-        rc = npuctl_parse_real(opt, v, 0, 1e12, &x);
+        return rc;
+    case SV_SLO_TBT:
+        rc = npuctl_parse_real(name, v, 0, 1e12, &x);
         o->slo.tbt_ms = rc ? o->slo.tbt_ms : x;
-    } else if (!strcmp(opt, "--seed"))
-        rc = npuctl_parse_uint(opt, v, 0, UINT64_MAX, &o->seed);
-    else
-        return NPUCTL_IMAGE_UNKNOWN;
-    return rc || v ? rc : bad(opt, v, "needs a value");
+        return rc;
+    default: return NPUCTL_EXIT_USAGE;
+    }
 }
+
+static int apply_serve_opt(void *ctx, const struct npuctl_opt *opt, const char *v, char *err,
+                           size_t errlen)
+{
+    struct serve_opts *o = ctx;
+    (void)err, (void)errlen; /* the refusals are printed */
+    int k = 0;
+    switch ((enum serve_opt)opt->id) {
+    case SV_TRACE: o->trace = v; return 0;
+    case SV_OUT: o->out = v; return 0;
+    case SV_ENGINE_TRACE: o->engine_trace = true; return 0;
+    case SV_THREADS: /* checked now, used by the run (serve_run.c) */
+        if (npuctl_opt_word_index(opt, v) < 0)
+            return bad(opt->name, v, "single, multi or auto");
+        o->threads = v;
+        return 0;
+    case SV_LAYER_REUSE:
+        if ((k = npuctl_opt_word_index(opt, v)) < 0)
+            return bad(opt->name, v, "off, on, shapes or tiles");
+        o->layer_reuse = (enum serve_reuse)k;
+        return 0;
+    default: return apply_run_opt(o, opt, v);
+    }
+}
+
+#define C_SERVE NPUCTL_CMD_BIT(NPUCTL_CMD_SERVE)
+
+static const struct npuctl_opt serve_table[] = {
+    { "--trace", NULL, "FILE", NULL,
+      "the request trace, JSON lines (docs/traces.md; npuctl trace import converts "
+      "published CSV traces; default: models/traces/tiny-16.jsonl of the source tree)",
+      SV_TRACE, C_SERVE },
+    { "--out", NULL, "DIR", "serve-out",
+      "the run's directory: summary.json, requests.csv, tokens.csv, trace.json, console.log "
+      "(docs/outputs.md)", SV_OUT, C_SERVE },
+    { "--seed", NULL, "N", "1", "seed of the prompt ids where the trace has none", SV_SEED,
+      C_SERVE },
+    { "--slo-ttft-ms", NULL, "MS", "10000",
+      "SLO on the time to the first token; 0: no limit", SV_SLO_TTFT, C_SERVE },
+    { "--slo-tbt-ms", NULL, "MS", "125", "SLO on every time between tokens; 0: no limit",
+      SV_SLO_TBT, C_SERVE },
+    { "--timeout", NULL, "SECONDS", "600",
+      "wall-clock limit of the run (exit 124, the outputs still written); 0: none",
+      SV_TIMEOUT, C_SERVE },
+    { "--threads", NULL, "single|multi|auto", "auto",
+      "TCG threading; auto: single on a host of at most 2 CPUs, else multi", SV_THREADS,
+      C_SERVE },
+    { "--watchdog-ms", NULL, "N", NULL,
+      "machine watchdog: a hart running N ms without waiting fails (default: the "
+      "machine's)", SV_WATCHDOG, C_SERVE },
+    { "--engine-trace", NULL, NULL, NULL,
+      "each core's engine busy time per iteration, in trace.json", SV_ENGINE_TRACE, C_SERVE },
+    { "--layer-reuse", NULL, "off|on|shapes|tiles", "off",
+      "performance mode: time one layer of each run of alike layers and replay the others "
+      "(on), also layers recorded in earlier iterations (shapes), also alike tiles inside "
+      "a layer (tiles); docs/images.md, \"Layer reuse\"", SV_LAYER_REUSE, C_SERVE },
+    { "--inject-fault", NULL, "KIND:CORE:ROUND", NULL,
+      "a fault on CORE at its ROUND-th round (from 1), KIND trap, deadlock, timeout or "
+      "spin (docs/serving.md, \"Faults\")", SV_FAULT, C_SERVE },
+};
+
+static const struct npuctl_opt sched_table[] = {
+    { "--sched", NULL, "static|continuous|chunked|layered|layered-chunked|pd-fusion|pd-disagg",
+      "chunked", "the scheduler (docs/serving.md, section 4)", SV_SCHED, C_SERVE },
+    { "--chunk", NULL, "N", "512",
+      "prefill chunk, tokens (chunked: the token budget; layered-chunked, pd-fusion, "
+      "pd-disagg)", SV_CHUNK, C_SERVE },
+    { "--groups", NULL, "N|adaptive", "adaptive",
+      "layered, layered-chunked: layer groups of a prefill cycle; adaptive: from "
+      "--group-tokens", SV_GROUPS, C_SERVE },
+    { "--group-tokens", NULL, "N", "512",
+      "layered, adaptive groups: prompt tokens per layer group", SV_GROUP_TOKENS, C_SERVE },
+    { "--budget", NULL, "N",  NULL,
+      "pd-fusion: units of an iteration, a decode costing 1 (default 256)", SV_BUDGET,
+      C_SERVE },
+    { "--prefill-units", NULL, "N", NULL,
+      "pd-fusion: units of a prefill chunk (default 64)", SV_PREFILL_UNITS, C_SERVE },
+    { "--prefill-instances", NULL, "N", NULL,
+      "pd-disagg: instances of the plan that prefill, the others decode (default: half of "
+      "--instances)", SV_PREFILL_INSTANCES, C_SERVE },
+    { "--decode-cores", NULL, "SPEC", NULL,
+      "pd-disagg: other engine sizes for the decode instances' cores, "
+      "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N (any of them; default: the "
+      "chip's)", SV_DECODE_CORES, C_SERVE },
+};
+
+static const struct npuctl_opt_group serve_group = {
+    "serve options", serve_table, sizeof(serve_table) / sizeof(serve_table[0]),
+    apply_serve_opt,
+};
+static const struct npuctl_opt_group sched_group = {
+    "scheduler options", sched_table, sizeof(sched_table) / sizeof(sched_table[0]),
+    apply_sched_opt,
+};
 
 static void set_defaults(struct serve_opts *o)
 {
     static char trace[NPUCTL_PATH_MAX];
     snprintf(trace, sizeof(trace), "%s/" DEFAULT_TRACE, npuctl_get_dir(NPUCTL_DIR_SOURCE));
-    *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .timeout_s = 600, .seed = 1,
+    *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .threads = "auto",
+                              .timeout_s = 600, .seed = 1,
                               .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
     npuctl_image_opts_init(&o->image);
     o->image.model = "tiny-moe";
@@ -119,32 +229,35 @@ static void set_defaults(struct serve_opts *o)
                                          .group_tokens = 512 };
 }
 
+/* Defaults, then the options; 0 or a refusal (in err, or printed). */
+static int parse_only(int argc, char **argv, struct serve_opts *o, char *err, size_t errlen)
+{
+    void *const ctx[NPUCTL_GROUPS_MAX] = { o, o, &o->image };
+    struct npuctl_args args;
+    set_defaults(o);
+    int rc = npuctl_opts_parse(&npuctl_spec_serve, ctx, argc, argv, &args, err, errlen);
+    o->help = args.help;
+    npuctl_args_free(&args);
+    return rc;
+}
+
+static int parse_only_serve(int argc, char **argv, char *err, size_t errlen)
+{
+    static struct serve_opts o; /* large: not on the stack */
+    return parse_only(argc, argv, &o, err, errlen);
+}
+
 int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
 {
-    set_defaults(o);
-    for (int i = 0; i < argc; i++) {
-        const char *opt = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (v && v[0] == '-' && v[1] == '-')
-            v = NULL; /* `--chunk --out DIR`: --chunk has no value (not "--out") */
-        if (!strcmp(opt, "-h") || !strcmp(opt, "--help")) {
-            npuctl_print_usage(stdout, "serve");
-            o->help = true;
-            return 0;
-        }
-        if (!strcmp(opt, "--engine-trace")) {
-            o->engine_trace = true;
-            continue;
-        }
-        int rc = parse_serve_option(o, opt, v);
-        if (rc == NPUCTL_IMAGE_UNKNOWN)
-            rc = npuctl_image_option(&o->image, opt, v);
-        if (rc == NPUCTL_IMAGE_UNKNOWN) {
-            npuctl_print_error("unknown option '%s' (npuctl serve --help)", opt);
-            return NPUCTL_EXIT_USAGE;
-        }
-        if (rc)
-            return rc;
-        i++;
+    char err[NPUCTL_ERR_MAX];
+    if (parse_only(argc, argv, o, err, sizeof(err))) {
+        if (err[0])
+            npuctl_print_error("%s", err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (o->help) {
+        npuctl_opts_print_help(stdout, &npuctl_spec_serve);
+        return 0;
     }
     if (o->decode_cores.set && o->sched.kind != RT_SCHED_PD_DISAGG) {
         npuctl_print_error("--decode-cores: only --sched pd-disagg has decode cores");
@@ -156,6 +269,19 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
         o->sched.prefill_units = 64;
     return 0;
 }
+
+const struct npuctl_cmd_spec npuctl_spec_serve = {
+    "serve", NPUCTL_CMD_SERVE, "npuctl serve [OPTIONS]\n",
+    "serve a request trace on the emulated chip and write the run's outputs",
+    "  Serve a request trace on the emulated chip (docs/serving.md): read and check the\n"
+    "  trace, plan and build the model image, check the scheduler against the plan, run\n"
+    "  the serve firmware with the console going to DIR/console.log, then write\n"
+    "  DIR/summary.json (vLLM's keys), requests.csv, tokens.csv and trace.json (Perfetto)\n"
+    "  and print the report (docs/outputs.md). Exit status: 0 when every request ended\n"
+    "  finished or rejected, 1 when the run failed or ended incomplete on the chip, 2 for\n"
+    "  bad input (named before the run), 124 on --timeout.\n",
+    { &serve_group, &sched_group, &npuctl_plan_group }, false, 0, parse_only_serve,
+};
 
 uint32_t serve_opts_prefill_instances(const struct serve_opts *o, uint32_t instances)
 {

@@ -162,7 +162,7 @@ static void test_threads(void **state)
     char *missing[] = { "--threads" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, missing, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);
-    assert_string_equal(err, "option '--threads' needs a value");
+    assert_string_equal(err, "run: --threads needs a value (single|multi|auto)");
 }
 
 static void test_timeout(void **state)
@@ -188,7 +188,7 @@ static void test_timeout(void **state)
                      NPU_ERR_RANGE);
     assert_string_equal(err, "--timeout '604801': out of range 0..604800");
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_DEBUG, 2, ok, &o, err, sizeof(err)),
-                     NPU_ERR_INVAL);
+                     NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "'--timeout' is not used"));
 }
 
@@ -206,7 +206,7 @@ static void test_other_options(void **state)
     assert_int_equal(o.watchdog_ms, 250);
     assert_true(o.quiet_guest_errors && o.print_cmd);
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, dbg, &o, err, sizeof(err)),
-                     NPU_ERR_INVAL);
+                     NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "'--port' is not used"));
     char *port0[] = { "--port", "0" }, *port_big[] = { "--port", "65536" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_DEBUG, 2, port0, &o, err, sizeof(err)),
@@ -215,7 +215,7 @@ static void test_other_options(void **state)
                                            sizeof(err)), NPU_ERR_RANGE);
     char *unknown[] = { "--frobnicate=1" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, unknown, &o, err, sizeof(err)),
-                     NPU_ERR_INVAL);
+                     NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "unknown option '--frobnicate'"));
     char *flag_value[] = { "--print-cmd=yes" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, flag_value, &o, err,
@@ -227,7 +227,8 @@ static void test_other_options(void **state)
     char *swallow[] = { "--chip", "--print-cmd" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 2, swallow, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);
-    assert_string_equal(err, "option '--chip' needs a value, got the option '--print-cmd'");
+    assert_string_equal(err, "run: --chip needs a value (NAME|PATH), not the option "
+                             "'--print-cmd'");
     char *help[] = { "-h" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, help, &o, err, sizeof(err)), 0);
     assert_true(o.help);
@@ -284,12 +285,13 @@ static void test_bench_args(void **state)
     assert_string_equal(err, "--repeat '0': out of range 1..100");
     char *port[] = { "noc", "--port", "1" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 3, port, &o, err, sizeof(err)),
-                     NPU_ERR_INVAL);
+                     NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "'--port' is not used"));
     char *quick[] = { "--quick" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_RUN, 1, quick, &o, err, sizeof(err)),
-                     NPU_ERR_INVAL);
-    assert_string_equal(err, "run: option '--quick' is not used by this command");
+                     NPU_ERR_NOTFOUND);
+    assert_string_equal(err, "run: option '--quick' is not used by this command (npuctl run "
+                             "--help)");
 }
 
 static void test_passthrough(void **state)
