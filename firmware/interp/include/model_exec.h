@@ -380,6 +380,9 @@ void exec_reuse_tile_new_layer(struct exec_model *m);
 /* Internal API shared by the op files. */
 struct npu_desc;
 int exec_flush(struct exec_model *m);
+/* Puts the chain on the engines and waits only for its descriptors that touch [addr, addr +
+   bytes) (exec_flush waits for all): what else is queued runs on. */
+int exec_wait_for(struct exec_model *m, uint64_t addr, uint64_t bytes);
 /* The category the hart's time goes to from now (no flush: the engines may still run what
    an earlier category queued). */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);
@@ -471,6 +474,9 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer);
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
+/* The same once the queued work on y is done (exec_wait_for): the rest of the chain runs
+   beside the collective. */
+int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* This rank's share of (layer, kind) alone, y[rows][share rows] (MN: its output columns),
    weights resident, staged or streamed; no collective (the vocab-parallel LM head). */
 void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
@@ -542,6 +548,14 @@ uint32_t exec_attn_window(const struct exec_model *m, const struct exec_tile *ti
 int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
                    const struct exec_tile *tile);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+/* A paired dense FFN over consecutive tiles in three parts, so that tile i's all-reduce
+   runs while tile i + 1's gate and up GEMM does (model_iter.c): begin (norm, gate and up),
+   middle (SwiGLU, down GEMM), end (the all-reduce once the down GEMM is done, the
+   residual add). Begin of tile i + 1 goes between middle and end of tile i. */
+bool exec_ffn_pipelined(const struct exec_model *m);
+void exec_ffn_begin(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+void exec_ffn_middle(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+int exec_ffn_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 int exec_moe(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 
 #endif

@@ -49,6 +49,19 @@ int exec_flush(struct exec_model *m)
     return hz_wait_flush();
 }
 
+int exec_wait_for(struct exec_model *m, uint64_t addr, uint64_t bytes)
+{
+    if (nchain) { /* on the engines, so that what is waited for runs */
+        int rc = engine_submit(chain, nchain);
+        if (rc != NPU_OK) {
+            print_chain(m, rc);
+            return rc;
+        }
+        nchain = 0;
+    }
+    return hz_wait_range(hz_span(addr, 1, 0, bytes));
+}
+
 /* Puts the descriptors built so far on the engines without waiting (hz_set_submit). */
 static void chain_submit(void)
 {

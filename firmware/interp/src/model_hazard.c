@@ -223,6 +223,20 @@ int hz_wait_flush(void)
     return rc;
 }
 
+int hz_wait_range(struct hz_range r)
+{
+    const struct hz_access a = { .rd = { r }, .wr = { r } };
+    struct hz_range all, wr;
+    uint32_t need[HZ_ENGINES];
+    bounds(&a, &all, &wr);
+    find_needs(HZ_ENGINES, &a, all, wr, need); /* no engine of its own: all are looked at */
+    int rc = NPU_OK;
+    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
+        if (need[x] > done[x] && (rc = hal_sem_wait(engine_sem[x], need[x])) == NPU_OK)
+            done[x] = need[x];
+    return rc;
+}
+
 int hz_wait_all(void)
 {
     int rc = NPU_OK;

@@ -56,6 +56,10 @@ void hz_set_submit(void (*submit)(void));
    semaphore reaches its last such descriptor: the queues run in order); 0 or the wait's
    error. */
 int hz_wait_flush(void);
+/* Waits until every descriptor issued so far that reads or writes `r` is complete (and,
+   the queues running in order, each engine's earlier ones), not the others: a collective
+   on r may then run while they do. The caller has submitted them. 0 or the wait's error. */
+int hz_wait_range(struct hz_range r);
 /* Waits until every descriptor issued so far is complete, side ones too (the engines idle,
    as a recording or replay of the chip needs); 0 or the wait's error. */
 int hz_wait_all(void);

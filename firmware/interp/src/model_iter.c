@@ -374,6 +374,39 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
+/* A paired dense FFN over tiles of residual rows in SRAM, each tile's all-reduce beside the
+   next tile's gate and up GEMM (exec_ffn_begin). Not under tile reuse, whose tiles start
+   with the engines idle. */
+static bool ffn_overlapped(const struct exec_model *m)
+{
+    return m->buf.x_in_sram && !m->treuse.enabled && exec_ffn_pipelined(m);
+}
+
+static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
+                                const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                                uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows;
+    static struct exec_tile tiles[2];
+    exec_stage_next(m, op->layer);
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
+    exec_ffn_begin(m, op->layer, &tiles[0]);
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t next = t0 + tiles[i].n;
+        exec_ffn_middle(m, op->layer, &tiles[i]);
+        if (next < rows) {
+            make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
+            tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
+            exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
+        }
+        rc = exec_ffn_end(m, op->layer, &tiles[i]);
+    }
+    return rc;
+}
+
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
    the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its
    shape instead (tile reuse, model_reuse_tile.c). */
@@ -391,6 +424,8 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         return layer_op_dense_fused(m, op, runs, nruns, row0, rows);
     if (op->kind == NPU_OP_FFN && layer_dense_fused(m))
         return NPU_OK; /* likewise */
+    if (op->kind == NPU_OP_FFN && ffn_overlapped(m))
+        return layer_ffn_overlapped(m, op, runs, nruns, row0, rows);
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     if (op->kind == NPU_OP_FFN)
         exec_stage_next(m, op->layer);

@@ -260,13 +260,14 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 }
 
 /* An all-reduce with `op` (or an all-gather: gather) over the ranks once the queued work
-   is done. */
+   is done, or (`after`) once the queued work on y is: the rest runs beside it. */
 static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduce_op op,
-                               uint64_t y, uint64_t count, enum npu_dtype dt)
+                               uint64_t y, uint64_t count, enum npu_dtype dt, bool after)
 {
     if (m->tp == 1)
         return NPU_OK;
-    int rc = exec_flush(m);
+    const uint64_t bytes = count * (dt == NPU_DTYPE_BF16 ? 2 : 4);
+    int rc = after ? exec_wait_for(m, y, bytes) : exec_flush(m);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;
@@ -279,15 +280,20 @@ static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduc
 
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt);
+    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt, false);
+}
+
+int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
+{
+    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt, true);
 }
 
 int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, false, NOC_REDUCE_MAX, y, count, dt);
+    return exec_run_collective(m, false, NOC_REDUCE_MAX, y, count, dt, false);
 }
 
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, true, NOC_REDUCE_SUM, y, count, dt);
+    return exec_run_collective(m, true, NOC_REDUCE_SUM, y, count, dt, false);
 }
