@@ -473,6 +473,20 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
    exec_wgemm, but under MN or 2D with one GEMM and one collective for the three. */
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer);
+/* exec_wgemm_qkv in two parts, so that other work may go between: start issues the fused
+   GEMM into yqkv (false: the shares do not fuse, nothing issued), finish runs the
+   collectives (or, not started, the three exec_wgemm). */
+bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint32_t layer);
+int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
+                          uint32_t rows, uint32_t layer, bool started);
+/* exec_wgemm in two parts: start issues the share GEMMs, finish completes Y by the
+   collective once the queue is done (after: once the queued work on the collective's
+   buffer is; the rest runs beside it). */
+void exec_wgemm_start(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
+                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind,
+                      uint32_t block, uint32_t n, uint32_t k);
+int exec_wgemm_finish(struct exec_model *m, enum npu_gemm g, uint64_t y, uint32_t rows,
+                      uint32_t layer, enum model_tensor_kind kind, uint32_t n, bool after);
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* The same once the queued work on y is done (exec_wait_for): the rest of the chain runs
    beside the collective. */
@@ -547,6 +561,14 @@ uint32_t exec_attn_window(const struct exec_model *m, const struct exec_tile *ti
                           const struct exec_seg *g);
 int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
                    const struct exec_tile *tile);
+/* exec_attention in three parts, so that tile i + 1's norm and QKV GEMM (begin; false:
+   its shares do not fuse, nothing issued) may run while tile i's O collective does (end
+   with `after`, model_iter.c): mid runs the QKV collectives through the O GEMM's issue. */
+bool exec_attention_begin(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+int exec_attention_mid(struct exec_model *m, uint32_t layer, bool sliding,
+                       const struct exec_tile *tile, bool started);
+int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,
+                       bool after);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 /* A paired dense FFN over consecutive tiles in three parts, so that tile i's all-reduce
    runs while tile i + 1's gate and up GEMM does (model_iter.c): begin (norm, gate and up),

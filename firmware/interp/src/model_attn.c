@@ -665,7 +665,18 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st)
     return exec_allreduce(m, a->acc, R * hd + R, NPU_DTYPE_FP32);
 }
 
-int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct exec_tile *tile)
+bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    exec_set_cat(m, EXEC_CAT_ATTN);
+    exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), tile->n,
+                 m->cfg->hidden_size);
+    /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T: the GEMM now */
+    return exec_wgemm_qkv_start(m, a->xb, tile->n, l);
+}
+
+int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
+                       const struct exec_tile *tile, bool started)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
@@ -676,9 +687,7 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     const struct attn_state st = { .span = span, .rows = nkv * span,
                                    .l = a->acc + nkv * span * hd * 4 };
     exec_set_cat(m, EXEC_CAT_ATTN);
-    exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), n, d);
-    /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T */
-    int rc = exec_wgemm_qkv(m, a->q, a->knew, a->vnew, a->xb, n, l);
+    int rc = exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, n, l, started);
     if (rc == NPU_OK)
         rc = exec_flush(m); /* the positions buffer is rewritten next */
     if (rc != NPU_OK)
@@ -698,7 +707,7 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
     for (uint32_t s = 0; s < tile->nsegs; s++)
         cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);
     bool whole = false; /* every row's state on one rank: gather outputs, not states */
-    if (npu_kv_is_split(m->plan)) {
+    if (split) {
         attn_run_window(m, &st, tile, window, cached);
         whole = attn_window_whole(m, tile, window);
         if ((rc = whole ? attn_gather_out(m, &st) : attn_combine(m, &st)) != NPU_OK)
@@ -716,8 +725,24 @@ int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct 
         exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
     if (split) /* beside the O GEMM */
         attn_store(m, l, tile);
-    rc = exec_wgemm(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
+    exec_wgemm_start(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
+    return NPU_OK;
+}
+
+int exec_attention_end(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                       bool after)
+{
+    const uint32_t d = m->cfg->hidden_size;
+    int rc = exec_wgemm_finish(m, NPU_GEMM_O, m->buf.a.xb2, tile->n, l, MT_WO, d, after);
+    exec_set_cat(m, EXEC_CAT_ATTN);
     if (rc == NPU_OK)
-        exec_add_rows(m, tile->xt, a->xb2, n, d);
+        exec_add_rows(m, tile->xt, m->buf.a.xb2, tile->n, d);
     return rc;
+}
+
+int exec_attention(struct exec_model *m, uint32_t l, bool sliding, const struct exec_tile *tile)
+{
+    const bool started = exec_attention_begin(m, l, tile);
+    int rc = exec_attention_mid(m, l, sliding, tile, started);
+    return rc == NPU_OK ? exec_attention_end(m, l, tile, false) : rc;
 }

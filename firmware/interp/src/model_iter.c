@@ -13,6 +13,11 @@
 
 extern char __image_end[];
 
+/* Scratch tiles of the op loops below (not model state; a tile holds a segment per run, too
+   large for the hart's stack): an op uses [0], or [0] and [1] for two tiles in flight;
+   the MoE over the layer's finishing pass [1] inside layer_op_fused's [0]. */
+static struct exec_tile op_tiles[2];
+
 /* Layout offsets -> addresses in this core's SRAM. */
 static void place_layout(struct exec_model *m, uint64_t base)
 {
@@ -277,15 +282,15 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
                              uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
-    static struct exec_tile tile;
+    struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
     int rc = exec_moe_wide_serve_slices(m, l);
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G;
         rc = group_copy(m, row0 + g0, gn, true);
-        make_tile(runs, nruns, g0, gn, &tile);
-        tile.xt = m->buf.a.xt, tile.in_xt = true;
+        make_tile(runs, nruns, g0, gn, tile);
+        tile->xt = m->buf.a.xt, tile->in_xt = true;
         if (rc == NPU_OK)
-            rc = exec_moe_wide_combine_group(m, l, &tile, g0 / G);
+            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G);
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
@@ -304,7 +309,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows, G = npu_moe_group_rows(m->plan);
     const bool wide = layer_wide(m, rows);
-    static struct exec_tile tile;
+    struct exec_tile *const tile = &op_tiles[0];
     int rc = NPU_OK;
     exec_set_layer(m, op->layer);
     uint32_t wave = 0; /* the first op row of the wave */
@@ -320,14 +325,14 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, true);
         for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
-            make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, &tile);
-            tile.xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile.in_xt = true;
-            rc = run_tile(m, op, &tile, x + (uint64_t)(t0 - g0) * row);
+            make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
+            tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
+            rc = run_tile(m, op, tile, x + (uint64_t)(t0 - g0) * row);
         }
-        make_tile(runs, nruns, g0, gn, &tile);
-        tile.xt = m->buf.a.xt, tile.in_xt = true;
+        make_tile(runs, nruns, g0, gn, tile);
+        tile->xt = m->buf.a.xt, tile->in_xt = true;
         if (rc == NPU_OK)
-            rc = group_moe(m, op->layer, &tile, x, wide);
+            rc = group_moe(m, op->layer, tile, x, wide);
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, false);
     }
@@ -357,7 +362,7 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
     const uint32_t T = m->plan->tile_rows;
-    static struct exec_tile tile;
+    struct exec_tile *const tile = &op_tiles[0];
     exec_set_layer(m, op->layer);
     int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
     for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
@@ -366,10 +371,10 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
         struct npu_prog_op fused = *op;
         fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : 0);
-        make_tile(runs, nruns, t0, n, &tile);
-        tile.xt = xt[i], tile.in_xt = true;
-        tile.pre_dst = xt[i ^ 1], tile.pre_src = x + (uint64_t)n * row, tile.pre_bytes = nn * row;
-        rc = run_tile(m, &fused, &tile, x);
+        make_tile(runs, nruns, t0, n, tile);
+        tile->xt = xt[i], tile->in_xt = true;
+        tile->pre_dst = xt[i ^ 1], tile->pre_src = x + (uint64_t)n * row, tile->pre_bytes = nn * row;
+        rc = run_tile(m, &fused, tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
@@ -388,7 +393,7 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows;
-    static struct exec_tile tiles[2];
+    struct exec_tile *const tiles = op_tiles;
     exec_stage_next(m, op->layer);
     make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
     tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
@@ -403,6 +408,41 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
             exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
         }
         rc = exec_ffn_end(m, op->layer, &tiles[i]);
+    }
+    return rc;
+}
+
+/* Attention over tiles of residual rows in SRAM, tile i + 1's norm and QKV GEMM issued
+   before tile i's O collective, which waits only for its O GEMM and runs beside them
+   (exec_attention_begin). Not under tile reuse, whose tiles start with the engines idle. */
+static bool attn_overlapped(const struct exec_model *m)
+{
+    return m->buf.x_in_sram && !m->treuse.enabled && m->tp > 1;
+}
+
+static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
+                                 const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                                 uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows, l = op->layer;
+    const bool sliding = op->flags & NPU_OP_SLIDING;
+    struct exec_tile *const tiles = op_tiles;
+    bool started[2];
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
+    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t next = t0 + tiles[i].n;
+        rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i]);
+        if (rc == NPU_OK && next < rows) {
+            make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
+            tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
+            started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
+        }
+        if (rc == NPU_OK)
+            rc = exec_attention_end(m, l, &tiles[i], true);
     }
     return rc;
 }
@@ -426,17 +466,19 @@ static int layer_op(struct exec_model *m, const struct npu_prog_op *op,
         return NPU_OK; /* likewise */
     if (op->kind == NPU_OP_FFN && ffn_overlapped(m))
         return layer_ffn_overlapped(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_ATTENTION && attn_overlapped(m))
+        return layer_attn_overlapped(m, op, runs, nruns, row0, rows);
     const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
     if (op->kind == NPU_OP_FFN)
         exec_stage_next(m, op->layer);
     int rc = NPU_OK;
     for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
-        static struct exec_tile tile;
+        struct exec_tile *const tile = &op_tiles[0];
         uint32_t n = rows - t0 < step ? rows - t0 : step;
-        make_tile(runs, nruns, t0, n, &tile);
+        make_tile(runs, nruns, t0, n, tile);
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
-        tile.xt = m->buf.x_in_sram ? x : m->buf.a.xt, tile.in_xt = false;
-        rc = run_tile(m, op, &tile, x);
+        tile->xt = m->buf.x_in_sram ? x : m->buf.a.xt, tile->in_xt = false;
+        rc = run_tile(m, op, tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }

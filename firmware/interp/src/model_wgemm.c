@@ -145,17 +145,50 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
     return m->w.stage;
 }
 
-int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
-               uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
-               uint32_t k)
+static const struct npu_image_tensor *wgemm_tensor(const struct exec_model *m, uint32_t layer,
+                                                   enum model_tensor_kind kind)
 {
-    const struct npu_image_tensor *t = kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
+    return kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
+}
+
+void exec_wgemm_start(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
+                      uint32_t rows, uint32_t layer, enum model_tensor_kind kind,
+                      uint32_t block, uint32_t n, uint32_t k)
+{
+    const struct npu_image_tensor *t = wgemm_tensor(m, layer, kind);
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
     const uint64_t w = exec_share_addr(m, t, layer, kind, block);
     for (uint32_t r0 = 0, r1; r0 < t->rows; r0 = r1)
         share_gemm(m, part, y, x, share_piece(m, t, w, r0, &r1), rows, t, r0, r1, n, k);
-    int rc = m->tp > 1 ? exec_flush(m) : NPU_OK;
+}
+
+/* The bytes the collective completing y reads and writes: y itself, or (2D with several
+   rows) every chunk in ytmp. */
+static uint64_t complete_span(const struct exec_model *m, enum npu_partition part, uint64_t y,
+                              uint32_t rows, uint32_t n, uint64_t *bytes)
+{
+    *bytes = (uint64_t)rows * n * m->buf.eb;
+    return part == NPU_PART_2D && rows > 1 ? m->buf.a.ytmp : y;
+}
+
+int exec_wgemm_finish(struct exec_model *m, enum npu_gemm g, uint64_t y, uint32_t rows,
+                      uint32_t layer, enum model_tensor_kind kind, uint32_t n, bool after)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    const struct npu_image_tensor *t = wgemm_tensor(m, layer, kind);
+    const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
+    uint64_t bytes, at = complete_span(m, part, y, rows, n, &bytes);
+    int rc = after ? exec_wait_for(m, at, bytes) : exec_flush(m);
     return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
+}
+
+int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
+               uint32_t layer, enum model_tensor_kind kind, uint32_t block, uint32_t n,
+               uint32_t k)
+{
+    exec_wgemm_start(m, g, y, x, rows, layer, kind, block, n, k);
+    return exec_wgemm_finish(m, g, y, rows, layer, kind, n, false);
 }
 
 void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
@@ -177,7 +210,7 @@ static void qkv_gemm(struct exec_model *m, const struct npu_image_tensor *const 
 {
     const uint64_t eb = m->buf.eb, row_bytes = (uint64_t)t[0]->cols * eb;
     const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
-    const uint64_t chunk = m->buf.a.ytmp + (uint64_t)share_index(t[0]) * rows * width * eb;
+    const uint64_t chunk = m->buf.a.yqkv + (uint64_t)share_index(t[0]) * rows * width * eb;
     const uint64_t xs = x + (uint64_t)t[0]->col0 * eb;
     bool one = true;
     for (int i = 1; i < 3; i++)
@@ -193,39 +226,44 @@ static void qkv_gemm(struct exec_model *m, const struct npu_image_tensor *const 
                   t[i]->cols, ldx, t[i]->cols, width, true, false, false);
 }
 
-int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
-                   uint32_t rows, uint32_t layer)
+/* The q, k and v shares of the layer (t, w) and whether they run fused: one GEMM into one
+   chunk and one pair of collectives (MN or 2D over ranks, shares of one index, in SRAM). */
+static bool qkv_shares(struct exec_model *m, uint32_t layer,
+                       const struct npu_image_tensor *t[3], uint64_t w[3])
 {
-    const struct model_config *c = m->cfg;
-    const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
-                                                c->num_kv_heads * c->head_dim,
-                                                c->num_kv_heads * c->head_dim };
     const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
     const enum model_tensor_kind kinds[3] = { MT_WQ, MT_WK, MT_WV };
-    const uint64_t y[3] = { q, k, v };
-    const struct npu_image_tensor *t[3];
-    uint64_t w[3];
     bool fused = m->tp > 1 && part != NPU_PART_K;
     for (int i = 0; i < 3; i++) {
         t[i] = m->w.t[layer][kinds[i]];
         w[i] = exec_share_addr(m, t[i], layer, kinds[i], 0);
         fused = fused && w[i] && share_index(t[i]) == share_index(t[0]);
     }
-    if (!fused) { /* one GEMM and one collective each */
-        int rc = NPU_OK;
-        for (int i = 0; i < 3 && rc == NPU_OK; i++)
-            rc = exec_wgemm(m, NPU_GEMM_QKV, y[i], x, rows, layer, kinds[i], 0, n[i], d);
-        return rc;
-    }
+    return fused;
+}
+
+bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint32_t layer)
+{
+    const struct npu_image_tensor *t[3];
+    uint64_t w[3];
+    if (!qkv_shares(m, layer, t, w))
+        return false;
+    qkv_gemm(m, t, w, x, rows, m->cfg->hidden_size);
+    return true;
+}
+
+/* The fused chunk's collectives: MN gathers q's, k's and v's columns of the chunk straight
+   into place; 2D completes the chunks, then copies each part's columns out. */
+static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t n[3],
+                       const struct npu_image_tensor *const t[3], uint32_t rows)
+{
+    const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
     const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
-    qkv_gemm(m, t, w, x, rows, d);
-    int rc = exec_flush(m);
-    if (rc != NPU_OK)
-        return rc;
+    const uint64_t chunk = m->buf.a.yqkv + (uint64_t)share_index(t[0]) * rows * width * m->buf.eb;
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    const uint64_t chunk = m->buf.a.ytmp + (uint64_t)share_index(t[0]) * rows * width * m->buf.eb;
-    if (part == NPU_PART_MN) { /* q's, k's and v's columns of the chunk straight into place */
+    int rc = NPU_OK;
+    if (part == NPU_PART_MN) {
         for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++) {
             struct noc_gather_blocks_args g = { .dst = y[i], .src = chunk + off * m->buf.eb,
                                                 .rows = rows, .cols = n[i], .ld = n[i],
@@ -235,11 +273,42 @@ int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uin
         exec_set_cat(m, was);
         return rc;
     }
-    rc = collect_chunks(m, part, m->buf.a.ytmp, share_index(t[0]), (uint64_t)rows * width);
+    rc = collect_chunks(m, part, m->buf.a.yqkv, share_index(t[0]), (uint64_t)rows * width);
     exec_set_cat(m, was);
     for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++)
-        unchunk(m, y[i], m->buf.a.ytmp, rows, n[i], share_parts(m, part), width, off);
+        unchunk(m, y[i], m->buf.a.yqkv, rows, n[i], share_parts(m, part), width, off);
     return rc;
+}
+
+int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
+                          uint32_t rows, uint32_t layer, bool started)
+{
+    const struct model_config *c = m->cfg;
+    const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
+                                                c->num_kv_heads * c->head_dim,
+                                                c->num_kv_heads * c->head_dim };
+    const enum model_tensor_kind kinds[3] = { MT_WQ, MT_WK, MT_WV };
+    const uint64_t y[3] = { q, k, v };
+    const struct npu_image_tensor *t[3];
+    uint64_t w[3];
+    if (!started) { /* one GEMM and one collective each */
+        int rc = NPU_OK;
+        for (int i = 0; i < 3 && rc == NPU_OK; i++)
+            rc = exec_wgemm(m, NPU_GEMM_QKV, y[i], x, rows, layer, kinds[i], 0, n[i], d);
+        return rc;
+    }
+    const bool fused = qkv_shares(m, layer, t, w);
+    assert(fused && "started means fused");
+    (void)fused;
+    int rc = exec_flush(m);
+    return rc != NPU_OK ? rc : qkv_collect(m, y, n, t, rows);
+}
+
+int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
+                   uint32_t rows, uint32_t layer)
+{
+    const bool started = exec_wgemm_qkv_start(m, x, rows, layer);
+    return exec_wgemm_qkv_finish(m, q, k, v, x, rows, layer, started);
 }
 
 /* This rank's share alone (no collective): MN gives y[rows][share rows] of the output

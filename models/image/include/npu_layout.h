@@ -74,6 +74,8 @@ struct npu_act_layout {
                                       with a vocab-parallel head): an MN or 2D GEMM's
                                       chunks [rank][T][share] (q, k, v together); overlays
                                       scores .. gmax (npu_layout.c says why) */
+    uint64_t yqkv;                 /* eb: the QKV GEMM's chunks [rank][T][qd + 2 kvd],
+                                      inside ytmp's overlay after T x d (the O GEMM's) */
     uint64_t bytes;                /* the arena */
 };
 

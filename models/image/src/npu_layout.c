@@ -90,8 +90,12 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     const uint64_t ffw = ffn_chunk_width(c, p);
     wide = ffw > wide ? ffw : wide;
     const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
-    const uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
-    o->ytmp = scratch;
+    /* the QKV GEMM's chunks after the O GEMM's, so that tile i + 1's QKV GEMM may run while
+       tile i's O collective reads and writes its chunks (model_iter.c) */
+    const uint64_t od = (t * d * eb + 63) & ~63ull, qkvd = t * (qd + 2 * kvd) * eb;
+    uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
+    yt = od + qkvd > yt ? od + qkvd : yt;
+    o->ytmp = scratch, o->yqkv = scratch + od;
     if (yt > at - scratch)
         take(&at, yt - (at - scratch));
     /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
