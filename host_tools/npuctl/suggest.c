@@ -70,13 +70,25 @@ static size_t closeness(const char *word, const char *name)
     return prefix && d > 1 ? 1 : d;
 }
 
+/* Whether s (dashes skipped) is short enough for the distance to read it whole. */
+static bool read_whole(const char *s)
+{
+    return strlen(skip_dashes(s)) <= WORD_MAX;
+}
+
 size_t npuctl_suggest(const char *word, const char *const *names, size_t n, const char **out,
                       size_t max)
 {
     size_t len = strlen(skip_dashes(word));
+    /* A word longer than the distance reads would be measured by its first WORD_MAX
+       characters against a limit made of its whole length: no suggestion. */
+    if (len > WORD_MAX)
+        return 0;
     size_t limit = len < 3 ? 1 : len / 3 + 1; /* about one edit in three characters */
     size_t best = limit + 1, count = 0;
     for (size_t i = 0; i < n; i++) {
+        if (!read_whole(names[i]))
+            continue;
         size_t d = closeness(word, names[i]);
         if (d > limit || d > best || strcmp(word, names[i]) == 0)
             continue;

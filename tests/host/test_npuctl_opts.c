@@ -96,6 +96,23 @@ static void test_suggest(void **state)
     assert_string_equal(buf, "");
 }
 
+/* A word longer than the distance reads (64 characters) names nothing: compared by its
+   first 64 against a limit of its whole length, it found every short name. */
+static void test_suggest_long_word(void **state)
+{
+    (void)state;
+    static const char *const commands[] = { "run", "selftest", "debug", "bench", "serve" };
+    const char *out[4];
+    char word[201];
+    memset(word, 'x', sizeof(word) - 1), word[sizeof(word) - 1] = '\0';
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 0);
+    memcpy(word, "serve", 5); /* nor by beginning with a name */
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 0);
+    word[64] = '\0'; /* 64 characters are read whole */
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 1);
+    assert_string_equal(out[0], "serve");
+}
+
 /* ---- every usage against its parser */
 
 /* The help of spec as a string (malloc'd). */
@@ -282,6 +299,18 @@ static void test_every_usage(void **state)
         free(help);
     }
     assert_int_equal(parsed, n - 2); /* all but test and help, which npuctl does not parse */
+}
+
+/* The refusal of an unknown option: its hint compares the whole option. */
+static void test_unknown_option_hints(void **state)
+{
+    (void)state;
+    char word[120], *lng[] = { word };
+    snprintf(word, sizeof(word), "--chunk%0100d", 0); /* was cut to 64, then "--chunk?" */
+    assert_int_equal(quiet_parse(&npuctl_spec_serve, 1, lng), NPU_ERR_NOTFOUND);
+    assert_null(strstr(err, "did you mean"));
+    assert_non_null(strstr(err, "unknown option '--chunk0000"));
+    assert_non_null(strstr(err, "0...' (npuctl serve --help)"));
 }
 
 /* ---- the defaults the help prints are the parsers' defaults */
@@ -518,6 +547,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_suggest_long_word),
+        cmocka_unit_test(test_unknown_option_hints),
         cmocka_unit_test(test_every_usage),
         cmocka_unit_test(test_defaults_are_the_parsers),
         cmocka_unit_test(test_serve_values),
