@@ -5,7 +5,8 @@
  * (Levenshtein with transpositions of neighbours, as typing errors go), case-insensitive,
  * with leading dashes ignored so that options compare by their words; a name that the word
  * begins (or that begins the word) counts as one edit away, so `qwen3-30b` finds
- * qwen3-30b-a3b and `--chunk-size` finds --chunk.
+ * qwen3-30b-a3b and `--chunk-size` finds --chunk. A word of one letter, or of more than
+ * WORD_MAX, gets no suggestion (npuctl_suggest says why).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "npuctl.h"
@@ -80,9 +81,10 @@ size_t npuctl_suggest(const char *word, const char *const *names, size_t n, cons
                       size_t max)
 {
     size_t len = strlen(skip_dashes(word));
-    /* A word longer than the distance reads would be measured by its first WORD_MAX
-       characters against a limit made of its whole length: no suggestion. */
-    if (len > WORD_MAX)
+    /* One letter is one edit from every one-letter name (-o from -h): closeness says
+       nothing there. A word longer than the distance reads would be measured by its first
+       WORD_MAX characters against a limit made of its whole length: no suggestion. */
+    if (len < 2 || len > WORD_MAX)
         return 0;
     size_t limit = len < 3 ? 1 : len / 3 + 1; /* about one edit in three characters */
     size_t best = limit + 1, count = 0;

@@ -113,6 +113,21 @@ static void test_suggest_long_word(void **state)
     assert_string_equal(out[0], "serve");
 }
 
+/* One letter is one edit from every one-letter name (-h above all): no suggestion. */
+static void test_suggest_one_letter(void **state)
+{
+    (void)state;
+    static const char *const opts[] = { "-o", "--out", "--tp", "-h", "--help" };
+    const char *out[4];
+    assert_int_equal(npuctl_suggest("-x", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("--x", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("-H", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("--hepl", opts, 5, out, 4), 1); /* --help from a word */
+    assert_string_equal(out[0], "--help");
+    assert_int_equal(npuctl_suggest("--tq", opts, 5, out, 4), 1);
+    assert_string_equal(out[0], "--tp");
+}
+
 /* ---- every usage against its parser */
 
 /* The help of spec as a string (malloc'd). */
@@ -301,11 +316,13 @@ static void test_every_usage(void **state)
     assert_int_equal(parsed, n - 2); /* all but test and help, which npuctl does not parse */
 }
 
-/* The refusal of an unknown option: its hint compares the whole option. */
+/* The refusal of an unknown option: its hint compares the whole option, and not with -h. */
 static void test_unknown_option_hints(void **state)
 {
     (void)state;
-    char word[120], *lng[] = { word };
+    char *one[] = { "-o", "x" }, word[120], *lng[] = { word };
+    assert_int_equal(quiet_parse(&npuctl_spec_serve, 2, one), NPU_ERR_NOTFOUND);
+    assert_string_equal(err, "serve: unknown option '-o' (npuctl serve --help)");
     snprintf(word, sizeof(word), "--chunk%0100d", 0); /* was cut to 64, then "--chunk?" */
     assert_int_equal(quiet_parse(&npuctl_spec_serve, 1, lng), NPU_ERR_NOTFOUND);
     assert_null(strstr(err, "did you mean"));
@@ -548,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_suggest),
         cmocka_unit_test(test_suggest_long_word),
+        cmocka_unit_test(test_suggest_one_letter),
         cmocka_unit_test(test_unknown_option_hints),
         cmocka_unit_test(test_every_usage),
         cmocka_unit_test(test_defaults_are_the_parsers),
