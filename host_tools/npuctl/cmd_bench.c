@@ -363,6 +363,11 @@ static const struct bench_kind *find_kind(const char *name)
     return NULL;
 }
 
+bool npuctl_bench_is_kind(const char *name)
+{
+    return find_kind(name) != NULL;
+}
+
 static int bench_one_image(const struct npuctl_run_opts *o, const struct bench_kind *k)
 {
     struct bench_launch l = {

@@ -272,6 +272,8 @@ int npuctl_cmd_chips(int argc, char **argv);
 int npuctl_cmd_models(int argc, char **argv);
 int npuctl_cmd_help(int argc, char **argv);
 int npuctl_cmd_bench(int argc, char **argv);
+/* Whether name is a benchmark of bench's own usage (gemm, ..., host; not model). */
+bool npuctl_bench_is_kind(const char *name);
 int npuctl_cmd_plan(int argc, char **argv);
 int npuctl_cmd_build_image(int argc, char **argv);
 int npuctl_cmd_flash(int argc, char **argv);

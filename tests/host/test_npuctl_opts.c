@@ -536,12 +536,15 @@ static void test_main(void **state)
         { "npuctl", "bench", "model", "--help" }, { "npuctl", "trace", "gen", "--help" },
         { "npuctl", "models", "--help" }, { "npuctl", "test", "--help" },
         { "npuctl", "flash", "--help" },
+        { "npuctl", "help", "bench", "gemm" }, /* a benchmark: bench's own usage */
+        { "npuctl", "help", "serve", "--help" }, { "npuctl", "help", "bench", "model", "-h" },
     };
     char *bad[][6] = {
         { "npuctl", "serve", "--sched", "--out", "x" }, { "npuctl", "sreve" },
         { "npuctl", "help", "bench", "nope" }, { "npuctl", "plan", "--model", "tiny-mo" },
         { "npuctl", "serve", "--chunk-size", "64" }, { "npuctl", "chips", "extra" },
         { "npuctl", "trace", "show", "--limit", "3" },
+        { "npuctl", "help", "bench", "gemm", "x" }, { "npuctl", "help", "serve", "-x" },
     };
     int saved = quiet_stderr();
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
