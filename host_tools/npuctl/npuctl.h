@@ -30,6 +30,8 @@
 #define NPUCTL_DEFAULT_CHIP "large-64"
 #define NPUCTL_DEFAULT_IMAGE "boot"
 #define NPUCTL_SELFTEST_IMAGE "selftest"
+/* serve's --model when none is given (its table, its parser and npuctl models' mark) */
+#define NPUCTL_SERVE_DEFAULT_MODEL "tiny-moe"
 #define NPUCTL_DEFAULT_TIMEOUT_S 600u
 #define NPUCTL_TIMEOUT_MAX_S 604800u     /* one week; 0 means no limit */
 #define NPUCTL_WATCHDOG_MAX_MS 3600000u  /* one hour */
