@@ -267,29 +267,55 @@ static void check_help_lines_parse(const struct npuctl_cmd_spec *spec, const cha
     assert_true(lines >= 1); /* -h, --help at least */
 }
 
-/* Refusals: an unknown option, a value missing at the end or before another option, and
-   a value given to a flag. */
+/* The parse of argv is refused as a missing or unwanted value, with want in the message. */
+static void check_refused(const struct npuctl_cmd_spec *spec, int argc, char **argv,
+                          const char *want)
+{
+    if (quiet_parse(spec, argc, argv) != NPU_ERR_INVAL || !strstr(err, want))
+        fail_msg("%s: '%s %s': expected a refusal with \"%s\", got \"%s\"", spec->name,
+                 argv[0], argc > 1 ? argv[1] : "", want, err);
+}
+
+/* One spelling of a value-taking option without its value: at the end, before --help, and
+   before an option of one dash (-h, and the command's own such as -o), which is an option,
+   not a value. */
+static void check_needs_value(const struct npuctl_cmd_spec *spec, char *spelling,
+                              char *dash_opt)
+{
+    char want[128], *alone[] = { spelling }, *before[] = { spelling, "--help", "x" };
+    char *dashes[] = { "-h", dash_opt };
+    snprintf(want, sizeof(want), "%s needs a value", spelling);
+    check_refused(spec, 1, alone, want);
+    check_refused(spec, 3, before, "not the option '--help'");
+    for (size_t k = 0; k < 2 && dashes[k]; k++) {
+        char *before_dash[] = { spelling, dashes[k], "x" };
+        snprintf(want, sizeof(want), "not the option '%s'", dashes[k]);
+        check_refused(spec, 3, before_dash, want);
+    }
+}
+
+/* Refusals: an unknown option, a value missing (under each spelling), and a value given to
+   a flag. */
 static void check_refusals(const struct npuctl_cmd_spec *spec)
 {
-    char *unknown[] = { "--no-such-option" };
+    char *unknown[] = { "--no-such-option" }, *dash_opt = NULL;
     assert_int_equal(quiet_parse(spec, 1, unknown), NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "unknown option '--no-such-option'"));
     const struct npuctl_opt *opts[OPTS_MAX];
     size_t n = npuctl_opts_list(spec, opts, OPTS_MAX);
+    for (size_t i = 0; i < n; i++) /* the command's own option of one dash, if any */
+        if (strncmp(opts[i]->name, "--", 2) != 0 && strcmp(opts[i]->name, "-h") != 0)
+            dash_opt = (char *)opts[i]->name;
     for (size_t i = 0; i < n; i++) {
-        char *name = (char *)opts[i]->name, want[128];
-        if (opts[i]->metavar) {
-            char *alone[] = { name }, *before[] = { name, "--help", "x" };
-            snprintf(want, sizeof(want), "%s needs a value", name);
-            assert_int_equal(quiet_parse(spec, 1, alone), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, want));
-            assert_int_equal(quiet_parse(spec, 3, before), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, "not the option '--help'"));
-        } else if (strcmp(name, "-h") != 0) {
-            char with_value[96], *argv[] = { with_value };
-            snprintf(with_value, sizeof(with_value), "%s=1", name);
-            assert_int_equal(quiet_parse(spec, 1, argv), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, "takes no value"));
+        char *spellings[] = { (char *)opts[i]->name, (char *)opts[i]->alias };
+        for (size_t k = 0; k < 2 && spellings[k]; k++) {
+            if (opts[i]->metavar) {
+                check_needs_value(spec, spellings[k], dash_opt);
+            } else if (strcmp(opts[i]->name, "-h") != 0) { /* --help=1 is the help */
+                char with_value[96], *argv[] = { with_value };
+                snprintf(with_value, sizeof(with_value), "%s=1", spellings[k]);
+                check_refused(spec, 1, argv, "takes no value");
+            }
         }
     }
 }
