@@ -7,7 +7,8 @@
  *   option is refused naming the closest one, a value-taking option without its value (at
  *   the end, or followed by another option) is refused, and a flag given a value is;
  * - each default the help prints is the parser's default: parsing `--opt DEFAULT` gives
- *   what parsing nothing gives (serve, plan, run/selftest/debug/bench/flash, trace gen);
+ *   what parsing nothing gives (serve, plan, build-image, bench model,
+ *   run/selftest/debug/bench/flash, trace gen);
  * - unknown model and chip names name the closest known ones.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_bench.h"
 #include "npu_enums.h"
 #include "npuctl.h"
 #include "opts.h"
@@ -426,6 +428,23 @@ static void parse_plan(const struct npuctl_cmd_spec *spec, int argc, char **argv
     memcpy(*bytes, &o.req, *nbytes);
 }
 
+/* bench model's options and the plan options it takes (the plan request as bytes). */
+static void parse_bench_model(const struct npuctl_cmd_spec *spec, int argc, char **argv,
+                              char *fp, void **bytes, size_t *nbytes)
+{
+    static struct bench_model_opts o; /* large: not on the stack */
+    bool done;
+    (void)spec;
+    assert_int_equal(bench_model_parse(argc, argv, &o, &done), 0);
+    assert_false(done);
+    snprintf(fp, 1024, "%s %s %s %s %u %d %u", o.image.model, o.image.chip,
+             o.out ? o.out : "-", o.only ? o.only : "-", o.timeout_s, o.engine_log,
+             o.engine_log_core);
+    *nbytes = sizeof(o.image.req);
+    *bytes = malloc(*nbytes);
+    memcpy(*bytes, &o.image.req, *nbytes);
+}
+
 /* run's options; the *_set flags say that an option was given, not what it set. */
 static void parse_launch(const struct npuctl_cmd_spec *spec, int argc, char **argv, char *fp,
                          void **bytes, size_t *nbytes)
@@ -473,6 +492,7 @@ static void test_defaults_are_the_parsers(void **state)
     check_defaults(&npuctl_spec_serve, parse_serve, 0, none);
     check_defaults(&npuctl_spec_plan, parse_plan, 2, plan);
     check_defaults(&npuctl_spec_build_image, parse_plan, 2, plan);
+    check_defaults(&npuctl_spec_bench_model, parse_bench_model, 2, plan);
     check_defaults(&npuctl_spec_run, parse_launch, 0, none);
     check_defaults(&npuctl_spec_selftest, parse_launch, 0, none);
     check_defaults(&npuctl_spec_debug, parse_launch, 0, none);
