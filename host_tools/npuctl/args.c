@@ -49,7 +49,8 @@ static const struct npuctl_opt run_opts[] = {
     { "--threads", NULL, "single|multi|auto", "multi", THREADS_HELP, OPT_THREADS,
       C_LAUNCH & ~C_BENCH },
     { "--threads", NULL, "single|multi|auto", NULL,
-      THREADS_HELP " (default: multi; host measures both)", OPT_THREADS, C_BENCH },
+      THREADS_HELP " (default: multi; host measures both unless --threads or --quick is "
+      "given, then this one)", OPT_THREADS, C_BENCH },
     { "--mode", NULL, "functional|performance", NULL,
       MODE_HELP " (default: the machine's, functional)", OPT_MODE,
       C_RUN | C_SELFTEST | C_DEBUG },
@@ -81,7 +82,8 @@ static const struct npuctl_opt bench_opts[] = {
     { "--raw", NULL, NULL, NULL, "also print the chip console of every run", OPT_RAW,
       C_BENCH },
     { "--repeat", NULL, "N", NULL,
-      "host only: runs per point, the median is kept (default: 3)", OPT_REPEAT, C_BENCH },
+      "host only: runs per point, the median is kept (default: 3; with --quick 1)",
+      OPT_REPEAT, C_BENCH },
 };
 
 #define GROUP(title, table) { title, table, sizeof(table) / sizeof(table[0]), apply_run_opt }
@@ -421,8 +423,9 @@ const struct npuctl_cmd_spec npuctl_spec_bench = {
     "  gemm, dma, noc and collectives run in performance mode unless --mode says\n"
     "  otherwise; host measures both modes (or the one --mode names), both meshes (or\n"
     "  --mesh) and both TCG threadings (or --threads); --mesh and --mode apply to every\n"
-    "  run. Exit status 0 whether targets are met or not; 2 if a run fails or on bad\n"
-    "  arguments.\n",
+    "  run. host --quick: the 4x4 mesh (or --mesh) and one threading (--threads, default\n"
+    "  multi), fewer commands, one run per point. Exit status 0 whether targets are met\n"
+    "  or not; 2 if a run fails or on bad arguments.\n",
     LAUNCH_GROUPS, true, -1, parse_only_bench,
 };
 

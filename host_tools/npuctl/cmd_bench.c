@@ -363,6 +363,11 @@ static const struct bench_kind *find_kind(const char *name)
     return NULL;
 }
 
+bool npuctl_bench_is_kind(const char *name)
+{
+    return find_kind(name) != NULL;
+}
+
 static int bench_one_image(const struct npuctl_run_opts *o, const struct bench_kind *k)
 {
     struct bench_launch l = {
@@ -392,6 +397,10 @@ int npuctl_cmd_bench(int argc, char **argv)
         npuctl_print_usage(stdout, "bench");
         return 0;
     }
+    if (strcmp(o.image, "model") == 0) /* bench model has options of its own */
+        return npuctl_usage_error("bench: 'model' must come right after bench: npuctl bench "
+                                  "model --model NAME|PATH [OPTIONS] (npuctl bench model "
+                                  "--help)");
     const struct bench_kind *k = find_kind(o.image);
     if (!k) {
         static const char *const names[] = { "gemm", "dma", "noc", "collectives", "host",
@@ -399,8 +408,8 @@ int npuctl_cmd_bench(int argc, char **argv)
         char hint[160];
         npuctl_format_suggestion(o.image, names, sizeof(names) / sizeof(names[0]), hint,
                                  sizeof(hint));
-        npuctl_print_error("bench: unknown benchmark '%s'%s (gemm, dma, noc, collectives, "
-                           "host or model)", o.image, hint);
+        npuctl_print_error("bench: unknown benchmark '%s'%s (gemm, dma, noc, collectives "
+                           "or host; model right after bench)", o.image, hint);
         return NPUCTL_EXIT_USAGE;
     }
     if (o.bench_repeat && k->report) {

@@ -3,15 +3,16 @@
  * npuctl bench host: host wall-clock time per engine command (one descriptor, the unit of
  * work an engine executes) and per submit (one SUBMIT of a chain, waited for).
  *
- * For each mesh (4x4 and 16x16, or --mesh), mode (functional and performance, or --mode),
- * TCG threading (single and multi, or --threads) and chain length k (1 and 16 descriptors
- * per submit), the bench_host image runs with every core issuing n submits of k descriptors
- * (firmware/bench/bench_host.c), n chosen so that a run carries the same number of
- * descriptors whatever the mesh: enough that the time they add is seconds, well above the
- * run-to-run noise of booting hundreds of harts. Each point is run --repeat times (default
- * 3, --quick 1) and so is a baseline of the same image with n=0 (boot, release, report);
- * the figure is (median wall time - median baseline) / commands, and / submits. Wall time is
- * clock_gettime(CLOCK_MONOTONIC) around the QEMU process.
+ * For each mesh (4x4 and 16x16, or --mesh; --quick: 4x4), mode (functional and performance,
+ * or --mode), TCG threading (single and multi, or --threads; --quick: --threads' alone,
+ * default multi) and chain length k (1 and 16 descriptors per submit), the bench_host image
+ * runs with every core issuing n submits of k descriptors (firmware/bench/bench_host.c), n
+ * chosen so that a run carries the same number of descriptors whatever the mesh: enough
+ * that the time they add is seconds, well above the run-to-run noise of booting hundreds of
+ * harts. Each point is run --repeat times (default 3, --quick 1) and so is a baseline of the
+ * same image with n=0 (boot, release, report); the figure is (median wall time - median
+ * baseline) / commands, and / submits. Wall time is clock_gettime(CLOCK_MONOTONIC) around
+ * the QEMU process.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "cmd_bench.h"

@@ -16,8 +16,6 @@
 #include "model_config.h"
 #include "opts.h"
 
-#define SERVE_DEFAULT_MODEL "tiny-moe" /* serve_opts.c's default, marked in the list */
-
 /* Prints one row; returns false if the file does not parse. */
 static bool print_model_row(const char *name, const char *dir)
 {
@@ -37,7 +35,7 @@ static bool print_model_row(const char *name, const char *dir)
         snprintf(experts, sizeof(experts), "-");
     printf("%-16s %-5s %6" PRIu32 " %6" PRIu32 " %-7s %-10s %s%s\n", name, m.arch_name,
            m.num_layers, m.hidden_size, heads, experts, dir,
-           strcmp(name, SERVE_DEFAULT_MODEL) == 0 ? " (serve's default)" : "");
+           strcmp(name, NPUCTL_SERVE_DEFAULT_MODEL) == 0 ? " (serve's default)" : "");
     return true;
 }
 

@@ -3,8 +3,9 @@
  * npuctl dispatch: the command table and npuctl_main(). `npuctl`, `npuctl help`, `-h` and
  * `--help` list the commands with one line each; `npuctl help CMD [SUB]` and
  * `npuctl CMD [SUB] --help` print one command's usage with every option and its default,
- * made from the option tables its parser uses (opts.h). An unknown command names the
- * closest ones and exits 2.
+ * made from the option tables its parser uses (opts.h); `help bench gemm` prints bench's
+ * (the benchmark is bench's argument) and `help serve --help` serve's. An unknown command
+ * names the closest ones and exits 2.
  */
 #include "npuctl.h"
 
@@ -19,25 +20,29 @@ struct npuctl_command {
     const char *name;
     int (*fn)(int argc, char **argv);
     const struct npuctl_cmd_spec *specs[SUBS_MAX]; /* its usages; NULL-terminated */
+    /* a word after the name that the first usage covers (bench's benchmarks), so that
+       `help bench gemm` prints it; NULL: none */
+    bool (*first_takes)(const char *word);
 };
 
 static const struct npuctl_command commands[] = {
-    { "run", npuctl_cmd_run, { &npuctl_spec_run } },
-    { "selftest", npuctl_cmd_selftest, { &npuctl_spec_selftest } },
-    { "debug", npuctl_cmd_debug, { &npuctl_spec_debug } },
-    { "bench", npuctl_cmd_bench, { &npuctl_spec_bench, &npuctl_spec_bench_model } },
-    { "plan", npuctl_cmd_plan, { &npuctl_spec_plan } },
-    { "build-image", npuctl_cmd_build_image, { &npuctl_spec_build_image } },
-    { "flash", npuctl_cmd_flash, { &npuctl_spec_flash } },
-    { "serve", npuctl_cmd_serve, { &npuctl_spec_serve } },
+    { "run", npuctl_cmd_run, { &npuctl_spec_run }, NULL },
+    { "selftest", npuctl_cmd_selftest, { &npuctl_spec_selftest }, NULL },
+    { "debug", npuctl_cmd_debug, { &npuctl_spec_debug }, NULL },
+    { "bench", npuctl_cmd_bench, { &npuctl_spec_bench, &npuctl_spec_bench_model },
+      npuctl_bench_is_kind },
+    { "plan", npuctl_cmd_plan, { &npuctl_spec_plan }, NULL },
+    { "build-image", npuctl_cmd_build_image, { &npuctl_spec_build_image }, NULL },
+    { "flash", npuctl_cmd_flash, { &npuctl_spec_flash }, NULL },
+    { "serve", npuctl_cmd_serve, { &npuctl_spec_serve }, NULL },
     { "trace", npuctl_cmd_trace,
-      { &npuctl_spec_trace_gen, &npuctl_spec_trace_import, &npuctl_spec_trace_show } },
-    { "compare", npuctl_cmd_compare, { &npuctl_spec_compare } },
-    { "plot", npuctl_cmd_plot, { &npuctl_spec_plot } },
-    { "test", npuctl_cmd_test, { &npuctl_spec_test } },
-    { "chips", npuctl_cmd_chips, { &npuctl_spec_chips } },
-    { "models", npuctl_cmd_models, { &npuctl_spec_models } },
-    { "help", npuctl_cmd_help, { &npuctl_spec_help } },
+      { &npuctl_spec_trace_gen, &npuctl_spec_trace_import, &npuctl_spec_trace_show }, NULL },
+    { "compare", npuctl_cmd_compare, { &npuctl_spec_compare }, NULL },
+    { "plot", npuctl_cmd_plot, { &npuctl_spec_plot }, NULL },
+    { "test", npuctl_cmd_test, { &npuctl_spec_test }, NULL },
+    { "chips", npuctl_cmd_chips, { &npuctl_spec_chips }, NULL },
+    { "models", npuctl_cmd_models, { &npuctl_spec_models }, NULL },
+    { "help", npuctl_cmd_help, { &npuctl_spec_help }, NULL },
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
@@ -109,7 +114,8 @@ void npuctl_print_usage(FILE *f, const char *name)
     print_environment(f);
 }
 
-/* `help CMD SUB`: the subcommand's usage ("bench model", "trace gen"), else NULL. */
+/* `help CMD SUB`: the subcommand's usage ("bench model", "trace gen"), or the command's
+   own for a word of it (`help bench gemm`: bench's), else NULL. */
 static const struct npuctl_cmd_spec *find_sub(const struct npuctl_command *c, const char *sub)
 {
     char name[64];
@@ -117,15 +123,22 @@ static const struct npuctl_cmd_spec *find_sub(const struct npuctl_command *c, co
     for (size_t k = 0; k < SUBS_MAX && c->specs[k]; k++)
         if (strcmp(c->specs[k]->name, name) == 0)
             return c->specs[k];
-    return NULL;
+    return c->first_takes && c->first_takes(sub) ? c->specs[0] : NULL;
+}
+
+static bool is_help_word(const char *s)
+{
+    return !strcmp(s, "-h") || !strcmp(s, "--help");
 }
 
 int npuctl_cmd_help(int argc, char **argv)
 {
-    if (argc > 0 && (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help"))) {
+    if (argc > 0 && is_help_word(argv[0])) {
         npuctl_opts_print_help(stdout, &npuctl_spec_help);
         return 0;
     }
+    if (argc > 1 && is_help_word(argv[argc - 1]))
+        argc--; /* `help serve --help` asks for what `help serve` prints */
     const struct npuctl_command *c = argc > 0 ? find_command(argv[0]) : NULL;
     if (argc > 0 && !c) {
         print_unknown_command("help: ", argv[0]);

@@ -195,7 +195,7 @@ static const struct npuctl_opt image_opts[] = {
     { "--model", NULL, "NAME|PATH", NULL,
       "the model: models/configs/NAME.toml or models/tiny/NAME.toml (npuctl models lists "
       "them), or a config file; required", IMG_MODEL, C_ALL & ~C_SERVE },
-    { "--model", NULL, "NAME|PATH", "tiny-moe",
+    { "--model", NULL, "NAME|PATH", NPUCTL_SERVE_DEFAULT_MODEL,
       "the model: models/configs/NAME.toml or models/tiny/NAME.toml (npuctl models lists "
       "them), or a config file", IMG_MODEL, C_SERVE },
     { "--chip", NULL, "NAME|PATH", NPUCTL_DEFAULT_CHIP,

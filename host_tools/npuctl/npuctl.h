@@ -30,6 +30,8 @@
 #define NPUCTL_DEFAULT_CHIP "large-64"
 #define NPUCTL_DEFAULT_IMAGE "boot"
 #define NPUCTL_SELFTEST_IMAGE "selftest"
+/* serve's --model when none is given (its table, its parser and npuctl models' mark) */
+#define NPUCTL_SERVE_DEFAULT_MODEL "tiny-moe"
 #define NPUCTL_DEFAULT_TIMEOUT_S 600u
 #define NPUCTL_TIMEOUT_MAX_S 604800u     /* one week; 0 means no limit */
 #define NPUCTL_WATCHDOG_MAX_MS 3600000u  /* one hour */
@@ -272,6 +274,8 @@ int npuctl_cmd_chips(int argc, char **argv);
 int npuctl_cmd_models(int argc, char **argv);
 int npuctl_cmd_help(int argc, char **argv);
 int npuctl_cmd_bench(int argc, char **argv);
+/* Whether name is a benchmark of bench's own usage (gemm, ..., host; not model). */
+bool npuctl_bench_is_kind(const char *name);
 int npuctl_cmd_plan(int argc, char **argv);
 int npuctl_cmd_build_image(int argc, char **argv);
 int npuctl_cmd_flash(int argc, char **argv);

@@ -16,6 +16,7 @@
 #define HELP_WIDTH 92u  /* the help's lines, as the hand-written usages had them */
 #define HELP_COLUMN 24u /* where an option's text starts */
 #define NAMES_MAX 256u  /* option spellings of one command, for suggestions */
+#define WORD_SHOWN 64u  /* characters of an unknown option its refusal quotes */
 
 /* Not in any group: every command takes it, the parser checks it first. */
 static const struct npuctl_opt help_opt = {
@@ -93,16 +94,21 @@ static int unknown_option(const struct npuctl_cmd_spec *spec, const char *s, siz
 {
     const struct npuctl_opt *opts[NAMES_MAX / 2];
     const char *names[NAMES_MAX];
-    char word[80], hint[256];
+    char word[WORD_SHOWN * 2], hint[256] = "";
     size_t n = npuctl_opts_list(spec, opts, NAMES_MAX / 2), k = 0;
     for (size_t i = 0; i < n && i < NAMES_MAX / 2; i++) {
         names[k++] = opts[i]->name;
         if (opts[i]->alias)
             names[k++] = opts[i]->alias;
     }
-    snprintf(word, sizeof(word), "%.*s", (int)(len < 64 ? len : 64), s);
-    npuctl_format_suggestion(word, names, k, hint, sizeof(hint));
-    snprintf(err, errlen, "%s: unknown option '%s'%s (npuctl %s --help)", spec->name, word,
+    /* the hint compares the whole word (a cut one would find the name it begins with);
+       npuctl_suggest gives none for a word longer than this buffer anyway */
+    if (len < sizeof(word)) {
+        snprintf(word, sizeof(word), "%.*s", (int)len, s);
+        npuctl_format_suggestion(word, names, k, hint, sizeof(hint));
+    }
+    snprintf(err, errlen, "%s: unknown option '%.*s%s'%s (npuctl %s --help)", spec->name,
+             (int)(len < WORD_SHOWN ? len : WORD_SHOWN), s, len > WORD_SHOWN ? "..." : "",
              hint, spec->name);
     return NPU_ERR_NOTFOUND;
 }

@@ -220,7 +220,7 @@ static void set_defaults(struct serve_opts *o)
                               .timeout_s = 600, .seed = 1,
                               .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
     npuctl_image_opts_init(&o->image);
-    o->image.model = "tiny-moe";
+    o->image.model = NPUCTL_SERVE_DEFAULT_MODEL;
     /* without --tp, the tiny models (128 wide) on 4 cores (1x4 at (0,0)), the others on
        every core (the planner's default) */
     o->image.narrow_tp = 4;

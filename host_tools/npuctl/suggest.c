@@ -5,7 +5,8 @@
  * (Levenshtein with transpositions of neighbours, as typing errors go), case-insensitive,
  * with leading dashes ignored so that options compare by their words; a name that the word
  * begins (or that begins the word) counts as one edit away, so `qwen3-30b` finds
- * qwen3-30b-a3b and `--chunk-size` finds --chunk.
+ * qwen3-30b-a3b and `--chunk-size` finds --chunk. A word of one letter, or of more than
+ * WORD_MAX, gets no suggestion (npuctl_suggest says why).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "npuctl.h"
@@ -70,13 +71,26 @@ static size_t closeness(const char *word, const char *name)
     return prefix && d > 1 ? 1 : d;
 }
 
+/* Whether s (dashes skipped) is short enough for the distance to read it whole. */
+static bool read_whole(const char *s)
+{
+    return strlen(skip_dashes(s)) <= WORD_MAX;
+}
+
 size_t npuctl_suggest(const char *word, const char *const *names, size_t n, const char **out,
                       size_t max)
 {
     size_t len = strlen(skip_dashes(word));
+    /* One letter is one edit from every one-letter name (-o from -h): closeness says
+       nothing there. A word longer than the distance reads would be measured by its first
+       WORD_MAX characters against a limit made of its whole length: no suggestion. */
+    if (len < 2 || len > WORD_MAX)
+        return 0;
     size_t limit = len < 3 ? 1 : len / 3 + 1; /* about one edit in three characters */
     size_t best = limit + 1, count = 0;
     for (size_t i = 0; i < n; i++) {
+        if (!read_whole(names[i]))
+            continue;
         size_t d = closeness(word, names[i]);
         if (d > limit || d > best || strcmp(word, names[i]) == 0)
             continue;

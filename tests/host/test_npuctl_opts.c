@@ -7,7 +7,8 @@
  *   option is refused naming the closest one, a value-taking option without its value (at
  *   the end, or followed by another option) is refused, and a flag given a value is;
  * - each default the help prints is the parser's default: parsing `--opt DEFAULT` gives
- *   what parsing nothing gives (serve, plan, run/selftest/debug/bench/flash, trace gen);
+ *   what parsing nothing gives (serve, plan, build-image, bench model,
+ *   run/selftest/debug/bench/flash, trace gen);
  * - unknown model and chip names name the closest known ones.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd_bench.h"
 #include "npu_enums.h"
 #include "npuctl.h"
 #include "opts.h"
@@ -94,6 +96,38 @@ static void test_suggest(void **state)
     assert_string_equal(buf, "; did you mean gemm, gems or gemo?");
     npuctl_format_suggestion("zzzz", three, 4, buf, sizeof(buf));
     assert_string_equal(buf, "");
+}
+
+/* A word longer than the distance reads (64 characters) names nothing: compared by its
+   first 64 against a limit of its whole length, it found every short name. */
+static void test_suggest_long_word(void **state)
+{
+    (void)state;
+    static const char *const commands[] = { "run", "selftest", "debug", "bench", "serve" };
+    const char *out[4];
+    char word[201];
+    memset(word, 'x', sizeof(word) - 1), word[sizeof(word) - 1] = '\0';
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 0);
+    memcpy(word, "serve", 5); /* nor by beginning with a name */
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 0);
+    word[64] = '\0'; /* 64 characters are read whole */
+    assert_int_equal(npuctl_suggest(word, commands, 5, out, 4), 1);
+    assert_string_equal(out[0], "serve");
+}
+
+/* One letter is one edit from every one-letter name (-h above all): no suggestion. */
+static void test_suggest_one_letter(void **state)
+{
+    (void)state;
+    static const char *const opts[] = { "-o", "--out", "--tp", "-h", "--help" };
+    const char *out[4];
+    assert_int_equal(npuctl_suggest("-x", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("--x", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("-H", opts, 5, out, 4), 0);
+    assert_int_equal(npuctl_suggest("--hepl", opts, 5, out, 4), 1); /* --help from a word */
+    assert_string_equal(out[0], "--help");
+    assert_int_equal(npuctl_suggest("--tq", opts, 5, out, 4), 1);
+    assert_string_equal(out[0], "--tp");
 }
 
 /* ---- every usage against its parser */
@@ -235,29 +269,55 @@ static void check_help_lines_parse(const struct npuctl_cmd_spec *spec, const cha
     assert_true(lines >= 1); /* -h, --help at least */
 }
 
-/* Refusals: an unknown option, a value missing at the end or before another option, and
-   a value given to a flag. */
+/* The parse of argv is refused as a missing or unwanted value, with want in the message. */
+static void check_refused(const struct npuctl_cmd_spec *spec, int argc, char **argv,
+                          const char *want)
+{
+    if (quiet_parse(spec, argc, argv) != NPU_ERR_INVAL || !strstr(err, want))
+        fail_msg("%s: '%s %s': expected a refusal with \"%s\", got \"%s\"", spec->name,
+                 argv[0], argc > 1 ? argv[1] : "", want, err);
+}
+
+/* One spelling of a value-taking option without its value: at the end, before --help, and
+   before an option of one dash (-h, and the command's own such as -o), which is an option,
+   not a value. */
+static void check_needs_value(const struct npuctl_cmd_spec *spec, char *spelling,
+                              char *dash_opt)
+{
+    char want[128], *alone[] = { spelling }, *before[] = { spelling, "--help", "x" };
+    char *dashes[] = { "-h", dash_opt };
+    snprintf(want, sizeof(want), "%s needs a value", spelling);
+    check_refused(spec, 1, alone, want);
+    check_refused(spec, 3, before, "not the option '--help'");
+    for (size_t k = 0; k < 2 && dashes[k]; k++) {
+        char *before_dash[] = { spelling, dashes[k], "x" };
+        snprintf(want, sizeof(want), "not the option '%s'", dashes[k]);
+        check_refused(spec, 3, before_dash, want);
+    }
+}
+
+/* Refusals: an unknown option, a value missing (under each spelling), and a value given to
+   a flag. */
 static void check_refusals(const struct npuctl_cmd_spec *spec)
 {
-    char *unknown[] = { "--no-such-option" };
+    char *unknown[] = { "--no-such-option" }, *dash_opt = NULL;
     assert_int_equal(quiet_parse(spec, 1, unknown), NPU_ERR_NOTFOUND);
     assert_non_null(strstr(err, "unknown option '--no-such-option'"));
     const struct npuctl_opt *opts[OPTS_MAX];
     size_t n = npuctl_opts_list(spec, opts, OPTS_MAX);
+    for (size_t i = 0; i < n; i++) /* the command's own option of one dash, if any */
+        if (strncmp(opts[i]->name, "--", 2) != 0 && strcmp(opts[i]->name, "-h") != 0)
+            dash_opt = (char *)opts[i]->name;
     for (size_t i = 0; i < n; i++) {
-        char *name = (char *)opts[i]->name, want[128];
-        if (opts[i]->metavar) {
-            char *alone[] = { name }, *before[] = { name, "--help", "x" };
-            snprintf(want, sizeof(want), "%s needs a value", name);
-            assert_int_equal(quiet_parse(spec, 1, alone), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, want));
-            assert_int_equal(quiet_parse(spec, 3, before), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, "not the option '--help'"));
-        } else if (strcmp(name, "-h") != 0) {
-            char with_value[96], *argv[] = { with_value };
-            snprintf(with_value, sizeof(with_value), "%s=1", name);
-            assert_int_equal(quiet_parse(spec, 1, argv), NPU_ERR_INVAL);
-            assert_non_null(strstr(err, "takes no value"));
+        char *spellings[] = { (char *)opts[i]->name, (char *)opts[i]->alias };
+        for (size_t k = 0; k < 2 && spellings[k]; k++) {
+            if (opts[i]->metavar) {
+                check_needs_value(spec, spellings[k], dash_opt);
+            } else if (strcmp(opts[i]->name, "-h") != 0) { /* --help=1 is the help */
+                char with_value[96], *argv[] = { with_value };
+                snprintf(with_value, sizeof(with_value), "%s=1", spellings[k]);
+                check_refused(spec, 1, argv, "takes no value");
+            }
         }
     }
 }
@@ -282,6 +342,20 @@ static void test_every_usage(void **state)
         free(help);
     }
     assert_int_equal(parsed, n - 2); /* all but test and help, which npuctl does not parse */
+}
+
+/* The refusal of an unknown option: its hint compares the whole option, and not with -h. */
+static void test_unknown_option_hints(void **state)
+{
+    (void)state;
+    char *one[] = { "-o", "x" }, word[120], *lng[] = { word };
+    assert_int_equal(quiet_parse(&npuctl_spec_serve, 2, one), NPU_ERR_NOTFOUND);
+    assert_string_equal(err, "serve: unknown option '-o' (npuctl serve --help)");
+    snprintf(word, sizeof(word), "--chunk%0100d", 0); /* was cut to 64, then "--chunk?" */
+    assert_int_equal(quiet_parse(&npuctl_spec_serve, 1, lng), NPU_ERR_NOTFOUND);
+    assert_null(strstr(err, "did you mean"));
+    assert_non_null(strstr(err, "unknown option '--chunk0000"));
+    assert_non_null(strstr(err, "0...' (npuctl serve --help)"));
 }
 
 /* ---- the defaults the help prints are the parsers' defaults */
@@ -354,6 +428,23 @@ static void parse_plan(const struct npuctl_cmd_spec *spec, int argc, char **argv
     memcpy(*bytes, &o.req, *nbytes);
 }
 
+/* bench model's options and the plan options it takes (the plan request as bytes). */
+static void parse_bench_model(const struct npuctl_cmd_spec *spec, int argc, char **argv,
+                              char *fp, void **bytes, size_t *nbytes)
+{
+    static struct bench_model_opts o; /* large: not on the stack */
+    bool done;
+    (void)spec;
+    assert_int_equal(bench_model_parse(argc, argv, &o, &done), 0);
+    assert_false(done);
+    snprintf(fp, 1024, "%s %s %s %s %u %d %u", o.image.model, o.image.chip,
+             o.out ? o.out : "-", o.only ? o.only : "-", o.timeout_s, o.engine_log,
+             o.engine_log_core);
+    *nbytes = sizeof(o.image.req);
+    *bytes = malloc(*nbytes);
+    memcpy(*bytes, &o.image.req, *nbytes);
+}
+
 /* run's options; the *_set flags say that an option was given, not what it set. */
 static void parse_launch(const struct npuctl_cmd_spec *spec, int argc, char **argv, char *fp,
                          void **bytes, size_t *nbytes)
@@ -401,6 +492,7 @@ static void test_defaults_are_the_parsers(void **state)
     check_defaults(&npuctl_spec_serve, parse_serve, 0, none);
     check_defaults(&npuctl_spec_plan, parse_plan, 2, plan);
     check_defaults(&npuctl_spec_build_image, parse_plan, 2, plan);
+    check_defaults(&npuctl_spec_bench_model, parse_bench_model, 2, plan);
     check_defaults(&npuctl_spec_run, parse_launch, 0, none);
     check_defaults(&npuctl_spec_selftest, parse_launch, 0, none);
     check_defaults(&npuctl_spec_debug, parse_launch, 0, none);
@@ -490,12 +582,15 @@ static void test_main(void **state)
         { "npuctl", "bench", "model", "--help" }, { "npuctl", "trace", "gen", "--help" },
         { "npuctl", "models", "--help" }, { "npuctl", "test", "--help" },
         { "npuctl", "flash", "--help" },
+        { "npuctl", "help", "bench", "gemm" }, /* a benchmark: bench's own usage */
+        { "npuctl", "help", "serve", "--help" }, { "npuctl", "help", "bench", "model", "-h" },
     };
     char *bad[][6] = {
         { "npuctl", "serve", "--sched", "--out", "x" }, { "npuctl", "sreve" },
         { "npuctl", "help", "bench", "nope" }, { "npuctl", "plan", "--model", "tiny-mo" },
         { "npuctl", "serve", "--chunk-size", "64" }, { "npuctl", "chips", "extra" },
         { "npuctl", "trace", "show", "--limit", "3" },
+        { "npuctl", "help", "bench", "gemm", "x" }, { "npuctl", "help", "serve", "-x" },
     };
     int saved = quiet_stderr();
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
@@ -518,6 +613,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_edit_distance),
         cmocka_unit_test(test_suggest),
+        cmocka_unit_test(test_suggest_long_word),
+        cmocka_unit_test(test_suggest_one_letter),
+        cmocka_unit_test(test_unknown_option_hints),
         cmocka_unit_test(test_every_usage),
         cmocka_unit_test(test_defaults_are_the_parsers),
         cmocka_unit_test(test_serve_values),

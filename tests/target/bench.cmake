@@ -56,7 +56,7 @@ npu_target_test(bench.noc.mesh-4x4 EXIT 0 TIMEOUT 120
   CMD ${NPUCTL} bench noc --quick --chip mesh-4x4 --timeout 100)
 
 npu_target_test(bench.unknown EXIT 2
-  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives, host or model\\)"
+  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives or host[;] model right after bench\\)"
   CMD ${NPUCTL} bench frob)
 
 
