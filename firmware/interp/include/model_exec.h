@@ -371,7 +371,12 @@ struct exec_tile;
 int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x);
 int exec_reuse_tile_flush(struct exec_model *m);
-/* model_iter.c: one tile of op in full: its residual rows in (unless in SRAM), the op, out. */
+/* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
+   the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its
+   shape instead (tile reuse, model_reuse_tile.c). The op loops: model_layer_ops.c. */
+int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
+                  const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows);
+/* One tile of op in full: its residual rows in (unless in SRAM), the op, out. */
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x);
 /* Forgets which experts the group staged (a new layer's staging). */

@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The op loops of a layer over its tiles of rows (model_exec.h): a tile's op in full
+ * (exec_tile_full), a MoE layer's attention and MoE group by group or over the layer, a
+ * dense layer's attention and FFN tile by tile when the residual rows are in HBM, and the
+ * overlapped loops that issue tile i + 1's first GEMM before tile i's last collective.
+ */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "model_exec.h"
+#include "model_moe.h"
+#include "npu/hal.h"
+
+/* Scratch tiles of the op loops below (not model state; a tile holds a segment per run, too
+   large for the hart's stack): an op uses [0], or [0] and [1] for two tiles in flight;
+   the MoE over the layer's finishing pass [1] inside layer_op_fused's [0]. */
+static struct exec_tile op_tiles[2];
+
+/* The segments of the runs inside tile rows [t0, t0 + n). */
+static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, uint32_t n,
+                      struct exec_tile *tile)
+{
+    tile->t0 = t0, tile->n = n, tile->nsegs = 0;
+    uint32_t row = 0;
+    for (uint32_t i = 0; i < nruns; i++) {
+        uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
+        uint32_t hi = end < t0 + n ? end : t0 + n;
+        if (lo < hi)
+            tile->segs[tile->nsegs++] = (struct exec_seg){
+                .run = &runs[i], .req = runs[i].req, .pos = runs[i].pos + (lo - row),
+                .row = lo - t0, .count = hi - lo };
+        row = end;
+    }
+}
+
+/* Embeddings of the tile's rows into its residual rows (segment by segment: a walk over
+   every run's rows per tile would cost the harts rows x tiles steps per layer op). */
+static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t table = (uint64_t)(uintptr_t)m->image + m->w.embed->hbm_off;
+    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        const struct exec_seg *g = &tile->segs[s];
+        const uint32_t *tokens = g->run->tokens + (g->pos - g->run->pos);
+        for (uint32_t j = 0; j < g->count; j++)
+            exec_copy(m, tile->xt + (uint64_t)(g->row + j) * row, table + tokens[j] * row, 1,
+                      row, row, row);
+    }
+}
+
+int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
+                   uint64_t x)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, n = tile->n;
+    int rc = NPU_OK;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    const bool copies = !m->buf.x_in_sram && !tile->in_xt;
+    if (copies && op->kind != NPU_OP_EMBED)
+        exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
+    if (op->flags & EXEC_OP_PREFETCH)
+        exec_copy(m, tile->pre_dst, tile->pre_src, 1, tile->pre_bytes, tile->pre_bytes,
+                  tile->pre_bytes);
+    switch (op->kind) {
+    case NPU_OP_EMBED: embed_tile(m, tile); break;
+    case NPU_OP_ATTENTION:
+        rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
+        if (rc == NPU_OK && (op->flags & EXEC_OP_WITH_FFN)) {
+            if (tile->t0 == 0)
+                exec_stage_next(m, op->layer); /* at the FFN, as layer_op does */
+            rc = exec_ffn(m, op->layer, tile);
+        }
+        break;
+    case NPU_OP_FFN: rc = exec_ffn(m, op->layer, tile); break;
+    default: rc = exec_moe(m, op->layer, tile); break;
+    }
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (rc == NPU_OK && (copies || (op->flags & EXEC_OP_WITH_FFN)))
+        exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
+    return rc;
+}
+
+static int run_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
+                    uint64_t x)
+{
+    return m->treuse.enabled ? exec_reuse_tile(m, op, tile, x) : exec_tile_full(m, op, tile, x);
+}
+
+/* Whether the MoE layers' attention and MoE run fused, group by group: with the residual rows in
+   HBM and EP MoE groups larger than a tile, attention's tiles of a group leave their rows in
+   xt (sized for a group), the MoE runs over them there, and each row is copied in and out
+   once a layer instead of twice (prefill-2048 of Qwen3-30B-A3B: 32 MB a layer and rank). */
+static bool layer_fused(const struct exec_model *m)
+{
+    return m->cfg->arch == MODEL_MOE && npu_moe_groups_in_xt(m->plan);
+}
+
+/* Residual rows [row0, row0 + n) from x_all into SRAM at buf (in) or back, outside any
+   tile. */
+static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n, bool in)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
+    const uint64_t x = m->buf.x_all + (uint64_t)row0 * row;
+    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
+    if (rc != NPU_OK)
+        return rc;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (in)
+        exec_copy(m, buf, x, 1, bytes, bytes, bytes);
+    else
+        exec_copy(m, x, buf, 1, bytes, bytes, bytes);
+    exec_set_cat(m, was);
+    return NPU_OK;
+}
+
+static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+{
+    return rows_copy(m, m->buf.a.xt, row0, n, in);
+}
+
+/* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
+   iteration. */
+static bool layer_wide(const struct exec_model *m, uint32_t rows)
+{
+    return npu_moe_layer_wide(m->plan) && rows > npu_moe_group_rows(m->plan);
+}
+
+/* The MoE of one group in xt (tile: the group): group by group, or its first pass. */
+static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, uint64_t x,
+                     bool wide)
+{
+    const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = l };
+    if (!wide)
+        return run_tile(m, &moe, tile, x);
+    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
+    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile) : rc;
+}
+
+/* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
+   experts once, then each group's combine into its residual rows. Runs in full under tile
+   reuse (not recorded). */
+static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                             uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
+{
+    const uint32_t G = npu_moe_group_rows(m->plan);
+    struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
+    int rc = exec_moe_wide_serve_slices(m, l);
+    for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
+        const uint32_t gn = w1 - g0 < G ? w1 - g0 : G;
+        rc = group_copy(m, row0 + g0, gn, true);
+        make_tile(runs, nruns, g0, gn, tile);
+        tile->xt = m->buf.a.xt, tile->in_xt = true;
+        if (rc == NPU_OK)
+            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G);
+        if (rc == NPU_OK)
+            rc = group_copy(m, row0 + g0, gn, false);
+    }
+    exec_moe_wide_start_wave(m);
+    return rc;
+}
+
+/* The layer's attention op and then its MoE op, group by group (layer_fused), or with the
+   MoE over the layer (layer_wide) in three passes. The groups are whole tiles (moe_rows
+   rounded down to tile_rows; fewer rows than a MoE group holds): attention's tiles keep the
+   op-row alignment split attention's window slots assume. */
+static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
+                          const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                          uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows, G = npu_moe_group_rows(m->plan);
+    const bool wide = layer_wide(m, rows);
+    struct exec_tile *const tile = &op_tiles[0];
+    int rc = NPU_OK;
+    exec_set_layer(m, op->layer);
+    uint32_t wave = 0; /* the first op row of the wave */
+    if (wide)
+        exec_moe_wide_begin_layer(m);
+    for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
+        const uint32_t gn = rows - g0 < G ? rows - g0 : G;
+        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
+        if (wide && g0 > wave && !exec_moe_wide_has_room(m, gn)) {
+            rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, g0);
+            wave = g0;
+        }
+        if (rc == NPU_OK)
+            rc = group_copy(m, row0 + g0, gn, true);
+        for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
+            make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
+            tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
+            rc = run_tile(m, op, tile, x + (uint64_t)(t0 - g0) * row);
+        }
+        make_tile(runs, nruns, g0, gn, tile);
+        tile->xt = m->buf.a.xt, tile->in_xt = true;
+        if (rc == NPU_OK)
+            rc = group_moe(m, op->layer, tile, x, wide);
+        if (rc == NPU_OK)
+            rc = group_copy(m, row0 + g0, gn, false);
+    }
+    if (rc == NPU_OK && wide)
+        rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, rows);
+    return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
+}
+
+/* Whether a dense layer runs its attention and FFN tile by tile: with the residual rows in
+   HBM, a tile's rows then come in and go back once a layer instead of once an op (Qwen3-8B
+   prefill-2048 on large-64: rank 0's copies took 20.6 of its 92.2 ms), through two tiles
+   in SRAM, the next tile's rows loading while this one computes. Tile i's FFN runs before
+   tile i + 1's attention, which reads only the keys and values the attention of tiles <= i
+   wrote into the cache, so no result changes. */
+static bool layer_dense_fused(const struct exec_model *m)
+{
+    return npu_layout_xt2(m->cfg, m->plan);
+}
+
+/* The dense layer of op (its attention; the program's next op is its FFN) tile by tile:
+   each tile one op (EXEC_OP_WITH_FFN) that loads the next tile's rows into the other
+   buffer first (EXEC_OP_PREFETCH) and writes its own back last. */
+static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *op,
+                                const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                                uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
+    const uint32_t T = m->plan->tile_rows;
+    struct exec_tile *const tile = &op_tiles[0];
+    exec_set_layer(m, op->layer);
+    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t n = rows - t0 < T ? rows - t0 : T, next = t0 + n;
+        const uint32_t nn = rows - next < T ? rows - next : T; /* 0 after the last */
+        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
+        struct npu_prog_op fused = *op;
+        fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : 0);
+        make_tile(runs, nruns, t0, n, tile);
+        tile->xt = xt[i], tile->in_xt = true;
+        tile->pre_dst = xt[i ^ 1], tile->pre_src = x + (uint64_t)n * row, tile->pre_bytes = nn * row;
+        rc = run_tile(m, &fused, tile, x);
+    }
+    return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
+}
+
+/* layer_op_dense_fused without tile reuse: the same tiles and loads, and tile i's FFN
+   all-reduce beside tile i + 1's norm and QKV GEMM, whose rows are in already. */
+static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog_op *op,
+                                     const struct exec_run *runs, uint32_t nruns,
+                                     uint32_t row0, uint32_t rows)
+{
+    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
+    const uint32_t T = m->plan->tile_rows, l = op->layer;
+    const bool sliding = op->flags & NPU_OP_SLIDING;
+    struct exec_tile *const tiles = op_tiles;
+    bool started[2];
+    exec_set_layer(m, l);
+    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = xt[0], tiles[0].in_xt = true;
+    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        struct exec_tile *const cur = &tiles[i], *const nx = &tiles[i ^ 1];
+        const uint32_t next = t0 + cur->n, nn = rows - next < T ? rows - next : T;
+        if (next < rows) /* the next tile's rows, ahead of this one's work */
+            rc = rows_copy(m, xt[i ^ 1], row0 + next, nn, true);
+        if (rc == NPU_OK)
+            rc = exec_attention_mid(m, l, sliding, cur, started[i]);
+        if (rc == NPU_OK)
+            rc = exec_attention_end(m, l, cur, true);
+        if (rc == NPU_OK && t0 == 0)
+            exec_stage_next(m, l); /* at the FFN, as layer_op does */
+        if (rc == NPU_OK)
+            exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
+        if (rc == NPU_OK && next < rows) {
+            make_tile(runs, nruns, next, nn, nx);
+            nx->xt = xt[i ^ 1], nx->in_xt = true;
+            started[i ^ 1] = exec_attention_begin(m, l, nx);
+        }
+        if (rc == NPU_OK)
+            rc = exec_ffn_end(m, l, cur);
+        if (rc == NPU_OK)
+            rc = rows_copy(m, xt[i], row0 + t0, cur->n, false);
+    }
+    return rc;
+}
+
+/* A paired dense FFN over tiles of residual rows in SRAM, each tile's all-reduce beside the
+   next tile's gate and up GEMM (exec_ffn_begin). Not under tile reuse, whose tiles start
+   with the engines idle. */
+static bool ffn_overlapped(const struct exec_model *m)
+{
+    return m->buf.x_in_sram && !m->treuse.enabled && exec_ffn_pipelined(m);
+}
+
+static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
+                                const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                                uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows;
+    struct exec_tile *const tiles = op_tiles;
+    exec_stage_next(m, op->layer);
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
+    exec_ffn_begin(m, op->layer, &tiles[0]);
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t next = t0 + tiles[i].n;
+        exec_ffn_middle(m, op->layer, &tiles[i]);
+        if (next < rows) {
+            make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
+            tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
+            exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
+        }
+        rc = exec_ffn_end(m, op->layer, &tiles[i]);
+    }
+    return rc;
+}
+
+/* Attention over tiles of residual rows in SRAM, tile i + 1's norm and QKV GEMM issued
+   before tile i's O collective, which waits only for its O GEMM and runs beside them
+   (exec_attention_begin). Not under tile reuse, whose tiles start with the engines idle. */
+static bool attn_overlapped(const struct exec_model *m)
+{
+    return m->buf.x_in_sram && !m->treuse.enabled && m->tp > 1;
+}
+
+static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
+                                 const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                                 uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows, l = op->layer;
+    const bool sliding = op->flags & NPU_OP_SLIDING;
+    struct exec_tile *const tiles = op_tiles;
+    bool started[2];
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
+    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        const uint32_t next = t0 + tiles[i].n;
+        rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i]);
+        if (rc == NPU_OK && next < rows) {
+            make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
+            tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
+            started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
+        }
+        if (rc == NPU_OK)
+            rc = exec_attention_end(m, l, &tiles[i], true);
+    }
+    return rc;
+}
+
+int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
+                  const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
+    /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
+    if (op->kind == NPU_OP_ATTENTION && layer_fused(m))
+        return layer_op_fused(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_MOE && layer_fused(m))
+        return NPU_OK; /* ran with the layer's attention, which the program puts before it */
+    if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
+        return !m->treuse.enabled && exec_ffn_pipelined(m)
+                   ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)
+                   : layer_op_dense_fused(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_FFN && layer_dense_fused(m))
+        return NPU_OK; /* likewise */
+    if (op->kind == NPU_OP_FFN && ffn_overlapped(m))
+        return layer_ffn_overlapped(m, op, runs, nruns, row0, rows);
+    if (op->kind == NPU_OP_ATTENTION && attn_overlapped(m))
+        return layer_attn_overlapped(m, op, runs, nruns, row0, rows);
+    const uint32_t step = op->kind == NPU_OP_MOE ? m->plan->moe_rows : m->plan->tile_rows;
+    if (op->kind == NPU_OP_FFN)
+        exec_stage_next(m, op->layer);
+    int rc = NPU_OK;
+    for (uint32_t t0 = 0; rc == NPU_OK && t0 < rows; t0 += step) {
+        struct exec_tile *const tile = &op_tiles[0];
+        uint32_t n = rows - t0 < step ? rows - t0 : step;
+        make_tile(runs, nruns, t0, n, tile);
+        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
+        tile->xt = m->buf.x_in_sram ? x : m->buf.a.xt, tile->in_xt = false;
+        rc = run_tile(m, op, tile, x);
+    }
+    return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
+}
+
