@@ -259,6 +259,9 @@ struct exec_model {
     /* split attention: npu_kv_rank_shift of request ids 0..tp-1 (it repeats every tp ids;
        computed once, at O(P) a call) */
     uint16_t kv_shift[NPU_MESH_DIM_MAX * NPU_MESH_DIM_MAX];
+    uint32_t kv_step_at;                   /* the next attention step's first row in kblk
+                                              and vblk, a ring of attn_block rows
+                                              (model_attn.c, attn_step_rows) */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     struct exec_pipe pipe;
     struct exec_bufs buf;
@@ -568,10 +571,12 @@ int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
                    const struct exec_tile *tile);
 /* exec_attention in three parts, so that tile i + 1's norm and QKV GEMM (begin; false:
    its shares do not fuse, nothing issued) may run while tile i's O collective does (end
-   with `after`, model_iter.c): mid runs the QKV collectives through the O GEMM's issue. */
+   with `after`, model_layer_ops.c): mid runs the QKV collectives through the O GEMM's
+   issue (overlapped: the end will wait only for the O GEMM, so the cache stores may go
+   last). */
 bool exec_attention_begin(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 int exec_attention_mid(struct exec_model *m, uint32_t layer, bool sliding,
-                       const struct exec_tile *tile, bool started);
+                       const struct exec_tile *tile, bool started, bool overlapped);
 int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,
                        bool after);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);

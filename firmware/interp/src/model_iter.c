@@ -118,6 +118,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
     m->w.staged_next = 0, m->w.stage_deferred = 0;
     npu_kv_rank_shifts(p, m->kv_shift);
+    m->kv_step_at = 0;
     index_tensors(m);
     exec_chain_init(m);
     if (p->stage_double && !stage_second(m))

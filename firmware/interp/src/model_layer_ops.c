@@ -264,7 +264,7 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
         if (next < rows) /* the next tile's rows, ahead of this one's work */
             rc = rows_copy(m, xt[i ^ 1], row0 + next, nn, true);
         if (rc == NPU_OK)
-            rc = exec_attention_mid(m, l, sliding, cur, started[i]);
+            rc = exec_attention_mid(m, l, sliding, cur, started[i], true);
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, cur, true);
         if (rc == NPU_OK && t0 == 0)
@@ -340,7 +340,7 @@ static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op 
     int rc = NPU_OK;
     for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
         const uint32_t next = t0 + tiles[i].n;
-        rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i]);
+        rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
         if (rc == NPU_OK && next < rows) {
             make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
             tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
