@@ -141,6 +141,8 @@ struct exec_tile_class {
     uint32_t n;                            /* tile rows */
     uint32_t load;                         /* MoE: the routed pairs of the busiest rank
                                               (expert parallelism) or the experts routed to */
+    uint32_t pre_bytes;                    /* EXEC_OP_PREFETCH: the next tile's rows'
+                                              bytes (a partial last tile loads fewer) */
     uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
     struct exec_tile_seg segs[EXEC_TILE_SEGS];
     uint64_t span_ps;                      /* chip time of its recorded tile on this core */
@@ -547,15 +549,16 @@ struct exec_tile {
     uint32_t nsegs;
     uint64_t xt;             /* [n][d]: the tile's residual rows */
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
-                                group, model_iter.c): no copies from and to HBM */
+                                group, model_layer_ops.c): no copies from and to HBM */
     uint64_t pre_dst, pre_src, pre_bytes; /* EXEC_OP_PREFETCH: the next tile's rows */
 };
 /* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's
    attention op carrying its FFN over the same tile, whose rows come in ahead (in xt) and
-   go back after it (model_iter.c, layer_op_dense_fused); and loading the next tile's rows
+   go back after it (model_layer_ops.c, layer_op_dense_fused); and loading the next tile's rows
    (tile->pre_*) at its start, so that a recorded tile holds that load too. */
 #define EXEC_OP_WITH_FFN 0x100u
 #define EXEC_OP_PREFETCH 0x200u
+#define EXEC_OP_LAST 0x400u /* the layer's last tile: its FFN starts the next layer's load */
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);
@@ -581,7 +584,7 @@ int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_t
                        bool after);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 /* A paired dense FFN over consecutive tiles in three parts, so that tile i's all-reduce
-   runs while tile i + 1's gate and up GEMM does (model_iter.c): begin (norm, gate and up),
+   runs while tile i + 1's gate and up GEMM does (model_layer_ops.c): begin (norm, gate and up),
    middle (SwiGLU, down GEMM), end (the all-reduce once the down GEMM is done, the
    residual add). Begin of tile i + 1 goes between middle and end of tile i. */
 bool exec_ffn_pipelined(const struct exec_model *m);

@@ -36,7 +36,8 @@ static void print_chain(const struct exec_model *m, int rc)
                chain[i].n, chain[i].k, chain[i].lda, chain[i].ldb, chain[i].ldc, chain[i].ldd);
 }
 
-int exec_flush(struct exec_model *m)
+/* Puts the descriptors built so far on the engines, without waiting for them. */
+static int chain_put(const struct exec_model *m)
 {
     if (nchain == 0)
         return NPU_OK;
@@ -46,33 +47,29 @@ int exec_flush(struct exec_model *m)
         return rc;
     }
     nchain = 0;
-    return hz_wait_flush();
+    return NPU_OK;
+}
+
+int exec_flush(struct exec_model *m)
+{
+    /* HAZARD: an empty chain does not mean idle engines: what an earlier put (a category
+       switch, exec_wait_for, a third wait) submitted may still run, so always wait */
+    int rc = chain_put(m);
+    return rc != NPU_OK ? rc : hz_wait_flush();
 }
 
 int exec_wait_for(struct exec_model *m, uint64_t addr, uint64_t bytes)
 {
-    if (nchain) { /* on the engines, so that what is waited for runs */
-        int rc = engine_submit(chain, nchain);
-        if (rc != NPU_OK) {
-            print_chain(m, rc);
-            return rc;
-        }
-        nchain = 0;
-    }
-    return hz_wait_range(hz_span(addr, 1, 0, bytes));
+    int rc = chain_put(m); /* on the engines, so that what is waited for runs */
+    return rc != NPU_OK ? rc : hz_wait_range(hz_span(addr, 1, 0, bytes));
 }
 
-/* Puts the descriptors built so far on the engines without waiting (hz_set_submit). */
+/* chain_put for hz_set_submit: a refused chain is a firmware bug. */
 static void chain_submit(void)
 {
-    if (nchain == 0)
-        return;
-    int rc = engine_submit(chain, nchain);
-    if (rc != NPU_OK) {
-        print_chain(chain_model, rc);
-        assert(!"the engines refused a model chain");
-    }
-    nchain = 0;
+    int rc = chain_put(chain_model);
+    assert(rc == NPU_OK && "the engines refused a model chain");
+    (void)rc;
 }
 
 int exec_drain(struct exec_model *m)
@@ -104,11 +101,17 @@ static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struc
 }
 
 /* Charges the hart's time, FLOPs and HBM bytes since the last switch to the category that
-   was running, then switches. The chain is not flushed: descriptors queued in one
-   category may still run (the engines overlapping) while the hart is in the next, so a
-   category is the hart's time in it, and the layer's sum is exact (exec_charge). */
+   was running, then switches. The chain is put on the engines but not waited for:
+   descriptors queued in one category may still run (the engines overlapping) while the
+   hart is in the next, so a category is the hart's time in it, and the layer's sum is
+   exact (exec_charge). Put, not kept: a switch often comes before the hart waits on
+   something else (a collective), and loads issued just before it (the expert ring's, as
+   a MoE dispatch starts) must run during that wait. */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat)
 {
+    int rc = chain_put(m);
+    assert(rc == NPU_OK && "the engines refused a model chain");
+    (void)rc;
     uint64_t now = hal_time_ps(), flops = engine_perf_read(NPU_PERF_FLOPS);
     uint64_t hbm = engine_perf_read(NPU_PERF_HBM_BYTES);
     uint64_t noc = engine_perf_read(NPU_PERF_NOC_BYTE_HOPS);

@@ -67,8 +67,8 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     case NPU_OP_ATTENTION:
         rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
         if (rc == NPU_OK && (op->flags & EXEC_OP_WITH_FFN)) {
-            if (tile->t0 == 0)
-                exec_stage_next(m, op->layer); /* at the FFN, as layer_op does */
+            if (op->flags & EXEC_OP_LAST) /* not beside the other tiles' attention */
+                exec_stage_next(m, op->layer);
             rc = exec_ffn(m, op->layer, tile);
         }
         break;
@@ -233,7 +233,7 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
         const uint32_t nn = rows - next < T ? rows - next : T; /* 0 after the last */
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
         struct npu_prog_op fused = *op;
-        fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : 0);
+        fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : EXEC_OP_LAST);
         make_tile(runs, nruns, t0, n, tile);
         tile->xt = xt[i], tile->in_xt = true;
         tile->pre_dst = xt[i ^ 1], tile->pre_src = x + (uint64_t)n * row, tile->pre_bytes = nn * row;
@@ -267,8 +267,8 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
             rc = exec_attention_mid(m, l, sliding, cur, started[i], true);
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, cur, true);
-        if (rc == NPU_OK && t0 == 0)
-            exec_stage_next(m, l); /* at the FFN, as layer_op does */
+        if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
+            exec_stage_next(m, l);
         if (rc == NPU_OK)
             exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
         if (rc == NPU_OK && next < rows) {

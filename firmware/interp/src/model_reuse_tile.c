@@ -12,7 +12,8 @@
  * idle (layer_op flushes the chain at its first op), so a tile is a unit the chip can
  * repeat.
  *
- * Keys. A class is the op (kind and flags) and the tile's row count, and:
+ * Keys. A class is the op (kind and flags), the tile's row count and the bytes it loads
+ * ahead for the next tile (EXEC_OP_PREFETCH), and:
  * - attention: per segment (one run's rows in the tile; more than EXEC_TILE_SEGS: not
  *   keyed, run in full) its rows, its run's KV pool blocks and where its context ends;
  *   ends match within the layer keys' tolerance (half a stripe and a quarter of the
@@ -61,6 +62,7 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
+    k->pre_bytes = op->flags & EXEC_OP_PREFETCH ? (uint32_t)tile->pre_bytes : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
@@ -78,7 +80,7 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
                               const struct exec_tile_class *k)
 {
     if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->load != k->load ||
-        c->nsegs != k->nsegs)
+        c->pre_bytes != k->pre_bytes || c->nsegs != k->nsegs)
         return UINT64_MAX;
     const uint32_t w = npu_kv_stripe(m->plan);
     uint64_t dist = 0;

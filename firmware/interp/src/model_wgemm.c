@@ -15,7 +15,10 @@
  * q, k and v share one chunk ([T][n_q + n_k + n_v]) computed by one GEMM (when the shares
  * lie one after the other, as staging places them); MN gathers its three parts into q, k
  * and v, 2D completes the chunk with one pair of collectives.
- * Not modelled: overlap of the collective with the next GEMM (the chain is serial).
+ * The O projection's and the dense FFN's collectives may wait for their own GEMM only
+ * (exec_wgemm_finish with `after`, exec_allreduce_after), so that the next tile's first
+ * GEMM, issued before them, runs beside them (model_layer_ops.c); the others wait for the
+ * whole chain.
  */
 #include <assert.h>
 

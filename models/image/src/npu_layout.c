@@ -91,11 +91,13 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     wide = ffw > wide ? ffw : wide;
     const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
     /* the QKV GEMM's chunks after the O GEMM's, so that tile i + 1's QKV GEMM may run while
-       tile i's O collective reads and writes its chunks (model_iter.c) */
-    const uint64_t od = (t * d * eb + 63) & ~63ull, qkvd = t * (qd + 2 * kvd) * eb;
+       tile i's O collective reads and writes its chunks (model_layer_ops.c) */
+    const bool o_chunks = p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
+    const uint64_t od = o_chunks ? (t * d * eb + 63) & ~63ull : 0;
+    const uint64_t qkvd = t * (qd + 2 * kvd) * eb;
     uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
     yt = od + qkvd > yt ? od + qkvd : yt;
-    o->ytmp = scratch, o->yqkv = scratch + od;
+    o->ytmp = scratch, o->yqkv = scratch + od; /* the same where O has no chunks */
     if (yt > at - scratch)
         take(&at, yt - (at - scratch));
     /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
