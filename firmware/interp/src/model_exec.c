@@ -36,12 +36,20 @@ static void print_chain(const struct exec_model *m, int rc)
                chain[i].n, chain[i].k, chain[i].lda, chain[i].ldb, chain[i].ldc, chain[i].ldd);
 }
 
-/* Puts the descriptors built so far on the engines, without waiting for them. */
+/* Outstanding descriptors a queue may hold after a put: room for the chain (CHAIN_MAX)
+   and a collective's own (NOC_COMM_QUEUED_MAX and its chains) in the 1024 of a queue. */
+#define PUT_MOST 512u
+_Static_assert(PUT_MOST >= CHAIN_MAX, "hz_make_room never waits for unput descriptors");
+
+/* Puts the descriptors built so far on the engines, without waiting for them (but for
+   room in the queues). */
 static int chain_put(const struct exec_model *m)
 {
     if (nchain == 0)
         return NPU_OK;
-    int rc = engine_submit(chain, nchain);
+    int rc = hz_make_room(PUT_MOST);
+    if (rc == NPU_OK)
+        rc = engine_submit(chain, nchain);
     if (rc != NPU_OK) {
         print_chain(m, rc);
         return rc;

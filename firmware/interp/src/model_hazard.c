@@ -237,6 +237,20 @@ int hz_wait_range(struct hz_range r)
     return rc;
 }
 
+int hz_make_room(uint32_t most)
+{
+    int rc = NPU_OK;
+    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++) {
+        const uint32_t floor = issued[x] > most ? issued[x] - most : 0;
+        if (floor <= done[x])
+            continue;
+        done[x] = hal_sem_read(engine_sem[x]) > done[x] ? hal_sem_read(engine_sem[x]) : done[x];
+        if (floor > done[x] && (rc = hal_sem_wait(engine_sem[x], floor)) == NPU_OK)
+            done[x] = floor;
+    }
+    return rc;
+}
+
 int hz_wait_all(void)
 {
     int rc = NPU_OK;

@@ -60,6 +60,12 @@ int hz_wait_flush(void);
    the queues running in order, each engine's earlier ones), not the others: a collective
    on r may then run while they do. The caller has submitted them. 0 or the wait's error. */
 int hz_wait_range(struct hz_range r);
+/* Waits until at most `most` of each engine's issued descriptors are not complete, so that
+   putting the built ones on the queues cannot overfill them (a put does not wait, and
+   puts at every category switch would otherwise pile up: 2048 embedding copies of a
+   prefill filled the DMA queue's 1024). `most` must be at least the descriptors built
+   and not yet put, which it then never waits for. 0 or the wait's error. */
+int hz_make_room(uint32_t most);
 /* Waits until every descriptor issued so far is complete, side ones too (the engines idle,
    as a recording or replay of the chip needs); 0 or the wait's error. */
 int hz_wait_all(void);
