@@ -109,15 +109,17 @@ static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struc
 }
 
 /* Charges the hart's time, FLOPs and HBM bytes since the last switch to the category that
-   was running, then switches. The chain is put on the engines but not waited for:
-   descriptors queued in one category may still run (the engines overlapping) while the
-   hart is in the next, so a category is the hart's time in it, and the layer's sum is
-   exact (exec_charge). Put, not kept: a switch often comes before the hart waits on
-   something else (a collective), and loads issued just before it (the expert ring's, as
-   a MoE dispatch starts) must run during that wait. */
+   was running, then switches, without waiting for the engines: descriptors queued in one
+   category may still run (the engines overlapping) while the hart is in the next, so a
+   category is the hart's time in it, and the layer's sum is exact (exec_charge). A switch
+   to the collectives puts the chain on the engines: the hart is about to wait in a
+   collective, and what was issued since the last flush (the expert ring's loads, as a MoE
+   dispatch starts) must run meanwhile. Not at every switch: each put is a submit the
+   emulator handles, and puts everywhere cost the reference serving run 28 % more wall
+   time for no chip time. */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat)
 {
-    int rc = chain_put(m);
+    int rc = cat == EXEC_CAT_COLL ? chain_put(m) : NPU_OK;
     assert(rc == NPU_OK && "the engines refused a model chain");
     (void)rc;
     uint64_t now = hal_time_ps(), flops = engine_perf_read(NPU_PERF_FLOPS);
