@@ -244,7 +244,8 @@ int hz_make_room(uint32_t most)
         const uint32_t floor = issued[x] > most ? issued[x] - most : 0;
         if (floor <= done[x])
             continue;
-        done[x] = hal_sem_read(engine_sem[x]) > done[x] ? hal_sem_read(engine_sem[x]) : done[x];
+        const uint32_t now = hal_sem_read(engine_sem[x]); /* done by now: no wait */
+        done[x] = now > done[x] ? now : done[x];
         if (floor > done[x] && (rc = hal_sem_wait(engine_sem[x], floor)) == NPU_OK)
             done[x] = floor;
     }
