@@ -20,8 +20,8 @@ enum img_opt {
     IMG_MAX_SEQ, IMG_TILE_ROWS, IMG_MOE_ROWS, IMG_MOE_SPILL_ROWS, IMG_EXPERT_SLOTS,
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
-    IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_EXPERT_PLACEMENT, IMG_PLACEMENT,
-    IMG_MODE, IMG_DTYPE,
+    IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
+    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE,
 };
 
 /* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
@@ -119,6 +119,7 @@ static int apply_word(struct npu_plan_request *r, const struct npuctl_opt *opt, 
     case IMG_KV_SPLIT: r->kv_split = e; break;
     case IMG_WEIGHTS: r->stream_weights = (uint32_t)e; break;
     case IMG_STAGE_BUFFERS: r->stage_single = e == 0; break;
+    case IMG_ATTN_DEEP: r->attn_deep = e; break;
     case IMG_EXPERT_PLACEMENT: r->expert_placement = e; break;
     case IMG_PLACEMENT: r->placement = e; break;
     case IMG_MODE: r->mode = (uint32_t)e; break;
@@ -295,6 +296,11 @@ static const struct npuctl_opt image_opts[] = {
     { "--stage-buffers", NULL, "1|2", "2",
       "staged weights: 2 loads the next layer's non-expert shares while a layer runs, "
       "where SRAM holds the copy and layer reuse is off", IMG_STAGE_BUFFERS, C_ALL },
+    { "--attn-deep", NULL, "off|on", NULL,
+      "on: two tiles' attention in flight, the O and QKV GEMMs' chunks outside attention's "
+      "scratch, so tile i's collectives run beside tile i + 1's GEMMs and softmax steps "
+      "(a 2D O GEMM over tp > 1 ranks; default: on where it costs nothing else kept in "
+      "SRAM)", IMG_ATTN_DEEP, C_ALL },
 };
 
 const struct npuctl_opt_group npuctl_plan_group = {

@@ -284,6 +284,70 @@ static void test_ep_refusals(void **state)
     expect_plan_refusal(&dense, &mesh2x2, &req, "has no experts");
 }
 
+/* Two tiles' attention in flight (npu_plan.attn_deep): the O GEMM's chunks (T x d) and the
+   QKV GEMM's (T x (qd + 2 kvd)) lie outside attention's scratch, scores .. up to hb, which
+   ytmp overlays; over ep_recv when it holds both. */
+static void check_deep_layout(const struct model *m, const struct npu_plan *p, bool over_recv)
+{
+    struct npu_act_layout a;
+    npu_act_layout(&m->cfg, p, &a);
+    const struct model_config *c = &m->cfg;
+    const uint64_t eb = npu_dtype_bytes(p->dtype), t = p->tile_rows;
+    const uint64_t od = t * c->hidden_size * eb;
+    const uint64_t qkvd = t * (c->num_heads + 2ull * c->num_kv_heads) * c->head_dim * eb;
+    const uint64_t bufs[2][2] = { { a.yo, od }, { a.yqkv, qkvd } };
+    for (int i = 0; i < 2; i++) {
+        assert_true(bufs[i][0] >= a.hb || bufs[i][0] + bufs[i][1] <= a.scores);
+        assert_true(bufs[i][0] + bufs[i][1] <= a.bytes);
+    }
+    assert_true(a.yo + od <= a.yqkv || a.yqkv + qkvd <= a.yo);
+    if (over_recv)
+        assert_true(a.yo >= a.ep_recv && a.yqkv + qkvd <= a.ep_out);
+    else
+        assert_true(a.yo != a.ytmp);
+}
+
+static void test_attn_deep(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(4, NPU_PART_2D, NPU_IMAGE_FUNCTIONAL);
+    req.max_tokens = 372, req.max_batch = 4, req.max_seq = 316, req.attn_deep = 1;
+    struct npu_built_image img = build(&dense, &mesh2x2, &req);
+    assert_int_equal(hdr(&img)->plan.attn_deep, 1);
+    check_deep_layout(&dense, &hdr(&img)->plan, false);
+    npu_built_image_free(&img);
+    req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+    img = build(&moe, &mesh2x2, &req);
+    assert_int_equal(hdr(&img)->plan.attn_deep, 1);
+    check_deep_layout(&moe, &hdr(&img)->plan, true);
+    npu_built_image_free(&img);
+    /* the default: deep only where it costs nothing else kept in SRAM (off for comparison) */
+    for (int i = 0; i < 2; i++) {
+        const struct model *m = i ? &moe : &dense;
+        req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] =
+            i ? NPU_PART_EP : NPU_PART_2D;
+        req.attn_deep = -1;
+        img = build(m, &mesh4x4, &req);
+        const struct npu_plan dflt = hdr(&img)->plan;
+        npu_built_image_free(&img);
+        req.attn_deep = 0;
+        img = build(m, &mesh4x4, &req);
+        const struct npu_plan *flat = &hdr(&img)->plan;
+        assert_int_equal(flat->attn_deep, 0);
+        assert_int_equal(dflt.stage_double, flat->stage_double);
+        assert_int_equal(dflt.x_in_sram, flat->x_in_sram);
+        assert_int_equal(dflt.kv_in_sram, flat->kv_in_sram);
+        assert_int_equal(dflt.weights_resident, flat->weights_resident);
+        if (dflt.attn_deep)
+            check_deep_layout(m, &dflt, i == 1);
+        npu_built_image_free(&img);
+    }
+    req = request(4, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
+    req.attn_deep = 1;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "attn_deep 1: two tiles' attention in flight "
+                                                "needs a 2D O GEMM over tp > 1 ranks");
+}
+
 /* Stage s of S runs layers [s L / S, (s + 1) L / S) on tp ranks: every (stage, rank) is
    one core; its program starts with the embedding (stage 0) or RECV of the previous
    stage's last layer, runs its layers in order, and ends with SEND of its last layer or
@@ -370,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_ep_spill_rows),
         cmocka_unit_test(test_ep_units),
         cmocka_unit_test(test_ep_refusals),
+        cmocka_unit_test(test_attn_deep),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),
     };

@@ -488,7 +488,7 @@ int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uin
    collectives (or, not started, the three exec_wgemm). */
 bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint32_t layer);
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
-                          uint32_t rows, uint32_t layer, bool started);
+                          uint32_t rows, uint32_t layer, bool started, bool after);
 /* exec_wgemm in two parts: start issues the share GEMMs, finish completes Y by the
    collective once the queue is done (after: once the queued work on the collective's
    buffer is; the rest runs beside it). */
@@ -509,6 +509,10 @@ void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
 int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* In place: rank r's chunk of y (count elements) to every rank. */
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
+/* An all-gather (gather) or all-reduce with op of y, once the queued work is done or
+   (after) once the queued work on y is. */
+int exec_collective_after(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
+                          uint64_t count, enum npu_dtype dt, bool after);
 /* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the
    experts' GEMMs): then its hidden activations stay split and only the output is reduced. */
 bool exec_ffn_paired(const struct exec_model *m, bool expert);
@@ -582,6 +586,17 @@ int exec_attention_mid(struct exec_model *m, uint32_t layer, bool sliding,
                        const struct exec_tile *tile, bool started, bool overlapped);
 int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,
                        bool after);
+/* mid in three parts, so that two tiles may be in flight (model_layer_ops.c, with the O
+   and QKV chunks outside attention's scratch, npu_layout.h's yo): qkv runs the QKV
+   collectives (after: once the queued work on their buffers is done), steps issues the
+   norms, RoPE and the softmax steps, out runs the combine or gather (after: likewise) and
+   issues the O GEMM. */
+int exec_attention_qkv(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,
+                       bool started, bool after);
+int exec_attention_steps(struct exec_model *m, uint32_t layer, bool sliding,
+                         const struct exec_tile *tile, bool overlapped);
+int exec_attention_out(struct exec_model *m, uint32_t layer, bool sliding,
+                       const struct exec_tile *tile, bool overlapped, bool after);
 int exec_ffn(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
 /* A paired dense FFN over consecutive tiles in three parts, so that tile i's all-reduce
    runs while tile i + 1's gate and up GEMM does (model_layer_ops.c): begin (norm, gate and up),

@@ -646,8 +646,8 @@ static bool attn_window_whole(const struct exec_model *m, const struct exec_tile
 }
 
 /* The whole window's output: this rank's unit, acc / l, into qg (its rows are chunk `rank`
-   of qg's [R][hd]), then the all-gather of qg. */
-static int attn_gather_out(struct exec_model *m, const struct attn_state *st)
+   of qg's [R][hd]), then the all-gather of qg (after: once the work on qg is done). */
+static int attn_gather_out(struct exec_model *m, const struct attn_state *st, bool after)
 {
     const struct npu_act_layout *a = &m->buf.a;
     const uint64_t hd = m->cfg->head_dim, rows = st->rows / m->tp, r0 = m->rank * rows;
@@ -657,17 +657,19 @@ static int attn_gather_out(struct exec_model *m, const struct attn_state *st)
         .ldy = 1 });
     v.out_type = m->buf.dt;
     exec_vec(m, v);
-    return exec_allgather(m, a->qg, st->rows * hd, m->buf.dt);
+    return exec_collective_after(m, true, NOC_REDUCE_SUM, a->qg, st->rows * hd, m->buf.dt,
+                                 after);
 }
 
-/* Split attention: the ranks' states into the whole softmax's (the file header). */
-static int attn_combine(struct exec_model *m, const struct attn_state *st)
+/* Split attention: the ranks' states into the whole softmax's (the file header); after:
+   each collective once the work on its buffer is done. */
+static int attn_combine(struct exec_model *m, const struct attn_state *st, bool after)
 {
     const struct npu_act_layout *a = &m->buf.a;
     const uint64_t R = st->rows, hd = m->cfg->head_dim;
     /* gmax[R] = M: the maxima over the ranks (an all-reduce with MAX) */
     exec_copy(m, a->gmax, a->m_a, 1, R * 4, R * 4, R * 4);
-    int rc = exec_allreduce_max(m, a->gmax, R, NPU_DTYPE_FP32);
+    int rc = exec_collective_after(m, false, NOC_REDUCE_MAX, a->gmax, R, NPU_DTYPE_FP32, after);
     if (rc != NPU_OK)
         return rc;
     /* acc and l times exp(m - M), then [acc | l] summed over the ranks */
@@ -678,7 +680,8 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st)
                                                  .y = a->m_a, .aux = a->gmax, .out = bufs[i],
                                                  .rows = (uint32_t)R, .cols = cols[i],
                                                  .ldy = 1, .ldaux = 1 });
-    return exec_allreduce(m, a->acc, R * hd + R, NPU_DTYPE_FP32);
+    return exec_collective_after(m, false, NOC_REDUCE_SUM, a->acc, R * hd + R, NPU_DTYPE_FP32,
+                                 after);
 }
 
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
@@ -691,21 +694,41 @@ bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_ti
     return exec_wgemm_qkv_start(m, a->xb, tile->n, l);
 }
 
-int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
-                       const struct exec_tile *tile, bool started, bool overlapped)
+int exec_attention_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                       bool started, bool after)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    exec_set_cat(m, EXEC_CAT_ATTN);
+    return exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, tile->n, l, started, after);
+}
+
+/* The softmax state's layout for a tile of n rows (the file header). */
+static struct attn_state attn_state_of(const struct exec_model *m, uint32_t n)
+{
+    const uint32_t nkv = m->cfg->num_kv_heads, group = m->cfg->num_heads / nkv;
+    const uint64_t span = (uint64_t)n * group, rows = nkv * span;
+    return (struct attn_state){ .span = span, .rows = rows,
+                                .l = m->buf.a.acc + rows * m->cfg->head_dim * 4 };
+}
+
+/* Whether a tile's cache stores wait until the O projection's input is copied (see
+   exec_attention_steps). */
+static bool attn_stores_late(const struct exec_model *m, bool overlapped)
+{
+    return overlapped && npu_kv_is_split(m->plan);
+}
+
+int exec_attention_steps(struct exec_model *m, uint32_t l, bool sliding,
+                         const struct exec_tile *tile, bool overlapped)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t d = c->hidden_size, hd = c->head_dim, qd = c->num_heads * hd;
-    const uint32_t n = tile->n, nkv = c->num_kv_heads;
-    const uint32_t group = c->num_heads / nkv;
+    const uint32_t hd = c->head_dim, qd = c->num_heads * hd, n = tile->n;
+    const uint32_t nkv = c->num_kv_heads, group = c->num_heads / nkv;
     const uint64_t eb = m->buf.eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
-    const struct attn_state st = { .span = span, .rows = nkv * span,
-                                   .l = a->acc + nkv * span * hd * 4 };
+    const struct attn_state st = attn_state_of(m, n);
     exec_set_cat(m, EXEC_CAT_ATTN);
-    int rc = exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, n, l, started);
-    if (rc == NPU_OK)
-        rc = exec_flush(m); /* the positions buffer is rewritten next */
+    int rc = exec_wait_for(m, a->positions, (uint64_t)n * 4); /* attn_rotate rewrites it */
     if (rc != NPU_OK)
         return rc;
     /* Split attention reads the tile's own positions from the window, never from the
@@ -715,9 +738,8 @@ int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
        of a prefill tile's block stored 512 KiB first, and the ranks' gather waited for
        it). Not otherwise: with the O collective waiting for the whole chain they only
        moved the wait (Qwen3-30B-A3B serving 8 arXiv requests: 0.8 % more chip time). */
-    const bool late = overlapped && npu_kv_is_split(m->plan);
     attn_rotate(m, l, tile);
-    if (!late)
+    if (!attn_stores_late(m, overlapped))
         attn_store(m, l, tile);
     for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
@@ -725,11 +747,26 @@ int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
     bool cached[EXEC_RUNS_MAX];
     for (uint32_t s = 0; s < tile->nsegs; s++)
         cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);
+    if (npu_kv_is_split(m->plan))
+        attn_run_window(m, &st, tile, window, cached);
+    return NPU_OK;
+}
+
+int exec_attention_out(struct exec_model *m, uint32_t l, bool sliding,
+                       const struct exec_tile *tile, bool overlapped, bool after)
+{
+    const struct model_config *c = m->cfg;
+    const struct npu_act_layout *a = &m->buf.a;
+    const uint32_t d = c->hidden_size, hd = c->head_dim, qd = c->num_heads * hd, n = tile->n;
+    const uint32_t nkv = c->num_kv_heads, group = c->num_heads / nkv;
+    const uint64_t eb = m->buf.eb, gb = (uint64_t)group * hd * eb, span = (uint64_t)n * group;
+    const struct attn_state st = attn_state_of(m, n);
+    exec_set_cat(m, EXEC_CAT_ATTN);
     bool whole = false; /* every row's state on one rank: gather outputs, not states */
     if (npu_kv_is_split(m->plan)) {
-        attn_run_window(m, &st, tile, window, cached);
-        whole = attn_window_whole(m, tile, window);
-        if ((rc = whole ? attn_gather_out(m, &st) : attn_combine(m, &st)) != NPU_OK)
+        whole = attn_window_whole(m, tile, sliding ? c->sliding_window : 0);
+        int rc = whole ? attn_gather_out(m, &st, after) : attn_combine(m, &st, after);
+        if (rc != NPU_OK)
             return rc;
     }
     if (!whole) { /* attn[n][qd] = acc / l, back in the [row][head][hd] layout (qg takes the
@@ -742,10 +779,19 @@ int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
     }
     for (uint32_t h = 0; h < nkv; h++)
         exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
-    if (late) /* beside the O GEMM */
+    if (attn_stores_late(m, overlapped)) /* beside the O GEMM */
         attn_store(m, l, tile);
     exec_wgemm_start(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);
     return NPU_OK;
+}
+
+int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
+                       const struct exec_tile *tile, bool started, bool overlapped)
+{
+    int rc = exec_attention_qkv(m, l, tile, started, false);
+    if (rc == NPU_OK)
+        rc = exec_attention_steps(m, l, sliding, tile, overlapped);
+    return rc == NPU_OK ? exec_attention_out(m, l, sliding, tile, overlapped, false) : rc;
 }
 
 int exec_attention_end(struct exec_model *m, uint32_t l, const struct exec_tile *tile,

@@ -161,6 +161,31 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
     return rc;
 }
 
+static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
+                      const struct exec_run *runs, uint32_t nruns, uint32_t lo, uint32_t hi,
+                      uint64_t x, bool in_xt);
+
+/* The attention tiles of the group of op rows [g0, g0 + gn) in xt (x: its rows in x_all):
+   overlapped, or under tile reuse tile by tile (recorded tiles start with idle engines). */
+static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
+                           const struct exec_run *runs, uint32_t nruns, uint32_t g0,
+                           uint32_t gn, uint64_t x)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows;
+    if (!m->treuse.enabled && m->tp > 1)
+        return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, g0, g0 + gn,
+                          m->buf.a.xt, true);
+    struct exec_tile *const tile = &op_tiles[0];
+    int rc = NPU_OK;
+    for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
+        make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
+        tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
+        rc = run_tile(m, op, tile, x + (uint64_t)(t0 - g0) * row);
+    }
+    return rc;
+}
+
 /* The layer's attention op and then its MoE op, group by group (layer_fused), or with the
    MoE over the layer (layer_wide) in three passes. The groups are whole tiles (moe_rows
    rounded down to tile_rows; fewer rows than a MoE group holds): attention's tiles keep the
@@ -170,7 +195,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
                           uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t T = m->plan->tile_rows, G = npu_moe_group_rows(m->plan);
+    const uint32_t G = npu_moe_group_rows(m->plan);
     const bool wide = layer_wide(m, rows);
     struct exec_tile *const tile = &op_tiles[0];
     int rc = NPU_OK;
@@ -187,11 +212,8 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         }
         if (rc == NPU_OK)
             rc = group_copy(m, row0 + g0, gn, true);
-        for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
-            make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
-            tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
-            rc = run_tile(m, op, tile, x + (uint64_t)(t0 - g0) * row);
-        }
+        if (rc == NPU_OK)
+            rc = group_attention(m, op, runs, nruns, g0, gn, x);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = m->buf.a.xt, tile->in_xt = true;
         if (rc == NPU_OK)
@@ -325,31 +347,65 @@ static bool attn_overlapped(const struct exec_model *m)
     return m->buf.x_in_sram && !m->treuse.enabled && m->tp > 1;
 }
 
+/* Whether two tiles' attention may be in flight: the O and QKV GEMMs' chunks lie outside
+   attention's scratch (npu_layout.h, yo). Then tile i + 1's QKV GEMM runs beside tile i's
+   combine or gather, tile i + 1's QKV collectives beside tile i's O GEMM, and tile i's O
+   collective beside tile i + 1's softmax steps; each collective waits only for the work on
+   its own buffers. */
+static bool attn_deep(const struct exec_model *m)
+{
+    return m->plan->attn_deep;
+}
+
+/* Tile i + 1 (nx) after tile i's begin: its QKV collectives and steps. */
+static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
+                          const struct exec_tile *nx, bool started)
+{
+    int rc = exec_attention_qkv(m, l, nx, started, true);
+    return rc == NPU_OK ? exec_attention_steps(m, l, sliding, nx, true) : rc;
+}
+
+/* Attention over op rows [lo, hi), whose residual rows start at x (row lo's), tiles
+   overlapped (and with attn_deep two in flight); in_xt: the rows are a group's in xt. */
+static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
+                      const struct exec_run *runs, uint32_t nruns, uint32_t lo, uint32_t hi,
+                      uint64_t x, bool in_xt)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows;
+    const bool deep = attn_deep(m);
+    struct exec_tile *const tiles = op_tiles;
+    bool started[2];
+    make_tile(runs, nruns, lo, hi - lo < T ? hi - lo : T, &tiles[0]);
+    tiles[0].xt = x, tiles[0].in_xt = in_xt;
+    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    int rc = deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : NPU_OK;
+    for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += T, i ^= 1) {
+        const uint32_t next = t0 + tiles[i].n;
+        if (!deep)
+            rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
+        if (rc == NPU_OK && next < hi) {
+            make_tile(runs, nruns, next, hi - next < T ? hi - next : T, &tiles[i ^ 1]);
+            tiles[i ^ 1].xt = x + (uint64_t)(next - lo) * row, tiles[i ^ 1].in_xt = in_xt;
+            started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
+        }
+        if (rc == NPU_OK && deep)
+            rc = exec_attention_out(m, l, sliding, &tiles[i], true, true);
+        if (rc == NPU_OK && deep && next < hi)
+            rc = attn_deep_next(m, l, sliding, &tiles[i ^ 1], started[i ^ 1]);
+        if (rc == NPU_OK)
+            rc = exec_attention_end(m, l, &tiles[i], true);
+    }
+    return rc;
+}
+
 static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
                                  const struct exec_run *runs, uint32_t nruns, uint32_t row0,
                                  uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t T = m->plan->tile_rows, l = op->layer;
-    const bool sliding = op->flags & NPU_OP_SLIDING;
-    struct exec_tile *const tiles = op_tiles;
-    bool started[2];
-    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
-    tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
-    started[0] = exec_attention_begin(m, l, &tiles[0]);
-    int rc = NPU_OK;
-    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
-        const uint32_t next = t0 + tiles[i].n;
-        rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
-        if (rc == NPU_OK && next < rows) {
-            make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
-            tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
-            started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
-        }
-        if (rc == NPU_OK)
-            rc = exec_attention_end(m, l, &tiles[i], true);
-    }
-    return rc;
+    return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, 0, rows,
+                      m->buf.x_all + (uint64_t)row0 * row, false);
 }
 
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,

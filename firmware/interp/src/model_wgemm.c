@@ -9,8 +9,9 @@
  * layout computed Y^T and turned it back with an identity GEMM (thousands of matrix cycles
  * per GEMM), then gathered chunks and copied them in place (64 DMA descriptors per GEMM at
  * tp 64, which doubled what the simulator executes).
- * 2D: the rank's partial chunk, [T][w] at ytmp + i T w (i: the share's index along N, w the
- * chunk's width), is completed by the all-reduce along the grid row and the all-gather along
+ * 2D: the rank's partial chunk, [T][w] at ytmp + i T w (the O GEMM's at yo: with two tiles'
+ * attention in flight it lies outside attention's scratch; i: the share's index along N, w
+ * the chunk's width), is completed by the all-reduce along the grid row and the all-gather along
  * the column; 2-D copies put each chunk's columns in place in Y (unchunk).
  * q, k and v share one chunk ([T][n_q + n_k + n_v]) computed by one GEMM (when the shares
  * lie one after the other, as staging places them); MN gathers its three parts into q, k
@@ -43,8 +44,8 @@ static uint32_t share_parts(const struct exec_model *m, enum npu_partition part)
  * (partial); MN and 2D give the share's output columns into its chunk of ytmp ([rows][share
  * rows]; one row: into Y itself, which is that layout).
  */
-static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t x,
-                       uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
+static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t yt,
+                       uint64_t x, uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
                        uint32_t r1, uint32_t n, uint32_t k)
 {
     const uint64_t eb = m->buf.eb, xs = x + (uint64_t)t->col0 * eb;
@@ -55,7 +56,7 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
         exec_gemm(m, y + (t->row0 + r0) * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, n,
                   true, false, false);
     } else {                                /* 2D: chunk[rows][share rows], columns r0 .. r1 */
-        const uint64_t chunk = m->buf.a.ytmp + (uint64_t)t->row0 * rows * eb;
+        const uint64_t chunk = yt + (uint64_t)t->row0 * rows * eb;
         exec_gemm(m, chunk + r0 * eb, xs, w, rows, r1 - r0, t->cols, k, t->cols, t->rows,
                   true, false, false);
     }
@@ -102,8 +103,8 @@ static void unchunk(struct exec_model *m, uint64_t y, uint64_t yt, uint32_t rows
 }
 
 /* After the shares: the collectives that complete Y on every rank. */
-static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, uint32_t rows,
-                    uint32_t n, const struct npu_image_tensor *t)
+static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t yt,
+                    uint32_t rows, uint32_t n, const struct npu_image_tensor *t)
 {
     if (m->tp == 1)
         return NPU_OK;
@@ -118,13 +119,13 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
                                             .rows = rows, .cols = n, .ld = n, .src_ld = n,
                                             .dtype = m->buf.dt };
         rc = noc_allgather_blocks(m->comm, &g);
-    } else { /* MN with one row (Y itself is the chunks), or 2D (chunks in ytmp) */
-        rc = collect_chunks(m, part, rows == 1 ? y : m->buf.a.ytmp, share_index(t),
+    } else { /* MN with one row (Y itself is the chunks), or 2D (chunks at yt) */
+        rc = collect_chunks(m, part, rows == 1 ? y : yt, share_index(t),
                             (uint64_t)rows * t->rows);
     }
     exec_set_cat(m, was);
     if (rc == NPU_OK && part == NPU_PART_2D && rows > 1)
-        unchunk(m, y, m->buf.a.ytmp, rows, n, share_parts(m, part), t->rows, 0);
+        unchunk(m, y, yt, rows, n, share_parts(m, part), t->rows, 0);
     return rc;
 }
 
@@ -148,6 +149,13 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
     return m->w.stage;
 }
 
+/* Where GEMM g's 2D chunks go: the O GEMM's in yo (outside attention's scratch, which ytmp
+   overlays), the others' in ytmp. */
+static uint64_t chunks_at(const struct exec_model *m, enum npu_gemm g)
+{
+    return g == NPU_GEMM_O ? m->buf.a.yo : m->buf.a.ytmp;
+}
+
 static const struct npu_image_tensor *wgemm_tensor(const struct exec_model *m, uint32_t layer,
                                                    enum model_tensor_kind kind)
 {
@@ -162,16 +170,17 @@ void exec_wgemm_start(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
     const uint64_t w = exec_share_addr(m, t, layer, kind, block);
     for (uint32_t r0 = 0, r1; r0 < t->rows; r0 = r1)
-        share_gemm(m, part, y, x, share_piece(m, t, w, r0, &r1), rows, t, r0, r1, n, k);
+        share_gemm(m, part, y, chunks_at(m, g), x, share_piece(m, t, w, r0, &r1), rows, t, r0,
+                   r1, n, k);
 }
 
 /* The bytes the collective completing y reads and writes: y itself, or (2D with several
-   rows) every chunk in ytmp. */
+   rows) every chunk at yt. */
 static uint64_t complete_span(const struct exec_model *m, enum npu_partition part, uint64_t y,
-                              uint32_t rows, uint32_t n, uint64_t *bytes)
+                              uint64_t yt, uint32_t rows, uint32_t n, uint64_t *bytes)
 {
     *bytes = (uint64_t)rows * n * m->buf.eb;
-    return part == NPU_PART_2D && rows > 1 ? m->buf.a.ytmp : y;
+    return part == NPU_PART_2D && rows > 1 ? yt : y;
 }
 
 int exec_wgemm_finish(struct exec_model *m, enum npu_gemm g, uint64_t y, uint32_t rows,
@@ -181,9 +190,10 @@ int exec_wgemm_finish(struct exec_model *m, enum npu_gemm g, uint64_t y, uint32_
         return NPU_OK;
     const struct npu_image_tensor *t = wgemm_tensor(m, layer, kind);
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
-    uint64_t bytes, at = complete_span(m, part, y, rows, n, &bytes);
+    const uint64_t yt = chunks_at(m, g);
+    uint64_t bytes, at = complete_span(m, part, y, yt, rows, n, &bytes);
     int rc = after ? exec_wait_for(m, at, bytes) : exec_flush(m);
-    return rc != NPU_OK ? rc : complete(m, part, y, rows, n, t);
+    return rc != NPU_OK ? rc : complete(m, part, y, yt, rows, n, t);
 }
 
 int exec_wgemm(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x, uint32_t rows,
@@ -283,8 +293,22 @@ static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t
     return rc;
 }
 
+/* What the fused chunk's collectives touch, for exec_wait_for: every chunk, and under MN
+   (which gathers straight into place) q, k and v as well; false when the waits cannot be
+   expressed so (fall back to a flush). */
+static int qkv_wait(struct exec_model *m, const uint64_t y[3], const uint32_t n[3],
+                    const struct npu_image_tensor *const t[3], uint32_t rows)
+{
+    const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
+    const uint64_t width = t[0]->rows + t[1]->rows + t[2]->rows, eb = m->buf.eb;
+    int rc = exec_wait_for(m, m->buf.a.yqkv, share_parts(m, part) * rows * width * eb);
+    for (int i = 0; i < 3 && rc == NPU_OK && part == NPU_PART_MN; i++)
+        rc = exec_wait_for(m, y[i], (uint64_t)rows * n[i] * eb);
+    return rc;
+}
+
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
-                          uint32_t rows, uint32_t layer, bool started)
+                          uint32_t rows, uint32_t layer, bool started, bool after)
 {
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
@@ -303,7 +327,7 @@ int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t
     const bool fused = qkv_shares(m, layer, t, w);
     assert(fused && "started means fused");
     (void)fused;
-    int rc = exec_flush(m);
+    int rc = after ? qkv_wait(m, y, n, t, rows) : exec_flush(m);
     return rc != NPU_OK ? rc : qkv_collect(m, y, n, t, rows);
 }
 
@@ -311,7 +335,7 @@ int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uin
                    uint32_t rows, uint32_t layer)
 {
     const bool started = exec_wgemm_qkv_start(m, x, rows, layer);
-    return exec_wgemm_qkv_finish(m, q, k, v, x, rows, layer, started);
+    return exec_wgemm_qkv_finish(m, q, k, v, x, rows, layer, started, false);
 }
 
 /* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
@@ -368,4 +392,10 @@ int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum np
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
     return exec_run_collective(m, true, NOC_REDUCE_SUM, y, count, dt, false);
+}
+
+int exec_collective_after(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
+                          uint64_t count, enum npu_dtype dt, bool after)
+{
+    return exec_run_collective(m, gather, op, y, count, dt, after);
 }

@@ -74,8 +74,11 @@ struct npu_act_layout {
                                       with a vocab-parallel head): an MN or 2D GEMM's
                                       chunks [rank][T][share] (q, k, v together); overlays
                                       scores .. gmax (npu_layout.c says why) */
-    uint64_t yqkv;                 /* eb: the QKV GEMM's chunks [rank][T][qd + 2 kvd],
-                                      inside ytmp's overlay after T x d (the O GEMM's) */
+    uint64_t yo;                   /* eb: a 2D O GEMM's chunks [rank][T][share] (T x d),
+                                      outside attention's scratch (npu_layout.c: over
+                                      ep_recv, or its own); else ytmp */
+    uint64_t yqkv;                 /* eb: with yo of its own, the QKV GEMM's chunks
+                                      [rank][T][qd + 2 kvd] after it; else ytmp */
     uint64_t bytes;                /* the arena */
 };
 

@@ -127,11 +127,14 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "%u, slices per rank %u: out of range, or not 0 without expert "
                     "parallelism over tp > 1", p->expert_units, p->expert_placement,
                     p->expert_fanout, p->expert_rank_slices);
-    if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)) ||
-        p->reserved_plan)
-        return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u (staged weights, %u "
-                    "layers a stage) or reserved %u", p->stage_double, p->stage_layers,
-                    p->reserved_plan);
+    if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u needs staged weights "
+                    "and 2 or more layers a stage (%u)", p->stage_double, p->stage_layers);
+    if (p->attn_deep > 1 ||
+        (p->attn_deep && (p->tp < 2 || p->partition[NPU_GEMM_O] != NPU_PART_2D)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_deep %u: 0, or 1 with a 2D O "
+                    "GEMM over tp > 1 ranks (tp %u, O partition %u)", p->attn_deep, p->tp,
+                    p->partition[NPU_GEMM_O]);
     if ((p->moe_units_rows != 0) != (p->moe_unit_split != 0) || p->moe_unit_split > 64 ||
         (p->moe_units_rows && (!ep || p->weights_resident || p->expert_slots < 3 ||
                                p->moe_units_rows > p->tile_rows)))

@@ -91,13 +91,15 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     wide = ffw > wide ? ffw : wide;
     const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
     /* the QKV GEMM's chunks after the O GEMM's, so that tile i + 1's QKV GEMM may run while
-       tile i's O collective reads and writes its chunks (model_layer_ops.c) */
+       tile i's O collective reads and writes its chunks (model_layer_ops.c); with
+       attn_deep both lie outside the scratch (below) */
     const bool o_chunks = p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
+    const bool deep = o_chunks && p->attn_deep;
     const uint64_t od = o_chunks ? (t * d * eb + 63) & ~63ull : 0;
     const uint64_t qkvd = t * (qd + 2 * kvd) * eb;
     uint64_t yt = (t * wide > bv ? t * wide : bv) * eb;
-    yt = od + qkvd > yt ? od + qkvd : yt;
-    o->ytmp = scratch, o->yqkv = scratch + od; /* the same where O has no chunks */
+    yt = !deep && od + qkvd > yt ? od + qkvd : yt;
+    o->ytmp = o->yo = scratch, o->yqkv = scratch + (deep ? 0 : od); /* the same without O chunks */
     if (yt > at - scratch)
         take(&at, yt - (at - scratch));
     /* EP: the MoE runs over groups of g = moe_rows rows; a rank routes a slice of s = ceil(g
@@ -127,6 +129,15 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->ep_send = take(&at, slice * kx * d * eb);
     o->ep_recv = take(&at, g * (kx < per_rank ? kx : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
+    /* attn_deep: the O and QKV GEMMs' chunks outside attention's scratch, so that two
+       tiles' attention may be in flight (model_layer_ops.c): tile i's O collective beside
+       tile i + 1's steps, tile i + 1's QKV collectives beside tile i's O GEMM. Over
+       ep_recv where it holds both (the dispatch's rows are dead while attention runs, and
+       the hazard tracker orders the rest), else their own. */
+    if (deep && o->ep_out - o->ep_recv >= od + qkvd)
+        o->yo = o->ep_recv, o->yqkv = o->ep_recv + od;
+    else if (deep)
+        o->yo = take(&at, od), o->yqkv = take(&at, qkvd);
     o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
     o->ep_matrix = take(&at, p_ep * NPU_EXPERT_MAP_MAX * 4);
     const uint64_t u = p->moe_units_rows; /* the MoE by units: an expert's rows, their

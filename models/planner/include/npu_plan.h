@@ -64,6 +64,9 @@ struct npu_plan_request {
     int32_t moe_units_rows;             /* the MoE by units up to this many rows
                                            (npu_plan.moe_units_rows); 0: never; -1: the
                                            default */
+    int attn_deep;                      /* 1: two tiles' attention in flight
+                                           (npu_plan.attn_deep), 0: not; -1: where it
+                                           costs nothing else kept in SRAM */
 };
 
 /* The chip the plan is for (a subset of chip_config, so this library needs no emulator). */

@@ -19,7 +19,8 @@ void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
                                       .routing_seed = 1, .expert_placement = -1,
-                                      .kv_split = -1, .moe_units_rows = -1 };
+                                      .kv_split = -1, .moe_units_rows = -1,
+                                      .attn_deep = -1 };
 }
 
 static void add_entry(struct planner *pl, const struct model_tensor *t, struct npu_share sh)
@@ -373,6 +374,13 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
         fprintf(f, "  split attention: each rank keeps the last %u rows' keys and values "
                 "(%.1f MiB) and runs attention over them query-parallel\n", p->kv_window,
                 (double)p->kv_window * 2 * npu_kv_row_bytes(pl->cfg, p) / (1 << 20));
+    if (p->attn_deep) {
+        struct npu_act_layout a;
+        npu_act_layout(pl->cfg, p, &a);
+        fprintf(f, "  attention: two tiles in flight, the O and QKV GEMMs' chunks outside "
+                "attention's scratch (%s)\n", a.ep_out > a.ep_recv && a.yo == a.ep_recv ? "over the MoE dispatch's "
+                "receive buffer" : "their own buffers");
+    }
     npu_planner_auto_print(pl, req, f);
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
             "cache %.2f (%s), weights %.2f (%s)\n", MIB(pl->chip->sram_bytes),
@@ -716,7 +724,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
                           .spill_request = req->moe_spill_rows,
                           .units_request = req->moe_units_rows,
                           .single_stage = req->stage_single != 0,
-                          .fallback_why = why };
+                          .deep_request = req->attn_deep, .fallback_why = why };
     *out = (struct npu_built_image){ 0 };
     int rc = plan_group(&pl, req);
     if (rc == NPU_OK)

@@ -285,8 +285,8 @@ static int plan_kv_pool(struct planner *pl, struct npu_image_core *cores, uint32
    choice for all ranks (the firmware reads it from the plan), and ranks' shares may differ
    (EP: some ranks hold no experts), so the ranks are planned again until no rank had to
    move anything more to HBM. */
-static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
-                           struct npu_image_core *cores, struct npu_act_layout *act)
+static int plan_ranks_sram_once(struct planner *pl, const struct noc_group *groups,
+                                struct npu_image_core *cores, struct npu_act_layout *act)
 {
     struct npu_plan *p = &pl->plan;
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
@@ -309,6 +309,37 @@ static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
             break;
     }
     return NPU_OK;
+}
+
+/* What plan_ranks_sram_once settled: each bit one thing kept in SRAM. */
+static uint32_t sram_kept(const struct npu_plan *p)
+{
+    return p->stage_double << 3 | p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
+}
+
+/* plan_ranks_sram_once, with two tiles' attention in flight (attn_deep) where the plan has
+   a 2D O GEMM over tp > 1 ranks and its buffers cost nothing else kept in SRAM: the last in
+   importance (Qwen3-8B prefill-512 on large-64: a second staging copy is worth more). */
+static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
+                           struct npu_image_core *cores, struct npu_act_layout *act)
+{
+    struct npu_plan *p = &pl->plan;
+    const bool able = p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
+    if (pl->deep_request == 1 && !able)
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_deep 1: two tiles' attention "
+                    "in flight needs a 2D O GEMM over tp > 1 ranks (tp %u, O %s)", p->tp,
+                    npu_partition_name((enum npu_partition)p->partition[NPU_GEMM_O]));
+    p->attn_deep = pl->deep_request == 1;
+    int rc = plan_ranks_sram_once(pl, groups, cores, act);
+    if (rc != NPU_OK || pl->deep_request != -1 || !able)
+        return rc;
+    const uint32_t flat = sram_kept(p);
+    p->attn_deep = 1;
+    rc = plan_ranks_sram_once(pl, groups, cores, act);
+    if (rc == NPU_OK && sram_kept(p) == flat)
+        return NPU_OK;
+    p->attn_deep = 0;
+    return plan_ranks_sram_once(pl, groups, cores, act);
 }
 
 /* The NoC groups of the stages: the same placement in each stage's rectangle. */

@@ -53,6 +53,7 @@ struct planner {
     uint32_t spill_request;         /* the request's moe_spill_rows (0: the default) */
     int32_t units_request;          /* the request's moe_units_rows (-1: the default) */
     bool single_stage;              /* the request's stage_single: no double buffer */
+    int deep_request;               /* the request's attn_deep (-1: the default) */
     uint32_t spill_halvings;        /* the MoE spill halved this often for HBM (at least a
                                        group's worth stays) */
     const char *fallback_why;       /* conservative: why the planner's choices failed */
