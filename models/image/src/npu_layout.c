@@ -134,10 +134,15 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
        tile i + 1's steps, tile i + 1's QKV collectives beside tile i's O GEMM. Over
        ep_recv where it holds both (the dispatch's rows are dead while attention runs, and
        the hazard tracker orders the rest), else their own. */
-    if (deep && o->ep_out - o->ep_recv >= od + qkvd)
+    const uint64_t steps = (o->vblk - o->kblk) + blk * kvd * eb; /* kblk and vblk */
+    if (deep && o->ep_out - o->ep_recv >= od + qkvd) {
         o->yo = o->ep_recv, o->yqkv = o->ep_recv + od;
-    else if (deep)
-        o->yo = take(&at, od), o->yqkv = take(&at, qkvd);
+    } else if (deep) { /* the QKV chunks over the step buffers where they fit: the steps'
+                          loads and GEMMs come before the next tile's QKV GEMM and after
+                          its unchunking on their in-order queues anyway */
+        o->yo = take(&at, od);
+        o->yqkv = steps >= qkvd ? o->kblk : take(&at, qkvd);
+    }
     o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
     o->ep_matrix = take(&at, p_ep * NPU_EXPERT_MAP_MAX * 4);
     const uint64_t u = p->moe_units_rows; /* the MoE by units: an expert's rows, their

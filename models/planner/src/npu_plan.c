@@ -377,9 +377,11 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     if (p->attn_deep) {
         struct npu_act_layout a;
         npu_act_layout(pl->cfg, p, &a);
+        const bool recv = a.ep_out > a.ep_recv && a.yo == a.ep_recv;
         fprintf(f, "  attention: two tiles in flight, the O and QKV GEMMs' chunks outside "
-                "attention's scratch (%s)\n", a.ep_out > a.ep_recv && a.yo == a.ep_recv ? "over the MoE dispatch's "
-                "receive buffer" : "their own buffers");
+                "attention's scratch (%s)\n", recv ? "over the MoE dispatch's receive buffer"
+                : a.yqkv == a.kblk ? "O's in a buffer of its own, QKV's over the step buffers"
+                : "in buffers of their own");
     }
     npu_planner_auto_print(pl, req, f);
     fprintf(f, "  SRAM per core (MiB of %.2f): tile buffers %.2f, residual %.2f (%s), KV "
