@@ -563,6 +563,8 @@ struct exec_tile {
 #define EXEC_OP_WITH_FFN 0x100u
 #define EXEC_OP_PREFETCH 0x200u
 #define EXEC_OP_LAST 0x400u /* the layer's last tile: its FFN starts the next layer's load */
+#define EXEC_OP_GROUP 0x800u /* attention over a MoE group's tiles in xt, overlapped: the
+                                unit tile reuse records (model_layer_ops.c, group_attention) */
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);

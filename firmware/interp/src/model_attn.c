@@ -295,15 +295,17 @@ static void attn_heads_step(struct exec_model *m, const struct attn_state *st,
                           .stride_b = hd * eb, .stride_c = st->span * hd * 4 });
 }
 
-/* How many KV heads of a segment of `count` rows one step batches: as many as the scores
-   buffer holds ([tile rows x group][attn_block]), at most NPU_GEMM_BATCH_MAX. */
-static uint32_t attn_heads_batch(const struct exec_model *m, uint32_t count)
+/* How many KV heads of a segment of `count` rows one step of nb positions batches: as many
+   as the scores buffer holds ([tile rows x group][attn_block]; a head's take count x
+   group x nb), at most NPU_GEMM_BATCH_MAX. A step shorter than attn_block (a split cache's
+   one block per stripe) batches more heads: Qwen3-8B prefill-2048's steps of 128 of 384. */
+static uint32_t attn_heads_batch(const struct exec_model *m, uint32_t count, uint32_t nb)
 {
-    const uint32_t t = m->plan->tile_rows, nkv = m->cfg->num_kv_heads;
-    uint32_t hb = count ? t / count : 1;
+    const uint64_t t = m->plan->tile_rows, nkv = m->cfg->num_kv_heads;
+    uint64_t hb = count && nb ? t * m->plan->attn_block / ((uint64_t)count * nb) : 1;
     hb = hb < nkv ? hb : nkv;
     hb = hb < NPU_GEMM_BATCH_MAX ? hb : NPU_GEMM_BATCH_MAX;
-    return hb ? hb : 1;
+    return hb ? (uint32_t)hb : 1;
 }
 
 /* Where the next step's nb keys and values go in kblk and vblk: right after the previous
@@ -449,7 +451,8 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
         const struct attn_kv kv = attn_step_rows(m, s.nb);
         attn_gather_kv(m, l, &k, s.lr, s.nb, kv);
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
-        for (uint32_t h = 0, hb = attn_heads_batch(m, g->count); h < c->num_kv_heads; h += hb)
+        for (uint32_t h = 0, hb = attn_heads_batch(m, g->count, s.nb); h < c->num_kv_heads;
+             h += hb)
             attn_heads_step(m, st, g, h, hb < c->num_kv_heads - h ? hb : c->num_kv_heads - h,
                             &s, kv, lr == r0, window, m_old, m_new);
         lr += s.nb;

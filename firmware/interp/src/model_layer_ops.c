@@ -50,6 +50,26 @@ static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
     }
 }
 
+static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
+                      const struct exec_run *runs, uint32_t nruns, uint32_t base, uint32_t lo,
+                      uint32_t hi, uint64_t x, bool in_xt);
+
+/* A MoE group's attention (EXEC_OP_GROUP: `group` holds the group's rows in xt) through
+   attn_tiles, which reuses op_tiles: so the group's runs and rows are read first. */
+static int attn_group(struct exec_model *m, const struct npu_prog_op *op,
+                      const struct exec_tile *group)
+{
+    if (group->nsegs == 0)
+        return NPU_OK;
+    const struct exec_seg *first = &group->segs[0], *last = &group->segs[group->nsegs - 1];
+    const struct exec_run *runs = first->run;
+    const uint32_t nruns = (uint32_t)(last->run - runs) + 1;
+    const uint32_t base = group->t0 + first->row - (first->pos - runs->pos); /* runs[0]'s */
+    const uint32_t lo = group->t0, hi = group->t0 + group->n;
+    return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, base, lo, hi,
+                      group->xt, group->in_xt);
+}
+
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x)
 {
@@ -65,6 +85,10 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
     case NPU_OP_ATTENTION:
+        if (op->flags & EXEC_OP_GROUP) {
+            rc = attn_group(m, op, tile);
+            break;
+        }
         rc = exec_attention(m, op->layer, op->flags & NPU_OP_SLIDING, tile);
         if (rc == NPU_OK && (op->flags & EXEC_OP_WITH_FFN)) {
             if (op->flags & EXEC_OP_LAST) /* not beside the other tiles' attention */
@@ -161,10 +185,6 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
     return rc;
 }
 
-static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
-                      const struct exec_run *runs, uint32_t nruns, uint32_t lo, uint32_t hi,
-                      uint64_t x, bool in_xt);
-
 /* The attention tiles of the group of op rows [g0, g0 + gn) in xt (x: its rows in x_all):
    overlapped, or under tile reuse tile by tile (recorded tiles start with idle engines). */
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
@@ -173,10 +193,17 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows;
-    if (!m->treuse.enabled && m->tp > 1)
-        return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, g0, g0 + gn,
-                          m->buf.a.xt, true);
     struct exec_tile *const tile = &op_tiles[0];
+    if (!m->treuse.enabled && m->tp > 1)
+        return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, 0, g0, g0 + gn,
+                          m->buf.a.xt, true);
+    if (m->tp > 1) { /* the group is the unit tile reuse records and replays */
+        struct npu_prog_op group = *op;
+        group.flags |= EXEC_OP_GROUP;
+        make_tile(runs, nruns, g0, gn, tile);
+        tile->xt = m->buf.a.xt, tile->in_xt = true;
+        return run_tile(m, &group, tile, x);
+    }
     int rc = NPU_OK;
     for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
         make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
@@ -306,6 +333,59 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
     return rc;
 }
 
+static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
+                          const struct exec_tile *nx, bool started);
+
+/* layer_op_dense_overlapped with two tiles' attention in flight (attn_deep): tile i + 1's
+   attention starts beside tile i's FFN. Per tile i: tile i's combine or gather and O GEMM,
+   tile i + 1's norm and QKV GEMM, tile i's O collective (beside that GEMM), tile i's FFN
+   GEMMs, tile i + 1's QKV collectives (beside them) and steps, tile i's FFN all-reduce
+   (beside the steps). Tile i + 1's attention reads only its own rows and the keys and
+   values of tiles <= i + 1, so no result changes. */
+static int layer_op_dense_deep(struct exec_model *m, const struct npu_prog_op *op,
+                               const struct exec_run *runs, uint32_t nruns, uint32_t row0,
+                               uint32_t rows)
+{
+    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
+    const uint32_t T = m->plan->tile_rows, l = op->layer;
+    const bool sliding = op->flags & NPU_OP_SLIDING;
+    struct exec_tile *const tiles = op_tiles;
+    bool started[2];
+    exec_set_layer(m, l);
+    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
+    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
+    tiles[0].xt = xt[0], tiles[0].in_xt = true;
+    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    if (rc == NPU_OK)
+        rc = attn_deep_next(m, l, sliding, &tiles[0], started[0]);
+    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+        struct exec_tile *const cur = &tiles[i], *const nx = &tiles[i ^ 1];
+        const uint32_t next = t0 + cur->n, nn = rows - next < T ? rows - next : T;
+        if (next < rows) /* the next tile's rows, ahead of this one's work */
+            rc = rows_copy(m, xt[i ^ 1], row0 + next, nn, true);
+        if (rc == NPU_OK)
+            rc = exec_attention_out(m, l, sliding, cur, true, true);
+        if (rc == NPU_OK && next < rows) {
+            make_tile(runs, nruns, next, nn, nx);
+            nx->xt = xt[i ^ 1], nx->in_xt = true;
+            started[i ^ 1] = exec_attention_begin(m, l, nx);
+        }
+        if (rc == NPU_OK)
+            rc = exec_attention_end(m, l, cur, true);
+        if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
+            exec_stage_next(m, l);
+        if (rc == NPU_OK)
+            exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
+        if (rc == NPU_OK && next < rows)
+            rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
+        if (rc == NPU_OK)
+            rc = exec_ffn_end(m, l, cur);
+        if (rc == NPU_OK)
+            rc = rows_copy(m, xt[i], row0 + t0, cur->n, false);
+    }
+    return rc;
+}
+
 /* A paired dense FFN over tiles of residual rows in SRAM, each tile's all-reduce beside the
    next tile's gate and up GEMM (exec_ffn_begin). Not under tile reuse, whose tiles start
    with the engines idle. */
@@ -365,18 +445,27 @@ static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
     return rc == NPU_OK ? exec_attention_steps(m, l, sliding, nx, true) : rc;
 }
 
+/* make_tile over runs whose first starts at op row base (a tile's op rows: t0). */
+static void make_tile_at(const struct exec_run *runs, uint32_t nruns, uint32_t base,
+                         uint32_t t0, uint32_t n, struct exec_tile *tile)
+{
+    make_tile(runs, nruns, t0 - base, n, tile);
+    tile->t0 = t0;
+}
+
 /* Attention over op rows [lo, hi), whose residual rows start at x (row lo's), tiles
-   overlapped (and with attn_deep two in flight); in_xt: the rows are a group's in xt. */
+   overlapped (and with attn_deep two in flight); runs[0] starts at op row base; in_xt: the
+   rows are a group's in xt. */
 static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
-                      const struct exec_run *runs, uint32_t nruns, uint32_t lo, uint32_t hi,
-                      uint64_t x, bool in_xt)
+                      const struct exec_run *runs, uint32_t nruns, uint32_t base, uint32_t lo,
+                      uint32_t hi, uint64_t x, bool in_xt)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows;
     const bool deep = attn_deep(m);
     struct exec_tile *const tiles = op_tiles;
     bool started[2];
-    make_tile(runs, nruns, lo, hi - lo < T ? hi - lo : T, &tiles[0]);
+    make_tile_at(runs, nruns, base, lo, hi - lo < T ? hi - lo : T, &tiles[0]);
     tiles[0].xt = x, tiles[0].in_xt = in_xt;
     started[0] = exec_attention_begin(m, l, &tiles[0]);
     int rc = deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : NPU_OK;
@@ -385,7 +474,7 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
         if (!deep)
             rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
         if (rc == NPU_OK && next < hi) {
-            make_tile(runs, nruns, next, hi - next < T ? hi - next : T, &tiles[i ^ 1]);
+            make_tile_at(runs, nruns, base, next, hi - next < T ? hi - next : T, &tiles[i ^ 1]);
             tiles[i ^ 1].xt = x + (uint64_t)(next - lo) * row, tiles[i ^ 1].in_xt = in_xt;
             started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
         }
@@ -404,7 +493,7 @@ static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op 
                                  uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, 0, rows,
+    return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, 0, 0, rows,
                       m->buf.x_all + (uint64_t)row0 * row, false);
 }
 
@@ -419,9 +508,10 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
     if (op->kind == NPU_OP_MOE && layer_fused(m))
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
-        return !m->treuse.enabled && exec_ffn_pipelined(m)
-                   ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)
-                   : layer_op_dense_fused(m, op, runs, nruns, row0, rows);
+        return m->treuse.enabled || !exec_ffn_pipelined(m)
+                   ? layer_op_dense_fused(m, op, runs, nruns, row0, rows)
+               : m->plan->attn_deep ? layer_op_dense_deep(m, op, runs, nruns, row0, rows)
+                                    : layer_op_dense_overlapped(m, op, runs, nruns, row0, rows);
     if (op->kind == NPU_OP_FFN && layer_dense_fused(m))
         return NPU_OK; /* likewise */
     if (op->kind == NPU_OP_FFN && ffn_overlapped(m))
