@@ -299,8 +299,8 @@ static const struct npuctl_opt image_opts[] = {
     { "--attn-deep", NULL, "off|on", NULL,
       "on: two tiles' attention in flight, the O and QKV GEMMs' chunks outside attention's "
       "scratch, so tile i's collectives run beside tile i + 1's GEMMs and softmax steps "
-      "(a 2D O GEMM over tp > 1 ranks; default: on where it costs nothing else kept in "
-      "SRAM)", IMG_ATTN_DEEP, C_ALL },
+      "(a 2D O GEMM over tp > 1 ranks; default: on where nothing else the planner chose "
+      "changes)", IMG_ATTN_DEEP, C_ALL },
 };
 
 const struct npuctl_opt_group npuctl_plan_group = {

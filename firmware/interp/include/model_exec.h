@@ -393,6 +393,9 @@ int exec_flush(struct exec_model *m);
 /* Puts the chain on the engines and waits only for its descriptors that touch [addr, addr +
    bytes) (exec_flush waits for all): what else is queued runs on. */
 int exec_wait_for(struct exec_model *m, uint64_t addr, uint64_t bytes);
+/* exec_wait_for before a collective on [addr, addr + bytes): also until the vector queue
+   holds no more than the agreement accepts (NOC_COMM_QUEUED_MAX). */
+int exec_wait_for_collective(struct exec_model *m, uint64_t addr, uint64_t bytes);
 /* The category the hart's time goes to from now (no flush: the engines may still run what
    an earlier category queued). */
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);

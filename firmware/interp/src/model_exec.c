@@ -72,6 +72,15 @@ int exec_wait_for(struct exec_model *m, uint64_t addr, uint64_t bytes)
     return rc != NPU_OK ? rc : hz_wait_range(hz_span(addr, 1, 0, bytes));
 }
 
+int exec_wait_for_collective(struct exec_model *m, uint64_t addr, uint64_t bytes)
+{
+    /* HAZARD: the agreement refuses a collective (COLL_BUSY, on every rank) while more than
+       NOC_COMM_QUEUED_MAX vector descriptors are queued: the next tile's softmax steps
+       may be */
+    int rc = exec_wait_for(m, addr, bytes);
+    return rc != NPU_OK ? rc : hz_make_room_on(HZ_VECTOR, NOC_COMM_QUEUED_MAX);
+}
+
 /* chain_put for hz_set_submit: a refused chain is a firmware bug. */
 static void chain_submit(void)
 {

@@ -240,15 +240,21 @@ int hz_wait_range(struct hz_range r)
 int hz_make_room(uint32_t most)
 {
     int rc = NPU_OK;
-    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++) {
-        const uint32_t floor = issued[x] > most ? issued[x] - most : 0;
-        if (floor <= done[x])
-            continue;
-        const uint32_t now = hal_sem_read(engine_sem[x]); /* done by now: no wait */
-        done[x] = now > done[x] ? now : done[x];
-        if (floor > done[x] && (rc = hal_sem_wait(engine_sem[x], floor)) == NPU_OK)
-            done[x] = floor;
-    }
+    for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
+        rc = hz_make_room_on((enum hz_engine)x, most);
+    return rc;
+}
+
+int hz_make_room_on(enum hz_engine x, uint32_t most)
+{
+    int rc = NPU_OK;
+    const uint32_t floor = issued[x] > most ? issued[x] - most : 0;
+    if (floor <= done[x])
+        return NPU_OK;
+    const uint32_t now = hal_sem_read(engine_sem[x]); /* done by now: no wait */
+    done[x] = now > done[x] ? now : done[x];
+    if (floor > done[x] && (rc = hal_sem_wait(engine_sem[x], floor)) == NPU_OK)
+        done[x] = floor;
     return rc;
 }
 

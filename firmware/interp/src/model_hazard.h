@@ -66,6 +66,9 @@ int hz_wait_range(struct hz_range r);
    prefill filled the DMA queue's 1024). `most` must be at least the descriptors built
    and not yet put, which it then never waits for. 0 or the wait's error. */
 int hz_make_room(uint32_t most);
+/* The same for engine e alone (a collective's agreement refuses more than
+   NOC_COMM_QUEUED_MAX queued vector descriptors). */
+int hz_make_room_on(enum hz_engine e, uint32_t most);
 /* Waits until every descriptor issued so far is complete, side ones too (the engines idle,
    as a recording or replay of the chip needs); 0 or the wait's error. */
 int hz_wait_all(void);

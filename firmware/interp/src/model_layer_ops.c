@@ -374,9 +374,14 @@ static int layer_op_dense_deep(struct exec_model *m, const struct npu_prog_op *o
             rc = exec_attention_end(m, l, cur, true);
         if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
             exec_stage_next(m, l);
+        /* HAZARD: unfused QKV GEMMs (not started) are issued by attn_deep_next and read xb,
+           which the FFN's norm rewrites: then tile i + 1's attention goes first */
+        const bool early = next < rows && !started[i ^ 1];
+        if (rc == NPU_OK && early)
+            rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
-        if (rc == NPU_OK && next < rows)
+        if (rc == NPU_OK && next < rows && !early)
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_ffn_end(m, l, cur);

@@ -192,7 +192,7 @@ int exec_wgemm_finish(struct exec_model *m, enum npu_gemm g, uint64_t y, uint32_
     const enum npu_partition part = (enum npu_partition)m->plan->partition[g];
     const uint64_t yt = chunks_at(m, g);
     uint64_t bytes, at = complete_span(m, part, y, yt, rows, n, &bytes);
-    int rc = after ? exec_wait_for(m, at, bytes) : exec_flush(m);
+    int rc = after ? exec_wait_for_collective(m, at, bytes) : exec_flush(m);
     return rc != NPU_OK ? rc : complete(m, part, y, yt, rows, n, t);
 }
 
@@ -293,9 +293,8 @@ static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t
     return rc;
 }
 
-/* What the fused chunk's collectives touch, for exec_wait_for: every chunk, and under MN
-   (which gathers straight into place) q, k and v as well; false when the waits cannot be
-   expressed so (fall back to a flush). */
+/* Waits for the queued work on what the fused chunk's collectives touch: every chunk, and
+   under MN (which gathers straight into place) q, k and v as well; 0 or the wait's error. */
 static int qkv_wait(struct exec_model *m, const uint64_t y[3], const uint32_t n[3],
                     const struct npu_image_tensor *const t[3], uint32_t rows)
 {
@@ -304,7 +303,7 @@ static int qkv_wait(struct exec_model *m, const uint64_t y[3], const uint32_t n[
     int rc = exec_wait_for(m, m->buf.a.yqkv, share_parts(m, part) * rows * width * eb);
     for (int i = 0; i < 3 && rc == NPU_OK && part == NPU_PART_MN; i++)
         rc = exec_wait_for(m, y[i], (uint64_t)rows * n[i] * eb);
-    return rc;
+    return rc != NPU_OK ? rc : exec_wait_for_collective(m, m->buf.a.yqkv, 0);
 }
 
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
@@ -363,7 +362,7 @@ static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduc
     if (m->tp == 1)
         return NPU_OK;
     const uint64_t bytes = count * (dt == NPU_DTYPE_BF16 ? 2 : 4);
-    int rc = after ? exec_wait_for(m, y, bytes) : exec_flush(m);
+    int rc = after ? exec_wait_for_collective(m, y, bytes) : exec_flush(m);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;

@@ -174,10 +174,11 @@ struct npu_plan {
        on the second DMA queue while the layer runs (docs/images.md, "Weights"). 0: one
        layer at a time. Only with staged weights (not resident). */
     uint32_t stage_double;
-    /* 1: two tiles' attention in flight (docs/images.md, "Collectives beside compute"):
+    /* 1: two tiles' attention in flight (docs/images.md, "Two tiles' attention in flight"):
        the 2D O and the QKV GEMMs' chunks lie outside attention's scratch (npu_layout.h,
        yo), so tile i's collectives run beside tile i + 1's GEMMs and steps. Only with a
-       2D O over tp > 1 ranks; the planner sets it where SRAM holds it at no other cost. */
+       2D O over tp > 1 ranks; by default the planner sets it where nothing else it chose
+       changes. */
     uint32_t attn_deep;
 };
 #define NPU_EXPERT_SLOTS_MAX 8u

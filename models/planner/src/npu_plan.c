@@ -578,6 +578,28 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
+/* Two tiles' attention in flight by default (attn_deep, npu_planner_deep_able), last of the
+   widenings: only if nothing else the plan chose changes (what SRAM keeps, the KV pool,
+   the window, the ring, the groups): Qwen3-30B-A3B lays its buffers over the MoE
+   dispatch's receive buffer at no cost; Qwen3-8B prefill-512 pays 1 MiB of SRAM it has
+   left (in buffers of their own it lost the second staging copy, worth more). */
+static int widen_deep(struct planner *pl, struct npu_image_core *cores,
+                      struct npu_prog_op *ops, uint32_t *nops)
+{
+    struct npu_plan *p = &pl->plan;
+    if (pl->deep_request != -1 || p->attn_deep || !npu_planner_deep_able(p))
+        return NPU_OK;
+    const struct npu_plan was = *p;
+    p->attn_deep = 1;
+    int rc = npu_planner_cores(pl, cores, ops, nops);
+    struct npu_plan same = *p;
+    same.attn_deep = was.attn_deep;
+    if (rc == NPU_OK && memcmp(&same, &was, sizeof(was)) == 0)
+        return NPU_OK;
+    *p = was;
+    return npu_planner_cores(pl, cores, ops, nops);
+}
+
 /* The expert map placed again (for the plan's MoE group) and the tensor table with it. */
 static int place_experts(struct planner *pl, const struct npu_plan_request *req)
 {
@@ -668,6 +690,8 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
         rc = widen_window(pl, cores, ops, nops);
     if (rc == NPU_OK && !req->expert_slots)
         rc = widen_ring(pl, cores, ops, nops);
+    if (rc == NPU_OK)
+        rc = widen_deep(pl, cores, ops, nops);
     if (rc != NPU_OK)
         return rc;
     rc = write_image(pl, config_text, cores, ops, *nops, out);

@@ -311,35 +311,23 @@ static int plan_ranks_sram_once(struct planner *pl, const struct noc_group *grou
     return NPU_OK;
 }
 
-/* What plan_ranks_sram_once settled: each bit one thing kept in SRAM. */
-static uint32_t sram_kept(const struct npu_plan *p)
-{
-    return p->stage_double << 3 | p->x_in_sram << 2 | p->kv_in_sram << 1 | p->weights_resident;
-}
-
-/* plan_ranks_sram_once, with two tiles' attention in flight (attn_deep) where the plan has
-   a 2D O GEMM over tp > 1 ranks and its buffers cost nothing else kept in SRAM: the last in
-   importance (Qwen3-8B prefill-512 on large-64: a second staging copy is worth more). */
+/* plan_ranks_sram_once with two tiles' attention in flight only where asked for
+   (npu_planner_deep_able; the default is decided last, widen_deep in npu_plan.c). */
 static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
                            struct npu_image_core *cores, struct npu_act_layout *act)
 {
     struct npu_plan *p = &pl->plan;
-    const bool able = p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
-    if (pl->deep_request == 1 && !able)
+    if (pl->deep_request == 1 && !npu_planner_deep_able(p))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "attn_deep 1: two tiles' attention "
                     "in flight needs a 2D O GEMM over tp > 1 ranks (tp %u, O %s)", p->tp,
                     npu_partition_name((enum npu_partition)p->partition[NPU_GEMM_O]));
-    p->attn_deep = pl->deep_request == 1;
-    int rc = plan_ranks_sram_once(pl, groups, cores, act);
-    if (rc != NPU_OK || pl->deep_request != -1 || !able)
-        return rc;
-    const uint32_t flat = sram_kept(p);
-    p->attn_deep = 1;
-    rc = plan_ranks_sram_once(pl, groups, cores, act);
-    if (rc == NPU_OK && sram_kept(p) == flat)
-        return NPU_OK;
-    p->attn_deep = 0;
+    p->attn_deep = pl->deep_request == 1 || (p->attn_deep && npu_planner_deep_able(p));
     return plan_ranks_sram_once(pl, groups, cores, act);
+}
+
+bool npu_planner_deep_able(const struct npu_plan *p)
+{
+    return p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
 }
 
 /* The NoC groups of the stages: the same placement in each stage's rectangle. */

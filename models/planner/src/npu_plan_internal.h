@@ -53,7 +53,7 @@ struct planner {
     uint32_t spill_request;         /* the request's moe_spill_rows (0: the default) */
     int32_t units_request;          /* the request's moe_units_rows (-1: the default) */
     bool single_stage;              /* the request's stage_single: no double buffer */
-    int deep_request;               /* the request's attn_deep (-1: the default) */
+    int deep_request;               /* the request's attn_deep (-1: the default, widen_deep) */
     uint32_t spill_halvings;        /* the MoE spill halved this often for HBM (at least a
                                        group's worth stays) */
     const char *fallback_why;       /* conservative: why the planner's choices failed */
@@ -63,6 +63,9 @@ struct planner {
 
 /* Every core's entry (rank, stage, SRAM map, program) and the stages' programs into ops;
    0 or a negative npu_status with the message in pl->err. */
+/* Whether the plan can run two tiles' attention in flight (npu_plan.attn_deep): a 2D O
+   GEMM over tp > 1 ranks. */
+bool npu_planner_deep_able(const struct npu_plan *p);
 int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
                       struct npu_prog_op *ops, uint32_t *nops);
 
