@@ -97,6 +97,7 @@ struct npu_plan {
     uint32_t kv_block;           /* positions per attention block (online softmax) */
     uint32_t routing;            /* enum npu_routing (performance mode) */
     uint32_t routing_skew_milli; /* skewed: Zipf exponent x 1000 of expert popularity */
+    uint32_t reserved_plan0;     /* 0: no padding, so plans compare with memcmp */
     uint64_t routing_seed;
     uint32_t weights_resident;   /* 1: every share in SRAM; 0: staged per layer from HBM */
     uint32_t kv_in_sram;         /* 1: the KV ring in SRAM; 0: in HBM */
@@ -180,7 +181,12 @@ struct npu_plan {
        2D O over tp > 1 ranks; by default the planner sets it where nothing else it chose
        changes. */
     uint32_t attn_deep;
+    uint32_t reserved_plan1;     /* 0 (see reserved_plan0) */
 };
+_Static_assert(offsetof(struct npu_plan, routing_seed) ==
+                       offsetof(struct npu_plan, reserved_plan0) + 4 &&
+                   sizeof(struct npu_plan) == offsetof(struct npu_plan, reserved_plan1) + 4,
+               "struct npu_plan has no padding (the planner compares plans with memcmp)");
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u
 #define NPU_EXPERT_MAP_MAX 256u  /* slices of one layer */
