@@ -291,97 +291,71 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
+static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
+                          const struct exec_tile *nx, bool started);
+
+/* A dense layer's tile of op rows [t0, t0 + min(T, rows - t0)) with its rows in buffer xt:
+   the rows in from HBM (the first tile's; the loops load the others ahead), its norm and
+   QKV GEMM issued (*started: exec_attention_begin's). */
+static int dense_tile_in(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                         uint32_t nruns, uint32_t row0, uint32_t t0, uint32_t rows, uint64_t xt,
+                         struct exec_tile *tile, bool *started)
+{
+    const uint32_t T = m->plan->tile_rows, n = rows - t0 < T ? rows - t0 : T;
+    int rc = NPU_OK;
+    if (t0 == 0) {
+        exec_set_layer(m, l);
+        rc = rows_copy(m, xt, row0, n, true);
+    }
+    make_tile(runs, nruns, t0, n, tile);
+    tile->xt = xt, tile->in_xt = true;
+    *started = exec_attention_begin(m, l, tile);
+    return rc;
+}
+
 /* layer_op_dense_fused without tile reuse: the same tiles and loads, and tile i's FFN
-   all-reduce beside tile i + 1's norm and QKV GEMM, whose rows are in already. */
+   all-reduce beside tile i + 1's norm and QKV GEMM, whose rows are in already. With
+   attn_deep tile i + 1's attention starts beside tile i's FFN: per tile i, tile i's combine
+   or gather and O GEMM, tile i + 1's norm and QKV GEMM, tile i's O collective (beside that
+   GEMM), tile i's FFN GEMMs, tile i + 1's QKV collectives (beside them) and steps, tile
+   i's FFN all-reduce (beside the steps). Tile i + 1's attention reads only its own rows and
+   the keys and values of tiles <= i + 1, so no result changes. */
 static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog_op *op,
                                      const struct exec_run *runs, uint32_t nruns,
                                      uint32_t row0, uint32_t rows)
 {
     const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
     const uint32_t T = m->plan->tile_rows, l = op->layer;
-    const bool sliding = op->flags & NPU_OP_SLIDING;
+    const bool sliding = op->flags & NPU_OP_SLIDING, deep = m->plan->attn_deep;
     struct exec_tile *const tiles = op_tiles;
     bool started[2];
-    exec_set_layer(m, l);
-    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
-    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
-    tiles[0].xt = xt[0], tiles[0].in_xt = true;
-    started[0] = exec_attention_begin(m, l, &tiles[0]);
-    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
-        struct exec_tile *const cur = &tiles[i], *const nx = &tiles[i ^ 1];
-        const uint32_t next = t0 + cur->n, nn = rows - next < T ? rows - next : T;
-        if (next < rows) /* the next tile's rows, ahead of this one's work */
-            rc = rows_copy(m, xt[i ^ 1], row0 + next, nn, true);
-        if (rc == NPU_OK)
-            rc = exec_attention_mid(m, l, sliding, cur, started[i], true);
-        if (rc == NPU_OK)
-            rc = exec_attention_end(m, l, cur, true);
-        if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
-            exec_stage_next(m, l);
-        if (rc == NPU_OK)
-            exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
-        if (rc == NPU_OK && next < rows) {
-            make_tile(runs, nruns, next, nn, nx);
-            nx->xt = xt[i ^ 1], nx->in_xt = true;
-            started[i ^ 1] = exec_attention_begin(m, l, nx);
-        }
-        if (rc == NPU_OK)
-            rc = exec_ffn_end(m, l, cur);
-        if (rc == NPU_OK)
-            rc = rows_copy(m, xt[i], row0 + t0, cur->n, false);
-    }
-    return rc;
-}
-
-static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
-                          const struct exec_tile *nx, bool started);
-
-/* layer_op_dense_overlapped with two tiles' attention in flight (attn_deep): tile i + 1's
-   attention starts beside tile i's FFN. Per tile i: tile i's combine or gather and O GEMM,
-   tile i + 1's norm and QKV GEMM, tile i's O collective (beside that GEMM), tile i's FFN
-   GEMMs, tile i + 1's QKV collectives (beside them) and steps, tile i's FFN all-reduce
-   (beside the steps). Tile i + 1's attention reads only its own rows and the keys and
-   values of tiles <= i + 1, so no result changes. */
-static int layer_op_dense_deep(struct exec_model *m, const struct npu_prog_op *op,
-                               const struct exec_run *runs, uint32_t nruns, uint32_t row0,
-                               uint32_t rows)
-{
-    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
-    const uint32_t T = m->plan->tile_rows, l = op->layer;
-    const bool sliding = op->flags & NPU_OP_SLIDING;
-    struct exec_tile *const tiles = op_tiles;
-    bool started[2];
-    exec_set_layer(m, l);
-    int rc = rows_copy(m, xt[0], row0, rows < T ? rows : T, true);
-    make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
-    tiles[0].xt = xt[0], tiles[0].in_xt = true;
-    started[0] = exec_attention_begin(m, l, &tiles[0]);
-    if (rc == NPU_OK)
+    int rc = dense_tile_in(m, l, runs, nruns, row0, 0, rows, xt[0], &tiles[0], &started[0]);
+    if (rc == NPU_OK && deep)
         rc = attn_deep_next(m, l, sliding, &tiles[0], started[0]);
     for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
         struct exec_tile *const cur = &tiles[i], *const nx = &tiles[i ^ 1];
-        const uint32_t next = t0 + cur->n, nn = rows - next < T ? rows - next : T;
+        const uint32_t next = t0 + cur->n;
         if (next < rows) /* the next tile's rows, ahead of this one's work */
-            rc = rows_copy(m, xt[i ^ 1], row0 + next, nn, true);
+            rc = rows_copy(m, xt[i ^ 1], row0 + next, rows - next < T ? rows - next : T, true);
         if (rc == NPU_OK)
-            rc = exec_attention_out(m, l, sliding, cur, true, true);
-        if (rc == NPU_OK && next < rows) {
-            make_tile(runs, nruns, next, nn, nx);
-            nx->xt = xt[i ^ 1], nx->in_xt = true;
-            started[i ^ 1] = exec_attention_begin(m, l, nx);
-        }
+            rc = deep ? exec_attention_out(m, l, sliding, cur, true, true)
+                      : exec_attention_mid(m, l, sliding, cur, started[i], true);
+        if (rc == NPU_OK && deep && next < rows)
+            dense_tile_in(m, l, runs, nruns, row0, next, rows, xt[i ^ 1], nx, &started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, cur, true);
         if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
             exec_stage_next(m, l);
         /* HAZARD: unfused QKV GEMMs (not started) are issued by attn_deep_next and read xb,
            which the FFN's norm rewrites: then tile i + 1's attention goes first */
-        const bool early = next < rows && !started[i ^ 1];
+        const bool early = deep && next < rows && !started[i ^ 1];
         if (rc == NPU_OK && early)
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
-        if (rc == NPU_OK && next < rows && !early)
+        if (rc == NPU_OK && !deep && next < rows)
+            dense_tile_in(m, l, runs, nruns, row0, next, rows, xt[i ^ 1], nx, &started[i ^ 1]);
+        if (rc == NPU_OK && deep && !early && next < rows)
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_ffn_end(m, l, cur);
@@ -513,10 +487,9 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
     if (op->kind == NPU_OP_MOE && layer_fused(m))
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
-        return m->treuse.enabled || !exec_ffn_pipelined(m)
-                   ? layer_op_dense_fused(m, op, runs, nruns, row0, rows)
-               : m->plan->attn_deep ? layer_op_dense_deep(m, op, runs, nruns, row0, rows)
-                                    : layer_op_dense_overlapped(m, op, runs, nruns, row0, rows);
+        return !m->treuse.enabled && exec_ffn_pipelined(m)
+                   ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)
+                   : layer_op_dense_fused(m, op, runs, nruns, row0, rows);
     if (op->kind == NPU_OP_FFN && layer_dense_fused(m))
         return NPU_OK; /* likewise */
     if (op->kind == NPU_OP_FFN && ffn_overlapped(m))
