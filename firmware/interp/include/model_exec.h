@@ -508,14 +508,13 @@ int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum 
    weights resident, staged or streamed; no collective (the vocab-parallel LM head). */
 void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
                     uint32_t layer, enum model_tensor_kind kind, uint32_t k);
-/* In place: the element-wise maximum over the ranks. */
-int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* In place: rank r's chunk of y (count elements) to every rank. */
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
-/* An all-gather (gather) or all-reduce with op of y, once the queued work is done or
-   (after) once the queued work on y is. */
-int exec_collective_after(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
-                          uint64_t count, enum npu_dtype dt, bool after);
+/* An all-reduce of y with `op` (or, gather, an all-gather) over the ranks, once the queued
+   work is done or (after) once the queued work on y is: the rest runs beside it. The ones
+   above are its common cases. */
+int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
+                    uint64_t count, enum npu_dtype dt, bool after);
 /* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the
    experts' GEMMs): then its hidden activations stay split and only the output is reduced. */
 bool exec_ffn_paired(const struct exec_model *m, bool expert);

@@ -660,8 +660,7 @@ static int attn_gather_out(struct exec_model *m, const struct attn_state *st, bo
         .ldy = 1 });
     v.out_type = m->buf.dt;
     exec_vec(m, v);
-    return exec_collective_after(m, true, NOC_REDUCE_SUM, a->qg, st->rows * hd, m->buf.dt,
-                                 after);
+    return exec_collective(m, true, NOC_REDUCE_SUM, a->qg, st->rows * hd, m->buf.dt, after);
 }
 
 /* Split attention: the ranks' states into the whole softmax's (the file header); after:
@@ -672,7 +671,7 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st, bool 
     const uint64_t R = st->rows, hd = m->cfg->head_dim;
     /* gmax[R] = M: the maxima over the ranks (an all-reduce with MAX) */
     exec_copy(m, a->gmax, a->m_a, 1, R * 4, R * 4, R * 4);
-    int rc = exec_collective_after(m, false, NOC_REDUCE_MAX, a->gmax, R, NPU_DTYPE_FP32, after);
+    int rc = exec_collective(m, false, NOC_REDUCE_MAX, a->gmax, R, NPU_DTYPE_FP32, after);
     if (rc != NPU_OK)
         return rc;
     /* acc and l times exp(m - M), then [acc | l] summed over the ranks */
@@ -683,8 +682,7 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st, bool 
                                                  .y = a->m_a, .aux = a->gmax, .out = bufs[i],
                                                  .rows = (uint32_t)R, .cols = cols[i],
                                                  .ldy = 1, .ldaux = 1 });
-    return exec_collective_after(m, false, NOC_REDUCE_SUM, a->acc, R * hd + R, NPU_DTYPE_FP32,
-                                 after);
+    return exec_collective(m, false, NOC_REDUCE_SUM, a->acc, R * hd + R, NPU_DTYPE_FP32, after);
 }
 
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)

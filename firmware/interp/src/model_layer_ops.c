@@ -186,29 +186,22 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
 }
 
 /* The attention tiles of the group of op rows [g0, g0 + gn) in xt (x: its rows in x_all):
-   overlapped, or under tile reuse tile by tile (recorded tiles start with idle engines). */
+   over tp > 1 ranks one op over the group (EXEC_OP_GROUP: its tiles overlapped, and under
+   tile reuse the group is the unit recorded and replayed), else tile by tile. */
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
                            const struct exec_run *runs, uint32_t nruns, uint32_t g0,
                            uint32_t gn, uint64_t x)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t T = m->plan->tile_rows;
+    const uint32_t T = m->plan->tile_rows, step = m->tp > 1 ? gn : T;
+    struct npu_prog_op tile_op = *op;
+    tile_op.flags |= m->tp > 1 ? EXEC_OP_GROUP : 0;
     struct exec_tile *const tile = &op_tiles[0];
-    if (!m->treuse.enabled && m->tp > 1)
-        return attn_tiles(m, op->layer, op->flags & NPU_OP_SLIDING, runs, nruns, 0, g0, g0 + gn,
-                          m->buf.a.xt, true);
-    if (m->tp > 1) { /* the group is the unit tile reuse records and replays */
-        struct npu_prog_op group = *op;
-        group.flags |= EXEC_OP_GROUP;
-        make_tile(runs, nruns, g0, gn, tile);
-        tile->xt = m->buf.a.xt, tile->in_xt = true;
-        return run_tile(m, &group, tile, x);
-    }
     int rc = NPU_OK;
-    for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += T) {
-        make_tile(runs, nruns, t0, g0 + gn - t0 < T ? g0 + gn - t0 : T, tile);
+    for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += step) {
+        make_tile(runs, nruns, t0, g0 + gn - t0 < step ? g0 + gn - t0 : step, tile);
         tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
-        rc = run_tile(m, op, tile, x + (uint64_t)(t0 - g0) * row);
+        rc = run_tile(m, &tile_op, tile, x + (uint64_t)(t0 - g0) * row);
     }
     return rc;
 }
@@ -406,16 +399,6 @@ static bool attn_overlapped(const struct exec_model *m)
     return m->buf.x_in_sram && !m->treuse.enabled && m->tp > 1;
 }
 
-/* Whether two tiles' attention may be in flight: the O and QKV GEMMs' chunks lie outside
-   attention's scratch (npu_layout.h, yo). Then tile i + 1's QKV GEMM runs beside tile i's
-   combine or gather, tile i + 1's QKV collectives beside tile i's O GEMM, and tile i's O
-   collective beside tile i + 1's softmax steps; each collective waits only for the work on
-   its own buffers. */
-static bool attn_deep(const struct exec_model *m)
-{
-    return m->plan->attn_deep;
-}
-
 /* Tile i + 1 (nx) after tile i's begin: its QKV collectives and steps. */
 static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
                           const struct exec_tile *nx, bool started)
@@ -441,7 +424,7 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows;
-    const bool deep = attn_deep(m);
+    const bool deep = m->plan->attn_deep; /* two tiles in flight (npu_layout.h, yo) */
     struct exec_tile *const tiles = op_tiles;
     bool started[2];
     make_tile_at(runs, nruns, base, lo, hi - lo < T ? hi - lo : T, &tiles[0]);

@@ -45,8 +45,8 @@ static uint32_t share_parts(const struct exec_model *m, enum npu_partition part)
  * rows]; one row: into Y itself, which is that layout).
  */
 static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y, uint64_t yt,
-                       uint64_t x, uint64_t w, uint32_t rows, const struct npu_image_tensor *t, uint32_t r0,
-                       uint32_t r1, uint32_t n, uint32_t k)
+                       uint64_t x, uint64_t w, uint32_t rows, const struct npu_image_tensor *t,
+                       uint32_t r0, uint32_t r1, uint32_t n, uint32_t k)
 {
     const uint64_t eb = m->buf.eb, xs = x + (uint64_t)t->col0 * eb;
     if (m->tp == 1 || part == NPU_PART_K) { /* Y[:, r0:r1] (+ partial over K columns) */
@@ -300,10 +300,11 @@ static int qkv_wait(struct exec_model *m, const uint64_t y[3], const uint32_t n[
 {
     const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
     const uint64_t width = t[0]->rows + t[1]->rows + t[2]->rows, eb = m->buf.eb;
-    int rc = exec_wait_for(m, m->buf.a.yqkv, share_parts(m, part) * rows * width * eb);
+    int rc = exec_wait_for_collective(m, m->buf.a.yqkv,
+                                      share_parts(m, part) * rows * width * eb);
     for (int i = 0; i < 3 && rc == NPU_OK && part == NPU_PART_MN; i++)
         rc = exec_wait_for(m, y[i], (uint64_t)rows * n[i] * eb);
-    return rc != NPU_OK ? rc : exec_wait_for_collective(m, m->buf.a.yqkv, 0);
+    return rc;
 }
 
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
@@ -354,10 +355,8 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
         exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
 }
 
-/* An all-reduce with `op` (or an all-gather: gather) over the ranks once the queued work
-   is done, or (`after`) once the queued work on y is: the rest runs beside it. */
-static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduce_op op,
-                               uint64_t y, uint64_t count, enum npu_dtype dt, bool after)
+int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
+                    uint64_t count, enum npu_dtype dt, bool after)
 {
     if (m->tp == 1)
         return NPU_OK;
@@ -375,26 +374,15 @@ static int exec_run_collective(struct exec_model *m, bool gather, enum noc_reduc
 
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt, false);
+    return exec_collective(m, false, NOC_REDUCE_SUM, y, count, dt, false);
 }
 
 int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, false, NOC_REDUCE_SUM, y, count, dt, true);
-}
-
-int exec_allreduce_max(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
-{
-    return exec_run_collective(m, false, NOC_REDUCE_MAX, y, count, dt, false);
+    return exec_collective(m, false, NOC_REDUCE_SUM, y, count, dt, true);
 }
 
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
-    return exec_run_collective(m, true, NOC_REDUCE_SUM, y, count, dt, false);
-}
-
-int exec_collective_after(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
-                          uint64_t count, enum npu_dtype dt, bool after)
-{
-    return exec_run_collective(m, gather, op, y, count, dt, after);
+    return exec_collective(m, true, NOC_REDUCE_SUM, y, count, dt, false);
 }
