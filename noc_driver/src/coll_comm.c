@@ -187,7 +187,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
     static const char *const faults[] = {
         "", "a buffer outside its SRAM (or over the communicator's scratch)",
         "bad arguments (count, dtype, root, senders, counts or reduce op)",
-        "M2N or all-to-all-v counts beyond the driver's limits",
+        "M2N or all-to-all-v counts beyond the driver's limits, or a plan too small for them",
         "too many of its own descriptors queued on the NoC or vector engine",
         "it gave up waiting for the others' headers" };
     const struct coll_header *h = coll_headers(c);

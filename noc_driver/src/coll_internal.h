@@ -130,6 +130,7 @@ struct coll_write {
     uint32_t wait_sem, wait_value;
     bool wait2;
     uint32_t wait2_sem, wait2_value;
+    bool keep_data;           /* metadata: the bytes move in performance mode too */
 };
 void coll_emit_write(struct coll_stream *st, const struct coll_write *w);
 /* Writes [src, src + bytes) to dst on dst_core in segments (none if bytes is 0). */

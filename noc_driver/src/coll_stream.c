@@ -157,6 +157,7 @@ void coll_emit_write(struct coll_stream *st, const struct coll_write *w)
             .signal_sem = (uint8_t)coll_arrive_sem(c),
             .signal_value = 1, .signal2 = true, .signal2_core = (uint16_t)hal_self()->core_id,
             .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT), .signal2_value = 1,
+            .keep_data = w->keep_data,
         },
     };
     noc_write_desc(coll_stream_next(st, NPU_ENGINE_NOC), &a);

@@ -528,13 +528,37 @@ static void test_shares_cover(void **state)
 
 /* ---- weights ---- */
 
+/* Under EP a block is a slice of the layer's expert map: expert x.expert's units [unit0,
+   unit0 + units) of its intermediate width (gate and up: rows; down: columns). Element
+   [r][c] of block b as an index of the whole tensor in *at; false for a block's padding
+   past a slice narrower than the rank's widest. Other shares: *at as given. */
+static bool share_element(const struct npu_image_header *h, const struct npu_image_tensor *s,
+                          uint64_t b, uint64_t r, uint64_t c, uint64_t out, uint64_t in,
+                          uint64_t *at)
+{
+    if (!model_tensor_is_expert(s->kind) || !npu_plan_is_ep(&h->plan) || h->plan.tp < 2)
+        return true;
+    uint32_t n;
+    const struct npu_image_expert_slice *x = npu_image_expert_layer(h, s->layer, &n);
+    assert_true(s->block0 + b < n);
+    const struct npu_image_expert_slice *sl = &x[s->block0 + b];
+    const bool down = s->kind == MT_E_DOWN;
+    const uint64_t w = (down ? in : out) / h->plan.expert_units; /* a unit's width */
+    const uint64_t along = down ? c : r; /* the intermediate index inside the slice */
+    if (along >= (uint64_t)sl->units * w)
+        return false;
+    const uint64_t rr = down ? r : sl->unit0 * w + r, cc = down ? sl->unit0 * w + c : c;
+    *at = ((uint64_t)sl->expert * out + rr) * in + cc;
+    return true;
+}
+
 /* Every share's bytes at hbm_off are the generator's values of its elements. */
 static void check_weights(const struct model *m, const struct npu_plan_chip *chip, uint32_t tp,
                           uint32_t part, uint32_t dtype)
 {
     struct npu_plan_request req = request(tp, part == NPU_PART_EP ? NPU_PART_MN : part,
                                           NPU_IMAGE_FUNCTIONAL);
-    if (part == NPU_PART_EP) /* whole experts per rank, the rest MN */
+    if (part == NPU_PART_EP) /* experts (or their units) per rank, the rest MN */
         req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
     req.dtype = (int)dtype;
     struct npu_built_image img = build(m, chip, &req);
@@ -559,8 +583,11 @@ static void check_weights(const struct model *m, const struct npu_plan_chip *chi
         for (uint64_t b = 0; b < s->blocks; b++)
             for (uint64_t r = 0; r < s->rows; r++)
                 for (uint64_t c = 0; c < s->cols; c++, p += eb) {
-                    float want = whole[((s->block0 + b) * out + s->row0 + r) * in + s->col0 +
-                                       c], got;
+                    uint64_t at = ((s->block0 + b) * out + s->row0 + r) * in + s->col0 + c;
+                    if (!share_element(h, s, b, r, c, out, in, &at)) {
+                        continue; /* a narrower slice's padding in its block */
+                    }
+                    float want = whole[at], got;
                     if (eb == 4) {
                         memcpy(&got, p, 4);
                     } else { /* bf16: the top half of the fp32 value */
@@ -593,7 +620,7 @@ static void test_functional_weights(void **state)
     check_weights(&moe, &mesh2x2, 2, NPU_PART_MN, NPU_IMAGE_BF16);
     check_weights(&dense, &mesh4x4, 3, NPU_PART_K, NPU_IMAGE_FP32);
     check_weights(&moe, &mesh2x2, 4, NPU_PART_EP, NPU_IMAGE_FP32);   /* 2 experts a rank */
-    check_weights(&moe, &mesh4x4, 16, NPU_PART_EP, NPU_IMAGE_BF16);  /* 8 ranks without */
+    check_weights(&moe, &mesh4x4, 16, NPU_PART_EP, NPU_IMAGE_BF16);  /* half an expert a rank */
     check_weights(&moe, &mesh4x4, 8, NPU_PART_2D, NPU_IMAGE_BF16);
 }
 
@@ -947,8 +974,9 @@ static struct npu_plan auto_plan(const struct model *m, const struct npu_plan_ch
 static void test_auto_plan(void **state)
 {
     (void)state;
-    /* tp 16 as 4 x 4: 2-D projections on mesh2d; 8 experts over 16 ranks stay MN/K;
-       split attention in blocks of 128 and steps of 3 blocks; tiles of 64 (16 x 16 array) */
+    /* tp 16 as 4 x 4: 2-D projections on mesh2d; 8 experts over 16 ranks EP, each expert's
+       two units on two ranks; split attention in blocks of 128 and steps of 3 blocks; tiles
+       of 64 (16 x 16 array) */
     struct npu_plan_chip roomy = mesh4x4; /* 8 MiB cores: nothing shrinks to fit */
     roomy.sram_bytes = 0x800000;
     struct npu_plan_request req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
@@ -957,12 +985,19 @@ static void test_auto_plan(void **state)
     assert_int_equal(p.placement, NOC_PLACE_MESH2D);
     assert_int_equal(p.partition[NPU_GEMM_QKV], NPU_PART_2D);
     assert_int_equal(p.partition[NPU_GEMM_O], NPU_PART_2D);
-    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_MN);
-    assert_int_equal(p.partition[NPU_GEMM_EXP_DOWN], NPU_PART_K);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_EP);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_DOWN], NPU_PART_EP);
+    assert_int_equal(p.expert_units, 2);
     assert_int_equal(p.kv_split, 1);
     assert_int_equal(p.kv_block, 128);
     assert_int_equal(p.attn_block, 384);
     assert_int_equal(p.tile_rows, 64);
+    /* 12 experts over 16 ranks do not split evenly (4 ranks would hold none): MN/K */
+    struct model twelve = moe;
+    twelve.cfg.num_experts = 12;
+    p = auto_plan(&twelve, &roomy, &req);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_MN);
+    assert_int_equal(p.partition[NPU_GEMM_EXP_DOWN], NPU_PART_K);
     /* tp 4: 8 experts, two a rank: expert parallelism */
     p = auto_plan(&moe, &mesh2x2, &req);
     assert_int_equal(p.partition[NPU_GEMM_EXP_UP], NPU_PART_EP);

@@ -9,6 +9,31 @@
 #include "npu_layout.h"
 #include "routing_model.h"
 
+/* EP over more ranks than experts, tp a multiple of E: every rank one slice, unit r mod U
+   of expert r / U (U = tp / E units an expert), in every layer; the image check passes. */
+static void check_ep_units(struct npu_built_image *img, uint32_t tp)
+{
+    const struct npu_image_header *h = hdr(img);
+    const uint32_t E = moe.cfg.num_experts, U = tp / E;
+    assert_int_equal(tp % E, 0);
+    assert_int_equal(h->plan.expert_units, U);
+    assert_int_equal(h->plan.expert_rank_slices, 1);
+    for (uint32_t l = 0; l < moe.cfg.num_layers; l++) {
+        uint32_t n;
+        const struct npu_image_expert_slice *x = npu_image_expert_layer(h, l, &n);
+        assert_int_equal(n, tp);
+        for (uint32_t i = 0; i < n; i++) {
+            assert_int_equal(x[i].rank, i);
+            assert_int_equal(x[i].expert, i / U);
+            assert_int_equal(x[i].unit0, i % U);
+            assert_int_equal(x[i].units, 1);
+        }
+    }
+    char text[4096];
+    assert_int_equal(npu_image_check(img->data, img->bytes, text, sizeof(text)), NPU_OK);
+    npu_built_image_free(img);
+}
+
 /* EP over tp ranks: every expert tensor of every layer has one entry per rank, holding the
    whole experts [r E / tp, (r + 1) E / tp) (possibly none), so each expert is on exactly
    one rank; the other tensors are split as the rest of the plan says. */
@@ -21,6 +46,10 @@ static void check_ep(const struct npu_plan_chip *chip, uint32_t tp)
     const struct npu_image_tensor *ts = tensors(&img);
     const uint32_t E = moe.cfg.num_experts, L = moe.cfg.num_layers;
     assert_true(npu_plan_is_ep(&h->plan));
+    if (tp > E) { /* U = tp / E ranks an expert, rank r unit r mod U of expert r / U */
+        check_ep_units(&img, tp);
+        return;
+    }
     uint32_t owner[3][8][64]; /* [kind][layer][expert]: owning rank + 1 */
     memset(owner, 0, sizeof(owner));
     assert_true(E <= 64 && L <= 8);
@@ -55,13 +84,14 @@ static void test_ep_shares(void **state)
     (void)state;
     check_ep(&mesh2x2, 4);  /* 8 experts: 2 a rank */
     check_ep(&mesh4x4, 6);  /* 1, 1, 2, 1, 1, 2 */
-    check_ep(&mesh4x4, 16); /* ranks 0, 2, 4, ... hold none */
+    check_ep(&mesh4x4, 16); /* 2 ranks an expert, half of it each */
 }
 
 /* Balanced expert placement under skewed routing (docs/images.md, "Expert placement"):
    every expert's units held once (the image check), each rank's tensors are its slices of
    the map, the layer's most popular expert (the routing model's heaviest weight) is cut
-   into slices on several ranks, and contiguous placement keeps whole experts in order. */
+   into slices on several ranks, and contiguous placement keeps whole experts in order (or,
+   with U times as many ranks as experts, each expert's U units on U ranks in order). */
 static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
 {
     struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
@@ -103,12 +133,13 @@ static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
     req.expert_placement = NPU_EXPERTS_CONTIGUOUS;
     img = build(&moe, chip, &req);
     h = hdr(&img);
-    assert_int_equal(h->plan.expert_units, 1);
+    const uint32_t E = moe.cfg.num_experts, U = tp > E ? tp / E : 1; /* units over U ranks */
+    assert_int_equal(h->plan.expert_units, U);
     uint32_t n;
     const struct npu_image_expert_slice *x = npu_image_expert_layer(h, 0, &n);
-    assert_int_equal(n, moe.cfg.num_experts);
+    assert_int_equal(n, E * U);
     for (uint32_t i = 0; i < n; i++)
-        assert_int_equal(x[i].expert, i);
+        assert_int_equal(x[i].expert, i / U);
     npu_built_image_free(&img);
 }
 
@@ -232,7 +263,7 @@ static void test_ep_spill_rows(void **state)
    slice on every rank, a decode-sized op runs by units: by default up to max_batch rows,
    capped at a tile, in units of the map's (16 columns here, the array's width); never when
    asked not to, nor with resident experts (asked for there: refused), nor when a rank holds
-   no slice (8 whole experts over 16 ranks: refused when asked for). */
+   no slice (12 whole experts over 16 ranks: refused when asked for). */
 static void test_ep_units(void **state)
 {
     (void)state;
@@ -267,7 +298,9 @@ static void test_ep_units(void **state)
     req.moe_units_rows = 4;
     expect_plan_refusal(&moe, &roomy, &req, "the MoE by units needs");
     req.stream_weights = 1, req.expert_placement = NPU_EXPERTS_CONTIGUOUS;
-    expect_plan_refusal(&moe, &mesh4x4, &req, "a slice of every layer on every rank");
+    struct model twelve = moe; /* 12 whole experts over 16 ranks: 4 ranks hold none */
+    twelve.cfg.num_experts = 12;
+    expect_plan_refusal(&twelve, &mesh4x4, &req, "a slice of every layer on every rank");
 }
 
 static void test_ep_refusals(void **state)

@@ -20,7 +20,8 @@
  * Modelled hazard: the attention block is still replicated over the group, so the residual
  * rows arrive on every rank; the MoE uses only its slice of them, and a slice's owner gets
  * its rows through the dispatch alone. Expert-load bytes are counted by each slice's owner
- * (a slice's bytes); every rank counts the routed tokens from the dispatch's count matrix.
+ * (a slice's bytes); every rank counts the routed tokens from the slices' totals, which the
+ * dispatch's count exchange gives every rank.
  */
 #include <stdio.h>
 
@@ -70,14 +71,10 @@ const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l)
 
 struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct moe_ep_map *x)
 {
-    /* per slice, kept with ep_matrix's counts: one array shared by every plan made here
-       (a caller that restores a group's counts sums them again) */
-    static uint64_t totals[NPU_EXPERT_MAP_MAX];
     return (struct noc_alltoallv_plan){ .buckets = x->n, .bucket_first = x->first,
-                                        .counts = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
-                                        .capacity = m->tp * NPU_EXPERT_MAP_MAX,
-                                        .by_bucket = true, /* a slice's rows: one run */
-                                        .totals = totals };
+                                        .words = (uint32_t *)(uintptr_t)m->buf.a.ep_matrix,
+                                        .capacity = npu_ep_plan_words(m->cfg, m->plan),
+                                        .by_bucket = true /* a slice's rows: one run */ };
 }
 
 /* Layer l's map against this rank's expert shares and the model. */
@@ -152,7 +149,7 @@ void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint
 
 uint64_t moe_ep_slice_elems(const struct noc_alltoallv_plan *plan, uint32_t s)
 {
-    return plan->totals[s]; /* kept by the dispatch (or noc_alltoallv_sum_totals) */
+    return noc_alltoallv_total(plan, s); /* every rank learns every slice's total */
 }
 
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
@@ -169,7 +166,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
         rc = dispatch(m, plan, tile->n, l, prefetch);
     }
-    for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* the matrix has every pair */
+    for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* every slice's total */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
                 moe_ep_slice_elems(plan, s) / d;
@@ -215,7 +212,7 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
         if (elems == 0)
             continue;
         const uint64_t rows = m->buf.a.ep_recv +
-                              noc_alltoallv_recv_offset(plan, m->tp, 0, s) * m->buf.eb;
+                              noc_alltoallv_recv_offset(plan, 0, s) * m->buf.eb;
         moe_ep_serve_slice(m, l, rows, (uint32_t)(elems / d), s - lo, x->width[s]);
     }
     return exec_flush(m);

@@ -103,6 +103,13 @@ static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint3
         exec_copy(m, out ? r[i] : a[i], out ? a[i] : r[i], 1, bytes, bytes, bytes);
 }
 
+/* The words of the dispatch's plan this rank uses (its slices' columns): what a record
+   keeps of it. */
+static uint64_t plan_bytes(const struct exec_model *m, const struct moe_ep_map *x)
+{
+    return noc_a2av_plan_words(m->tp, x->n, x->first[m->rank + 1] - x->first[m->rank]) * 4;
+}
+
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct npu_moe_spill s;
@@ -122,13 +129,13 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
         const uint64_t elems = moe_ep_slice_elems(&plan, i);
         run[2 * (i - lo)] = (uint32_t)(elems / d);
-        run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, m->tp, 0, i) / d);
+        run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, 0, i) / d);
         rec->rows += elems / d;
     }
     assert(wide.rows + rec->rows <= s.cap && rec->rows <=
            npu_moe_spill_group_rows(m->cfg, m->plan, tile->n) && "a row picks an expert once");
     exec_set_cat(m, EXEC_CAT_FFN);
-    const uint64_t bytes = rec->rows * row, mat = (uint64_t)m->tp * plan.buckets * 4;
+    const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
     if (bytes)
         exec_copy(m, spill_base(m) + s.rows + wide.rows * row, m->buf.a.ep_recv, 1, bytes,
                   bytes, bytes);
@@ -203,7 +210,7 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const struct wide_record *rec = record(m, &s, group);
-    const uint64_t bytes = rec->rows * row, mat = (uint64_t)m->tp * plan.buckets * 4;
+    const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
     exec_set_cat(m, EXEC_CAT_FFN);
     if (bytes)
         exec_copy(m, m->buf.a.ep_recv, spill_base(m) + s.rows + rec->first_row * row, 1,
@@ -215,7 +222,6 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
     if (rc != NPU_OK)
         return rc;
-    noc_alltoallv_sum_totals(&plan, m->tp); /* the group's own counts again */
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
     return moe_ep_combine_add(m, tile, x, &plan);
 }

@@ -58,8 +58,8 @@ struct npu_act_layout {
     uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
     uint64_t ep_counts;            /* uint32 [NPU_EXPERT_MAP_MAX]: elements this rank's rows
                                       route to each expert slice */
-    uint64_t ep_matrix;            /* uint32 [p][NPU_EXPERT_MAP_MAX]: the dispatch's count
-                                      matrix, every rank's ep_counts */
+    uint64_t ep_matrix;            /* uint32 [noc_a2av_plan_words]: what the dispatch's
+                                      count exchange taught this rank (its plan's words) */
     uint64_t ugather;              /* MoE by units, u = moe_units_rows: [u][d] eb, an
                                       expert's rows */
     uint64_t ueout;                /* [u][d] eb: a unit's outputs over them */
@@ -148,10 +148,13 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p);
  *          groups before the one that would first: a wave);
  *   stash: [groups] records of `stride` bytes: the group's first spilled row and row count
  *          (uint64 each), its (count, offset) in rows of each slice the rank holds (uint32
- *          pairs, at `runs`), the dispatch's count matrix (uint32 [tp][NPU_EXPERT_MAP_MAX],
- *          at `counts`) and, functional mode, the rank's rows' top-k ([S][k] fp32 and
+ *          pairs, at `runs`), the dispatch's plan words (uint32 [noc_a2av_plan_words], at
+ *          `counts`) and, functional mode, the rank's rows' top-k ([S][k] fp32 and
  *          uint32, at `topk_val`, `topk_idx`; S = ceil(moe_rows / tp)).
  */
+/* Words of the EP dispatch's plan (ep_matrix, a wide record's `counts`): what a rank keeps
+   of an all-to-all-v over tp ranks and a layer's slices (noc_a2av_plan_words). */
+uint32_t npu_ep_plan_words(const struct model_config *c, const struct npu_plan *p);
 #define NPU_MOE_WIDE_GROUPS_MAX 1024u
 /* Groups of a fused layer of max_tokens rows (npu_moe_group_rows each). */
 uint32_t npu_moe_layer_groups(const struct npu_plan *p);

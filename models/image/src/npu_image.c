@@ -205,7 +205,7 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
 }
 
 /* One layer's slices (the expert map, from index i0): ranks in order, units in range, each
-   expert's units held once, and a count the dispatch's count matrix holds. */
+   expert's units held once, and counts the dispatch's exchange holds. */
 static int check_expert_layer(const struct npu_image_header *h,
                               const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
                               char *err, size_t errlen)
@@ -214,10 +214,17 @@ static int check_expert_layer(const struct npu_image_header *h,
     memset(covered, 0, sizeof(covered));
     const uint32_t U = h->plan.expert_units, full = (1u << U) - 1;
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)h->mesh_rows * h->mesh_cols);
-    if (n > NPU_EXPERT_MAP_MAX || n * h->plan.tp > limit)
-        return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u has %" PRIu64 " slices "
-                    "(at most %u, and ranks x slices at most %" PRIu64 ")", x[i0].layer, n,
-                    NPU_EXPERT_MAP_MAX, limit);
+    uint32_t most = 0; /* slices of the rank holding the most (ranks are in order) */
+    for (uint64_t i = i0, run = 0; i < i0 + n; i++) {
+        run = i > i0 && x[i].rank == x[i - 1].rank ? run + 1 : 1;
+        most = run > most ? (uint32_t)run : most;
+    }
+    if (n > NPU_EXPERT_MAP_MAX || most > h->plan.expert_rank_slices ||
+        noc_a2av_mailbox_words(h->plan.tp, (uint32_t)n, most) > limit)
+        return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u has %" PRIu64 " slices, "
+                    "%u on one rank (at most %u, %u per rank as the plan says, and a dispatch "
+                    "whose count exchange fits the driver's %" PRIu64 " words)", x[i0].layer, n,
+                    most, NPU_EXPERT_MAP_MAX, h->plan.expert_rank_slices, limit);
     for (uint64_t i = i0; i < i0 + n; i++) {
         const struct npu_image_expert_slice *s = &x[i];
         /* units within the 8 a byte holds: the shift below stays inside 32 bits (a slice

@@ -5,6 +5,8 @@
 #include <assert.h>
 #include <string.h>
 
+#include "noc/coll_sizes.h"
+
 uint32_t npu_dtype_bytes(uint32_t dtype)
 {
     return dtype == NPU_IMAGE_BF16 ? 2u : 4u;
@@ -144,7 +146,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
         o->yqkv = steps >= qkvd ? o->kblk : take(&at, qkvd);
     }
     o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
-    o->ep_matrix = take(&at, p_ep * NPU_EXPERT_MAP_MAX * 4);
+    /* the all-to-all-v's plan: what this rank learns of the counts (noc/coll_sizes.h) */
+    o->ep_matrix = take(&at, p_ep ? npu_ep_plan_words(c, p) * 4 : 0);
     const uint64_t u = p->moe_units_rows; /* the MoE by units: an expert's rows, their
                                              outputs, and every row's k slots */
     o->ugather = take(&at, u * d * eb), o->ueout = take(&at, u * d * eb);
@@ -289,6 +292,11 @@ uint64_t npu_moe_spill_group_rows(const struct model_config *c, const struct npu
     return g * (kx < per_rank ? kx : per_rank);
 }
 
+uint32_t npu_ep_plan_words(const struct model_config *c, const struct npu_plan *p)
+{
+    return (uint32_t)noc_a2av_plan_words(p->tp, NPU_EXPERT_MAP_MAX, (uint32_t)rank_slices(c, p));
+}
+
 void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
                           struct npu_moe_spill *o)
 {
@@ -303,7 +311,7 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
     o->runs = 16; /* after the header's two uint64 */
     uint64_t rec = 0;
     take(&rec, o->runs + per_rank * 8);
-    o->counts = take(&rec, (uint64_t)p->tp * NPU_EXPERT_MAP_MAX * 4);
+    o->counts = take(&rec, npu_ep_plan_words(c, p) * 4);
     o->topk_val = take(&rec, p->mode ? 0 : slice * k * 4);
     o->topk_idx = take(&rec, p->mode ? 0 : slice * k * 4);
     o->stride = rec;

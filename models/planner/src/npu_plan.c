@@ -117,14 +117,16 @@ static int check_ep(struct planner *pl)
     if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && pl->cfg->arch != MODEL_MOE)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: %s has no experts",
                     pl->cfg->name);
-    const uint64_t counts = (uint64_t)pl->plan.tp * pl->cfg->num_experts;
+    /* whole experts in order (the expert placement checks its own map) */
+    const uint32_t tp = pl->plan.tp, E = pl->cfg->num_experts, most = (E + tp - 1) / tp;
+    const uint64_t words = noc_a2av_mailbox_words(tp, E, most);
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows *
                                                 pl->chip->mesh_cols);
-    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && counts > limit)
+    if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && words > limit)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition ep: the dispatch's count "
-                    "matrix, %u ranks x %u experts = %llu entries, exceeds the NoC driver's "
-                    "%llu on %s", pl->plan.tp, pl->cfg->num_experts, (unsigned long long)counts,
-                    (unsigned long long)limit, pl->chip->name);
+                    "exchange over %u ranks and %u experts needs %llu words of the NoC "
+                    "driver's mailbox, which holds %llu on %s", tp, E,
+                    (unsigned long long)words, (unsigned long long)limit, pl->chip->name);
     return NPU_OK;
 }
 

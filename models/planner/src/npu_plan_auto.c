@@ -58,13 +58,15 @@ bool npu_planner_auto_ep(const struct planner *pl, const struct npu_plan_request
 {
     const struct model_config *c = pl->cfg;
     const struct npu_plan *p = &pl->plan;
-    if (pl->conservative || c->arch != MODEL_MOE || p->tp < 2 || c->num_experts < p->tp)
-        return false; /* fewer experts than ranks: some ranks would hold none */
+    if (pl->conservative || c->arch != MODEL_MOE || p->tp < 2 ||
+        (c->num_experts < p->tp && npu_planner_contiguous_units(c, p->tp) == 1))
+        return false; /* fewer experts than ranks, not split evenly: some would hold none */
     if (req->partition[NPU_GEMM_EXP_UP] != NPU_PLAN_AUTO ||
         req->partition[NPU_GEMM_EXP_DOWN] != NPU_PLAN_AUTO)
         return false;
-    const uint64_t counts = (uint64_t)p->tp * c->num_experts;
-    return counts <= NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows * pl->chip->mesh_cols);
+    const uint32_t most = (c->num_experts + p->tp - 1) / p->tp;
+    return noc_a2av_mailbox_words(p->tp, c->num_experts, most) <=
+           NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows * pl->chip->mesh_cols);
 }
 
 void npu_planner_auto_shape(struct planner *pl, const struct npu_plan_request *req)

@@ -3,7 +3,8 @@
  * Expert placement under expert parallelism (docs/images.md, "Expert placement"): the
  * image's expert map, which slices of which experts each rank holds in each layer.
  *
- * Contiguous: rank r holds whole experts [r E / p, (r + 1) E / p) in every layer.
+ * Contiguous: rank r holds whole experts [r E / p, (r + 1) E / p) in every layer; with more
+ * ranks than experts (p = U E), U ranks in order hold one unit each of every expert.
  * Balanced: every expert is cut into U units of its intermediate width (U as large as keeps
  * a unit at least the matrix array's width, at most NPU_EXPERT_UNITS_MAX), every rank gets
  * the same number of units (so the same weight bytes: the HBM bound is met by every rank
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
 #include "npu_plan_internal.h"
@@ -36,6 +38,15 @@ static uint32_t choose_units(uint32_t ff, uint32_t sa_cols)
         if (ff % u == 0 && ff / u >= sa_cols)
             return u;
     return 1;
+}
+
+uint32_t npu_planner_contiguous_units(const struct model_config *c, uint32_t tp)
+{
+    const uint32_t E = c->num_experts, u = E ? tp / E : 1;
+    return E && tp > E && tp % E == 0 && u <= NPU_EXPERT_UNITS_MAX &&
+                   c->moe_intermediate_size % u == 0
+               ? u
+               : 1;
 }
 
 /* load[e]: layer l's expected choices of expert e per row (they sum to k). */
@@ -256,6 +267,17 @@ static void note_imbalance(struct planner *pl, uint64_t first, const double *loa
 
 /* The fan-out of layer slices [first, end): the k most split experts' slices summed, and
    the most slices on one rank, into the plan's maxima. */
+/* The most slices one rank holds in the layer whose slices start at map index `first`. */
+static uint32_t layer_most(const struct planner *pl, uint64_t first)
+{
+    uint32_t per_rank[NOC_GROUP_MAX] = { 0 }, most = 0;
+    for (uint64_t i = first; i < pl->nxmap; i++)
+        per_rank[pl->xmap[i].rank]++;
+    for (uint32_t r = 0; r < pl->plan.tp; r++)
+        most = per_rank[r] > most ? per_rank[r] : most;
+    return most;
+}
+
 static void note_layer(struct planner *pl, uint64_t first)
 {
     const uint32_t E = pl->cfg->num_experts, k = pl->cfg->experts_per_token;
@@ -311,7 +333,8 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: %u ranks and %u "
                     "experts (at most %u and %u)", p->tp, c->num_experts, NOC_GROUP_MAX,
                     ROUTING_EXPERTS_MAX);
-    p->expert_units = balanced ? choose_units(c->moe_intermediate_size, pl->chip->sa_cols) : 1;
+    p->expert_units = balanced ? choose_units(c->moe_intermediate_size, pl->chip->sa_cols)
+                               : npu_planner_contiguous_units(c, p->tp);
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows *
                                                 pl->chip->mesh_cols);
     double load[ROUTING_EXPERTS_MAX];
@@ -320,6 +343,9 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
         expected_load(p, c, l, load);
         if (balanced) {
             place_balanced(pl, l, load);
+        } else if (p->expert_units > 1) {
+            for (uint32_t r = 0; r < p->tp; r++)
+                add_slice(pl, l, r, r / p->expert_units, r % p->expert_units, 1);
         } else {
             for (uint32_t r = 0; r < p->tp; r++)
                 for (uint32_t e = npu_plan_expert_first(p, c->num_experts, r);
@@ -327,11 +353,19 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
                     add_slice(pl, l, r, e, 0, 1);
         }
         const uint64_t n = pl->nxmap - first;
-        if (n > NPU_EXPERT_MAP_MAX || n * p->tp > limit)
+        const uint32_t most = layer_most(pl, first);
+        const bool fits = n <= NPU_EXPERT_MAP_MAX &&
+                          noc_a2av_mailbox_words(p->tp, (uint32_t)n, most) <= limit;
+        if (!fits && balanced && req->expert_placement < 0) {
+            pl->contiguous = true; /* the default's balanced map does not fit: whole experts */
+            return npu_planner_experts(pl, req);
+        }
+        if (!fits)
             return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: layer %u needs "
-                        "%llu expert slices over %u ranks; the dispatch holds at most %u "
-                        "slices and %llu ranks x slices (try --expert-placement contiguous or "
-                        "fewer ranks)", l, (unsigned long long)n, p->tp, NPU_EXPERT_MAP_MAX,
+                        "%llu expert slices over %u ranks, %u on one; the dispatch holds at "
+                        "most %u slices, and its count exchange %llu words (try "
+                        "--expert-placement contiguous or fewer ranks)", l,
+                        (unsigned long long)n, p->tp, most, NPU_EXPERT_MAP_MAX,
                         (unsigned long long)limit);
         note_layer(pl, first);
         note_imbalance(pl, first, load);

@@ -72,6 +72,10 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
 /* EP: the expert map (pl->xmap) and the plan's expert fields, from the request's placement
    and the routing model (npu_plan_experts.c); 0 or a negative npu_status. */
 int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req);
+/* Units per expert of contiguous placement: 1 with at least as many experts as ranks; with
+   more ranks, tp / E when that splits every expert's width evenly over its ranks (each
+   rank one slice), else 1 (ranks beyond the experts hold none). */
+uint32_t npu_planner_contiguous_units(const struct model_config *c, uint32_t tp);
 /* Slice `index` of layer l in the map. */
 const struct npu_image_expert_slice *npu_planner_expert_slice(const struct planner *pl,
                                                               uint32_t layer, uint32_t index);

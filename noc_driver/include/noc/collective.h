@@ -188,22 +188,22 @@ int noc_m2n_combine(struct noc_comm *c, const struct noc_m2n_args *a,
  * rank q's recv, sender by sender (0, 1, ...), that sender's elements of q's buckets in
  * bucket order; with `by_bucket`, bucket by bucket instead (every sender's elements of the
  * bucket, sender 0 first), so each of q's buckets is one contiguous run of rows, as a grouped
- * expert GEMM reads them. noc_alltoallv_recv_offset finds them in either layout. The count matrix [size][buckets] is
- * kept in `plan` (the caller's storage); the combine sends every block back from recv to
- * where it came from in the sender's send buffer. Every rank passes the same bucket_first.
+ * expert GEMM reads them. Every rank passes the same bucket_first.
+ *
+ * No rank holds the [size][buckets] count matrix: before the data, every sender writes each
+ * owner its counts of the owner's buckets, and every owner writes each sender where its
+ * elements of each bucket land and every bucket's total (docs/noc-driver.md, "All-to-all-v").
+ * A rank keeps what it learnt in `words` (the caller's storage of noc_a2av_plan_words words,
+ * noc/coll_sizes.h): the combine sends every block back from where the dispatch put it, and a
+ * caller may copy the words away and back between the two (the plan is then the same).
  */
 struct noc_alltoallv_plan {
     uint32_t buckets;
     const uint32_t *bucket_first; /* [size + 1]: 0, ..., buckets (non-decreasing) */
-    uint32_t *counts;             /* [size][buckets], filled by dispatch */
-    uint32_t capacity;            /* entries of counts */
+    uint32_t *words;              /* filled by dispatch, read by combine and the queries */
+    uint32_t capacity;            /* words of storage */
     bool by_bucket;               /* recv layout: bucket-major (else sender-major); the same
                                      on every rank */
-    uint64_t *totals;             /* optional [buckets]: every sender's elements of each
-                                     bucket, kept by dispatch (and noc_alltoallv_sum_totals)
-                                     so that offsets do not walk the whole matrix; NULL:
-                                     none. Counts rewritten by the caller need a new sum
-                                     before the combine or noc_alltoallv_recv_offset */
 };
 struct noc_alltoallv_args {
     const uint32_t *counts;       /* dispatch: buckets entries (in this core's SRAM) */
@@ -211,15 +211,16 @@ struct noc_alltoallv_args {
     uint64_t recv_capacity;       /* elements recv can hold */
     enum npu_dtype dtype;
 };
-/* Fills plan->totals (if any) from plan->counts: after the caller restored counts itself. */
-void noc_alltoallv_sum_totals(struct noc_alltoallv_plan *plan, uint32_t size);
 int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *a,
                            struct noc_alltoallv_plan *plan);
 int noc_alltoallv_combine(struct noc_comm *c, const struct noc_alltoallv_args *a,
                           const struct noc_alltoallv_plan *plan);
-/* Element offset, in the recv buffer of the owner of bucket b, of sender i's elements of b. */
-uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t size,
-                                   uint32_t i, uint32_t b);
+/* After a dispatch, on the rank that made it. Every sender's elements of bucket b (any b): */
+uint64_t noc_alltoallv_total(const struct noc_alltoallv_plan *p, uint32_t b);
+/* Sender i's elements of bucket b, and their element offset in this rank's recv; b one of
+   this rank's buckets (else an assertion). */
+uint32_t noc_alltoallv_count(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t b);
+uint64_t noc_alltoallv_recv_offset(const struct noc_alltoallv_plan *p, uint32_t i, uint32_t b);
 
 /* Bytes at the top of every core's SRAM that the driver keeps for its mailboxes: the
    applications' SRAM ends at sram_size - this. */

@@ -165,17 +165,19 @@ static int error_comm(struct noc_comm *c, struct noc_group *g, uint64_t scratch,
     return rc == NPU_OK ? noc_comm_init(c, &cfg) : rc;
 }
 
-/* All-to-all-v refusals on the 2 x 2 group: bucket maps that differ, then a receiver whose
-   blocks exceed its recv_capacity; both NPU_ERR_INVAL on every rank, and a good call after. */
+/* All-to-all-v refusals on the 2 x 2 group: bucket maps that differ, a receiver whose blocks
+   exceed its recv_capacity, a rank whose plan storage cannot hold what the count exchange
+   teaches it (noc_a2av_plan_words: 4 + 4 x 4 buckets + 4 x 4 ranks x 1 owned = 36 words);
+   each NPU_ERR_INVAL on every rank, and a good call after. */
 static void a2av_refusals(struct noc_comm *c, uint64_t data)
 {
-    static uint32_t counts[4] = { 8, 8, 8, 8 }, first[5], store[16];
+    static uint32_t counts[4] = { 8, 8, 8, 8 }, first[5], store[64];
     const uint32_t rank = c->rank;
     for (uint32_t q = 0; q <= 4; q++)
         first[q] = q;
     first[1] = rank == 0 ? 0 : 1; /* rank 0 thinks rank 0 owns no bucket */
-    struct noc_alltoallv_plan plan = { .buckets = 4, .bucket_first = first, .counts = store,
-                                       .capacity = 16 };
+    struct noc_alltoallv_plan plan = { .buckets = 4, .bucket_first = first, .words = store,
+                                       .capacity = 64 };
     struct noc_alltoallv_args a = { .counts = counts, .send = data, .recv = data + 4096,
                                     .recv_capacity = 64, .dtype = NPU_DTYPE_FP32 };
     int rc = noc_alltoallv_dispatch(c, &a, &plan);
@@ -187,6 +189,11 @@ static void a2av_refusals(struct noc_comm *c, uint64_t data)
     expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-to-all-v over rank 1's "
            "recv_capacity: rc %d, want NPU_ERR_INVAL", rank, rc);
     a.recv_capacity = 64;
+    plan.capacity = rank == 2 ? 32 : 64; /* rank 2's storage is 4 words short */
+    rc = noc_alltoallv_dispatch(c, &a, &plan);
+    expect(rc == NPU_ERR_INVAL, CCHECK_MISMATCH, "rank %u: all-to-all-v whose plan storage "
+           "is too small on rank 2: rc %d, want NPU_ERR_INVAL", rank, rc);
+    plan.capacity = 64;
     rc = noc_alltoallv_dispatch(c, &a, &plan);
     expect(rc == NPU_OK, CCHECK_MISMATCH, "rank %u: a good all-to-all-v after the refusals: "
            "rc %d", rank, rc);

@@ -40,7 +40,8 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
     [CCHECK_M2N] = "M2N dispatch with variable sizes (zeros included) and combine back",
     [CCHECK_ALLTOALLV] = "all-to-all-v by buckets: every (sender, bucket) block where "
                          "noc_alltoallv_recv_offset says, ranks owning no bucket included, "
-                         "and the receivers' changes combined back into the send buffers",
+                         "every bucket's total known to every rank, and the receivers' "
+                         "changes combined back into the send buffers",
     [CCHECK_API] = "NoC API: async write/read with barriers, remote semaphore inc/set, "
                    "multicast, circular buffer with wrap-around",
     [CCHECK_MISMATCH] = "counts that differ across ranks, all-to-all-v bucket maps that "

@@ -312,14 +312,27 @@ static uint64_t a2av_receive(const struct coll_case *cs, const struct noc_alltoa
     uint64_t bad = 0;
     for (uint32_t i = 0; i < size; i++)
         for (uint32_t b = p->bucket_first[q]; b < p->bucket_first[q + 1]; b++) {
-            uint64_t at = noc_alltoallv_recv_offset(p, size, i, b);
-            bad += p->counts[i * p->buckets + b] != a2av_count(cs, i, b);
+            uint64_t at = noc_alltoallv_recv_offset(p, i, b);
+            bad += noc_alltoallv_count(p, i, b) != a2av_count(cs, i, b);
             for (uint64_t e = 0; e < a2av_count(cs, i, b); e++) {
                 float v = coll_load(recv, at + e, cs->dtype);
                 bad += v != coll_val(i * 1000 + b, e);
                 coll_store(recv, at + e, -v, cs->dtype);
             }
         }
+    return bad;
+}
+
+/* Every bucket's total, the ones this rank does not own included, as the senders sent. */
+static uint64_t a2av_totals(const struct coll_case *cs, const struct noc_alltoallv_plan *p)
+{
+    uint64_t bad = 0;
+    for (uint32_t b = 0; b < p->buckets; b++) {
+        uint64_t want = 0;
+        for (uint32_t i = 0; i < case_group.size; i++)
+            want += a2av_count(cs, i, b);
+        bad += noc_alltoallv_total(p, b) != want;
+    }
     return bad;
 }
 
@@ -330,8 +343,8 @@ static uint64_t a2av_bucket_runs(const struct noc_alltoallv_plan *p)
     uint64_t bad = 0, at = 0;
     for (uint32_t b = p->bucket_first[q]; b < p->bucket_first[q + 1]; b++)
         for (uint32_t i = 0; i < size; i++) {
-            bad += noc_alltoallv_recv_offset(p, size, i, b) != at;
-            at += p->counts[i * p->buckets + b];
+            bad += noc_alltoallv_recv_offset(p, i, b) != at;
+            at += noc_alltoallv_count(p, i, b);
         }
     return bad;
 }
@@ -346,7 +359,7 @@ static void run_alltoallv_layout(const struct coll_case *cs, uint64_t buf, uint6
     for (uint32_t q = 0; q <= size; q++)
         a2av_first[q] = q * buckets / size;
     struct noc_alltoallv_plan plan = { .buckets = buckets, .bucket_first = a2av_first,
-                                       .counts = plan_store, .capacity = NOC_M2N_PAIRS_MAX,
+                                       .words = plan_store, .capacity = NOC_M2N_PAIRS_MAX,
                                        .by_bucket = by_bucket };
     struct noc_alltoallv_args a = { .counts = a2av_counts, .send = buf, .recv = recv,
                                     .recv_capacity = region_bytes() / 4, .dtype = cs->dtype };
@@ -359,7 +372,8 @@ static void run_alltoallv_layout(const struct coll_case *cs, uint64_t buf, uint6
     }
     int rc = noc_alltoallv_dispatch(&case_comm, &a, &plan);
     if (rc == NPU_OK)
-        bad += a2av_receive(cs, &plan, recv) + (by_bucket ? a2av_bucket_runs(&plan) : 0);
+        bad += a2av_receive(cs, &plan, recv) + a2av_totals(cs, &plan) +
+               (by_bucket ? a2av_bucket_runs(&plan) : 0);
     if (rc == NPU_OK)
         rc = noc_alltoallv_combine(&case_comm, &a, &plan);
     for (uint32_t b = 0, at = 0; rc == NPU_OK && b < buckets; at += a2av_count(cs, rank, b++))

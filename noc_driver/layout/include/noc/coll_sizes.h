@@ -30,6 +30,20 @@ static inline uint32_t noc_m2n_pairs(uint32_t ncores)
     return ncores >= NPU_COUNTS_LARGE_CORES ? NOC_M2N_PAIRS_MAX : NOC_M2N_PAIRS_SMALL;
 }
 
+/* All-to-all-v (noc_alltoallv_dispatch) over `size` ranks and `buckets` buckets, no rank
+   owning more than `owned_max`: the words of the plan a rank keeps, and the count words that
+   land in a rank's mailbox (each owner's totals and offsets, each sender's counts of the
+   rank's buckets; at most noc_m2n_pairs). Linear in size, never size x buckets. */
+static inline uint64_t noc_a2av_plan_words(uint32_t size, uint32_t buckets, uint32_t owned_max)
+{
+    return 4ull + 4ull * buckets + 4ull * size * owned_max;
+}
+static inline uint64_t noc_a2av_mailbox_words(uint32_t size, uint32_t buckets,
+                                              uint32_t owned_max)
+{
+    return 2ull * buckets + 2ull * size * owned_max;
+}
+
 /* Element boundary of part k of `count` split in `parts`: rank r's chunk of a collective is
    [coll_bound(count, size, r), coll_bound(count, size, r + 1)). */
 static inline uint64_t coll_bound(uint64_t count, uint32_t parts, uint32_t k)
