@@ -91,7 +91,10 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     uint64_t wide = qd + 2 * kvd > d ? qd + 2 * kvd : d;
     const uint64_t ffw = ffn_chunk_width(c, p);
     wide = ffw > wide ? ffw : wide;
-    const uint64_t bv = npu_lm_head_split(p) ? 0 : b * c->vocab_size; /* the head's chunks */
+    /* the head's chunks: only a 2D head completes its logits from chunks (MN writes its
+       columns in place, K its partial logits) */
+    const uint64_t bv = p->tp > 1 && p->partition[NPU_GEMM_LM_HEAD] == NPU_PART_2D
+                            ? b * c->vocab_size : 0;
     /* the QKV GEMM's chunks after the O GEMM's, so that tile i + 1's QKV GEMM may run while
        tile i's O collective reads and writes its chunks (model_layer_ops.c); with
        attn_deep both lie outside the scratch (below) */

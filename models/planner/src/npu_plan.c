@@ -672,13 +672,16 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
 {
     int rc = fit_cores(pl, req, cores, ops, nops); /* places the experts for the group kept */
     while (rc == NPU_ERR_NOMEM) {
+        /* the KV block (and step) first: a tile of fewer rows than the matrix array leaves
+           it idle for the rest and doubles the tiles' collectives (small-256's Qwen3-30B-A3B
+           plan: tiles of 64 and blocks of 32 fit where both halved to 32 and 64 before) */
         uint32_t t = pl->plan.tile_rows, b = pl->plan.kv_block;
-        if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl->plan.max_batch)
-            pl->plan.tile_rows = t / 2;
         if (!req->kv_block && b / 2 >= 32) {
             pl->plan.kv_block = b / 2;
             if (!req->attn_block) /* the same blocks a step (a multiple of b / 2) */
                 pl->plan.attn_block /= 2;
+        } else if (!req->tile_rows && t / 2 >= 8 && t / 2 >= pl->plan.max_batch) {
+            pl->plan.tile_rows = t / 2;
         }
         if (pl->plan.tile_rows == t && pl->plan.kv_block == b)
             break; /* nothing left to shrink: the refusal stands */
