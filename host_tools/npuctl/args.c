@@ -269,11 +269,12 @@ static int set_bench_name(struct npuctl_run_opts *o, int npos, char **pos, char 
 {
     if (npos > 1) {
         snprintf(err, errlen, "bench: unexpected argument '%s' (expected one benchmark: "
-                 "gemm, dma, noc, collectives or host)", pos[1]);
+                 "gemm, dma, noc, collectives, m2n or host)", pos[1]);
         return NPU_ERR_INVAL;
     }
     if (npos == 0 || *pos[0] == '\0') {
-        snprintf(err, errlen, "bench: which benchmark? gemm, dma, noc, collectives or host");
+        snprintf(err, errlen, "bench: which benchmark? gemm, dma, noc, collectives, m2n or "
+                 "host");
         return NPU_ERR_INVAL;
     }
     o->image = pos[0];
@@ -410,7 +411,7 @@ const struct npuctl_cmd_spec npuctl_spec_debug = {
 
 const struct npuctl_cmd_spec npuctl_spec_bench = {
     "bench", NPUCTL_CMD_BENCH,
-    "npuctl bench gemm|dma|noc|collectives|host [OPTIONS] [-- QEMU ARGS...]\n",
+    "npuctl bench gemm|dma|noc|collectives|m2n|host [OPTIONS] [-- QEMU ARGS...]\n",
     "measure the engines, the NoC, the collectives or the host against their bounds",
     "  Run a benchmark image and print its measurements as a table next to the analytical\n"
     "  bound, with one summary line per target (docs/benchmarks.md):\n"
@@ -419,8 +420,10 @@ const struct npuctl_cmd_spec npuctl_spec_bench = {
     "    noc   latency per hop, link bandwidth, two and four writes sharing links\n"
     "    collectives  all-gather, reduce-scatter, all-reduce on 4, 16, 64 cores, each\n"
     "          placement, 1 KiB .. 64 MiB, beside the bandwidth and latency bounds\n"
+    "    m2n   M2N dispatch, N2M combine and the all-to-all-v between two core sets\n"
+    "          (M = N = 8, 4 KiB .. 1 MiB a pair; M = N = 4 .. 32 at 256 KiB)\n"
     "    host  host wall-clock time per engine command and per submit, 4x4 and 16x16\n"
-    "  gemm, dma, noc and collectives run in performance mode unless --mode says\n"
+    "  gemm, dma, noc, collectives and m2n run in performance mode unless --mode says\n"
     "  otherwise; host measures both modes (or the one --mode names), both meshes (or\n"
     "  --mesh) and both TCG threadings (or --threads); --mesh and --mode apply to every\n"
     "  run. host --quick: the 4x4 mesh (or --mesh) and one threading (--threads, default\n"

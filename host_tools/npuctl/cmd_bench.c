@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npuctl bench gemm|dma|noc|collectives|host: runs a benchmark image (firmware/bench/) on the emulated
+ * npuctl bench gemm|dma|noc|collectives|m2n|host: runs a benchmark image (firmware/bench/) on the emulated
  * chip with its console captured, decodes the `BENCH kind key=value ...` lines the firmware
  * prints (rt/lines.h: a BENCH line that does not decode fails the run), and hands them to
  * the report of that benchmark (cmd_bench_report.c,
@@ -35,6 +35,7 @@ static const struct bench_kind kinds[] = {
     { "dma", "bench_dma", bench_report_dma },
     { "noc", "bench_noc", bench_report_noc },
     { "collectives", "bench_collectives", bench_report_coll },
+    { "m2n", "bench_m2n", bench_report_m2n },
     { "host", "bench_host", NULL },
 };
 
@@ -403,13 +404,13 @@ int npuctl_cmd_bench(int argc, char **argv)
                                   "--help)");
     const struct bench_kind *k = find_kind(o.image);
     if (!k) {
-        static const char *const names[] = { "gemm", "dma", "noc", "collectives", "host",
-                                             "model" };
+        static const char *const names[] = { "gemm", "dma", "noc", "collectives", "m2n",
+                                             "host", "model" };
         char hint[160];
         npuctl_format_suggestion(o.image, names, sizeof(names) / sizeof(names[0]), hint,
                                  sizeof(hint));
-        npuctl_print_error("bench: unknown benchmark '%s'%s (gemm, dma, noc, collectives "
-                           "or host; model right after bench)", o.image, hint);
+        npuctl_print_error("bench: unknown benchmark '%s'%s (gemm, dma, noc, collectives, "
+                           "m2n or host; model right after bench)", o.image, hint);
         return NPUCTL_EXIT_USAGE;
     }
     if (o.bench_repeat && k->report) {

@@ -74,6 +74,7 @@ int bench_report_gemm(const struct bench_output *out);
 int bench_report_dma(const struct bench_output *out);
 int bench_report_noc(const struct bench_output *out);
 int bench_report_coll(const struct bench_output *out);
+int bench_report_m2n(const struct bench_output *out);
 
 /* npuctl bench host: runs everything itself; returns the exit status. */
 int bench_host(const struct npuctl_run_opts *o);

@@ -138,21 +138,17 @@ int coll_exchange_counts(struct noc_comm *c, const uint32_t *row, uint32_t entri
                          uint32_t rows)
 {
     struct coll_expect *ex = coll_expect_of(c);
-    const struct noc_rect *r = &c->group.rect;
     if (row) {
-        static struct npu_desc d;
+        static struct npu_desc d[2];
         const uint32_t bytes = entries * (uint32_t)sizeof(uint32_t);
         struct noc_multicast_args mc = {
             .src = (uint64_t)(uintptr_t)row,
             .dst_offset = coll_counts_offset(c) + (uint64_t)c->rank * bytes,
             .rows = 1, .row_bytes = bytes, .src_stride = bytes, .dst_stride = bytes,
-            .row0 = r->row0, .col0 = r->col0, .row1 = (uint16_t)(r->row0 + r->rows - 1),
-            .col1 = (uint16_t)(r->col0 + r->cols - 1),
             .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_COUNTS),
                       .signal_value = 1, .keep_data = true }, /* performance mode too */
         };
-        noc_multicast_desc(&d, &mc);
-        int rc = engine_submit(&d, 1);
+        int rc = coll_multicast_group(c, &mc, d);
         if (rc != NPU_OK) {
             coll_break(c); /* the others wait for a row that will not come */
             return rc;

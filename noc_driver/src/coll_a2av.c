@@ -40,6 +40,7 @@
  * (col's layout).
  */
 enum { W_SIZE, W_RANK, W_BUCKETS, W_OWNED, W_HEAD };
+#define W_BY_BUCKET 0x80000000u /* in W_OWNED: the layout the dispatch used */
 
 struct a2av_view {
     uint32_t P, me, B, lo, nb;
@@ -49,7 +50,7 @@ struct a2av_view {
 static void view_of(const struct noc_alltoallv_plan *p, struct a2av_view *v)
 {
     uint32_t *w = p->words;
-    v->P = w[W_SIZE], v->me = w[W_RANK], v->B = w[W_BUCKETS], v->nb = w[W_OWNED];
+    v->P = w[W_SIZE], v->me = w[W_RANK], v->B = w[W_BUCKETS], v->nb = w[W_OWNED] & ~W_BY_BUCKET;
     v->lo = p->bucket_first[v->me];
     v->mine = w + W_HEAD, v->land = v->mine + 2 * v->B, v->col = v->land + 2 * v->B;
     v->back = v->col + 2ull * v->P * v->nb;
@@ -126,7 +127,8 @@ static bool room_ok(const struct noc_comm *c, const struct noc_alltoallv_plan *p
 }
 
 /* This rank's elements in its send buffer: from the caller's counts (dispatch), or from the
-   plan the dispatch filled (combine; COLL_BAD_COUNTS if it is another rank's or group's). */
+   plan the dispatch filled (combine; COLL_BAD_COUNTS if it is another rank's or group's,
+   or the dispatch used the other layout). */
 static enum coll_fault sent_elems(const struct noc_comm *c, enum coll_kind kind,
                                   const struct noc_alltoallv_args *a,
                                   const struct noc_alltoallv_plan *p, uint64_t *sent)
@@ -142,7 +144,7 @@ static enum coll_fault sent_elems(const struct noc_comm *c, enum coll_kind kind,
     }
     const uint32_t *w = p->words;
     if (w[W_SIZE] != c->group.size || w[W_RANK] != c->rank || w[W_BUCKETS] != p->buckets ||
-        w[W_OWNED] != owned(p, c->rank))
+        w[W_OWNED] != (owned(p, c->rank) | (p->by_bucket ? W_BY_BUCKET : 0)))
         return COLL_BAD_COUNTS;
     for (uint32_t b = 0; b < p->buckets; b++)
         *sent += w[W_HEAD + 2 * b];
@@ -220,8 +222,9 @@ static int round_counts(struct noc_comm *c, const struct noc_alltoallv_plan *p,
     return rc;
 }
 
-/* A total as a word: one past what any recv_capacity (a word) holds saturates, so the
-   capacity check still refuses it. Offsets below a total that fits fit too. */
+/* A total as a word, saturated at UINT32_MAX: a recv_capacity lies in SRAM's elements,
+   below that, so the capacity check still refuses a saturated total. Offsets below a total
+   that fits fit too. */
 static uint32_t saturate(uint64_t n)
 {
     return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
@@ -346,6 +349,30 @@ static void emit_blocks(struct coll_stream *st, bool by_bucket, bool combine, ui
     }
 }
 
+/* The first rank this rank writes its blocks to, the others following in rank order
+   (round): dispatch, the (me + 1)-th owner (mod their number), skipping the ranks that own
+   nothing; combine, rank o + 1, o this rank's place among the owners. Where every rank owns buckets (expert parallelism) both
+   are me + 1, me + 2, ..., me last. Where only some do (M2N-shaped: senders that own none),
+   each sender starts at another owner, and each owner at another sender, instead of every
+   one at the same (measured, `npuctl bench m2n`: the senders of 8 x 8 all writing to one
+   receiver first made the exchange 3x slower). */
+static uint32_t first_write(const struct noc_alltoallv_plan *p, const struct a2av_view *v,
+                            bool combine)
+{
+    uint32_t no = 0, mine = 0;
+    for (uint32_t q = 0; q < v->P; q++) {
+        mine = q == v->me ? no : mine;
+        no += owned(p, q) > 0;
+    }
+    if (combine)
+        return (mine + 1) % v->P;
+    const uint32_t want = no ? (v->me + 1) % no : 0; /* the want-th owner in rank order */
+    for (uint32_t q = 0, k = 0; q < v->P; q++)
+        if (owned(p, q) && k++ == want)
+            return q;
+    return 0; /* no owner: nothing to write */
+}
+
 /* Dispatch: this rank's blocks for every owner q, into q's recv. Combine: every sender's
    blocks in this rank's recv, back into the sender's send buffer. */
 static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p,
@@ -353,24 +380,24 @@ static int a2av_move(struct noc_comm *c, const struct noc_alltoallv_plan *p,
 {
     const struct coll_header *h = coll_headers(c);
     const uint64_t eb = coll_elem_bytes(dt);
+    const uint32_t first = first_write(p, v, combine);
     struct coll_stream st;
     uint32_t arrivals = 0;
     coll_stream_begin(&st, c);
-    for (uint32_t s = 1; s <= v->P; s++) {
-        const uint32_t q = (v->me + s) % v->P; /* ... and this rank itself last */
-        const uint32_t core = c->group.core[q];
-        if (!combine) {
+    for (uint32_t k = 0; k < v->P; k++) {
+        const uint32_t q = (first + k) % v->P, core = c->group.core[q];
+        if (!combine) { /* an owner of nothing gets nothing */
             const uint32_t b = lo_of(p, q);
             emit_blocks(&st, p->by_bucket, false, owned(p, q), v->mine + 2 * b,
                         v->land + 2 * b, h[v->me].buf, h[q].buf2, eb, core);
-            arrivals += owner_segments(c, p, v, q, eb);
         } else {
             const uint64_t at = 2ull * q * v->nb;
             emit_blocks(&st, p->by_bucket, true, v->nb, v->col + at, v->back + at, h[q].buf,
                         h[v->me].buf2, eb, core);
-            arrivals += sender_segments(c, p, v, q, eb);
         }
     }
+    for (uint32_t q = 0; q < v->P; q++)
+        arrivals += combine ? sender_segments(c, p, v, q, eb) : owner_segments(c, p, v, q, eb);
     *coll_arrive_expect(c) += arrivals;
     return coll_stream_finish(&st);
 }
@@ -385,7 +412,7 @@ int noc_alltoallv_dispatch(struct noc_comm *c, const struct noc_alltoallv_args *
         return rc;
     uint32_t *w = plan->words;
     w[W_SIZE] = c->group.size, w[W_RANK] = c->rank, w[W_BUCKETS] = plan->buckets;
-    w[W_OWNED] = owned(plan, c->rank);
+    w[W_OWNED] = owned(plan, c->rank) | (plan->by_bucket ? W_BY_BUCKET : 0);
     struct a2av_view v;
     view_of(plan, &v);
     rc = round_counts(c, plan, a, &v);

@@ -19,7 +19,7 @@
 static struct coll_expect expect[NOC_COMM_SLOTS];
 
 /* The header multicast's descriptor (the engine reads it from SRAM at the submit). */
-static struct npu_desc header_desc;
+static struct npu_desc header_desc[2]; /* a pair group's two rectangles */
 
 struct coll_expect *coll_expect_of(const struct noc_comm *c)
 {
@@ -146,7 +146,7 @@ void coll_header_init(const struct noc_comm *c, struct coll_header *h, enum coll
     h->magic = COLL_MAGIC;
     h->seq = c->seq;
     h->kind = (uint8_t)kind;
-    h->placement = (uint8_t)c->group.placement;
+    h->placement = (uint8_t)(c->group.placement | (noc_group_is_pair(&c->group) ? 0x80 : 0));
     h->rank = (uint16_t)c->rank;
     h->size = (uint16_t)c->group.size;
     h->rect = c->group.rect;
@@ -240,24 +240,49 @@ static void report_missing(const struct noc_comm *c, const struct coll_header *m
     refuse(c, mine, msg);
 }
 
+static bool in_rect(const struct noc_rect *r)
+{
+    const struct hal_core_info *self = hal_self();
+    return self->row >= r->row0 && self->row < (uint32_t)r->row0 + r->rows &&
+           self->col >= r->col0 && self->col < (uint32_t)r->col0 + r->cols;
+}
+
+int coll_multicast_group(const struct noc_comm *c, struct noc_multicast_args *m,
+                         struct npu_desc d[2])
+{
+    /* HAZARD: the callers reuse the source once their own copy has landed (the header's
+       staging, the counts row). The NoC engine runs one transfer at a time, in order, so
+       the rectangle holding this core goes last: its loopback landing means the other
+       rectangle's copy has been read too. */
+    const bool pair = noc_group_is_pair(&c->group);
+    const bool mine_first = pair && in_rect(&c->group.rect);
+    const struct noc_rect *rects[2] = { mine_first ? &c->group.rect2 : &c->group.rect,
+                                        mine_first ? &c->group.rect : &c->group.rect2 };
+    const uint32_t n = pair ? 2 : 1;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct noc_rect *r = rects[i];
+        m->row0 = r->row0, m->col0 = r->col0;
+        m->row1 = (uint16_t)(r->row0 + r->rows - 1), m->col1 = (uint16_t)(r->col0 + r->cols - 1);
+        noc_multicast_desc(&d[i], m);
+    }
+    return engine_submit(d, n);
+}
+
 /* Multicasts the staged header to the group's mailboxes (the same offset everywhere). */
 static int send_header(struct noc_comm *c, const struct coll_header *h)
 {
     struct coll_header *staged = (struct coll_header *)(uintptr_t)(c->cfg.scratch +
                                                                    COLL_SCRATCH_HEADER);
     *staged = *h;
-    const struct noc_rect *r = &c->group.rect;
     struct noc_multicast_args m = {
         .src = (uint64_t)(uintptr_t)staged,
         .dst_offset = mailbox_offset(c) + c->rank * sizeof(struct coll_header),
         .rows = 1, .row_bytes = sizeof(*staged), .src_stride = sizeof(*staged),
-        .dst_stride = sizeof(*staged), .row0 = r->row0, .col0 = r->col0,
-        .row1 = (uint16_t)(r->row0 + r->rows - 1), .col1 = (uint16_t)(r->col0 + r->cols - 1),
+        .dst_stride = sizeof(*staged),
         .sync = { .signal = true, .signal_sem = (uint8_t)coll_sem(c, COLL_SEM_HDR),
                   .signal_value = 1, .keep_data = true }, /* performance mode too */
     };
-    noc_multicast_desc(&header_desc, &m);
-    return engine_submit(&header_desc, 1);
+    return coll_multicast_group(c, &m, header_desc);
 }
 
 /* The slot is out of step on this core: refuse everything on it until the next boot. */

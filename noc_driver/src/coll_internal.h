@@ -99,6 +99,12 @@ const struct coll_header *coll_headers(const struct noc_comm *c);
 uint32_t *coll_counts_area(const struct noc_comm *c);
 uint64_t coll_counts_offset(const struct noc_comm *c);
 
+/* Submits multicast m (its rectangle filled here) to every rectangle of the group: one
+   descriptor, or two for a pair group (d holds them until the engine has them). */
+struct noc_multicast_args;
+int coll_multicast_group(const struct noc_comm *c, struct noc_multicast_args *m,
+                         struct npu_desc d[2]);
+
 /* Marks the communicator's slot broken on this core (a timeout: counts out of step). */
 void coll_break(struct noc_comm *c);
 /* Agreement: exchange headers, judge them; NPU_OK or the error every rank returns. */

@@ -33,8 +33,8 @@ static uint64_t buf_offset(const struct noc_comm *c, const struct coll_header *h
 
 bool coll_mcast_fits(const struct noc_comm *c)
 {
-    if (c->cfg.gather == NOC_GATHER_RING)
-        return false;
+    if (c->cfg.gather == NOC_GATHER_RING || noc_group_is_pair(&c->group))
+        return false; /* a pair's two rectangles: the ring */
     const struct coll_header *h = coll_headers(c);
     const uint64_t off = buf_offset(c, h, 0);
     for (uint32_t k = 1; k < c->group.size; k++)

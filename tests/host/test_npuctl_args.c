@@ -274,7 +274,7 @@ static void test_bench_args(void **state)
     char *none[] = { "--quick" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 1, none, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);
-    assert_string_equal(err, "bench: which benchmark? gemm, dma, noc, collectives or host");
+    assert_string_equal(err, "bench: which benchmark? gemm, dma, noc, collectives, m2n or host");
     char *two[] = { "gemm", "dma" };
     assert_int_equal(npuctl_parse_run_args(NPUCTL_MODE_BENCH, 2, two, &o, err, sizeof(err)),
                      NPU_ERR_INVAL);

@@ -3,7 +3,8 @@
  * Core placement maps (noc_driver/layout/src/placement.c): every placement is a bijection from
  * ranks onto the rectangle's cores; ring steps (the closing one included) are 1 hop on a
  * closed snake and at most 2 hops interleaved; mesh2d rows and columns are interleaved lines;
- * exact orders pinned for small cases; bad rectangles refused. Also the collectives' split of
+ * exact orders pinned for small cases; bad rectangles refused; pair groups of two
+ * rectangles. Also the collectives' split of
  * a count into per-rank parts (noc/coll_sizes.h).
  */
 #include <setjmp.h>
@@ -122,6 +123,32 @@ static void test_bad_groups(void **state)
     assert_string_equal(noc_placement_name(NOC_PLACE_INTERLEAVED), "interleaved");
 }
 
+/* A pair group: a's ranks then b's, in their own orders, over both rectangles (the result
+   may be written over a or b); overlapping rectangles and a pair of pairs refused. */
+static void test_pair_groups(void **state)
+{
+    (void)state;
+    struct noc_group a, b, p;
+    init(NOC_PLACE_RING, 0, 0, 2, 4);
+    a = g;
+    init(NOC_PLACE_INTERLEAVED, 2, 0, 1, 4);
+    b = g;
+    assert_int_equal(noc_group_pair(&p, &a, &b), NPU_OK);
+    assert_true(noc_group_is_pair(&p) && !noc_group_is_pair(&a));
+    assert_int_equal(p.size, 12);
+    for (uint32_t k = 0; k < 12; k++)
+        assert_int_equal(p.core[k], k < 8 ? a.core[k] : b.core[k - 8]);
+    assert_int_equal(noc_group_rank_of(&p, b.core[3]), 11);
+    struct noc_group over_b = b; /* the pair written over its second half */
+    assert_int_equal(noc_group_pair(&over_b, &a, &over_b), NPU_OK);
+    assert_int_equal(over_b.size, 12);
+    assert_memory_equal(over_b.core, p.core, 12 * sizeof(p.core[0]));
+    init(NOC_PLACE_RING, 1, 2, 2, 2); /* overlaps a */
+    assert_int_equal(noc_group_pair(&p, &a, &g), NPU_ERR_INVAL);
+    assert_int_equal(noc_group_pair(&p, &a, &b), NPU_OK);
+    assert_int_equal(noc_group_pair(&g, &p, &b), NPU_ERR_INVAL); /* a pair of a pair */
+}
+
 /* coll_nonempty_parts counts the parts coll_bound leaves non-empty, against a count of them
    one by one (the multicast all-gather expects one landing per non-empty part). */
 static void test_nonempty_parts(void **state)
@@ -143,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_exact_small_orders),
         cmocka_unit_test(test_step_bounds),
         cmocka_unit_test(test_bad_groups),
+        cmocka_unit_test(test_pair_groups),
         cmocka_unit_test(test_nonempty_parts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

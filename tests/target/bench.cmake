@@ -40,6 +40,18 @@ npu_target_test(bench.collectives EXIT 0 TIMEOUT 180
          "^ring placement, messages >= 4 MiB \\([0-9]+ cases\\): min eff [0-9.]+ .*: (met|NOT met)$"
   CMD ${NPUCTL} bench collectives --quick --timeout 150)
 
+# --quick in functional mode: every receiver checks every element it got (and every sender
+# what N2M brought back), so a wrong block fails the run: M = N = 8 at 16 and 256 KiB a
+# pair, M = N = 4 at 256 KiB, between two core sets (a pair group).
+npu_target_test(bench.m2n EXIT 0 TIMEOUT 240
+  EXPECT "^npuctl bench m2n: chip large-64, 8x8 mesh, .* functional mode"
+         "^op +M +N +bytes +measured us +bw bound us +lat bound us +GB/s +eff$"
+         "^m2n +8 +8 +262144 "
+         "^n2m +4 +4 +262144 "
+         "^alltoallv +8 +8 +16384 "
+         "^  M=8 N=8 +262144 bytes: [0-9.]+ "
+  CMD ${NPUCTL} bench m2n --quick --mode functional --timeout 200)
+
 # --quick: the 4x4 mesh only, one run per point, a few thousand commands.
 npu_target_test(bench.host EXIT 0 TIMEOUT 180
   EXPECT "^npuctl bench host: host wall-clock time per engine command"
@@ -56,7 +68,7 @@ npu_target_test(bench.noc.mesh-4x4 EXIT 0 TIMEOUT 120
   CMD ${NPUCTL} bench noc --quick --chip mesh-4x4 --timeout 100)
 
 npu_target_test(bench.unknown EXIT 2
-  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives or host[;] model right after bench\\)"
+  STDERR "npuctl: bench: unknown benchmark 'frob' \\(gemm, dma, noc, collectives, m2n or host[;] model right after bench\\)"
   CMD ${NPUCTL} bench frob)
 
 

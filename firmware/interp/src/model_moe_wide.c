@@ -6,12 +6,13 @@
  *   1. per group (its attention just run in xt): route, dispatch (model_moe_ep.c's steps),
  *      then the group's received rows (ep_recv, by slice) go to this rank's spill in HBM,
  *      with the group's record: where they went, each held slice's run in them, the
- *      dispatch's count matrix, and in functional mode the top-k of the rank's rows;
+ *      dispatch's plan (what its count exchange taught this rank), and in functional mode
+ *      the top-k of the rank's rows;
  *   2. once: each slice this rank holds over the rows of every group, in chunks of up to
  *      moe_rows rows gathered from the spill into ep_recv, outputs written back over them;
  *      its three matrices are loaded once a layer however many groups (the expert ring
  *      keeps them across the chunks);
- *   3. per group again: its rows (now outputs) and count matrix back, its choices sorted
+ *   3. per group again: its rows (now outputs) and the dispatch's plan back, its choices sorted
  *      again (the routing model's draws, or the stashed top-k), the combine, and the sum
  *      into the group's residual rows.
  * The spill holds moe_spill_rows rows: when the wave's groups' worst cases and the next

@@ -45,8 +45,9 @@
 #define NPU_IMAGE_COMM_SEGMENT_SMALL 16384u
 #define NPU_IMAGE_COMM_SEGMENT_LARGE 65536u
 #define NPU_IMAGE_COMM_SEGMENT_LARGE_SRAM (16ull << 20) /* cores of 16 MiB or more */
-/* Expert parallelism dispatches over the NoC with an all-to-all-v whose count matrix, ranks x
-   expert slots, must fit the driver's mailbox (noc_m2n_pairs in noc/coll_sizes.h). */
+/* Expert parallelism dispatches over the NoC with an all-to-all-v whose count exchange
+   (noc_a2av_mailbox_words) must fit the driver's mailbox (noc_m2n_pairs in
+   noc/coll_sizes.h): the words of it. */
 #define NPU_IMAGE_A2A_COUNTS(ncores) \
     ((ncores) >= NPU_COUNTS_LARGE_CORES ? (uint64_t)NPU_COUNTS_MAX : (uint64_t)NPU_COUNTS_SMALL_MAX)
 #define NPU_IMAGE_NOC_RESERVE(ncores) \

@@ -580,6 +580,37 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
+/* Where the plan fitted only once the KV block had halved (fit_and_write halves it before
+   the tile), the block (and its step) doubled back towards `block0` while the plan fits
+   with nothing else it chose changed: the tile's halving may have been enough alone
+   (Qwen3-32B on large-64 fitted with tiles of 64 and blocks of 64, not 32). */
+static int widen_kv_block(struct planner *pl, const struct npu_plan_request *req,
+                          uint32_t block0, struct npu_image_core *cores,
+                          struct npu_prog_op *ops, uint32_t *nops)
+{
+    struct npu_plan *p = &pl->plan;
+    if (req->kv_block)
+        return NPU_OK;
+    const struct npu_plan was = *p;
+    const bool wide = npu_moe_layer_wide(p);
+    while (p->kv_block * 2 <= block0) {
+        const struct npu_plan before = *p;
+        p->kv_block *= 2;
+        if (!req->attn_block)
+            p->attn_block *= 2;
+        if (!req->kv_window)
+            p->kv_window = npu_kv_window_default(pl->cfg, p);
+        int rc = npu_planner_cores(pl, cores, ops, nops);
+        if (rc != NPU_OK || p->x_in_sram != was.x_in_sram || p->kv_in_sram != was.kv_in_sram ||
+            p->weights_resident != was.weights_resident ||
+            p->kv_sram_blocks != was.kv_sram_blocks || npu_moe_layer_wide(p) != wide) {
+            *p = before;
+            return npu_planner_cores(pl, cores, ops, nops);
+        }
+    }
+    return NPU_OK;
+}
+
 /* Two tiles' attention in flight by default (attn_deep, npu_planner_deep_able), last of the
    widenings: only if nothing else the plan chose changes (what SRAM keeps, the KV pool,
    the window, the ring, the groups): Qwen3-30B-A3B lays its buffers over the MoE
@@ -671,6 +702,7 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
                          const char *config_text, struct npu_built_image *out)
 {
     int rc = fit_cores(pl, req, cores, ops, nops); /* places the experts for the group kept */
+    const uint32_t block0 = pl->plan.kv_block;
     while (rc == NPU_ERR_NOMEM) {
         /* the KV block (and step) first: a tile of fewer rows than the matrix array leaves
            it idle for the rest and doubles the tiles' collectives (small-256's Qwen3-30B-A3B
@@ -691,6 +723,8 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
             pl->plan.moe_rows = pl->plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(pl, cores, ops, nops);
     }
+    if (rc == NPU_OK && pl->plan.kv_block < block0)
+        rc = widen_kv_block(pl, req, block0, cores, ops, nops);
     if (rc == NPU_OK && !req->kv_window) /* first: it paid more than ring slots */
         rc = widen_window(pl, cores, ops, nops);
     if (rc == NPU_OK && !req->expert_slots)

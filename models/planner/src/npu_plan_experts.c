@@ -44,7 +44,7 @@ uint32_t npu_planner_contiguous_units(const struct model_config *c, uint32_t tp)
 {
     const uint32_t E = c->num_experts, u = E ? tp / E : 1;
     return E && tp > E && tp % E == 0 && u <= NPU_EXPERT_UNITS_MAX &&
-                   c->moe_intermediate_size % u == 0
+                   tp <= NPU_EXPERT_MAP_MAX && c->moe_intermediate_size % u == 0
                ? u
                : 1;
 }
@@ -265,8 +265,6 @@ static void note_imbalance(struct planner *pl, uint64_t first, const double *loa
     pl->x_imbalance = ratio > pl->x_imbalance ? ratio : pl->x_imbalance;
 }
 
-/* The fan-out of layer slices [first, end): the k most split experts' slices summed, and
-   the most slices on one rank, into the plan's maxima. */
 /* The most slices one rank holds in the layer whose slices start at map index `first`. */
 static uint32_t layer_most(const struct planner *pl, uint64_t first)
 {
@@ -278,6 +276,8 @@ static uint32_t layer_most(const struct planner *pl, uint64_t first)
     return most;
 }
 
+/* The fan-out of layer slices [first, end): the k most split experts' slices summed, and
+   the most slices on one rank, into the plan's maxima. */
 static void note_layer(struct planner *pl, uint64_t first)
 {
     const uint32_t E = pl->cfg->num_experts, k = pl->cfg->experts_per_token;

@@ -113,6 +113,30 @@ int noc_group_init(struct noc_group *g, const struct noc_group_args *a)
     return NPU_OK;
 }
 
+static bool rects_overlap(const struct noc_rect *a, const struct noc_rect *b)
+{
+    return a->row0 < b->row0 + b->rows && b->row0 < a->row0 + a->rows &&
+           a->col0 < b->col0 + b->cols && b->col0 < a->col0 + a->cols;
+}
+
+int noc_group_pair(struct noc_group *g, const struct noc_group *a, const struct noc_group *b)
+{
+    if (noc_group_is_pair(a) || noc_group_is_pair(b) || rects_overlap(&a->rect, &b->rect) ||
+        a->mesh_cols != b->mesh_cols || a->size + b->size > NOC_GROUP_MAX)
+        return NPU_ERR_INVAL;
+    /* g may be a or b: b's cores move into place first, then a's */
+    const struct noc_rect ra = a->rect, rb = b->rect;
+    const uint32_t na = a->size, nb = b->size, cols = a->mesh_cols;
+    memmove(g->core + na, b->core, nb * sizeof(b->core[0]));
+    memmove(g->core, a->core, na * sizeof(a->core[0]));
+    g->placement = NOC_PLACE_LINEAR;
+    g->rect = ra, g->rect2 = rb;
+    g->mesh_cols = cols;
+    g->size = na + nb;
+    g->grid_rows = 1, g->grid_cols = g->size;
+    return NPU_OK;
+}
+
 int noc_group_rank_of(const struct noc_group *g, uint32_t core)
 {
     for (uint32_t k = 0; k < g->size; k++)

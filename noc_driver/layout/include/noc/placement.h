@@ -51,6 +51,8 @@ struct noc_group_args {
 struct noc_group {
     enum noc_placement placement;
     struct noc_rect rect;
+    struct noc_rect rect2;         /* a pair group's second rectangle (noc_group_pair); 0 x 0
+                                      otherwise */
     uint32_t mesh_cols;
     uint32_t size;                 /* rect.rows * rect.cols ranks */
     uint32_t grid_rows, grid_cols; /* MESH2D: rank = i * grid_cols + j; else 1 x size */
@@ -60,6 +62,18 @@ struct noc_group {
 /* Fills g; NPU_ERR_INVAL for an unknown placement, NPU_ERR_RANGE for a rectangle that is
    empty, outside the mesh or larger than NOC_GROUP_MAX. */
 int noc_group_init(struct noc_group *g, const struct noc_group_args *args);
+
+/* A pair group: the ranks of `a` in a's order, then those of `b` (ranks a->size ..), over
+   two disjoint rectangles of the same mesh, as two core sets that exchange data (M2N from
+   a's ranks to b's, docs/noc-driver.md "Pair groups"). Linear placement, a grid of one row:
+   the ring collectives run in rank order; the multicast all-gather and the line
+   collectives do not apply. NPU_ERR_INVAL if a or b is itself a pair, the rectangles
+   overlap, the meshes differ or the ranks pass NOC_GROUP_MAX. */
+int noc_group_pair(struct noc_group *g, const struct noc_group *a, const struct noc_group *b);
+static inline bool noc_group_is_pair(const struct noc_group *g)
+{
+    return g->rect2.rows != 0;
+}
 
 /* The rank of `core` in g, or NPU_ERR_RANGE if it is not a member. */
 int noc_group_rank_of(const struct noc_group *g, uint32_t core);

@@ -122,6 +122,7 @@ struct lines_list {
     K(BENCH_DMA, bench_dma, "BENCH", "dma") \
     K(BENCH_NOC, bench_noc, "BENCH", "noc") \
     K(BENCH_COLL, bench_coll, "BENCH", "coll") \
+    K(BENCH_M2N, bench_m2n, "BENCH", "m2n") \
     K(BENCH_HOST, bench_host, "BENCH", "host") \
     K(BENCH_SKIP, bench_skip, "BENCH", "skip") \
     K(BENCH_WARN, bench_warn, "BENCH", "warn") \
@@ -356,6 +357,15 @@ struct lines_list {
     F(S, p, "p", U32, REQ) \
     F(S, rows, "rows", U32, REQ) \
     F(S, cols, "cols", U32, REQ) \
+    F(S, bytes, "bytes", U64, REQ) \
+    F(S, ps, "ps", U64, REQ) \
+    F(S, bw_ps, "bw_ps", F0, REQ) \
+    F(S, lat_ps, "lat_ps", U64, REQ) \
+    F(S, eff, "eff", F4, REQ)
+#define LINES_FIELDS_bench_m2n(F, S) \
+    F(S, op, "op", WORD, REQ) \
+    F(S, m, "m", U32, REQ) \
+    F(S, n, "n", U32, REQ) \
     F(S, bytes, "bytes", U64, REQ) \
     F(S, ps, "ps", U64, REQ) \
     F(S, bw_ps, "bw_ps", F0, REQ) \
