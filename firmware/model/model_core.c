@@ -36,7 +36,8 @@
 #define DONE_SEM 0u
 #define REQ_MAX 64u                     /* the planner's max_batch limit */
 #define TOKENS_MAX 4096u                /* prompt tokens of one request */
-#define POOL_TOKENS (16u * TOKENS_MAX)  /* every request's prompt and new tokens */
+#define POOL_TOKENS (12u * TOKENS_MAX)  /* every request's prompt and new tokens (the firmware
+                                           fits 1 MiB of SRAM: NPU_IMAGE_APP_BASE) */
 
 struct request {
     uint32_t ctx;                /* positions held before the first iteration (context=) */

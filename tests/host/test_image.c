@@ -266,7 +266,8 @@ static void test_image_refusals(void **state)
 }
 
 /* The expert map (EP): a slice out of order, overlapping another, beyond the expert's
-   units or naming a rank outside the group is refused, and so is a map without EP. */
+   units or naming a rank outside the group is refused, so is a layer of more slices than
+   the plan's expert_map_slices (the dispatch's SRAM is sized by it), and a map without EP. */
 static void test_expert_map_refusals(void **state)
 {
     (void)state;
@@ -297,6 +298,10 @@ static void test_expert_map_refusals(void **state)
     x[0].units = (uint8_t)(x[0].units - 1); /* a unit of expert x[0] held by nobody */
     reseal(b, n);
     expect_image_refusal(b, n, x[0].units ? "holds only part" : "expert map");
+    memcpy(b, img.data, n);
+    ((struct npu_image_header *)b)->plan.expert_map_slices--; /* a layer has more */
+    reseal(b, n);
+    expect_image_refusal(b, n, "expert map: layer");
     memcpy(b, img.data, n);
     ((struct npu_image_header *)b)->experts_count = 0;
     reseal(b, n);

@@ -199,9 +199,11 @@ static void test_ep_layer_wide(void **state)
     assert_false(npu_moe_layer_wide(&hdr(&img)->plan));
     assert_null(strstr(text, "MoE over the layer"));
     npu_built_image_free(&img);
-    req.max_tokens = 1024, req.moe_rows = 0; /* the default group: 8 a layer, balanced */
+    /* 8 groups a layer, the residual in HBM: balanced by default */
+    req.max_tokens = 2048, req.moe_rows = 256;
     img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
-    assert_true(npu_moe_layer_groups(&hdr(&img)->plan) <= 8);
+    assert_int_equal(npu_moe_layer_groups(&hdr(&img)->plan), 8);
+    assert_int_equal(hdr(&img)->plan.expert_placement, NPU_EXPERTS_BALANCED);
     assert_true(npu_moe_layer_wide(&hdr(&img)->plan));
     npu_built_image_free(&img);
     req.max_tokens = 4096, req.moe_rows = 64, req.expert_placement = NPU_EXPERTS_BALANCED;

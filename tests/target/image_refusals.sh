@@ -44,10 +44,6 @@ ep-half)
 ep-dense)
     expect 2 "partition ep: tiny-dense has no experts" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition ep -o "$tmp/x.img" ;;
-ep-slices)
-    expect 2 "expert placement: layer 0 needs 532 expert slices over 256 ranks, 3 on one; the dispatch holds at most 256 slices" \
-        "$npuctl" plan --model qwen3-30b-a3b --chip small-256 --mode performance \
-        --expert-placement balanced --routing skewed:1.0 ;;
 ep-not-expert)
     expect 2 "partition of qkv: ep applies to the expert GEMMs only" \
         "$npuctl" build-image --model "$dense" --chip mesh-2x2 --partition qkv=ep \

@@ -26,7 +26,7 @@
 #include "npu_limits.h"
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 12u
+#define NPU_IMAGE_VERSION 13u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -182,15 +182,18 @@ struct npu_plan {
        2D O over tp > 1 ranks; by default the planner sets it where nothing else it chose
        changes. */
     uint32_t attn_deep;
-    uint32_t reserved_plan1;     /* 0 (see reserved_plan0) */
+    /* Under expert parallelism over tp > 1: the most slices in one layer's expert map (a
+       dispatch's buckets; at most NPU_EXPERT_MAP_MAX), which sizes the dispatch's counts
+       and plan in SRAM. 0 otherwise. */
+    uint32_t expert_map_slices;
 };
 _Static_assert(offsetof(struct npu_plan, routing_seed) ==
                        offsetof(struct npu_plan, reserved_plan0) + 4 &&
-                   sizeof(struct npu_plan) == offsetof(struct npu_plan, reserved_plan1) + 4,
+                   sizeof(struct npu_plan) == offsetof(struct npu_plan, expert_map_slices) + 4,
                "struct npu_plan has no padding (the planner compares plans with memcmp)");
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u
-#define NPU_EXPERT_MAP_MAX 256u  /* slices of one layer */
+#define NPU_EXPERT_MAP_MAX 1024u /* slices of one layer (small-256's balanced map: 532) */
 
 enum npu_expert_placement { NPU_EXPERTS_CONTIGUOUS = 0, NPU_EXPERTS_BALANCED = 1 };
 

@@ -56,7 +56,7 @@ struct npu_act_layout {
     uint64_t ep_send;              /* [S x k][d] eb: the slice's rows by expert, then results */
     uint64_t ep_recv;              /* [G x min(k, ceil(E / p))][d] eb: rows for its experts */
     uint64_t ep_out;               /* [p x S][d] eb: every slice's MoE output (all-gather) */
-    uint64_t ep_counts;            /* uint32 [NPU_EXPERT_MAP_MAX]: elements this rank's rows
+    uint64_t ep_counts;            /* uint32 [expert_map_slices]: elements this rank's rows
                                       route to each expert slice */
     uint64_t ep_matrix;            /* uint32 [noc_a2av_plan_words]: what the dispatch's
                                       count exchange taught this rank (its plan's words) */

@@ -120,19 +120,20 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     NPU_EXPERT_SLOTS_MAX);
     if (ep ? p->expert_units < 1 || p->expert_units > NPU_EXPERT_UNITS_MAX ||
                  p->expert_placement > NPU_EXPERTS_BALANCED || p->expert_fanout < 1 ||
-                 p->expert_rank_slices < 1 || p->expert_rank_slices > NPU_EXPERT_MAP_MAX
+                 p->expert_map_slices < 1 || p->expert_map_slices > NPU_EXPERT_MAP_MAX ||
+                 p->expert_rank_slices < 1 || p->expert_rank_slices > p->expert_map_slices
            : p->expert_units || p->expert_placement || p->expert_fanout ||
-                 p->expert_rank_slices)
+                 p->expert_rank_slices || p->expert_map_slices)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: expert units %u, placement %u, fanout "
-                    "%u, slices per rank %u: out of range, or not 0 without expert "
-                    "parallelism over tp > 1", p->expert_units, p->expert_placement,
-                    p->expert_fanout, p->expert_rank_slices);
+                    "%u, slices per rank %u, per layer %u: out of range, or not 0 without "
+                    "expert parallelism over tp > 1", p->expert_units, p->expert_placement,
+                    p->expert_fanout, p->expert_rank_slices, p->expert_map_slices);
     if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u needs staged weights "
                     "and 2 or more layers a stage (%u)", p->stage_double, p->stage_layers);
-    if (p->reserved_plan0 || p->reserved_plan1)
-        return fail(err, errlen, NPU_ERR_FORMAT, "plan: reserved fields %u and %u, not 0",
-                    p->reserved_plan0, p->reserved_plan1);
+    if (p->reserved_plan0)
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: reserved field %u, not 0",
+                    p->reserved_plan0);
     if (p->attn_deep > 1 ||
         (p->attn_deep && (p->tp < 2 || p->partition[NPU_GEMM_O] != NPU_PART_2D)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_deep %u: 0, or 1 with a 2D O "
@@ -210,7 +211,7 @@ static int check_expert_layer(const struct npu_image_header *h,
                               const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
                               char *err, size_t errlen)
 {
-    static uint8_t covered[NPU_EXPERT_MAP_MAX]; /* units held, per expert (<= 8: a byte) */
+    static uint8_t covered[NPU_MODEL_EXPERTS_MAX]; /* units held, per expert (<= 8: a byte) */
     memset(covered, 0, sizeof(covered));
     const uint32_t U = h->plan.expert_units, full = (1u << U) - 1;
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)h->mesh_rows * h->mesh_cols);
@@ -219,12 +220,13 @@ static int check_expert_layer(const struct npu_image_header *h,
         run = i > i0 && x[i].rank == x[i - 1].rank ? run + 1 : 1;
         most = run > most ? (uint32_t)run : most;
     }
-    if (n > NPU_EXPERT_MAP_MAX || most > h->plan.expert_rank_slices ||
+    if (n > h->plan.expert_map_slices || most > h->plan.expert_rank_slices ||
         noc_a2av_mailbox_words(h->plan.tp, (uint32_t)n, most) > limit)
         return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u has %" PRIu64 " slices, "
-                    "%u on one rank (at most %u, %u per rank as the plan says, and a dispatch "
-                    "whose count exchange fits the driver's %" PRIu64 " words)", x[i0].layer, n,
-                    most, NPU_EXPERT_MAP_MAX, h->plan.expert_rank_slices, limit);
+                    "%u on one rank (at most %u and %u per rank as the plan says, and a "
+                    "dispatch whose count exchange fits the driver's %" PRIu64 " words)",
+                    x[i0].layer, n, most, h->plan.expert_map_slices,
+                    h->plan.expert_rank_slices, limit);
     for (uint64_t i = i0; i < i0 + n; i++) {
         const struct npu_image_expert_slice *s = &x[i];
         /* units within the 8 a byte holds: the shift below stays inside 32 bits (a slice
@@ -232,7 +234,7 @@ static int check_expert_layer(const struct npu_image_header *h,
         const uint32_t bits = s->units && s->unit0 + s->units <= 8
                                   ? ((1u << s->units) - 1) << s->unit0 : 0;
         if (s->rank >= h->plan.tp || (i > i0 && s->rank < x[i - 1].rank) ||
-            s->expert >= NPU_EXPERT_MAP_MAX || !s->units || s->unit0 + s->units > U ||
+            s->expert >= NPU_MODEL_EXPERTS_MAX || !s->units || s->unit0 + s->units > U ||
             (covered[s->expert] & bits))
             return fail(err, errlen, NPU_ERR_FORMAT, "expert map: slice %" PRIu64 " (layer %u, "
                         "rank %u, expert %u, units %u+%u of %u) is out of order, out of range "

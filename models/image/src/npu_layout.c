@@ -148,7 +148,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
         o->yo = take(&at, od);
         o->yqkv = steps >= qkvd ? o->kblk : take(&at, qkvd);
     }
-    o->ep_counts = take(&at, p_ep ? NPU_EXPERT_MAP_MAX * 4 : 0); /* per slice */
+    o->ep_counts = take(&at, p_ep ? p->expert_map_slices * 4ull : 0); /* per slice */
     /* the all-to-all-v's plan: what this rank learns of the counts (noc/coll_sizes.h) */
     o->ep_matrix = take(&at, p_ep ? npu_ep_plan_words(c, p) * 4 : 0);
     const uint64_t u = p->moe_units_rows; /* the MoE by units: an expert's rows, their
@@ -297,7 +297,8 @@ uint64_t npu_moe_spill_group_rows(const struct model_config *c, const struct npu
 
 uint32_t npu_ep_plan_words(const struct model_config *c, const struct npu_plan *p)
 {
-    return (uint32_t)noc_a2av_plan_words(p->tp, NPU_EXPERT_MAP_MAX, (uint32_t)rank_slices(c, p));
+    return (uint32_t)noc_a2av_plan_words(p->tp, p->expert_map_slices,
+                                         (uint32_t)rank_slices(c, p));
 }
 
 void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,

@@ -29,6 +29,8 @@
 
 #define NPU_PLACEMENT_SAMPLES 4096u
 #define NPU_WIDE_BALANCED_GROUPS 8u
+/* The default's balanced placement: at most this many ranks (see npu_planner_experts) */
+#define NPU_BALANCED_DEFAULT_RANKS 64u
 
 /* Units per expert: the most, up to NPU_EXPERT_UNITS_MAX, that divide ff and keep a unit at
    least sa_cols wide (1 if none). */
@@ -44,7 +46,7 @@ uint32_t npu_planner_contiguous_units(const struct model_config *c, uint32_t tp)
 {
     const uint32_t E = c->num_experts, u = E ? tp / E : 1;
     return E && tp > E && tp % E == 0 && u <= NPU_EXPERT_UNITS_MAX &&
-                   tp <= NPU_EXPERT_MAP_MAX && c->moe_intermediate_size % u == 0
+                   c->moe_intermediate_size % u == 0
                ? u
                : 1;
 }
@@ -208,11 +210,11 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load)
         mean_c += slice_matrix(pl, &u, U, u.g * load[e]) / tp;
     const double mean_b = (double)E * U * u.tb / tp;
     const double t_rank = rank_time(mean_b, mean_c);
-    /* the pieces: (expert, unit0, units), longest first */
-    static uint32_t pe[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
-    static uint8_t pu0[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX],
-        pn[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
-    static double pt[NPU_EXPERT_MAP_MAX * NPU_EXPERT_UNITS_MAX];
+    /* the pieces: (expert, unit0, units), longest first; at most one a unit */
+    enum { PIECES_MAX = NPU_MODEL_EXPERTS_MAX * NPU_EXPERT_UNITS_MAX };
+    static uint32_t pe[PIECES_MAX];
+    static uint8_t pu0[PIECES_MAX], pn[PIECES_MAX];
+    static double pt[PIECES_MAX];
     uint32_t np = 0;
     for (uint32_t e = 0; e < E; e++) {
         const double rows = u.g * load[e];
@@ -276,8 +278,8 @@ static uint32_t layer_most(const struct planner *pl, uint64_t first)
     return most;
 }
 
-/* The fan-out of layer slices [first, end): the k most split experts' slices summed, and
-   the most slices on one rank, into the plan's maxima. */
+/* The fan-out of layer slices [first, end): the k most split experts' slices summed, the
+   most slices on one rank and the layer's slices, into the plan's maxima. */
 static void note_layer(struct planner *pl, uint64_t first)
 {
     const uint32_t E = pl->cfg->num_experts, k = pl->cfg->experts_per_token;
@@ -296,6 +298,8 @@ static void note_layer(struct planner *pl, uint64_t first)
     for (uint32_t r = 0; r < p->tp; r++)
         p->expert_rank_slices = per_rank[r] > p->expert_rank_slices ? per_rank[r]
                                                                     : p->expert_rank_slices;
+    const uint32_t n = (uint32_t)(pl->nxmap - first);
+    p->expert_map_slices = n > p->expert_map_slices ? n : p->expert_map_slices;
 }
 
 int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
@@ -316,11 +320,17 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        (prefill-2048, 8 groups of 256: 101.3 ms against contiguous group by group's 135.8).
        With more (the layered reference run's 130 groups of 256), each group's dispatch
        sends a hot expert's rows to all its slices and runs in full under tile reuse: its
-       first 15 s of chip time were no faster, and 2.8x slower to simulate. */
+       first 15 s of chip time were no faster, and 2.8x slower to simulate. And by default
+       not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256 ranks, two
+       units an expert) Qwen3-30B-A3B's balanced map (532 slices, a row's choices reaching up
+       to 56 of them) was slower than contiguous placement under skewed routing, prefill-512
+       74.9 ms against 63.3 and decode-b8 6.97 against 5.63 (docs/results.md): a hot
+       expert's rows go to each of its slices, and every dispatch and combine spans 256
+       ranks. */
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && skewed &&
-                                    !pl->contiguous &&
+                                    !pl->contiguous && p->tp <= NPU_BALANCED_DEFAULT_RANKS &&
                                     (p->max_tokens <= p->moe_rows ||
                                      (npu_moe_wide_able(p) &&
                                       npu_moe_layer_groups(p) <= NPU_WIDE_BALANCED_GROUPS));
@@ -328,7 +338,7 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     pl->x_wide_able = npu_moe_wide_able(p);
-    p->expert_fanout = p->expert_rank_slices = 0;
+    p->expert_fanout = p->expert_rank_slices = p->expert_map_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert placement: %u ranks and %u "
                     "experts (at most %u and %u)", p->tp, c->num_experts, NOC_GROUP_MAX,
