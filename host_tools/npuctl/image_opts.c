@@ -21,7 +21,7 @@ enum img_opt {
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
     IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
-    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE,
+    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_DISAGG,
 };
 
 /* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
@@ -174,6 +174,8 @@ static int apply_image_opt(void *ctx, const struct npuctl_opt *opt, const char *
         o->model = v;
     else if (opt->id == IMG_CHIP)
         o->chip = v;
+    else if (opt->id == IMG_DISAGG)
+        o->disagg = v;
     else
         return apply_other(&o->req, opt, v);
     return 0;
@@ -301,6 +303,13 @@ static const struct npuctl_opt image_opts[] = {
       "scratch, so tile i's collectives run beside tile i + 1's GEMMs and softmax steps "
       "(a 2D O GEMM over tp > 1 ranks; default: on where nothing else the planner chose "
       "changes)", IMG_ATTN_DEEP, C_ALL },
+    { "--disagg", NULL, "KEY=VALUE,...", NULL,
+      "attention/expert disaggregation of a MoE model's decoding (plan only: nothing runs it "
+      "yet): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "
+      "batch, context; prints both roles, what each core holds and the MegaScale-Infer "
+      "latency model's estimate; other plan options but --dtype are not used (defaults: "
+      "tp-a the mesh's rows, experts half the columns, a replica a column of the rest, m "
+      "3, batch 64 a replica, context 2048)", IMG_DISAGG, C_PLAN },
 };
 
 const struct npuctl_opt_group npuctl_plan_group = {

@@ -246,6 +246,7 @@ int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *e
 struct model_config;
 struct npuctl_image_opts {
     const char *model, *chip, *out;
+    const char *disagg; /* plan --disagg SPEC (cmd_plan_disagg.c), or NULL */
     struct npu_plan_request req;
     uint32_t narrow_tp; /* without --tp, the ranks of a model narrower than
                            NPUCTL_NARROW_HIDDEN (serve: the tiny models on 4 cores, not the
@@ -277,6 +278,8 @@ int npuctl_cmd_bench(int argc, char **argv);
 /* Whether name is a benchmark of bench's own usage (gemm, ..., host; not model). */
 bool npuctl_bench_is_kind(const char *name);
 int npuctl_cmd_plan(int argc, char **argv);
+/* npuctl plan --disagg SPEC: the disaggregated plan printed (npu_disagg.h). */
+int npuctl_plan_disagg(const struct npuctl_image_opts *o);
 int npuctl_cmd_build_image(int argc, char **argv);
 int npuctl_cmd_flash(int argc, char **argv);
 int npuctl_cmd_serve(int argc, char **argv);

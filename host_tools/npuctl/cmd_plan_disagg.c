@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * npuctl plan --disagg SPEC (docs/images.md, "Attention/expert disaggregation (plan
+ * only)"): the two roles of a MoE model's disaggregated decoding on the chip, what each core
+ * holds, and the MegaScale-Infer latency model's estimate (npu_disagg.h). Nothing is built
+ * or run: no image or firmware executes such a plan yet.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "npuctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "kv_config.h"
+#include "npu_disagg.h"
+#include "npu_image.h"
+#include "npu_enums.h"
+
+/* SPEC's KEY=VALUE pairs over the defaults already in *r. */
+static int parse_spec(const char *spec, struct npu_disagg_request *r)
+{
+    static const char *const keys[] = { "replicas", "tp-a", "experts", "m", "batch",
+                                        "context" };
+    uint32_t *fields[] = { &r->replicas, &r->tp_a, &r->expert_cores, &r->micro_batches,
+                           &r->batch, &r->context };
+    char buf[256];
+    if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf))
+        return npuctl_usage_error("--disagg: '%s' is longer than %zu characters", spec,
+                                  sizeof(buf) - 1);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        int k = -1;
+        for (int i = 0; eq && i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
+            k = strlen(keys[i]) == (size_t)(eq - tok) && !strncmp(tok, keys[i], eq - tok) ? i
+                                                                                          : k;
+        if (k < 0)
+            return npuctl_usage_error("--disagg: '%s' is not KEY=VALUE with KEY one of "
+                                      "replicas, tp-a, experts, m, batch, context", tok);
+        char name[32];
+        snprintf(name, sizeof(name), "--disagg %s", keys[k]);
+        if (npuctl_parse_u32(name, eq + 1, 1, 1u << 24, fields[k]))
+            return NPUCTL_EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The defaults for chip c: the experts on half the columns, a replica a column of the
+   rest, 3 micro-batches (the paper's least for fast communication), 64 requests a replica
+   at 2048 positions. */
+static void defaults(const struct chip_config *c, struct npu_disagg_request *r)
+{
+    const uint32_t we = c->mesh_cols / 2 ? c->mesh_cols / 2 : 1;
+    *r = (struct npu_disagg_request){ .tp_a = c->mesh_rows, .expert_cores = we * c->mesh_rows,
+                                      .replicas = c->mesh_cols - we, .micro_batches = 3,
+                                      .context = 2048, .elem_bytes = 2 };
+    r->batch = 64 * r->replicas;
+}
+
+int npuctl_plan_disagg(const struct npuctl_image_opts *o)
+{
+    char err[NPUCTL_ERR_MAX], mpath[NPUCTL_PATH_MAX], cpath[NPUCTL_PATH_MAX];
+    static char text[MODEL_CONFIG_TEXT_MAX];
+    struct model_config cfg;
+    struct chip_config chip;
+    if (npuctl_find_model(o->model, mpath, sizeof(mpath), err, sizeof(err)) ||
+        kv_config_read(mpath, text, sizeof(text), err, sizeof(err)) ||
+        model_config_parse(&cfg, text, mpath, err, sizeof(err)) ||
+        npuctl_load_chip(o->chip, &chip, cpath, sizeof(cpath), err, sizeof(err)))
+        return npuctl_usage_error("%s", err);
+    struct npu_disagg_request r;
+    defaults(&chip, &r);
+    if (o->req.dtype == NPU_IMAGE_FP32)
+        r.elem_bytes = 4;
+    const bool batch_given = strstr(o->disagg, "batch=") != NULL;
+    int rc = parse_spec(o->disagg, &r);
+    if (rc)
+        return rc;
+    if (!batch_given) /* 64 a replica of the replicas asked for */
+        r.batch = 64 * r.replicas;
+    static struct npu_disagg_plan plan;
+    if (npu_disagg_plan(&cfg, &chip, &r, &plan, err, sizeof(err)) != NPU_OK) {
+        fprintf(stderr, "npuctl: plan refused: %s\n", err);
+        return NPUCTL_EXIT_USAGE;
+    }
+    npu_disagg_print(stdout, &cfg, &chip, &r, &plan);
+    return 0;
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Attention/expert disaggregation's plan (MegaScale-Infer, ../shared/papers: sections 3 and
+ * 4.1; docs/images.md "Attention/expert disaggregation (plan only)"): a MoE model's decoding
+ * on two roles of one mesh. Attention cores: n_a data-parallel replicas of tp_a cores, each
+ * with the attention weights' shares and the KV cache of its B / n_a requests. Expert cores:
+ * N_e cores holding the experts (E / N_e whole experts each, or with N_e = U x E, one of U
+ * units of one expert). The expert cores take a band of whole columns in the middle of the
+ * mesh and the replicas rectangles on both sides, nearest first, so that the M2N traffic
+ * (every attention core to every expert core) crosses few columns.
+ *
+ * What this is: the placement, what each core holds, the refusals (with the numbers), and
+ * the paper's latency model (section 4.1, constraints 1-3 and equation 5) evaluated with
+ * per-core roofline times of this chip's cores: an estimate, never a measurement.
+ * Not built: the image and the firmware that run it (issue 24), so nothing executes it yet.
+ * Host only.
+ */
+#ifndef NPU_DISAGG_H
+#define NPU_DISAGG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "chip_config.h"
+#include "model_config.h"
+#include "noc/placement.h"
+
+#define NPU_DISAGG_REPLICAS_MAX 64u
+
+struct npu_disagg_request {
+    uint32_t replicas;      /* n_a, >= 1 */
+    uint32_t tp_a;          /* cores per replica: divides mesh_rows, or a multiple of it */
+    uint32_t expert_cores;  /* N_e: a multiple of mesh_rows (whole columns) */
+    uint32_t micro_batches; /* m, >= 1 */
+    uint32_t batch;         /* B: decoding requests over all replicas, >= n_a x m */
+    uint32_t context;       /* s: positions each request's KV cache holds, >= 1 */
+    uint32_t elem_bytes;    /* 2 (bf16) or 4 */
+};
+
+/* The latency model of one layer and micro-batch (seconds) and the iteration's. */
+struct npu_disagg_times {
+    double rows_a;          /* b_a: a replica's rows in a micro-batch */
+    double rows_e;          /* b_e: an expert's mean rows in a micro-batch (uniform) */
+    double t_a, t_e, t_c;   /* attention on a replica, experts on a core, one M2N */
+    double t_f;             /* max(t_a, t_e) */
+    uint32_t m_min;         /* ceil(2 (1 + t_c / t_f)) (constraint 3) */
+    double t_iter;          /* the iteration: trip + (m - 1) t_f + (L - 1) max(m t_f, trip),
+                               trip = t_a + t_e + 2 t_c (equation 5 where m >= m_min) */
+    double tokens_per_s;    /* B / t_iter */
+    double per_core;        /* tokens_per_s / the cores of both roles */
+    int attn_weights_once;  /* 1: the replica's layer weights stay in SRAM over the m
+                               micro-batches (read once a layer), 0: once a micro-batch */
+    int expert_weights_once;
+};
+
+struct npu_disagg_plan {
+    struct noc_rect replica[NPU_DISAGG_REPLICAS_MAX];
+    struct noc_rect experts;
+    uint32_t idle_cores;
+    uint32_t experts_per_core;  /* whole experts a core holds (0 under units) */
+    uint32_t units;             /* U: cores an expert is cut over (1 for whole experts) */
+    uint64_t attn_core_weight_bytes, attn_core_kv_bytes, expert_core_bytes;
+    uint64_t hbm_weight_bytes, hbm_kv_bytes;
+    struct npu_disagg_times t;
+};
+
+/* Plans r for model m on chip c. NPU_OK, or a negative npu_status with err naming what
+   does not divide or fit, with the numbers. */
+int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
+                    const struct npu_disagg_request *r, struct npu_disagg_plan *out,
+                    char *err, size_t errlen);
+
+/* The plan as `npuctl plan --disagg` prints it. */
+void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_config *c,
+                      const struct npu_disagg_request *r, const struct npu_disagg_plan *p);
+
+#endif
