@@ -122,7 +122,7 @@ int npuctl_cmd_plan(int argc, char **argv)
     int rc = parse_image_args(&npuctl_spec_plan, argc, argv, &o, &done);
     if (done)
         return rc;
-    if (o.disagg)
+    if (o.disagg || o.search)
         return npuctl_plan_disagg(&o);
     rc = plan_and_build(&o, &img);
     if (rc == 0)

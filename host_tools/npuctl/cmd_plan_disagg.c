@@ -16,13 +16,13 @@
 #include "npu_image.h"
 #include "npu_enums.h"
 
-/* SPEC's KEY=VALUE pairs over the defaults already in *r. */
-static int parse_spec(const char *spec, struct npu_disagg_request *r)
+/* SPEC's KEY=VALUE pairs over the defaults already in *r and *slo_ms. */
+static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *slo_ms)
 {
     static const char *const keys[] = { "replicas", "tp-a", "experts", "m", "batch",
-                                        "context" };
+                                        "context", "slo-ms" };
     uint32_t *fields[] = { &r->replicas, &r->tp_a, &r->expert_cores, &r->micro_batches,
-                           &r->batch, &r->context };
+                           &r->batch, &r->context, slo_ms };
     char buf[256];
     if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf))
         return npuctl_usage_error("--disagg: '%s' is longer than %zu characters", spec,
@@ -36,7 +36,7 @@ static int parse_spec(const char *spec, struct npu_disagg_request *r)
                                                                                           : k;
         if (k < 0)
             return npuctl_usage_error("--disagg: '%s' is not KEY=VALUE with KEY one of "
-                                      "replicas, tp-a, experts, m, batch, context", tok);
+                                      "replicas, tp-a, experts, m, batch, context, slo-ms", tok);
         char name[32];
         snprintf(name, sizeof(name), "--disagg %s", keys[k]);
         if (npuctl_parse_u32(name, eq + 1, 1, 1u << 24, fields[k]))
@@ -72,14 +72,29 @@ int npuctl_plan_disagg(const struct npuctl_image_opts *o)
     defaults(&chip, &r);
     if (o->req.dtype == NPU_IMAGE_FP32)
         r.elem_bytes = 4;
-    const bool batch_given = strstr(o->disagg, "batch=") != NULL;
-    int rc = parse_spec(o->disagg, &r);
+    const char *spec = o->disagg ? o->disagg : "";
+    const bool batch_given = strstr(spec, "batch=") != NULL;
+    uint32_t slo_ms = 150;
+    if (o->search)
+        r.micro_batches = 4; /* the most tried */
+    int rc = parse_spec(spec, &r, &slo_ms);
     if (rc)
         return rc;
     if (!batch_given) /* 64 a replica of the replicas asked for */
         r.batch = 64 * r.replicas;
     static struct npu_disagg_plan plan;
-    if (npu_disagg_plan(&cfg, &chip, &r, &plan, err, sizeof(err)) != NPU_OK) {
+    if (o->search) {
+        struct npu_disagg_search s = { .slo_s = slo_ms / 1e3, .context = r.context,
+                                       .m_max = r.micro_batches, .elem_bytes = r.elem_bytes };
+        rc = npu_disagg_search(&cfg, &chip, &s, &r, &plan, err, sizeof(err));
+        if (rc == NPU_OK)
+            printf("search (MegaScale-Infer Algorithm 1 over the latency model, an estimate): "
+                   "%u candidates meet a TBT of %u ms at %u positions with m <= %u; the most "
+                   "tokens/s per core:\n", s.tried, slo_ms, s.context, s.m_max);
+    } else {
+        rc = npu_disagg_plan(&cfg, &chip, &r, &plan, err, sizeof(err));
+    }
+    if (rc != NPU_OK) {
         fprintf(stderr, "npuctl: plan refused: %s\n", err);
         return NPUCTL_EXIT_USAGE;
     }

@@ -21,7 +21,7 @@ enum img_opt {
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
     IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
-    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_DISAGG,
+    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_DISAGG, IMG_SEARCH,
 };
 
 /* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
@@ -176,7 +176,11 @@ static int apply_image_opt(void *ctx, const struct npuctl_opt *opt, const char *
         o->chip = v;
     else if (opt->id == IMG_DISAGG)
         o->disagg = v;
-    else
+    else if (opt->id == IMG_SEARCH) {
+        int word = 0, rc = parse_word(opt, v, &word); /* one word: disagg */
+        o->search = rc == 0;
+        return rc;
+    } else
         return apply_other(&o->req, opt, v);
     return 0;
 }
@@ -306,10 +310,16 @@ static const struct npuctl_opt image_opts[] = {
     { "--disagg", NULL, "KEY=VALUE,...", NULL,
       "attention/expert disaggregation of a MoE model's decoding (plan only: nothing runs it "
       "yet): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "
-      "batch, context; prints both roles, what each core holds and the MegaScale-Infer "
-      "latency model's estimate; other plan options but --dtype are not used (defaults: "
-      "tp-a the mesh's rows, experts half the columns, a replica a column of the rest, m "
-      "3, batch 64 a replica, context 2048)", IMG_DISAGG, C_PLAN },
+      "batch, context, slo-ms; prints both roles, what each core holds and the "
+      "MegaScale-Infer latency model's estimate; other plan options but --dtype are not "
+      "used (defaults: tp-a the mesh's rows, experts half the columns, a replica a column "
+      "of the rest, m 3, batch 64 a replica, context 2048, slo-ms 150)", IMG_DISAGG,
+      C_PLAN },
+    { "--search", NULL, "disagg", NULL,
+      "search the disaggregated plans (MegaScale-Infer's Algorithm 1 over the latency "
+      "model) for the most tokens/s per core whose iteration meets --disagg's slo-ms at its "
+      "context, with up to its m micro-batches (default 4), and print the best",
+      IMG_SEARCH, C_PLAN },
 };
 
 const struct npuctl_opt_group npuctl_plan_group = {

@@ -247,6 +247,7 @@ struct model_config;
 struct npuctl_image_opts {
     const char *model, *chip, *out;
     const char *disagg; /* plan --disagg SPEC (cmd_plan_disagg.c), or NULL */
+    bool search;        /* plan --search disagg */
     struct npu_plan_request req;
     uint32_t narrow_tp; /* without --tp, the ranks of a model narrower than
                            NPUCTL_NARROW_HIDDEN (serve: the tiny models on 4 cores, not the

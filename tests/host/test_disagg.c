@@ -180,6 +180,43 @@ static void test_refusals(void **state)
     expect_refusal(&qwen, &large, &r, "do not fit beside");
 }
 
+/* The search against brute force on tiny-moe over 4 x 4 (every tp_a, expert columns,
+   replicas, m and batch): the best it returns meets the SLO and none is better per core. */
+static void test_search(void **state)
+{
+    (void)state;
+    static struct npu_disagg_plan best, p;
+    struct npu_disagg_request br;
+    char err[256];
+    struct npu_disagg_search s = { .slo_s = 0.0005, .context = 256, .m_max = 4,
+                                   .elem_bytes = 2 };
+    assert_int_equal(npu_disagg_search(&moe, &c4x4, &s, &br, &best, err, sizeof(err)), NPU_OK);
+    assert_true(s.tried > 0);
+    assert_true(best.t.t_iter <= s.slo_s);
+    double most = 0;
+    for (uint32_t tp = 1; tp <= 4; tp *= 2)
+        for (uint32_t ne = 4; ne <= 12; ne += 4)
+            for (uint32_t na = 1; na * tp + ne <= 16; na++)
+                for (uint32_t mb = 1; mb <= 4; mb++)
+                    for (uint32_t b = na * mb; b <= 2048; b++) {
+                        struct npu_disagg_request r = { .replicas = na, .tp_a = tp,
+                                                        .expert_cores = ne, .micro_batches = mb,
+                                                        .batch = b, .context = 256,
+                                                        .elem_bytes = 2 };
+                        if (npu_disagg_plan(&moe, &c4x4, &r, &p, err, sizeof(err)) ||
+                            p.t.t_iter > s.slo_s)
+                            continue;
+                        most = p.t.per_core > most ? p.t.per_core : most;
+                    }
+    assert_true(most > 0);
+    assert_true(fabs(best.t.per_core - most) <= 1e-9 * most);
+    expect_refusal(&dense, &c4x4, &br, "has no experts"); /* the plan's own refusal */
+    s.slo_s = 1e-9;
+    assert_int_equal(npu_disagg_search(&moe, &c4x4, &s, &br, &best, err, sizeof(err)),
+                     NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "no plan of tiny-moe on mesh-4x4 meets a TBT of 0.0 ms"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -187,6 +224,7 @@ int main(void)
         cmocka_unit_test(test_holdings),
         cmocka_unit_test(test_latency_model),
         cmocka_unit_test(test_refusals),
+        cmocka_unit_test(test_search),
     };
     return cmocka_run_group_tests(tests, setup, NULL);
 }

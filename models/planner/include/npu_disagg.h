@@ -71,6 +71,24 @@ int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
                     const struct npu_disagg_request *r, struct npu_disagg_plan *out,
                     char *err, size_t errlen);
 
+/* Algorithm 1 of MegaScale-Infer (section 4.2) over the latency model above: every tp_a
+   (a divisor of the mesh's rows or a multiple of them, dividing the heads), every count of
+   expert cores (whole columns that divide or cut the experts), every number of replicas that
+   fits beside them and m = 1..m_max; for each, the largest batch (binary search) whose
+   iteration meets the TBT SLO and whose KV cache fits HBM. The best is the most tokens per
+   second per core of the two roles (ties: fewer cores). The model is an estimate, so the
+   search is too, until the simulator runs such plans (issue 24). */
+struct npu_disagg_search {
+    double slo_s;           /* TBT SLO: an iteration at most this long (the paper: 0.150) */
+    uint32_t context;       /* s of every request */
+    uint32_t m_max;         /* micro-batches tried, 1..m_max (the paper: 4) */
+    uint32_t elem_bytes;
+    uint32_t tried;         /* out: candidates evaluated (with a batch that meets the SLO) */
+};
+int npu_disagg_search(const struct model_config *m, const struct chip_config *c,
+                      struct npu_disagg_search *s, struct npu_disagg_request *best,
+                      struct npu_disagg_plan *plan, char *err, size_t errlen);
+
 /* The plan as `npuctl plan --disagg` prints it. */
 void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_config *c,
                       const struct npu_disagg_request *r, const struct npu_disagg_plan *p);
