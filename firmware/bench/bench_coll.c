@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "bench.h"
+#include "bench_comm.h"
 #include "noc/collective.h"
 #include "noc/noc.h"
 #include "npu/hal.h"
@@ -44,13 +45,6 @@ static struct noc_comm mesh_comm, comm;
 static uint64_t span[2];                 /* this rank's start and end */
 static uint64_t spans[NOC_GROUP_MAX][2]; /* rank 0: everyone's */
 static uint32_t results_seen;
-
-static uint64_t scratch_base(void)
-{
-    const struct hal_core_info *self = hal_self();
-    return self->sram_base + self->sram_size - noc_reserved_bytes() -
-           2 * NOC_COMM_SCRATCH_BYTES(NOC_COMM_SEGMENT_DEFAULT);
-}
 
 /* Longest step, in hops, of ring `ranks[0..len)` of the group (closing step included). */
 static uint32_t ring_hops(const uint16_t *ranks, uint32_t len)
@@ -142,7 +136,7 @@ static void run_case(uint32_t algo, uint32_t side, enum op op, uint64_t bytes)
     struct noc_group_args ga = { .placement = pl, .rect = { 0, 0, (uint16_t)side,
                                                              (uint16_t)side },
                                  .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
-    struct noc_comm_config cc = { .group = &group, .slot = 0, .scratch = scratch_base(),
+    struct noc_comm_config cc = { .group = &group, .slot = 0, .scratch = bench_comm_scratch(),
                                   .gather = mcast ? NOC_GATHER_AUTO : NOC_GATHER_RING };
     bool member = noc_group_init(&group, &ga) == NPU_OK &&
                   noc_group_rank_of(&group, hal_self()->core_id) >= 0 &&
@@ -174,7 +168,7 @@ static void run_case(uint32_t algo, uint32_t side, enum op op, uint64_t bytes)
 /* Whether a buffer of `bytes` fits below the scratch areas (the same on every core). */
 static bool fits(uint64_t bytes)
 {
-    return bench_data_base() + bytes <= scratch_base();
+    return bench_data_base() + bytes <= bench_comm_scratch();
 }
 
 static void run_all(bool quick)
@@ -194,7 +188,7 @@ static void run_all(bool quick)
                             bench_print_note(LINES_BENCH_SKIP, "p=%u bytes=%" PRIu64
                                              " reason=exceeds_free_sram free=%" PRIu64,
                                              side * side, bytes,
-                                             scratch_base() - bench_data_base());
+                                             bench_comm_scratch() - bench_data_base());
                         continue;
                     }
                     run_case(pl, side, (enum op)op, bytes);
@@ -206,20 +200,8 @@ static void run_all(bool quick)
 int main(void)
 {
     hal_wait_release();
-    struct noc_group_args ga = { .placement = NOC_PLACE_LINEAR,
-                                 .rect = { 0, 0, (uint16_t)hal_chip()->rows,
-                                           (uint16_t)hal_chip()->cols },
-                                 .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
-    struct noc_comm_config cc = { .group = &mesh_group, .slot = 1,
-                                  .scratch = scratch_base() +
-                                             NOC_COMM_SCRATCH_BYTES(NOC_COMM_SEGMENT_DEFAULT) };
-    int rc = noc_group_init(&mesh_group, &ga);
-    if (rc == NPU_OK)
-        rc = noc_comm_init(&mesh_comm, &cc);
-    if (rc != NPU_OK) {
-        bench_print_note(LINES_BENCH_ERROR, "core=%u setup=%d", hal_self()->core_id, rc);
+    if (bench_comm_mesh(&mesh_group, &mesh_comm) != NPU_OK)
         return bench_done(NPU_EXIT_FAIL);
-    }
     run_all(bench_has_flag("quick"));
     return bench_done(NPU_EXIT_OK);
 }

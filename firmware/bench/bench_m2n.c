@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_comm.h"
 #include "noc/collective.h"
 #include "noc/noc.h"
 #include "npu/hal.h"
@@ -52,13 +53,6 @@ static uint32_t m2n_store[SIDE_MAX * SIDE_MAX];
 static uint32_t a2av_first[2 * SIDE_MAX + 1];
 static uint32_t a2av_words[4 + 4 * SIDE_MAX + 4 * 2 * SIDE_MAX];
 static bool failed;
-
-static uint64_t scratch_base(void)
-{
-    const struct hal_core_info *self = hal_self();
-    return self->sram_base + self->sram_size - noc_reserved_bytes() -
-           2 * NOC_COMM_SCRATCH_BYTES(NOC_COMM_SEGMENT_DEFAULT);
-}
 
 /* The M senders' rectangle, or the N receivers' right below it. */
 static struct noc_rect set_rect(uint32_t count, uint32_t row0)
@@ -247,7 +241,7 @@ static void report(enum op op, uint32_t m, uint32_t n, uint64_t bytes)
 /* One case on the pair's members; every core takes the closing barrier. */
 static void run_case(enum op op, uint32_t m, uint32_t n, uint64_t bytes)
 {
-    struct noc_comm_config cc = { .group = &pair, .slot = 0, .scratch = scratch_base() };
+    struct noc_comm_config cc = { .group = &pair, .slot = 0, .scratch = bench_comm_scratch() };
     bool member = make_pair(m, n) && noc_group_rank_of(&pair, hal_self()->core_id) >= 0 &&
                   noc_comm_init(&comm, &cc) == NPU_OK;
     if (member)
@@ -265,7 +259,7 @@ static bool case_fits(uint32_t m, uint32_t n, uint64_t bytes)
     const uint32_t rows = (m + cols - 1) / cols + (n + cols - 1) / cols;
     const uint64_t need = 2 * (m > n ? m : n) * bytes;
     const bool ok = rows <= hal_chip()->rows && (m <= cols || m % cols == 0) &&
-                    bench_data_base() + need <= scratch_base();
+                    bench_data_base() + need <= bench_comm_scratch();
     if (!ok && hal_self()->core_id == 0)
         bench_print_note(LINES_BENCH_SKIP, "m=%u n=%u bytes=%" PRIu64 " reason=%s", m, n,
                          bytes, rows > hal_chip()->rows ? "exceeds_mesh" : "exceeds_free_sram");
@@ -288,20 +282,8 @@ static void run_all(bool quick)
 int main(void)
 {
     hal_wait_release();
-    struct noc_group_args ga = { .placement = NOC_PLACE_LINEAR,
-                                 .rect = { 0, 0, (uint16_t)hal_chip()->rows,
-                                           (uint16_t)hal_chip()->cols },
-                                 .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
-    struct noc_comm_config cc = { .group = &mesh_group, .slot = 1,
-                                  .scratch = scratch_base() +
-                                             NOC_COMM_SCRATCH_BYTES(NOC_COMM_SEGMENT_DEFAULT) };
-    int rc = noc_group_init(&mesh_group, &ga);
-    if (rc == NPU_OK)
-        rc = noc_comm_init(&mesh_comm, &cc);
-    if (rc != NPU_OK) {
-        bench_print_note(LINES_BENCH_ERROR, "core=%u setup=%d", hal_self()->core_id, rc);
+    if (bench_comm_mesh(&mesh_group, &mesh_comm) != NPU_OK)
         return bench_done(NPU_EXIT_FAIL);
-    }
     run_all(bench_has_flag("quick"));
     return bench_done(failed ? NPU_EXIT_FAIL : NPU_EXIT_OK);
 }

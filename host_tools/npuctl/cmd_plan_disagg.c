@@ -16,14 +16,21 @@
 #include "npu_image.h"
 #include "npu_enums.h"
 
-/* SPEC's KEY=VALUE pairs over the defaults already in *r and *slo_ms. */
-static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *slo_ms)
+enum { K_REPLICAS, K_TP_A, K_EXPERTS, K_M, K_BATCH, K_CONTEXT, K_SLO, K__COUNT };
+static const char *const spec_keys[K__COUNT] = { "replicas", "tp-a", "experts", "m", "batch",
+                                                 "context", "slo-ms" };
+
+/* SPEC's KEY=VALUE pairs over the defaults already in *r and *slo_ms; *given: a bit per key
+   (a key given twice is refused). */
+static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *slo_ms,
+                      uint32_t *given)
 {
-    static const char *const keys[] = { "replicas", "tp-a", "experts", "m", "batch",
-                                        "context", "slo-ms" };
-    uint32_t *fields[] = { &r->replicas, &r->tp_a, &r->expert_cores, &r->micro_batches,
-                           &r->batch, &r->context, slo_ms };
+    uint32_t *fields[K__COUNT] = { &r->replicas, &r->tp_a, &r->expert_cores, &r->micro_batches,
+                                   &r->batch, &r->context, slo_ms };
+    const uint32_t most[K__COUNT] = { NPU_DISAGG_REPLICAS_MAX, 1u << 16, 1u << 16, 64,
+                                      NPU_DISAGG_BATCH_MAX, 1u << 24, 1u << 24 };
     char buf[256];
+    *given = 0;
     if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf))
         return npuctl_usage_error("--disagg: '%s' is longer than %zu characters", spec,
                                   sizeof(buf) - 1);
@@ -31,17 +38,35 @@ static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *
          tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         int k = -1;
-        for (int i = 0; eq && i < (int)(sizeof(keys) / sizeof(keys[0])); i++)
-            k = strlen(keys[i]) == (size_t)(eq - tok) && !strncmp(tok, keys[i], eq - tok) ? i
-                                                                                          : k;
+        for (int i = 0; eq && i < K__COUNT; i++)
+            k = strlen(spec_keys[i]) == (size_t)(eq - tok) &&
+                        !strncmp(tok, spec_keys[i], (size_t)(eq - tok))
+                    ? i
+                    : k;
         if (k < 0)
             return npuctl_usage_error("--disagg: '%s' is not KEY=VALUE with KEY one of "
                                       "replicas, tp-a, experts, m, batch, context, slo-ms", tok);
+        if (*given & (1u << k))
+            return npuctl_usage_error("--disagg: %s is given twice", spec_keys[k]);
+        *given |= 1u << k;
         char name[32];
-        snprintf(name, sizeof(name), "--disagg %s", keys[k]);
-        if (npuctl_parse_u32(name, eq + 1, 1, 1u << 24, fields[k]))
+        snprintf(name, sizeof(name), "--disagg %s", spec_keys[k]);
+        if (npuctl_parse_u32(name, eq + 1, 1, most[k], fields[k]))
             return NPUCTL_EXIT_USAGE;
     }
+    return 0;
+}
+
+/* The keys that do not apply: the plan's shape under --search, the SLO without it. */
+static int check_keys(uint32_t given, bool search)
+{
+    const uint32_t shape = 1u << K_REPLICAS | 1u << K_TP_A | 1u << K_EXPERTS | 1u << K_BATCH;
+    const uint32_t bad = search ? given & shape : given & (1u << K_SLO);
+    for (int k = 0; k < K__COUNT; k++)
+        if (bad & (1u << k))
+            return npuctl_usage_error("--disagg %s: %s", spec_keys[k],
+                                      search ? "--search disagg chooses it"
+                                             : "applies to --search disagg only");
     return 0;
 }
 
@@ -72,15 +97,15 @@ int npuctl_plan_disagg(const struct npuctl_image_opts *o)
     defaults(&chip, &r);
     if (o->req.dtype == NPU_IMAGE_FP32)
         r.elem_bytes = 4;
-    const char *spec = o->disagg ? o->disagg : "";
-    const bool batch_given = strstr(spec, "batch=") != NULL;
-    uint32_t slo_ms = 150;
+    uint32_t slo_ms = 150, given = 0;
     if (o->search)
-        r.micro_batches = 4; /* the most tried */
-    int rc = parse_spec(spec, &r, &slo_ms);
+        r.micro_batches = 4; /* the most tried: the paper's N_m */
+    int rc = parse_spec(o->disagg ? o->disagg : "", &r, &slo_ms, &given);
+    if (rc == 0)
+        rc = check_keys(given, o->search);
     if (rc)
         return rc;
-    if (!batch_given) /* 64 a replica of the replicas asked for */
+    if (!(given & (1u << K_BATCH))) /* 64 a replica of the replicas asked for */
         r.batch = 64 * r.replicas;
     static struct npu_disagg_plan plan;
     if (o->search) {
@@ -90,7 +115,7 @@ int npuctl_plan_disagg(const struct npuctl_image_opts *o)
         if (rc == NPU_OK)
             printf("search (MegaScale-Infer Algorithm 1 over the latency model, an estimate): "
                    "%u candidates meet a TBT of %u ms at %u positions with m <= %u; the most "
-                   "tokens/s per core:\n", s.tried, slo_ms, s.context, s.m_max);
+                   "tokens/s:\n", s.tried, slo_ms, s.context, s.m_max);
     } else {
         rc = npu_disagg_plan(&cfg, &chip, &r, &plan, err, sizeof(err));
     }

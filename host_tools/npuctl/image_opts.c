@@ -317,7 +317,7 @@ static const struct npuctl_opt image_opts[] = {
       C_PLAN },
     { "--search", NULL, "disagg", NULL,
       "search the disaggregated plans (MegaScale-Infer's Algorithm 1 over the latency "
-      "model) for the most tokens/s per core whose iteration meets --disagg's slo-ms at its "
+      "model) for the most tokens/s whose iteration meets --disagg's slo-ms at its "
       "context, with up to its m micro-batches (default 4), and print the best",
       IMG_SEARCH, C_PLAN },
 };

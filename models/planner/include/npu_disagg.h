@@ -11,7 +11,12 @@
  *
  * What this is: the placement, what each core holds, the refusals (with the numbers), and
  * the paper's latency model (section 4.1, constraints 1-3 and equation 5) evaluated with
- * per-core roofline times of this chip's cores: an estimate, never a measurement.
+ * per-core roofline times of this chip's cores: an estimate, never a measurement. The model
+ * leaves out: the attention replica's tensor-parallel collectives (and with tp_a above the
+ * KV heads, the combine of a split softmax: the KV cache is split by positions), the NoC
+ * links inside the expert band (only the row links into it), norms, softmax and activations
+ * (vector work), and any overlap of the LM head; a layer's attention uses the layers' mean
+ * positions (sliding windows counted), and routing is uniform.
  * Not built: the image and the firmware that run it (issue 24), so nothing executes it yet.
  * Host only.
  */
@@ -27,6 +32,8 @@
 #include "noc/placement.h"
 
 #define NPU_DISAGG_REPLICAS_MAX 64u
+#define NPU_DISAGG_BATCH_MAX (1u << 20)   /* the search's largest batch */
+#define NPU_DISAGG_SEARCH_M_MAX 16u       /* micro-batches the search tries at most */
 
 struct npu_disagg_request {
     uint32_t replicas;      /* n_a, >= 1 */
@@ -45,10 +52,13 @@ struct npu_disagg_times {
     double t_a, t_e, t_c;   /* attention on a replica, experts on a core, one M2N */
     double t_f;             /* max(t_a, t_e) */
     uint32_t m_min;         /* ceil(2 (1 + t_c / t_f)) (constraint 3) */
-    double t_iter;          /* the iteration: trip + (m - 1) t_f + (L - 1) max(m t_f, trip),
-                               trip = t_a + t_e + 2 t_c (equation 5 where m >= m_min) */
+    double t_head;          /* the LM head on a replica, once a micro-batch */
+    int overlapped;         /* 1: m t_f covers a micro-batch's round trip (equation 5) */
+    double t_iter;          /* the iteration: trip + (m - 1) t_f + (L - 1) max(m t_f, trip)
+                               + m t_head, trip = t_a + t_e + 2 t_c */
     double tokens_per_s;    /* B / t_iter */
-    double per_core;        /* tokens_per_s / the cores of both roles */
+    double per_core;        /* tokens_per_s / the cores of both roles (the paper's per GPU) */
+    double per_chip_core;   /* tokens_per_s / every core of the chip (idle ones too) */
     int attn_weights_once;  /* 1: the replica's layer weights stay in SRAM over the m
                                micro-batches (read once a layer), 0: once a micro-batch */
     int expert_weights_once;
@@ -75,13 +85,16 @@ int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
    (a divisor of the mesh's rows or a multiple of them, dividing the heads), every count of
    expert cores (whole columns that divide or cut the experts), every number of replicas that
    fits beside them and m = 1..m_max; for each, the largest batch (binary search) whose
-   iteration meets the TBT SLO and whose KV cache fits HBM. The best is the most tokens per
-   second per core of the two roles (ties: fewer cores). The model is an estimate, so the
-   search is too, until the simulator runs such plans (issue 24). */
+   iteration meets the TBT SLO and whose KV cache fits HBM (or the largest whole number of
+   full micro-batches under it, where that does more). The best is the most tokens per
+   second (the chip's idle cores serve nothing: the HBM that limits the batch is the whole
+   chip's); ties: fewer cores. The model is an estimate, so the search is too, until the
+   simulator runs such plans (issue 24). */
 struct npu_disagg_search {
     double slo_s;           /* TBT SLO: an iteration at most this long (the paper: 0.150) */
     uint32_t context;       /* s of every request */
-    uint32_t m_max;         /* micro-batches tried, 1..m_max (the paper: 4) */
+    uint32_t m_max;         /* micro-batches tried, 1..m_max <= NPU_DISAGG_SEARCH_M_MAX
+                               (the paper: 4) */
     uint32_t elem_bytes;
     uint32_t tried;         /* out: candidates evaluated (with a batch that meets the SLO) */
 };

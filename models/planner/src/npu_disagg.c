@@ -42,6 +42,18 @@ static double kv_position_bytes(const struct model_config *m, uint32_t eb)
     return 2.0 * m->num_kv_heads * m->head_dim * eb * m->num_layers;
 }
 
+/* Positions a request's row sees in a layer, averaged over the layers: s, or the sliding
+   window on the layers that slide. */
+static double mean_positions(const struct model_config *m, uint32_t s)
+{
+    double sum = 0;
+    for (uint32_t l = 0; l < m->num_layers; l++)
+        sum += model_is_sliding_layer(m, l) && m->sliding_window && m->sliding_window < s
+                   ? m->sliding_window
+                   : s;
+    return sum / m->num_layers;
+}
+
 /* The request's shape against the model and the mesh. */
 static int check_request(const struct model_config *m, const struct chip_config *c,
                          const struct npu_disagg_request *r, char *err, size_t errlen)
@@ -70,7 +82,7 @@ static int check_request(const struct model_config *m, const struct chip_config 
     if (r->expert_cores % R)
         return fail(err, errlen, NPU_ERR_INVAL, "disaggregation: %u expert cores are not "
                     "whole columns of %u rows", r->expert_cores, R);
-    if (r->batch < r->replicas * r->micro_batches)
+    if (r->batch < (uint64_t)r->replicas * r->micro_batches)
         return fail(err, errlen, NPU_ERR_INVAL, "disaggregation: batch %u leaves a micro-"
                     "batch empty (%u replicas x %u micro-batches)", r->batch, r->replicas,
                     r->micro_batches);
@@ -96,8 +108,9 @@ static int place_experts(const struct model_config *m, const struct npu_disagg_r
                 m->name, E, NPU_EXPERT_UNITS_MAX, m->moe_intermediate_size);
 }
 
-/* Columns [c0, c0 + w) hold replicas of rows_a x cols_a from the column nearest the experts
-   (`toward`: +1 rightward, -1 leftward from `start`); returns how many were placed. */
+/* `width` columns beside the band hold replicas of ra x ca cores, from column `start`
+   (nearest the experts) outward (`toward`: +1 rightward, -1 leftward); returns how many
+   replicas are placed so far. */
 static uint32_t fill_side(struct npu_disagg_plan *p, uint32_t placed, uint32_t want,
                           uint32_t R, int start, int toward, uint32_t width, uint32_t ra,
                           uint32_t ca)
@@ -146,9 +159,12 @@ static int size_roles(const struct model_config *m, const struct chip_config *c,
     const double eb = r->elem_bytes, L = m->num_layers, d = m->hidden_size;
     const double attn = (L * attn_layer_elems(m) + 2.0 * m->vocab_size * d + d) * eb;
     const double experts = L * m->num_experts * expert_elems(m) * eb;
-    const double kv = (double)r->batch * r->context * kv_position_bytes(m, r->elem_bytes);
+    const double per_request = mean_positions(m, r->context) *
+                               kv_position_bytes(m, r->elem_bytes);
+    const double kv = (double)r->batch * per_request;
+    const uint32_t most = (r->batch + r->replicas - 1) / r->replicas; /* a replica's */
     p->attn_core_weight_bytes = (uint64_t)(attn / r->tp_a);
-    p->attn_core_kv_bytes = (uint64_t)ceil(kv / r->replicas / r->tp_a);
+    p->attn_core_kv_bytes = (uint64_t)ceil(most * per_request / r->tp_a);
     p->expert_core_bytes = (uint64_t)(experts / r->expert_cores);
     p->hbm_weight_bytes = (uint64_t)(attn + experts), p->hbm_kv_bytes = (uint64_t)kv;
     if (attn + experts + kv > (double)c->hbm_bytes)
@@ -159,47 +175,92 @@ static int size_roles(const struct model_config *m, const struct chip_config *c,
     return NPU_OK;
 }
 
-/* Section 4.1's times from per-core rooflines. A role's layer weights are read once a layer
-   when they fit half the core's SRAM (the m micro-batches run the layer back to back, the
-   other half holding the next layer's), else once a micro-batch. */
+/* The attention cores on one row on one side of the band, at most (the row link into the
+   band carries all their M2N blocks: XY routes go along the row first). */
+static uint32_t busiest_row_link(const struct chip_config *c, const struct npu_disagg_plan *p,
+                                 uint32_t replicas)
+{
+    uint32_t most = 0;
+    for (uint32_t row = 0; row < c->mesh_rows; row++)
+        for (int right = 0; right < 2; right++) {
+            uint32_t n = 0;
+            for (uint32_t i = 0; i < replicas; i++) {
+                const struct noc_rect *q = &p->replica[i];
+                n += row >= q->row0 && row < q->row0 + q->rows &&
+                             (q->col0 > p->experts.col0) == (right == 1)
+                         ? q->cols
+                         : 0;
+            }
+            most = n > most ? n : most;
+        }
+    return most;
+}
+
+/* T_a and the LM head's time on a replica (per micro-batch): its GEMMs, its rows' scores and
+   values over the mean positions; weights once a layer where half the SRAM holds them. */
+static void time_attention(const struct model_config *m, const struct chip_config *c,
+                           const struct npu_disagg_request *r, struct npu_disagg_times *t)
+{
+    const struct core_rate cr = core_rate(c);
+    const double eb = r->elem_bytes, d = m->hidden_size, hd = m->head_dim, tp = r->tp_a;
+    const double pos = mean_positions(m, r->context), mb = r->micro_batches;
+    const double wa = attn_layer_elems(m) * eb / tp;
+    t->attn_weights_once = wa <= c->sram_bytes / 2.0;
+    const double fa = (2 * t->rows_a * attn_layer_elems(m) +
+                       4.0 * m->num_heads * hd * t->rows_a * pos) / tp;
+    const double ba = (t->attn_weights_once ? wa / mb : wa) +
+                      t->rows_a * pos * 2.0 * m->num_kv_heads * hd * eb / tp;
+    t->t_a = fmax(fa / cr.flops, ba / cr.hbm);
+    const double head = (double)m->vocab_size * d;
+    t->t_head = fmax(2 * t->rows_a * head / tp / cr.flops, head * eb / tp / cr.hbm);
+}
+
+/* T_e on an expert core (its experts, or its unit, over their mean rows) and T_c. */
+static void time_experts(const struct model_config *m, const struct chip_config *c,
+                         const struct npu_disagg_request *r, struct npu_disagg_plan *p)
+{
+    const struct core_rate cr = core_rate(c);
+    struct npu_disagg_times *t = &p->t;
+    const double eb = r->elem_bytes, d = m->hidden_size, K = m->experts_per_token;
+    const double share = p->units > 1 ? 1.0 / p->units : p->experts_per_core;
+    const double we = share * expert_elems(m) * eb;
+    t->expert_weights_once = we <= c->sram_bytes / 2.0;
+    const double fe = 2 * t->rows_e * share * expert_elems(m);
+    t->t_e = fmax(fe / cr.flops, (t->expert_weights_once ? we / r->micro_batches : we) /
+                                     cr.hbm);
+    /* one M2N: a row's k choices go to every unit of their experts, out of the replica's
+       tp_a cores; an expert core receives its experts' rows; the larger of an endpoint's
+       bytes and the busiest row link's into the band, plus the mesh's hops */
+    const double send = t->rows_a * K * p->units * d * eb / r->tp_a;
+    const double recv = (p->units > 1 ? t->rows_e : t->rows_e * p->experts_per_core) * d * eb;
+    const double link = busiest_row_link(c, p, r->replicas) * send;
+    const double hops = c->mesh_rows + c->mesh_cols;
+    t->t_c = fmax(fmax(send, recv), link) / cr.noc +
+             hops * c->noc_hop_cycles / (c->freq_mhz * 1e6);
+}
+
+/* Section 4.1's times, and the iteration: with m micro-batches a layer's cycle is the longer
+   of m T_f and a micro-batch's round trip (equation 5 where m T_f covers the trip, which
+   constraint 3 ensures); the LM head adds m of its times (not overlapped: an estimate on
+   the safe side). */
 static void model_times(const struct model_config *m, const struct chip_config *c,
                         const struct npu_disagg_request *r, struct npu_disagg_plan *p)
 {
-    const struct core_rate cr = core_rate(c);
-    const double eb = r->elem_bytes, d = m->hidden_size, hd = m->head_dim;
-    const double K = m->experts_per_token, E = m->num_experts, mb = r->micro_batches;
-    const double sram_half = c->sram_bytes / 2.0;
     struct npu_disagg_times *t = &p->t;
+    const double mb = r->micro_batches, cores = (double)c->mesh_rows * c->mesh_cols;
     t->rows_a = ceil((double)r->batch / (r->replicas * mb));
-    t->rows_e = (double)r->batch * K / (mb * E);
-    /* attention on a replica: its GEMMs, and its rows' scores and values over s positions */
-    const double wa = attn_layer_elems(m) * eb / r->tp_a;
-    t->attn_weights_once = wa <= sram_half;
-    const double fa = (2 * t->rows_a * attn_layer_elems(m) +
-                       4.0 * m->num_heads * hd * t->rows_a * r->context) / r->tp_a;
-    const double ba = (t->attn_weights_once ? wa / mb : wa) +
-                      t->rows_a * r->context * 2.0 * m->num_kv_heads * hd * eb / r->tp_a;
-    t->t_a = fmax(fa / cr.flops, ba / cr.hbm);
-    /* experts on a core: its experts (or unit) over their mean rows */
-    const double share = p->units > 1 ? 1.0 / p->units : p->experts_per_core;
-    const double we = share * expert_elems(m) * eb;
-    t->expert_weights_once = we <= sram_half;
-    const double fe = 2 * t->rows_e * share * expert_elems(m);
-    t->t_e = fmax(fe / cr.flops, (t->expert_weights_once ? we / mb : we) / cr.hbm);
-    /* one M2N: a replica's rows' k copies leave its tp_a cores; an expert core receives
-       its experts' rows (U units: every unit the whole rows); one endpoint, one link rate */
-    const double send = t->rows_a * K * d * eb / r->tp_a;
-    const double recv = (p->units > 1 ? t->rows_e : t->rows_e * p->experts_per_core) * d * eb;
-    const double hops = c->mesh_rows + c->mesh_cols;
-    t->t_c = fmax(send, recv) / cr.noc + hops * c->noc_hop_cycles / (c->freq_mhz * 1e6);
+    t->rows_e = (double)r->batch * m->experts_per_token / (mb * m->num_experts);
+    time_attention(m, c, r, t);
+    time_experts(m, c, r, p);
     t->t_f = fmax(t->t_a, t->t_e);
     t->m_min = (uint32_t)ceil(2 * (1 + t->t_c / t->t_f));
-    /* a micro-batch's layer round trip; with m micro-batches a layer's cycle is the longer
-       of m T_f and that trip: equation 5 where m meets constraint 3, bubbles below it */
     const double trip = t->t_a + t->t_e + 2 * t->t_c;
-    t->t_iter = trip + (mb - 1) * t->t_f + (m->num_layers - 1.0) * fmax(mb * t->t_f, trip);
+    t->overlapped = mb * t->t_f >= trip;
+    t->t_iter = trip + (mb - 1) * t->t_f + (m->num_layers - 1.0) * fmax(mb * t->t_f, trip) +
+                mb * t->t_head;
     t->tokens_per_s = r->batch / t->t_iter;
     t->per_core = t->tokens_per_s / ((double)r->replicas * r->tp_a + r->expert_cores);
+    t->per_chip_core = t->tokens_per_s / cores;
 }
 
 int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
@@ -219,16 +280,46 @@ int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
     return rc;
 }
 
+/* The latency model's lines. */
+static void print_times(FILE *f, const struct model_config *m, const struct chip_config *c,
+                        const struct npu_disagg_request *r, const struct npu_disagg_plan *p)
+{
+    const struct npu_disagg_times *t = &p->t;
+    fprintf(f, "  latency model (MegaScale-Infer section 4.1, per-core rooflines; an estimate, "
+            "not a measurement):\n");
+    fprintf(f, "    a micro-batch: %.0f rows a replica, %.2f rows an expert (uniform routing); "
+            "layer weights read once a %s (attention), once a %s (experts)\n", t->rows_a,
+            t->rows_e, t->attn_weights_once ? "layer" : "micro-batch",
+            t->expert_weights_once ? "layer" : "micro-batch");
+    fprintf(f, "    T_a %.2f us, T_e %.2f us, T_c %.2f us, LM head %.2f us; T_c < T_f "
+            "(constraint 2): %s; m >= 2(1 + T_c/T_f) = %u (constraint 3; asked %u)\n",
+            t->t_a * 1e6, t->t_e * 1e6, t->t_c * 1e6, t->t_head * 1e6,
+            t->t_c < t->t_f ? "yes" : "no", t->m_min, r->micro_batches);
+    fprintf(f, "    iteration (%s, %u layers, %u micro-batches): %.3f ms for %u tokens: %.0f "
+            "tokens/s, %.1f per core of the two roles, %.1f per core of the chip\n",
+            t->overlapped ? "equation 5" : "m T_f below a round trip: layers wait for it",
+            m->num_layers, r->micro_batches, t->t_iter * 1e3, r->batch, t->tokens_per_s,
+            t->per_core, t->per_chip_core);
+    /* for scale, a bound (not a plan): the same step colocated on every core */
+    struct npu_bound b;
+    const struct npu_bound_shape s = { .requests = r->batch, .rows = 1, .context = r->context };
+    const struct npu_bound_opts o = { .elem_bytes = r->elem_bytes };
+    const double cores = (double)c->mesh_rows * c->mesh_cols;
+    if (npu_bound_step(m, c, &s, &o, &b) == NPU_OK)
+        fprintf(f, "  for scale: the whole chip's lower bound of this decode step colocated "
+                "(npuctl bench model's bound, uniform routing): %.3f ms, %.1f tokens/s per "
+                "core\n", b.bound_s * 1e3, r->batch / b.bound_s / cores);
+}
+
 void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_config *c,
                       const struct npu_disagg_request *r, const struct npu_disagg_plan *p)
 {
     const double MiB = 1048576.0;
-    const struct npu_disagg_times *t = &p->t;
     fprintf(f, "disaggregated plan: %s on %s (%ux%u), decoding, %s; a plan only: no image "
             "or firmware runs it yet\n", m->name, c->name, c->mesh_rows, c->mesh_cols,
             r->elem_bytes == 2 ? "bf16" : "fp32");
-    fprintf(f, "  attention: %u replica(s) of %u cores, each with %u requests' KV cache:",
-            r->replicas, r->tp_a, (r->batch + r->replicas - 1) / r->replicas);
+    fprintf(f, "  attention: %u replica(s) of %u cores, each with up to %u requests' KV "
+            "cache:", r->replicas, r->tp_a, (r->batch + r->replicas - 1) / r->replicas);
     for (uint32_t i = 0; i < r->replicas; i++)
         fprintf(f, "%s (%u,%u) %ux%u", i ? "," : "", p->replica[i].row0, p->replica[i].col0,
                 p->replica[i].rows, p->replica[i].cols);
@@ -246,29 +337,5 @@ void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_c
     fprintf(f, "  idle cores: %u; HBM: weights %.1f MiB + KV cache %.1f MiB of %.1f MiB\n",
             p->idle_cores, p->hbm_weight_bytes / MiB, p->hbm_kv_bytes / MiB,
             c->hbm_bytes / MiB);
-    fprintf(f, "  latency model (MegaScale-Infer section 4.1, per-core rooflines; an estimate, "
-            "not a measurement):\n");
-    fprintf(f, "    a micro-batch: %.0f rows a replica, %.2f rows an expert (uniform routing); "
-            "layer weights read once a %s (attention), once a %s (experts)\n", t->rows_a,
-            t->rows_e, t->attn_weights_once ? "layer" : "micro-batch",
-            t->expert_weights_once ? "layer" : "micro-batch");
-    fprintf(f, "    T_a %.2f us, T_e %.2f us, T_c %.2f us; T_c < T_f (constraint 2): %s; "
-            "m >= 2(1 + T_c/T_f) = %u (constraint 3; asked %u)\n", t->t_a * 1e6,
-            t->t_e * 1e6, t->t_c * 1e6, t->t_c < t->t_f ? "yes" : "no", t->m_min,
-            r->micro_batches);
-    fprintf(f, "    iteration (%s, %u layers, %u micro-batches): %.3f ms for %u tokens: %.0f "
-            "tokens/s, %.1f per core of the two roles\n",
-            r->micro_batches >= t->m_min ? "equation 5"
-                                         : "m below constraint 3: a layer waits for a round trip",
-            m->num_layers, r->micro_batches, t->t_iter * 1e3, r->batch, t->tokens_per_s,
-            t->per_core);
-    /* for scale, a bound (not a plan): the same step colocated on every core */
-    struct npu_bound b;
-    const struct npu_bound_shape s = { .requests = r->batch, .rows = 1, .context = r->context };
-    const struct npu_bound_opts o = { .elem_bytes = r->elem_bytes };
-    const double cores = (double)c->mesh_rows * c->mesh_cols;
-    if (npu_bound_step(m, c, &s, &o, &b) == NPU_OK)
-        fprintf(f, "  for scale: the whole chip's lower bound of this decode step colocated "
-                "(npuctl bench model's bound, uniform routing): %.3f ms, %.1f tokens/s per "
-                "core\n", b.bound_s * 1e3, r->batch / b.bound_s / cores);
+    print_times(f, m, c, r, p);
 }
