@@ -70,14 +70,38 @@ static int check_keys(uint32_t given, bool search)
     return 0;
 }
 
-/* The defaults for chip c: the experts on half the columns, a replica a column of the
-   rest, 3 micro-batches (the paper's least for fast communication), 64 requests a replica
-   at 2048 positions. */
-static void defaults(const struct chip_config *c, struct npu_disagg_request *r)
+/* Whether n expert cores divide model m's experts or cut each into at most 8 units. */
+static bool experts_fit(const struct model_config *m, uint32_t n)
 {
-    const uint32_t we = c->mesh_cols / 2 ? c->mesh_cols / 2 : 1;
-    *r = (struct npu_disagg_request){ .tp_a = c->mesh_rows, .expert_cores = we * c->mesh_rows,
-                                      .replicas = c->mesh_cols - we, .micro_batches = 3,
+    const uint32_t E = m->num_experts;
+    return E && ((n <= E && E % n == 0) ||
+                 (n > E && n % E == 0 && n / E <= 8 && m->moe_intermediate_size % (n / E) == 0));
+}
+
+/* The defaults for model m on chip c: tp-a the largest divisor of the rows that divides
+   the heads, the experts on the whole columns nearest half the mesh whose cores fit the
+   experts, a replica a column of the rest, 3 micro-batches (the paper's least for fast
+   communication), 64 requests a replica at 2048 positions. */
+static void defaults(const struct model_config *m, const struct chip_config *c,
+                     struct npu_disagg_request *r)
+{
+    const uint32_t R = c->mesh_rows, C = c->mesh_cols;
+    uint32_t tp = R, we = C / 2 ? C / 2 : 1;
+    while (tp > 1 && (R % tp || m->num_heads % tp))
+        tp--;
+    for (uint32_t k = 0; k < C; k++) { /* C/2, C/2 - 1, C/2 + 1, ... */
+        const uint32_t lo = C / 2 > k ? C / 2 - k : 0, hi = C / 2 + k;
+        if (lo && experts_fit(m, lo * R)) {
+            we = lo;
+            break;
+        }
+        if (hi < C && experts_fit(m, hi * R)) {
+            we = hi;
+            break;
+        }
+    }
+    *r = (struct npu_disagg_request){ .tp_a = tp, .expert_cores = we * R,
+                                      .replicas = (C - we) * (R / tp), .micro_batches = 3,
                                       .context = 2048, .elem_bytes = 2 };
     r->batch = 64 * r->replicas;
 }
@@ -94,7 +118,7 @@ int npuctl_plan_disagg(const struct npuctl_image_opts *o)
         npuctl_load_chip(o->chip, &chip, cpath, sizeof(cpath), err, sizeof(err)))
         return npuctl_usage_error("%s", err);
     struct npu_disagg_request r;
-    defaults(&chip, &r);
+    defaults(&cfg, &chip, &r);
     if (o->req.dtype == NPU_IMAGE_FP32)
         r.elem_bytes = 4;
     uint32_t slo_ms = 150, given = 0;

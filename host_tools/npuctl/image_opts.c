@@ -312,8 +312,9 @@ static const struct npuctl_opt image_opts[] = {
       "yet): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "
       "batch, context, slo-ms; prints both roles, what each core holds and the "
       "MegaScale-Infer latency model's estimate; other plan options but --dtype are not "
-      "used (defaults: tp-a the mesh's rows, experts half the columns, a replica a column "
-      "of the rest, m 3, batch 64 a replica, context 2048, slo-ms 150)", IMG_DISAGG,
+      "used (defaults: tp-a the mesh's rows or the largest divisor dividing the heads, "
+      "experts about half the columns, replicas on the rest, m 3, batch 64 a replica, "
+      "context 2048, slo-ms 150)", IMG_DISAGG,
       C_PLAN },
     { "--search", NULL, "disagg", NULL,
       "search the disaggregated plans (MegaScale-Infer's Algorithm 1 over the latency "
