@@ -245,12 +245,14 @@ int npu_image_check_model(const void *image, const struct model_config *c, char 
     const struct npu_image_header *h = image;
     const struct npu_plan *p = &h->plan;
     const uint64_t k = c->experts_per_token ? c->experts_per_token : 1;
+    const uint64_t kx = p->expert_fanout > k ? p->expert_fanout : k; /* pairs a row makes */
     if (c->num_layers > NPU_MODEL_LAYERS_MAX || c->num_experts > NPU_MODEL_EXPERTS_MAX ||
         p->tile_rows * k > NPU_ROUTED_PAIRS_MAX ||
-        ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * k > NPU_ROUTED_PAIRS_MAX)
+        ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * kx > NPU_ROUTED_PAIRS_MAX)
         return fail(err, errlen, NPU_ERR_FORMAT, "%s: %u layers, %u experts, tile_rows %u x "
-                    "top-k %" PRIu64 ": past npu_limits.h", c->name, c->num_layers,
-                    c->num_experts, p->tile_rows, k);
+                    "top-k %" PRIu64 ", a rank's MoE rows x %" PRIu64 " slices: past "
+                    "npu_limits.h", c->name, c->num_layers, c->num_experts, p->tile_rows, k,
+                    kx);
     if ((uint64_t)p->stages * p->stage_layers != c->num_layers)
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: %u stages of %u layers for %s's %u",
                     p->stages, p->stage_layers, c->name, c->num_layers);

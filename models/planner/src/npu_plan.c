@@ -762,7 +762,10 @@ static int check_firmware_limits(const struct planner *pl, bool fitted)
                     "NPU_MODEL_EXPERTS_MAX)", c->name, c->num_layers, c->num_experts,
                     NPU_MODEL_LAYERS_MAX, NPU_MODEL_EXPERTS_MAX);
     const uint64_t tile = (uint64_t)p->tile_rows * k;
-    const uint64_t slice = ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * k;
+    /* a rank's rows of a group each become a pair per slice their choices reach (under a
+       balanced map up to expert_fanout, more than k): the sort holds them all */
+    const uint64_t kx = p->expert_fanout > k ? p->expert_fanout : k;
+    const uint64_t slice = ((uint64_t)p->moe_rows + p->tp - 1) / p->tp * kx;
     if (tile > NPU_ROUTED_PAIRS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: tile_rows %u times top-k %llu "
                     "passes the %u choices the interpreter routes at once "
@@ -770,10 +773,10 @@ static int check_firmware_limits(const struct planner *pl, bool fitted)
                     (unsigned long long)k, NPU_ROUTED_PAIRS_MAX);
     if (fitted && slice > NPU_ROUTED_PAIRS_MAX)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%s: a rank's slice of a MoE group of "
-                    "%u rows over tp %u, times top-k %llu, passes the %u choices the "
-                    "interpreter routes at once (NPU_ROUTED_PAIRS_MAX): use smaller "
-                    "--moe-rows", c->name, p->moe_rows, p->tp, (unsigned long long)k,
-                    NPU_ROUTED_PAIRS_MAX);
+                    "%u rows over tp %u, times the %llu expert slices a row's choices reach, "
+                    "passes the %u pairs the interpreter routes at once "
+                    "(NPU_ROUTED_PAIRS_MAX): use smaller --moe-rows", c->name, p->moe_rows,
+                    p->tp, (unsigned long long)kx, NPU_ROUTED_PAIRS_MAX);
     return NPU_OK;
 }
 
