@@ -36,7 +36,8 @@ struct moe_ep_map {
     uint32_t n;
     uint32_t first[NOC_GROUP_MAX + 1];
     uint16_t expert[NPU_EXPERT_MAP_MAX], rank[NPU_EXPERT_MAP_MAX];
-    uint16_t f0[NPU_EXPERT_MAP_MAX], width[NPU_EXPERT_MAP_MAX];
+    uint16_t f0[NPU_EXPERT_MAP_MAX];    /* < moe_intermediate_size <= 65536 */
+    uint32_t width[NPU_EXPERT_MAP_MAX]; /* up to 65536: a whole expert of the widest */
     uint16_t by_expert[NPU_EXPERT_MAP_MAX];
     uint16_t efirst[ROUTING_EXPERTS_MAX + 1];
 };

@@ -48,7 +48,7 @@ static void build_map(const struct exec_model *m, uint32_t l, struct moe_ep_map 
         x->efirst[e] = 0;
     for (uint32_t i = 0; i < n; i++) { /* the image check keeps these in range */
         x->expert[i] = s[i].expert, x->rank[i] = s[i].rank;
-        x->f0[i] = (uint16_t)(s[i].unit0 * unit), x->width[i] = (uint16_t)(s[i].units * unit);
+        x->f0[i] = (uint16_t)(s[i].unit0 * unit), x->width[i] = s[i].units * unit;
         x->first[s[i].rank + 1]++, x->efirst[s[i].expert + 1]++;
     }
     for (uint32_t q = 0; q < m->tp; q++)
