@@ -70,14 +70,6 @@ static int check_keys(uint32_t given, bool search)
     return 0;
 }
 
-/* Whether n expert cores divide model m's experts or cut each into at most 8 units. */
-static bool experts_fit(const struct model_config *m, uint32_t n)
-{
-    const uint32_t E = m->num_experts;
-    return E && ((n <= E && E % n == 0) ||
-                 (n > E && n % E == 0 && n / E <= 8 && m->moe_intermediate_size % (n / E) == 0));
-}
-
 /* The defaults for model m on chip c: tp-a the largest divisor of the rows that divides
    the heads, the experts on the whole columns nearest half the mesh whose cores fit the
    experts, a replica a column of the rest, 3 micro-batches (the paper's least for fast
@@ -91,11 +83,11 @@ static void defaults(const struct model_config *m, const struct chip_config *c,
         tp--;
     for (uint32_t k = 0; k < C; k++) { /* C/2, C/2 - 1, C/2 + 1, ... */
         const uint32_t lo = C / 2 > k ? C / 2 - k : 0, hi = C / 2 + k;
-        if (lo && experts_fit(m, lo * R)) {
+        if (lo && npu_disagg_experts_fit(m, lo * R)) {
             we = lo;
             break;
         }
-        if (hi < C && experts_fit(m, hi * R)) {
+        if (hi < C && npu_disagg_experts_fit(m, hi * R)) {
             we = hi;
             break;
         }

@@ -23,6 +23,7 @@
 #ifndef NPU_DISAGG_H
 #define NPU_DISAGG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -101,6 +102,10 @@ struct npu_disagg_search {
 int npu_disagg_search(const struct model_config *m, const struct chip_config *c,
                       struct npu_disagg_search *s, struct npu_disagg_request *best,
                       struct npu_disagg_plan *plan, char *err, size_t errlen);
+
+/* Whether n expert cores divide model m's experts, or cut each into U = n / E units as
+   expert parallelism does (at most NPU_EXPERT_UNITS_MAX, dividing the width). */
+bool npu_disagg_experts_fit(const struct model_config *m, uint32_t n);
 
 /* The plan as `npuctl plan --disagg` prints it. */
 void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_config *c,

@@ -89,18 +89,21 @@ static int check_request(const struct model_config *m, const struct chip_config 
     return NPU_OK;
 }
 
+bool npu_disagg_experts_fit(const struct model_config *m, uint32_t n)
+{
+    const uint32_t E = m->num_experts;
+    /* the units rule is expert parallelism's (npu_planner_contiguous_units) */
+    return E && n && ((n <= E && E % n == 0) || npu_planner_contiguous_units(m, n) > 1);
+}
+
 /* The experts over N_e cores: E / N_e whole experts a core, or U = N_e / E units of one. */
 static int place_experts(const struct model_config *m, const struct npu_disagg_request *r,
                          struct npu_disagg_plan *p, char *err, size_t errlen)
 {
     const uint32_t E = m->num_experts, N = r->expert_cores;
-    if (N <= E && E % N == 0) {
-        p->experts_per_core = E / N, p->units = 1;
-        return NPU_OK;
-    }
-    const uint32_t U = N / E;
-    if (N > E && N % E == 0 && U <= NPU_EXPERT_UNITS_MAX && m->moe_intermediate_size % U == 0) {
-        p->experts_per_core = 0, p->units = U;
+    if (npu_disagg_experts_fit(m, N)) {
+        p->units = N > E ? N / E : 1;
+        p->experts_per_core = N > E ? 0 : E / N;
         return NPU_OK;
     }
     return fail(err, errlen, NPU_ERR_INVAL, "disaggregation: %u expert cores neither divide "

@@ -99,7 +99,8 @@ int npu_disagg_search(const struct model_config *m, const struct chip_config *c,
         if ((R % tp_a && tp_a % R) || m->num_heads % tp_a)
             continue;
         for (uint32_t cols = 1; cols < C; cols++)
-            try_cores(m, c, s, tp_a, cols * R, best, plan, &scratch, &found);
+            if (npu_disagg_experts_fit(m, cols * R))
+                try_cores(m, c, s, tp_a, cols * R, best, plan, &scratch, &found);
     }
     if (!found)
         return fail(err, errlen, NPU_ERR_INVAL, "disaggregation: no plan of %s on %s meets a "

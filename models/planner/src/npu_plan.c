@@ -547,6 +547,17 @@ static int widen_ring(struct planner *pl, struct npu_image_core *cores,
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
+/* Whether p keeps what `was` put in SRAM and how it runs the MoE: the residual, the KV
+   cache and the weights in SRAM or not, the KV pool, the MoE over the layer (a widening
+   that changes any of these is not taken). */
+static bool keeps_choices(const struct npu_plan *p, const struct npu_plan *was)
+{
+    return p->x_in_sram == was->x_in_sram && p->kv_in_sram == was->kv_in_sram &&
+           p->weights_resident == was->weights_resident &&
+           p->kv_sram_blocks == was->kv_sram_blocks &&
+           npu_moe_layer_wide(p) == npu_moe_layer_wide(was);
+}
+
 /* The default split-attention window widened, once the plan fits, to what max_tokens needs,
    at most NPU_KV_WINDOW_WIDE_BYTES of keys and values, the widest that keeps the plan's
    other choices (residual, KV cache and weights in SRAM or not, the KV pool, MoE groups,
@@ -566,14 +577,11 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
     const uint64_t most = NPU_KV_WINDOW_WIDE_BYTES / row / t * t;
     const uint64_t want = need < most ? need : most;
     const struct npu_plan was = *p;
-    const bool wide = npu_moe_layer_wide(p);
     for (uint64_t w = want; w > was.kv_window; w = w / 2 / t * t) {
         *p = was;
         p->kv_window = (uint32_t)w;
         int rc = npu_planner_cores(pl, cores, ops, nops);
-        if (rc == NPU_OK && p->x_in_sram == was.x_in_sram && p->kv_in_sram == was.kv_in_sram &&
-            p->weights_resident == was.weights_resident &&
-            p->kv_sram_blocks == was.kv_sram_blocks && npu_moe_layer_wide(p) == wide)
+        if (rc == NPU_OK && keeps_choices(p, &was))
             return NPU_OK;
     }
     *p = was;
@@ -592,7 +600,6 @@ static int widen_kv_block(struct planner *pl, const struct npu_plan_request *req
     if (req->kv_block)
         return NPU_OK;
     const struct npu_plan was = *p;
-    const bool wide = npu_moe_layer_wide(p);
     while (p->kv_block * 2 <= block0) {
         const struct npu_plan before = *p;
         p->kv_block *= 2;
@@ -601,9 +608,7 @@ static int widen_kv_block(struct planner *pl, const struct npu_plan_request *req
         if (!req->kv_window)
             p->kv_window = npu_kv_window_default(pl->cfg, p);
         int rc = npu_planner_cores(pl, cores, ops, nops);
-        if (rc != NPU_OK || p->x_in_sram != was.x_in_sram || p->kv_in_sram != was.kv_in_sram ||
-            p->weights_resident != was.weights_resident ||
-            p->kv_sram_blocks != was.kv_sram_blocks || npu_moe_layer_wide(p) != wide) {
+        if (rc != NPU_OK || !keeps_choices(p, &was)) {
             *p = before;
             return npu_planner_cores(pl, cores, ops, nops);
         }
