@@ -16,8 +16,8 @@
 #include "opts.h"
 
 enum img_opt {
-    IMG_MODEL, IMG_CHIP, IMG_TP, IMG_STAGES, IMG_INSTANCES, IMG_MAX_BATCH, IMG_MAX_TOKENS,
-    IMG_MAX_SEQ, IMG_TILE_ROWS, IMG_MOE_ROWS, IMG_MOE_SPILL_ROWS, IMG_EXPERT_SLOTS,
+    IMG_MODEL, IMG_CHIP, IMG_TP, IMG_STAGES, IMG_MICRO_BATCHES, IMG_INSTANCES, IMG_MAX_BATCH,
+    IMG_MAX_TOKENS, IMG_MAX_SEQ, IMG_TILE_ROWS, IMG_MOE_ROWS, IMG_MOE_SPILL_ROWS, IMG_EXPERT_SLOTS,
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
     IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
@@ -31,6 +31,7 @@ static uint32_t *u32_field(struct npu_plan_request *r, enum img_opt id)
     switch (id) {
     case IMG_TP: return &r->tp;
     case IMG_STAGES: return &r->stages;
+    case IMG_MICRO_BATCHES: return &r->micro_batches;
     case IMG_INSTANCES: return &r->instances;
     case IMG_MAX_BATCH: return &r->max_batch;
     case IMG_MAX_TOKENS: return &r->max_tokens;
@@ -219,6 +220,10 @@ static const struct npuctl_opt image_opts[] = {
       "narrower than 512, the tiny ones)", IMG_TP, C_ALL },
     { "--stages", NULL, "S", "1", "pipeline stages: S groups of tp cores, L/S layers each",
       IMG_STAGES, C_ALL },
+    { "--micro-batches", NULL, "M", "1",
+      "with --stages: each iteration's rows in M parts that follow each other through the "
+      "stages, so the stages overlap (a prompt may be cut; at most --max-tokens)",
+      IMG_MICRO_BATCHES, C_ALL },
     { "--instances", NULL, "I", NULL,
       "I copies of the plan in bands of cols/I columns, each with its own KV cache "
       "(serving with --sched pd-disagg; default: one)", IMG_INSTANCES, C_ALL },

@@ -232,6 +232,17 @@ static void test_image_refusals(void **state)
     reseal(b, n);
     expect_image_refusal(b, n, "the collectives' scratch");
 
+    /* Micro-batches: 0 (an image from before the field) or 1 pass; more need stages (this
+       image has one). */
+    memcpy(b, img.data, n);
+    h->plan.micro_batches = 0;
+    reseal(b, n);
+    assert_int_equal(npu_image_check(b, n, err, sizeof(err)), NPU_OK);
+    memcpy(b, img.data, n);
+    h->plan.micro_batches = 2;
+    reseal(b, n);
+    expect_image_refusal(b, n, "plan: 2 micro-batches");
+
     /* Split attention is 0 or 1. */
     memcpy(b, img.data, n);
     h->plan.kv_split = 2;

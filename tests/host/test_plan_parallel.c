@@ -459,6 +459,29 @@ static void test_stage_refusals(void **state)
     req = request(7, NPU_PART_K, NPU_IMAGE_FUNCTIONAL);
     req.stages = 2; /* 14 cores, but 7 is only a 7 x 1 rectangle */
     expect_plan_refusal(&dense, &mesh4x4, &req, "that its stages can stack into");
+    /* micro-batches: parts of an iteration's rows over stages, so not without them, and
+       at most one a row */
+    req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.micro_batches = 2;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "2 micro-batches: at most max-tokens");
+    req.stages = 2, req.tp = 2, req.max_tokens = 4, req.micro_batches = 5;
+    expect_plan_refusal(&dense, &mesh2x2, &req, "only over pipeline stages");
+}
+
+/* The plan keeps the micro-batches asked for (1 when not asked) and the image passes. */
+static void test_micro_batches(void **state)
+{
+    (void)state;
+    struct npu_plan_request req = request(2, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
+    req.stages = 2;
+    for (uint32_t mb = 0; mb <= 3; mb++) {
+        req.micro_batches = mb;
+        struct npu_built_image img = build(&dense, &mesh2x2, &req);
+        assert_int_equal(hdr(&img)->plan.micro_batches, mb ? mb : 1);
+        char text[4096];
+        assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);
+        npu_built_image_free(&img);
+    }
 }
 
 int main(void)
@@ -474,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_attn_deep),
         cmocka_unit_test(test_stages),
         cmocka_unit_test(test_stage_refusals),
+        cmocka_unit_test(test_micro_batches),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

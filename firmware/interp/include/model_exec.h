@@ -91,6 +91,10 @@ struct exec_batch {
     const struct exec_run *runs;
     uint32_t nruns, nprefill;
     uint32_t layer0, layer1;
+    /* A micro-batch (plan.micro_batches) is a part of the iteration's batch: its first row's
+       place among the iteration's residual rows, and the tokens wanted before it (where its
+       tokens go in the other stages' argmax). 0 for a whole batch. */
+    uint32_t row_base, token_base;
 };
 
 /* ---- Reuse classes (model_reuse.c, model_reuse_tile.c) */
@@ -303,8 +307,9 @@ int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p);
 int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows);
 /* Waits for those rows of the previous stage (in HBM: then copies them from its rows). */
 int exec_pipe_recv(struct exec_model *m, uint32_t row0, uint32_t rows);
-/* Last stage: the argmax of its nw token rows to this rank of every other stage. */
-int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw);
+/* Last stage: the argmax of its nw token rows to this rank of every other stage, at entry
+   w0 of theirs (a micro-batch's tokens after the earlier ones'). */
+int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw, uint32_t w0);
 /* Other stages: waits for those tokens (then in a.argmax). */
 int exec_pipe_recv_tokens(struct exec_model *m);
 
@@ -312,11 +317,12 @@ int exec_pipe_recv_tokens(struct exec_model *m);
 
 /* The runs' next tokens (greedy) and their logits: out[i], logit[i] for each run that wants
    a token (the last stage of a pipeline). */
-int exec_head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns, uint32_t *out,
-              float *logit);
-/* Another stage: the tokens the last stage sent (their logits stay there: logit 0). */
+int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, float *logit);
+/* Another stage: waits for the last stage's `messages` token messages (one per micro-batch
+   that wants tokens), then the runs' tokens (their logits stay there: logit 0). */
 int exec_head_tokens_from_last_stage(struct exec_model *m, const struct exec_run *runs,
-                                     uint32_t nruns, uint32_t *out, float *logit);
+                                     uint32_t nruns, uint32_t messages, uint32_t *out,
+                                     float *logit);
 
 /* ---- model_exec.c: chains, GEMMs, staging, embeddings */
 

@@ -83,13 +83,14 @@ static int head_split(struct exec_model *m, uint32_t nw)
     return rc;
 }
 
-int exec_head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns, uint32_t *out,
-              float *logit)
+int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, float *logit)
 {
+    const struct exec_run *runs = b->runs;
+    const uint32_t nruns = b->nruns;
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, V = c->vocab_size;
     const uint64_t row = (uint64_t)d * m->buf.eb;
-    uint32_t nw = 0, r = 0;
+    uint32_t nw = 0, r = b->row_base;
     exec_set_layer(m, c->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
@@ -120,7 +121,7 @@ int exec_head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
         rc = exec_flush(m);
     }
     if (rc == NPU_OK && m->pipe.stages > 1)
-        rc = exec_pipe_send_tokens(m, nw);
+        rc = exec_pipe_send_tokens(m, nw, b->token_base);
     if (rc == NPU_OK)
         read_tokens(m, runs, nruns, true,
                     split ? (const struct head_pick *)(uintptr_t)m->buf.a.lm_picks : NULL, out, logit);
@@ -128,15 +129,13 @@ int exec_head(struct exec_model *m, const struct exec_run *runs, uint32_t nruns,
 }
 
 int exec_head_tokens_from_last_stage(struct exec_model *m, const struct exec_run *runs,
-                                     uint32_t nruns, uint32_t *out, float *logit)
+                                     uint32_t nruns, uint32_t messages, uint32_t *out,
+                                     float *logit)
 {
-    bool any = false;
-    for (uint32_t i = 0; i < nruns; i++)
-        any |= runs[i].wants_token;
-    if (!any)
-        return NPU_OK;
-    int rc = exec_pipe_recv_tokens(m);
-    if (rc == NPU_OK)
+    int rc = NPU_OK;
+    for (uint32_t i = 0; rc == NPU_OK && i < messages; i++)
+        rc = exec_pipe_recv_tokens(m);
+    if (rc == NPU_OK && messages > 0)
         read_tokens(m, runs, nruns, false, NULL, out, logit);
     return rc;
 }

@@ -169,14 +169,15 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
             uint32_t *out, float *logit)
 {
     if (op->kind == NPU_OP_HEAD)
-        return exec_head(m, b->runs, b->nruns, out, logit);
+        return exec_head(m, b, out, logit);
     if (!exec_op_has_rows(op, b))
         return NPU_OK; /* no rows in this layer: nothing to stage or run */
     uint32_t rows = 0, prows = 0;
     for (uint32_t i = 0; i < b->nruns; i++)
         rows += b->runs[i].count, prows += i < b->nprefill ? b->runs[i].count : 0;
     const bool all = exec_op_runs_all(op, b);
-    const uint32_t first = all ? 0 : b->nprefill, row0 = all ? 0 : prows;
+    const uint32_t first = all ? 0 : b->nprefill, skip = all ? 0 : prows;
+    const uint32_t row0 = b->row_base + skip; /* among the iteration's residual rows */
     if (op->kind == NPU_OP_STAGE) {
         /* the next layer runs in this iteration and on this core's stage */
         const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = op->layer + 1 };
@@ -191,25 +192,47 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
         /* the rows that ran the sending stage's last layer, on both sides */
         exec_set_layer(m, op->kind == NPU_OP_SEND ? op->layer : op->layer + 1);
-        return op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - row0)
-                                       : exec_pipe_recv(m, row0, rows - row0);
+        return op->kind == NPU_OP_SEND ? exec_pipe_send(m, row0, rows - skip)
+                                       : exec_pipe_recv(m, row0, rows - skip);
     }
-    return exec_layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - row0);
+    return exec_layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - skip);
 }
 
-int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+/* Part i of `parts` of batch b (R rows): its rows [i R / parts, (i + 1) R / parts), a run
+   cut where a boundary falls inside it. A prompt's rows may then run in two parts: the
+   earlier part writes their KV cache before the later one reads it, as chunked prefill's
+   chunks do across iterations. runs[] receives the part's runs, orig[j] the batch's index
+   of runs[j]; only a run's last piece wants its token. */
+static struct exec_batch batch_part(const struct exec_batch *b, uint32_t R, uint32_t i,
+                                    uint32_t parts, struct exec_run *runs, uint32_t *orig)
+{
+    const uint32_t lo = (uint32_t)((uint64_t)R * i / parts);
+    const uint32_t hi = (uint32_t)((uint64_t)R * (i + 1) / parts);
+    struct exec_batch p = { .runs = runs, .layer0 = b->layer0, .layer1 = b->layer1,
+                            .row_base = b->row_base + lo, .token_base = b->token_base };
+    for (uint32_t j = 0, r0 = 0; j < b->nruns && r0 < hi; r0 += b->runs[j].count, j++) {
+        const struct exec_run *s = &b->runs[j];
+        const uint32_t a = r0 > lo ? r0 : lo, e = r0 + s->count < hi ? r0 + s->count : hi;
+        if (e <= a) {
+            p.token_base += s->wants_token; /* wholly before the part */
+            continue;
+        }
+        struct exec_run *d = &runs[p.nruns];
+        *d = *s;
+        d->pos = s->pos + (a - r0), d->count = e - a;
+        d->tokens = s->tokens ? s->tokens + (a - r0) : NULL;
+        d->wants_token = s->wants_token && e == r0 + s->count;
+        orig[p.nruns] = j;
+        p.nprefill += j < b->nprefill;
+        p.nruns++;
+    }
+    return p;
+}
+
+/* The ops over batch b (a whole iteration, or one of its micro-batches). */
+static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit)
 {
-    uint32_t rows = 0;
-    for (uint32_t i = 0; i < b->nruns; i++)
-        rows += b->runs[i].count;
-    assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
-    assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
-           b->layer1 <= m->cfg->num_layers);
-    /* the expert ring keeps what it holds within an iteration only, so expert-load bytes
-       count each routed expert once per layer and iteration (as the reference does) */
-    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
-    m->w.ring.backward = false;
     m->w.staged_next = 0; /* the head may have streamed through the staging buffer */
     m->w.stage_deferred = 0;
     int rc = NPU_OK;
@@ -220,8 +243,53 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
         if (rc == NPU_OK && used == 0)
             rc = exec_op(m, &ops[i], b, out, logit), used = 1;
     }
+    return rc;
+}
+
+/* Micro-batches (plan.micro_batches over pipeline stages): the parts one after another on
+   this stage, each handed on by its SEND as soon as it is through, so that the next stage
+   works on part i while this one runs part i + 1. Returns the token messages the last
+   stage sends (parts that want tokens). */
+static int run_parts(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                     const struct exec_batch *b, uint32_t rows, uint32_t parts,
+                     uint32_t *out, float *logit, uint32_t *messages)
+{
+    static struct exec_run runs[NPU_BATCH_MAX];
+    static uint32_t orig[NPU_BATCH_MAX], pout[NPU_BATCH_MAX];
+    static float plogit[NPU_BATCH_MAX];
+    int rc = NPU_OK;
+    *messages = 0;
+    for (uint32_t i = 0; rc == NPU_OK && i < parts; i++) {
+        const struct exec_batch p = batch_part(b, rows, i, parts, runs, orig);
+        rc = run_ops(m, ops, nops, &p, pout, plogit);
+        bool any = false;
+        for (uint32_t j = 0; j < p.nruns; j++)
+            if (runs[j].wants_token) /* on the last stage; the others' come after */
+                out[orig[j]] = pout[j], logit[orig[j]] = plogit[j], any = true;
+        *messages += any;
+    }
+    return rc;
+}
+
+int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                   const struct exec_batch *b, uint32_t *out, float *logit)
+{
+    uint32_t rows = 0, wanted = 0;
+    for (uint32_t i = 0; i < b->nruns; i++)
+        rows += b->runs[i].count, wanted += b->runs[i].wants_token;
+    assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
+    assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
+           b->layer1 <= m->cfg->num_layers);
+    /* the expert ring keeps what it holds within an iteration only, so expert-load bytes
+       count each routed expert once per layer and iteration (as the reference does) */
+    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
+    m->w.ring.backward = false;
+    const uint32_t mb = m->plan->micro_batches, parts = mb < 2 ? 1 : mb < rows ? mb : rows;
+    uint32_t messages = wanted > 0;
+    int rc = parts == 1 ? run_ops(m, ops, nops, b, out, logit)
+                        : run_parts(m, ops, nops, b, rows, parts, out, logit, &messages);
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
-        rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, out, logit);
+        rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     m->acct.iterations++;

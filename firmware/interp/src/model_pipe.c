@@ -25,12 +25,13 @@ static uint64_t peer_addr(const struct exec_model *m, uint32_t core, uint64_t ad
     return noc_sram_addr(core, addr - m->buf.sram);
 }
 
-static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t bytes,
+/* bytes from src to the same place of core's SRAM, plus `at` bytes */
+static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t at, uint64_t bytes,
                 uint32_t sem, bool control)
 {
     assert(bytes >= 1 && bytes <= UINT32_MAX);
     struct noc_write_async_args w = {
-        .src = src, .dst = peer_addr(m, core, src), .bytes = (uint32_t)bytes,
+        .src = src, .dst = peer_addr(m, core, src + at), .bytes = (uint32_t)bytes,
         .on_arrival = { .enable = true, .core = (uint16_t)core, .sem = (uint8_t)sem,
                         .value = 1 },
         .control = control };
@@ -48,7 +49,7 @@ int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows)
     const uint32_t next = m->pipe.core[m->pipe.stage + 1];
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     if (m->buf.x_in_sram) {
-        rc = send(m, next, m->buf.x_all + row0 * row, rows * row, SEM_PIPE, false);
+        rc = send(m, next, m->buf.x_all + row0 * row, 0, rows * row, SEM_PIPE, false);
     } else { /* in HBM, where they are: the next stage copies them */
         struct noc_sem_args ready = { .core = next, .sem = SEM_PIPE, .value = 1 };
         rc = noc_sem_inc(&ready);
@@ -75,12 +76,12 @@ int exec_pipe_recv(struct exec_model *m, uint32_t row0, uint32_t rows)
     return rc;
 }
 
-int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw)
+int exec_pipe_send_tokens(struct exec_model *m, uint32_t nw, uint32_t w0)
 {
-    assert(m->pipe.stage + 1 == m->pipe.stages);
+    assert(m->pipe.stage + 1 == m->pipe.stages && w0 + nw <= m->plan->max_batch);
     int rc = NPU_OK;
     for (uint32_t s = 0; rc == NPU_OK && s + 1 < m->pipe.stages; s++)
-        rc = send(m, m->pipe.core[s], m->buf.a.argmax, nw * 4ull, SEM_TOKENS, true);
+        rc = send(m, m->pipe.core[s], m->buf.a.argmax, w0 * 4ull, nw * 4ull, SEM_TOKENS, true);
     return rc == NPU_OK ? noc_write_barrier() : rc;
 }
 

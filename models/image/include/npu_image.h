@@ -98,7 +98,11 @@ struct npu_plan {
     uint32_t kv_block;           /* positions per attention block (online softmax) */
     uint32_t routing;            /* enum npu_routing (performance mode) */
     uint32_t routing_skew_milli; /* skewed: Zipf exponent x 1000 of expert popularity */
-    uint32_t reserved_plan0;     /* 0: no padding, so plans compare with memcmp */
+    /* Pipeline micro-batches: each stage runs an iteration's runs in this many parts (the
+       parts' rows in turn), handing a part on as soon as it is through, so that the stages
+       work on different parts at once (GPipe-style, within an iteration). 0 (images from
+       before the field) or 1: the iteration as one part; more needs stages > 1. */
+    uint32_t micro_batches;
     uint64_t routing_seed;
     uint32_t weights_resident;   /* 1: every share in SRAM; 0: staged per layer from HBM */
     uint32_t kv_in_sram;         /* 1: the KV ring in SRAM; 0: in HBM */
@@ -188,7 +192,7 @@ struct npu_plan {
     uint32_t expert_map_slices;
 };
 _Static_assert(offsetof(struct npu_plan, routing_seed) ==
-                       offsetof(struct npu_plan, reserved_plan0) + 4 &&
+                       offsetof(struct npu_plan, micro_batches) + 4 &&
                    sizeof(struct npu_plan) == offsetof(struct npu_plan, expert_map_slices) + 4,
                "struct npu_plan has no padding (the planner compares plans with memcmp)");
 #define NPU_EXPERT_SLOTS_MAX 8u

@@ -131,9 +131,10 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
     if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u needs staged weights "
                     "and 2 or more layers a stage (%u)", p->stage_double, p->stage_layers);
-    if (p->reserved_plan0)
-        return fail(err, errlen, NPU_ERR_FORMAT, "plan: reserved field %u, not 0",
-                    p->reserved_plan0);
+    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: %u micro-batches: at most max_tokens "
+                    "(%u), and more than one only over pipeline stages (%u)", p->micro_batches,
+                    p->max_tokens, p->stages);
     if (p->attn_deep > 1 ||
         (p->attn_deep && (p->tp < 2 || p->partition[NPU_GEMM_O] != NPU_PART_2D)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_deep %u: 0, or 1 with a 2D O "

@@ -21,6 +21,8 @@
 struct npu_plan_request {
     uint32_t tp;                        /* ranks (0: every core of the chip) */
     uint32_t stages;                    /* pipeline stages */
+    uint32_t micro_batches;             /* parts of an iteration over the stages (0: 1;
+                                           npu_plan.micro_batches) */
     uint32_t instances;                 /* data-parallel instances, each in a band of
                                            mesh_cols / instances columns (0: 1) */
     int placement;                      /* enum noc_placement; -1: mesh2d where a GEMM is

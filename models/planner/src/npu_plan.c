@@ -17,8 +17,8 @@
 
 void npu_plan_request_init(struct npu_plan_request *req)
 {
-    *req = (struct npu_plan_request){ .stages = 1, .placement = -1, .dtype = -1,
-                                      .routing_seed = 1, .expert_placement = -1,
+    *req = (struct npu_plan_request){ .stages = 1, .micro_batches = 1, .placement = -1,
+                                      .dtype = -1, .routing_seed = 1, .expert_placement = -1,
                                       .kv_split = -1, .moe_units_rows = -1,
                                       .attn_deep = -1 };
 }
@@ -234,6 +234,12 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
                : req->mode == NPU_IMAGE_PERFORMANCE ? NPU_IMAGE_BF16 : NPU_IMAGE_FP32;
     p->max_batch = req->max_batch ? req->max_batch : 8;
     p->max_tokens = req->max_tokens ? req->max_tokens : 512;
+    p->micro_batches = req->micro_batches ? req->micro_batches : 1;
+    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u micro-batches: at most max-tokens "
+                    "(%u) parts of an iteration's rows, and more than one only over pipeline "
+                    "stages (--stages 2 or more; %u)", p->micro_batches, p->max_tokens,
+                    p->stages);
     p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
     if (req->kv_split < -1 || req->kv_split > 1 || (req->kv_split == 1 && p->tp == 1))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %d is not 0 or 1 (or there "
@@ -360,6 +366,8 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
         npu_plan_stage_origin(p, st, &r0, &c0);
         fprintf(f, "%s(%u,%u)", st ? " " : ", stages at ", r0, c0);
     }
+    if (p->micro_batches > 1)
+        fprintf(f, ", %u micro-batches", p->micro_batches);
     if (p->instances > 1)
         fprintf(f, ", %u instances in bands of %u columns", p->instances, p->instance_cols);
     fprintf(f, "\n");
