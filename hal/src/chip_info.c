@@ -243,7 +243,7 @@ void hal_start(void)
            device, which the chip reports with the hart's name. */
         mmio_write32(npu_memmap[NPU_MAP_EXIT].base, (NPU_EXIT_BOOT << 16) | 0x3333);
         for (;;)
-            __asm__ volatile("wfi");
+            __asm__ volatile("wfi" ::: "memory");
     }
     __libc_init_array();
     hal_exit(main());

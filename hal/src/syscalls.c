@@ -92,7 +92,7 @@ void hal_exit(int status)
         mmio_write32(hal_self()->regs_base + CORE_EXIT_OFFSET, (uint32_t)status & 0xff);
     }
     for (;;)
-        __asm__ volatile("wfi"); /* finished: no wake-up will come */
+        __asm__ volatile("wfi" ::: "memory"); /* finished: no wake-up will come */
 }
 
 int _write(int fd, const void *buf, int len)

@@ -22,7 +22,10 @@ extern char __image_base[];
 /* start.S cannot include the generated C headers; keep its copies of two constants honest. */
 static_assert(NPU_MAP_EXIT_BASE == 0x100000ull, "start.S early_trap exit address");
 static_assert(NPU_EXIT_TRAP == 2, "start.S early_trap exit code");
-static hal_irq_handler_fn irq_handler;
+/* HAZARD: read by the trap handler, which runs between any two instructions: volatile, so
+   that a store is not dropped when the compiler sees it overwritten before any call it
+   knows reads it (link-time optimisation inlines hal_irq_set_handler into its callers). */
+static hal_irq_handler_fn volatile irq_handler;
 
 void hal_trap_dispatch(struct hal_trap_frame *frame);
 
@@ -50,10 +53,11 @@ void hal_irq_set_handler(hal_irq_handler_fn fn)
 
 void hal_irq_enable(bool on)
 {
+    /* "memory": a compiler barrier, so no store moves across the enable or disable */
     if (on)
-        __asm__ volatile("csrs mstatus, %0" ::"r"(MSTATUS_MIE));
+        __asm__ volatile("csrs mstatus, %0" ::"r"(MSTATUS_MIE) : "memory");
     else
-        __asm__ volatile("csrc mstatus, %0" ::"r"(MSTATUS_MIE));
+        __asm__ volatile("csrc mstatus, %0" ::"r"(MSTATUS_MIE) : "memory");
 }
 
 static void report_fatal(const struct hal_trap_frame *f)

@@ -35,7 +35,7 @@ int hal_wait(const struct hal_wait_args *args, uint32_t *cause)
     /* Each pass sleeps until the wake interrupt is pending: this is not a spin. */
     while ((status = mmio_read32(r + CORE_WAIT_STATUS_OFFSET)) &
            CORE_WAIT_STATUS_WAITING_MASK)
-        __asm__ volatile("wfi");
+        __asm__ volatile("wfi" ::: "memory");
     mmio_write32(r + CORE_IRQ_STATUS_OFFSET, CORE_IRQ_STATUS_WAKE_MASK);
     if (cause)
         *cause = mmio_field_get(status, CORE_WAIT_STATUS_CAUSE_MASK,
