@@ -247,9 +247,13 @@ int main(void)
     if (rc == NPU_ERR_NOTFOUND)
         return report_done(NPU_EXIT_OK); /* outside the plan */
     uint32_t n_new = bootarg_u32("new", 16);
-    uint32_t nreq = rc == NPU_OK && n_new ? parse_requests(n_new) : 0;
-    if (rc == NPU_OK && (nreq == 0 || n_new == 0))
+    if (rc == NPU_OK && n_new == 0) {
+        printf("MODEL error: new=0: every request generates at least one token (bootarg new)\n");
         rc = NPU_ERR_INVAL;
+    }
+    uint32_t nreq = rc == NPU_OK ? parse_requests(n_new) : 0;
+    if (rc == NPU_OK && nreq == 0)
+        rc = NPU_ERR_INVAL; /* parse_requests said why */
     if (rc == NPU_OK)
         rc = check_requests(nreq, n_new);
     if (rc == NPU_OK)
