@@ -196,6 +196,7 @@ static int setup(void)
     }
     sv.vocab = cfg.vocab_size, sv.max_seq = sv.image->plan.max_seq;
     sv.engine_trace = hal_bootarg_has("engine_trace");
+    sv.max_concurrency = bootarg_u32("max_concurrency", 0);
     extern char __image_end[];
     if ((uint64_t)(uintptr_t)__image_end > hal_chip()->dram_base + RT_MAILBOX_DRAM_OFFSET ||
         hal_chip()->dram_size < RT_TRACE_DRAM_OFFSET) {
@@ -214,12 +215,42 @@ static int setup(void)
     return rc;
 }
 
+/* --max-concurrency (vLLM's benchmark client): at most that many requests in flight
+   (arrived and not ended); the next one due beyond them is held by its client, with every
+   later one (a client sends in order), and sent when one ends: it arrives then, and its
+   TTFT counts from then. A held request's arrival is UINT64_MAX until released, so the
+   schedulers' scans stop at it and their next arrival is "none": the control core waits
+   for an answer, which is when a request can end. This runs where requests end, at the
+   end of an iteration, so "now" is when the slot freed. */
+static void hold_arrivals(struct serve *v, uint32_t first, uint64_t now)
+{
+    uint32_t in_flight = 0;
+    for (uint32_t i = 0; i < first; i++)
+        in_flight += v->reqs[i].state == RT_REQ_QUEUED || v->reqs[i].state == RT_REQ_RUNNING;
+    for (uint32_t i = first; i < v->nreqs; i++) {
+        struct rt_request *q = &v->reqs[i];
+        if (!q->held && q->arrival_ps > now)
+            break; /* not due yet, nor any later one */
+        if (q->state != RT_REQ_FUTURE) /* refused by the loader: never in flight */
+            continue;
+        if (in_flight < v->max_concurrency) {
+            in_flight++;
+            q->arrival_ps = q->held ? now : q->arrival_ps, q->held = false;
+        } else {
+            q->held = true, q->arrival_ps = UINT64_MAX;
+        }
+    }
+}
+
 /* Requests that arrived by now: their arrive lines, and reject lines for those refused. */
 void serve_take_arrivals(struct serve *v)
 {
     const uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival;
-    const uint32_t n = v->pd_mode ? pd_arrive(&v->pd, hal_time_ps(), v->max_seq)
-                                  : sched_arrive(&v->sched, hal_time_ps(), v->max_seq);
+    const uint64_t now = hal_time_ps();
+    if (v->max_concurrency)
+        hold_arrivals(v, first, now);
+    const uint32_t n = v->pd_mode ? pd_arrive(&v->pd, now, v->max_seq)
+                                  : sched_arrive(&v->sched, now, v->max_seq);
     for (uint32_t i = first; i < first + n; i++) {
         const struct rt_request *q = &v->reqs[i];
         lines_print_serve_arrive(&(struct lines_serve_arrive){

@@ -30,6 +30,7 @@ struct serve {
     const void *blob;                 /* the trace, checked */
     struct rt_request *reqs;          /* [nreqs] */
     uint32_t nreqs, vocab, max_seq;
+    uint32_t max_concurrency;         /* requests in flight at most (0: no limit) */
     uint32_t *last_token;             /* [nreqs]: each request's newest token */
     bool *announced;                  /* [nreqs]: its admit line is printed */
     bool pd_mode;                     /* --sched pd-disagg: pd, else sched on instance 0 */

@@ -15,11 +15,13 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "chip_config.h"
 #include "model_config.h"
@@ -92,12 +94,14 @@ static int write_file(const char *path, const void *data, size_t bytes)
     return ok ? 0 : npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
 }
 
-/* DIR/trace.jsonl: the trace as served, with the prompt ids the chip is given (the trace's
-   own, or those trace_synth_ids makes), so a run can be checked and repeated. */
-static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, uint32_t vocab)
+/* DIR/trace.jsonl: the trace as served (after the load knobs), with the prompt ids the chip
+   is given in a functional run (the trace's own, or those trace_synth_ids makes), so a run
+   can be checked and repeated. */
+static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, uint32_t vocab,
+                              bool ids)
 {
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
-    for (size_t i = 0; i < t->n; i++) {
+    for (size_t i = 0; i < t->n && ids; i++) {
         struct rt_trace_entry *e = &t->e[i];
         if (e->input_ids || !e->input_length)
             continue;
@@ -133,6 +137,11 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
         return npuctl_usage_error("%s", err);
     if (t.n == 0) /* nothing to serve: said here, not by a run that reports nothing */
         return npuctl_usage_error("%s: no requests in the trace", o->trace);
+    o->load.seed = o->seed;
+    if (trace_apply_load(&t, &o->load, err, sizeof(err)) != NPU_OK) {
+        trace_free(&t);
+        return npuctl_usage_error("%s: %s", o->trace, err);
+    }
     struct npu_built_image img = { 0 };
     FILE *plan = NULL;
     snprintf(path, sizeof(path), "%s/plan.txt", o->out);
@@ -167,8 +176,9 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
         rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, room, &blob, &bytes,
                               err, sizeof(err)) ? npuctl_usage_error("%s: %s", o->trace, err)
                                                 : 0;
-        if (rc == 0 && functional)
-            rc = write_served_trace(o, &t, cfg->vocab_size);
+        const bool loaded = o->load.num_prompts || o->load.rate != 0;
+        if (rc == 0 && (functional || loaded))
+            rc = write_served_trace(o, &t, cfg->vocab_size, functional);
         snprintf(path, sizeof(path), "%s/trace.bin", o->out);
         if (rc == 0)
             rc = write_file(path, blob, bytes);
@@ -178,8 +188,13 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     if (img.data)
         npu_built_image_free(&img);
     o->requests = t.n;
-    o->rate = t.n > 1 && t.e[t.n - 1].timestamp_ms > 0
-                  ? (double)t.n / (t.e[t.n - 1].timestamp_ms / 1e3) : 0.0;
+    /* as served: --request-rate, else the trace's mean rate by the same rule as the
+       summary's measured arrival_rate, (n - 1) / (last - first arrival) */
+    const double span_s = t.n ? (t.e[t.n - 1].timestamp_ms - t.e[0].timestamp_ms) / 1e3 : 0;
+    o->rate = o->load.rate != 0 ? o->load.rate
+              : t.n < 2         ? NAN
+              : span_s > 0      ? (double)(t.n - 1) / span_s
+                                : INFINITY;
     trace_free(&t);
     return rc;
 }
@@ -203,8 +218,13 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
                                 sizeof(err)) != NPU_OK)
         npuctl_print_error("%s (energy and traffic left out)", err);
     metrics_summarise(&log, &o->slo, &s); /* keeps what the chip stats gave */
-    char rate[32], sched_params[160];
-    snprintf(rate, sizeof(rate), "%.6g", o->rate);
+    char rate[32], sched_params[160], date[32];
+    snprintf(rate, sizeof(rate), isnan(o->rate) ? "-" : "%.6g", o->rate);
+    strftime(date, sizeof(date), "%Y%m%d-%H%M%S", gmtime(&o->started));
+    const struct rt_run_keys run = {
+        .date = date, .backend = "npu-mesh", .model_id = h->model_name,
+        .request_rate = o->rate, .burstiness = o->load.rate != 0 ? o->load.burstiness : NAN,
+        .max_concurrency = o->max_concurrency };
     serve_opts_describe(o, sched_params, sizeof(sched_params));
     const struct rt_label labels[] = {
         { "chip", h->chip_name }, { "model", h->model_name },
@@ -215,7 +235,8 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
     int rc = 0;
     snprintf(path, sizeof(path), "%s/summary.json", o->out);
     rc |= metrics_write_summary_json(path, &s, &o->slo, labels,
-                                     sizeof(labels) / sizeof(labels[0]), err, sizeof(err));
+                                     sizeof(labels) / sizeof(labels[0]), &run, &log, err,
+                                     sizeof(err));
     snprintf(path, sizeof(path), "%s/requests.csv", o->out);
     snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
     rc |= metrics_write_requests_csv(path, tokens, &log, &o->slo, err, sizeof(err));
@@ -258,6 +279,7 @@ int npuctl_cmd_serve(int argc, char **argv)
     int rc = serve_opts_parse(argc, argv, &o);
     if (rc || o.help)
         return rc;
+    o.started = time(NULL);
     if ((rc = check_names(&o)))
         return rc;
     struct stat st;

@@ -6,6 +6,7 @@
 #include "serve_opts.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,7 @@ enum serve_opt {
     SV_TRACE, SV_OUT, SV_SEED, SV_SLO_TTFT, SV_SLO_TBT, SV_TIMEOUT, SV_THREADS, SV_WATCHDOG,
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
+    SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY,
 };
 
 /* The scheduler and its parameters. */
@@ -114,6 +116,20 @@ static int apply_run_opt(struct serve_opts *o, const struct npuctl_opt *opt, con
         rc = npuctl_parse_real(name, v, 0, 1e12, &x);
         o->slo.tbt_ms = rc ? o->slo.tbt_ms : x;
         return rc;
+    case SV_NUM_PROMPTS: return parse_count(name, v, &o->load.num_prompts);
+    case SV_REQUEST_RATE:
+        if (v && strcmp(v, "inf") == 0) {
+            o->load.rate = INFINITY;
+            return 0;
+        }
+        rc = npuctl_parse_real(name, v, 1e-9, 1e9, &x);
+        o->load.rate = rc ? o->load.rate : x;
+        return rc;
+    case SV_BURSTINESS:
+        rc = npuctl_parse_real(name, v, 1e-3, 1e3, &x);
+        o->load.burstiness = rc ? o->load.burstiness : x;
+        return rc;
+    case SV_MAX_CONCURRENCY: return parse_count(name, v, &o->max_concurrency);
     default: return NPUCTL_EXIT_USAGE;
     }
 }
@@ -173,6 +189,20 @@ static const struct npuctl_opt serve_table[] = {
       "performance mode: time one layer of each run of alike layers and replay the others "
       "(on), also layers recorded in earlier iterations (shapes), also alike tiles inside "
       "a layer (tiles); docs/images.md, \"Layer reuse\"", SV_LAYER_REUSE, C_SERVE },
+    { "--num-prompts", NULL, "N", NULL,
+      "serve only the trace's first N requests (default: all; vLLM's --num-prompts)",
+      SV_NUM_PROMPTS, C_SERVE },
+    { "--request-rate", NULL, "R|inf", NULL,
+      "re-time the trace's requests at R per second, gaps drawn from --seed as `trace gen` "
+      "draws them (Poisson, or gamma with --burstiness); inf: all at once (default: the "
+      "trace's own timestamps)", SV_REQUEST_RATE, C_SERVE },
+    { "--burstiness", NULL, "B", "1",
+      "with --request-rate: the gaps' gamma shape, 1 Poisson, below 1 burstier (vLLM's "
+      "--burstiness)", SV_BURSTINESS, C_SERVE },
+    { "--max-concurrency", NULL, "C", NULL,
+      "at most C requests in flight: a request arriving beyond them is sent when one ends, "
+      "its TTFT counted from then (vLLM's --max-concurrency; default: no limit)",
+      SV_MAX_CONCURRENCY, C_SERVE },
     { "--inject-fault", NULL, "KIND:CORE:ROUND", NULL,
       "a fault on CORE at its ROUND-th round (from 1), KIND trap, deadlock, timeout or "
       "spin (docs/serving.md, \"Faults\")", SV_FAULT, C_SERVE },
@@ -217,7 +247,7 @@ static void set_defaults(struct serve_opts *o)
     static char trace[NPUCTL_PATH_MAX];
     snprintf(trace, sizeof(trace), "%s/" DEFAULT_TRACE, npuctl_get_dir(NPUCTL_DIR_SOURCE));
     *o = (struct serve_opts){ .trace = trace, .out = "serve-out", .threads = "auto",
-                              .timeout_s = 600, .seed = 1,
+                              .timeout_s = 600, .seed = 1, .load = { .burstiness = 1 },
                               .slo = { .ttft_ms = 10000, .tbt_ms = 125 } };
     npuctl_image_opts_init(&o->image);
     o->image.model = NPUCTL_SERVE_DEFAULT_MODEL;

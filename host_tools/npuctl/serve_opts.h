@@ -7,12 +7,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "npuctl.h"
 #include "npu_image.h"
 #include "rt/metrics.h"
 #include "rt/sched.h"
 #include "rt/sched_pd.h"
+#include "rt/trace.h"
 
 /* --decode-cores SPEC (serve_hetero.c): the decode cores' engine sizes; 0 = the chip's. */
 struct serve_hetero {
@@ -33,7 +35,9 @@ struct serve_opts {
     struct rt_sched_params sched;     /* --sched and its parameters */
     struct rt_slo slo;
     const char *trace, *out, *threads;
-    uint64_t seed;                    /* prompt ids where the trace has none */
+    uint64_t seed;                    /* prompt ids where the trace has none; arrivals */
+    struct rt_trace_load load;        /* --num-prompts, --request-rate, --burstiness */
+    uint32_t max_concurrency;         /* --max-concurrency (0: no limit) */
     uint32_t timeout_s;
     uint32_t watchdog_ms;             /* --watchdog-ms (0: the machine's default) */
     char fault[80];                   /* --inject-fault's bootargs, "" without it */
@@ -43,7 +47,9 @@ struct serve_opts {
     struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
     char run_chip[NPUCTL_PATH_MAX];   /* the chip file of the run if not --chip's: DIR/chip.toml */
     size_t requests;                  /* filled once the trace is read */
-    double rate;                      /* the trace's mean request rate, req/s */
+    double rate;                      /* the request rate as served, req/s (INFINITY:
+                                         all at once; NAN: one request) */
+    time_t started;                   /* the run's start (summary.json's date) */
 };
 
 /* 0, or NPUCTL_EXIT_USAGE after printing what is wrong (the option named). */

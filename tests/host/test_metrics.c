@@ -275,8 +275,8 @@ static void test_summary_json(void **state)
     struct rt_label labels[] = { { "chip", "tiny-2" }, { "sched", "fcfs" },
                                  { "request_rate", "4" } };
     summarise_run(&log, &s, slo.ttft_ms, slo.tbt_ms);
-    if (metrics_write_summary_json(tmp_path("summary.json"), &s, &slo, labels, 3, err,
-                                   sizeof(err)))
+    if (metrics_write_summary_json(tmp_path("summary.json"), &s, &slo, labels, 3, NULL, NULL,
+                                   err, sizeof(err)))
         fail_msg("%s", err);
     json_error_t je;
     json_t *o = json_load_file(tmp_path("summary.json"), 0, &je);
@@ -298,6 +298,67 @@ static void test_summary_json(void **state)
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
                                                           "sched")), "fcfs");
     assert_true(json_is_true(json_object_get(o, "complete")));
+    json_decref(o);
+    serve_log_free(&log);
+}
+
+/* vLLM's run keys and per-request arrays, read as its result readers do: the keys at the
+   top level, the arrays one entry per prompt in request order, seconds. */
+static void test_summary_run_keys(void **state)
+{
+    (void)state;
+    struct rt_serve_log log;
+    struct rt_summary s;
+    struct rt_slo slo = { 25.0, 10.0 };
+    summarise_run(&log, &s, slo.ttft_ms, slo.tbt_ms);
+    const struct rt_run_keys run = { .date = "20261202-120000", .backend = "npu-mesh",
+                                     .model_id = "tiny-moe", .request_rate = INFINITY,
+                                     .burstiness = NAN, .max_concurrency = 4 };
+    if (metrics_write_summary_json(tmp_path("summary.json"), &s, &slo, NULL, 0, &run, &log, err,
+                                   sizeof(err)))
+        fail_msg("%s", err);
+    json_error_t je;
+    json_t *o = json_load_file(tmp_path("summary.json"), 0, &je);
+    if (!o)
+        fail_msg("summary.json does not parse: %d: %s", je.line, je.text);
+    assert_string_equal(json_string_value(json_object_get(o, "date")), "20261202-120000");
+    assert_string_equal(json_string_value(json_object_get(o, "backend")), "npu-mesh");
+    assert_string_equal(json_string_value(json_object_get(o, "model_id")), "tiny-moe");
+    assert_string_equal(json_string_value(json_object_get(o, "request_rate")), "inf");
+    assert_true(json_is_null(json_object_get(o, "burstiness")));
+    expect_near("max_concurrency", json_num(o, "max_concurrency"), 4);
+    /* requests 0 and 2 meet 25 ms / 10 ms (1 has a gap of 18 ms, 3 was rejected) */
+    expect_near("request_goodput", json_num(o, "request_goodput"), 2 / 0.036);
+    static const double in[] = { 8, 4, 16, 100000 }, out[] = { 3, 2, 4, 0 };
+    static const double ttft[] = { 0.010, 0.010, 0.020, 0 };
+    static const char *const errors[] = { "", "", "", "too_long" };
+    static const size_t gaps[] = { 2, 1, 3, 0 };
+    json_t *a[] = { json_object_get(o, "input_lens"), json_object_get(o, "output_lens"),
+                    json_object_get(o, "ttfts"), json_object_get(o, "itls"),
+                    json_object_get(o, "errors") };
+    for (size_t k = 0; k < 5; k++)
+        assert_int_equal(json_array_size(a[k]), 4);
+    for (size_t i = 0; i < 4; i++) {
+        expect_near("input_lens[i]", json_number_value(json_array_get(a[0], i)), in[i]);
+        expect_near("output_lens[i]", json_number_value(json_array_get(a[1], i)), out[i]);
+        expect_near("ttfts[i]", json_number_value(json_array_get(a[2], i)), ttft[i]);
+        assert_int_equal(json_array_size(json_array_get(a[3], i)), gaps[i]);
+        assert_string_equal(json_string_value(json_array_get(a[4], i)), errors[i]);
+    }
+    expect_near("itls[1][0]", json_number_value(json_array_get(json_array_get(a[3], 1), 0)),
+                0.018);
+    json_decref(o);
+    /* a finite rate is a number, and the trace's own timing has no burstiness */
+    const struct rt_run_keys rated = { .date = "d", .backend = "b", .model_id = "m",
+                                       .request_rate = 2.5, .burstiness = 0.5 };
+    if (metrics_write_summary_json(tmp_path("summary.json"), &s, &slo, NULL, 0, &rated, &log,
+                                   err, sizeof(err)))
+        fail_msg("%s", err);
+    o = json_load_file(tmp_path("summary.json"), 0, &je);
+    assert_non_null(o);
+    expect_near("request_rate", json_num(o, "request_rate"), 2.5);
+    expect_near("burstiness", json_num(o, "burstiness"), 0.5);
+    assert_true(json_is_null(json_object_get(o, "max_concurrency")));
     json_decref(o);
     serve_log_free(&log);
 }
@@ -550,6 +611,7 @@ int main(void)
         cmocka_unit_test(test_parse),        cmocka_unit_test(test_percentile),
         cmocka_unit_test(test_summary),      cmocka_unit_test(test_slo_variants),
         cmocka_unit_test(test_csv),          cmocka_unit_test(test_summary_json),
+        cmocka_unit_test(test_summary_run_keys),
         cmocka_unit_test(test_perfetto),     cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_incomplete),   cmocka_unit_test(test_chip_stats_errors),
         cmocka_unit_test(test_chip_busy),

@@ -317,6 +317,47 @@ static void test_gen_arrivals(void **state)
     }
 }
 
+/* The load knobs (docs/traces.md, "Load knobs"): the first N requests, re-timed as the
+   generator times them (a generated trace served at its own rate and seed keeps its
+   timestamps), gamma gaps of the burstiness' shape, inf at 0; refusals name the knob. */
+static void test_load_knobs(void **state)
+{
+    (void)state;
+    struct rt_trace g, t;
+    struct rt_trace_gen_params p = gen_params("tiny", 4000, 8.0, 5);
+    assert_int_equal(trace_gen(&p, &g, err, sizeof(err)), 0);
+    p.rate = 2.0; /* the same lengths, other timestamps */
+    assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
+    struct rt_trace_load l = { .rate = 8.0, .burstiness = 1, .seed = 5 };
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), 0);
+    assert_memory_equal(g.e, t.e, g.n * sizeof(*g.e));
+    l.burstiness = 0.25; /* cv 2 */
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), 0);
+    double mean, cv;
+    gap_stats(&t, &mean, &cv);
+    if (fabs(1.0 / mean - 8.0) > 0.5 || fabs(cv - 2.0) > 0.16)
+        fail_msg("burstiness 0.25: rate %g, cv %g", 1.0 / mean, cv);
+    for (size_t i = 0; i < t.n; i++)
+        assert_int_equal(t.e[i].input_length, g.e[i].input_length);
+    l = (struct rt_trace_load){ .num_prompts = 10, .rate = INFINITY, .burstiness = 1 };
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), 0);
+    assert_int_equal(t.n, 10);
+    for (size_t i = 0; i < t.n; i++)
+        assert_true(t.e[i].timestamp_ms == 0.0 &&
+                    t.e[i].output_length == g.e[i].output_length);
+    l = (struct rt_trace_load){ .num_prompts = 11, .burstiness = 1 };
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), NPU_ERR_RANGE);
+    assert_non_null(strstr(err, "--num-prompts 11: the trace has 10 requests"));
+    l = (struct rt_trace_load){ .burstiness = 2 }; /* no rate to shape */
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), NPU_ERR_INVAL);
+    assert_non_null(strstr(err, "only with --request-rate"));
+    l = (struct rt_trace_load){ .burstiness = 1 }; /* nothing asked: nothing changes */
+    assert_int_equal(trace_apply_load(&t, &l, err, sizeof(err)), 0);
+    assert_int_equal(t.n, 10);
+    trace_free(&g);
+    trace_free(&t);
+}
+
 static void expect_lengths(const struct rt_trace *t, bool output, const struct rt_len_dist *d,
                            double mean_tol, double std_tol)
 {
@@ -477,6 +518,7 @@ int main(void)
         cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_limit),
         cmocka_unit_test(test_gen_determinism),
         cmocka_unit_test(test_gen_arrivals),       cmocka_unit_test(test_gen_lengths),
+        cmocka_unit_test(test_load_knobs),
         cmocka_unit_test(test_blob_build),         cmocka_unit_test(test_blob_check_refuses),
         cmocka_unit_test(test_bundled_traces),
     };

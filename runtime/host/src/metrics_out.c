@@ -110,15 +110,66 @@ static void summary_chip(json_t *o, const struct rt_summary *s)
     set_real(o, "mean_decode_batch", s->mean_decode_batch);
 }
 
+/* vLLM's per-request arrays, in request order: lengths (output: tokens generated), the
+   TTFT and every inter-token gap in seconds (0 and none for a request without a token, as
+   vLLM gives a failed one), and the error ("" or the reject reason or failure). */
+static void summary_arrays(json_t *o, const struct rt_serve_log *log)
+{
+    json_t *in = json_array(), *out = json_array(), *ttfts = json_array();
+    json_t *itls = json_array(), *errors = json_array();
+    for (size_t i = 0; i < log->nreqs; i++) {
+        const struct rt_req_record *r = &log->reqs[i];
+        json_array_append_new(in, json_integer(r->input_len));
+        json_array_append_new(out, json_integer(r->finished ? r->ntokens : 0));
+        const bool first = r->ntokens > 0 && r->token_ps[0] >= r->arrival_ps;
+        json_array_append_new(ttfts, json_real(first ? (r->token_ps[0] - r->arrival_ps) / 1e12
+                                                     : 0.0));
+        json_t *gaps = json_array();
+        for (uint32_t k = 1; k < r->ntokens; k++)
+            json_array_append_new(gaps, json_real((r->token_ps[k] - r->token_ps[k - 1]) / 1e12));
+        json_array_append_new(itls, gaps);
+        json_array_append_new(errors, json_string(r->finished ? "" : r->reason[0] ? r->reason
+                                                                : "unfinished"));
+    }
+    json_object_set_new(o, "input_lens", in);
+    json_object_set_new(o, "output_lens", out);
+    json_object_set_new(o, "ttfts", ttfts);
+    json_object_set_new(o, "itls", itls);
+    json_object_set_new(o, "errors", errors);
+}
+
+/* The run keys first, as vLLM writes them; request_goodput: requests within the SLO (TTFT
+   and every TBT) per second of the run. */
+static void summary_run(json_t *o, const struct rt_run_keys *run, const struct rt_summary *s,
+                        const struct rt_slo *slo, const struct rt_serve_log *log)
+{
+    json_object_set_new(o, "date", json_string(run->date));
+    json_object_set_new(o, "backend", json_string(run->backend));
+    json_object_set_new(o, "model_id", json_string(run->model_id));
+    json_object_set_new(o, "request_rate", isinf(run->request_rate) ? json_string("inf")
+                                                                    : json_real(run->request_rate));
+    set_real(o, "burstiness", run->burstiness);
+    json_object_set_new(o, "max_concurrency", run->max_concurrency
+                                                  ? json_integer(run->max_concurrency)
+                                                  : json_null());
+    size_t good = 0;
+    for (size_t i = 0; log && i < log->nreqs; i++)
+        good += metrics_request_meets_slo(&log->reqs[i], slo);
+    set_real(o, "request_goodput", s->duration_s > 0 ? good / s->duration_s : NAN);
+}
+
 int metrics_write_summary_json(const char *path, const struct rt_summary *s,
                                const struct rt_slo *slo, const struct rt_label *labels,
-                               size_t nlabels, char *err, size_t errlen)
+                               size_t nlabels, const struct rt_run_keys *run,
+                               const struct rt_serve_log *log, char *err, size_t errlen)
 {
     json_t *o = json_object(), *lab = json_object();
     for (size_t i = 0; i < nlabels; i++)
         json_object_set_new(lab, labels[i].key, json_string(labels[i].value ? labels[i].value
                                                                             : ""));
     json_object_set_new(o, "labels", lab);
+    if (run)
+        summary_run(o, run, s, slo, log);
     summary_counts(o, s);
     set_dist_vllm(o, "ttft", &s->ttft);
     set_dist_vllm(o, "tpot", &s->tpot);
@@ -127,6 +178,8 @@ int metrics_write_summary_json(const char *path, const struct rt_summary *s,
     json_object_set_new(o, "tbt", dist_object(&s->tbt));
     summary_slo(o, s, slo);
     summary_chip(o, s);
+    if (run && log)
+        summary_arrays(o, log);
     int rc = json_dump_file(o, path,
                             JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
     json_decref(o);

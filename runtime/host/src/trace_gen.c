@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The trace generator (docs/traces.md, "Generator"): Poisson or gamma arrivals and
- * log-normal lengths fitted to published means and standard deviations.
+ * log-normal lengths fitted to published means and standard deviations; and the load knobs
+ * that re-time any trace with the same arrivals ("Load knobs").
  *
  * Reproducible by construction: an own PRNG (xoshiro256**, seeded through splitmix64), no
  * rand(), and only log, exp, pow and sqrt from libm, so that a seed gives the same trace on
@@ -181,6 +182,65 @@ static int gen_check_params(const struct rt_trace_gen_params *p, char *err, size
     return NPU_ERR_INVAL;
 }
 
+/* Arrivals from 0: one drawn gap after 0, each later one a gap after its predecessor, in
+   whole microseconds (short files, far finer than any scheduling step). 0, or
+   NPU_ERR_RANGE past the latest arrival a run may have. */
+static int gen_arrivals(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err,
+                        size_t errlen)
+{
+    struct gen_rng arrivals;
+    gen_rng_seed(&arrivals, p->seed, 1);
+    double now_s = 0.0;
+    for (size_t i = 0; i < t->n; i++) {
+        /* The first request too: a Poisson trace then looks like one cut from a longer one
+           at any instant, and no request is special. */
+        now_s += gen_gap(&arrivals, p);
+        t->e[i].timestamp_ms = round(now_s * 1e6) / 1e3;
+        if (t->e[i].timestamp_ms > NPU_ARRIVAL_MAX_PS / 1e9) { /* what serve would refuse */
+            snprintf(err, errlen, "request %zu arrives at %.0f ms, past the latest arrival a "
+                     "run may have (%.0f ms, NPU_ARRIVAL_MAX_PS): a higher rate or fewer "
+                     "requests", i, t->e[i].timestamp_ms, NPU_ARRIVAL_MAX_PS / 1e9);
+            return NPU_ERR_RANGE;
+        }
+    }
+    return 0;
+}
+
+int trace_apply_load(struct rt_trace *t, const struct rt_trace_load *l, char *err,
+                     size_t errlen)
+{
+    if (l->num_prompts > t->n) {
+        snprintf(err, errlen, "--num-prompts %u: the trace has %zu requests", l->num_prompts,
+                 t->n);
+        return NPU_ERR_RANGE;
+    }
+    if (!(l->burstiness > 0) || !isfinite(l->burstiness) || (l->rate == 0 && l->burstiness != 1)) {
+        snprintf(err, errlen, "--burstiness %g: positive, and only with --request-rate",
+                 l->burstiness);
+        return NPU_ERR_INVAL;
+    }
+    if (!(l->rate >= 0)) {
+        snprintf(err, errlen, "--request-rate %g: positive, or inf", l->rate);
+        return NPU_ERR_INVAL;
+    }
+    for (size_t i = l->num_prompts; l->num_prompts && i < t->n; i++) {
+        free(t->e[i].input_ids);
+        free(t->e[i].hash_ids);
+    }
+    t->n = l->num_prompts ? l->num_prompts : t->n;
+    if (isinf(l->rate)) { /* vLLM's inf: every request sent at once */
+        for (size_t i = 0; i < t->n; i++)
+            t->e[i].timestamp_ms = 0.0;
+        return 0;
+    }
+    if (l->rate == 0)
+        return 0;
+    const struct rt_trace_gen_params p = {
+        .rate = l->rate, .arrival = l->burstiness == 1 ? RT_ARRIVAL_POISSON : RT_ARRIVAL_GAMMA,
+        .cv = 1.0 / sqrt(l->burstiness), .seed = l->seed };
+    return gen_arrivals(&p, t, err, errlen);
+}
+
 int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err,
               size_t errlen)
 {
@@ -193,29 +253,16 @@ int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err
         snprintf(err, errlen, "%u requests: out of memory", p->count);
         return NPU_ERR_NOMEM;
     }
-    struct gen_rng arrivals, inputs, outputs;
-    gen_rng_seed(&arrivals, p->seed, 1);
+    struct gen_rng inputs, outputs;
     gen_rng_seed(&inputs, p->seed, 2);
     gen_rng_seed(&outputs, p->seed, 3);
-    double now_s = 0.0;
-    for (uint32_t i = 0; i < p->count; i++) {
-        /* The first request too arrives one drawn gap after 0, as each later one after its
-           predecessor: a Poisson trace then looks like one cut from a longer one at any
-           instant, and no request is special. */
-        now_s += gen_gap(&arrivals, p);
-        struct rt_trace_entry *e = &t->e[i];
-        /* Whole microseconds: short files, far finer than any scheduling step. */
-        e->timestamp_ms = round(now_s * 1e6) / 1e3;
-        e->input_length = gen_length(&inputs, &p->input);
-        e->output_length = gen_length(&outputs, &p->output);
-        if (e->timestamp_ms > NPU_ARRIVAL_MAX_PS / 1e9) { /* what serve would refuse */
-            snprintf(err, errlen, "request %u arrives at %.0f ms, past the latest arrival a "
-                     "run may have (%.0f ms, NPU_ARRIVAL_MAX_PS): a higher rate or fewer "
-                     "requests", i, e->timestamp_ms, NPU_ARRIVAL_MAX_PS / 1e9);
-            trace_free(t);
-            return NPU_ERR_RANGE;
-        }
-    }
     t->n = p->count;
-    return 0;
+    for (uint32_t i = 0; i < p->count; i++) {
+        t->e[i].input_length = gen_length(&inputs, &p->input);
+        t->e[i].output_length = gen_length(&outputs, &p->output);
+    }
+    rc = gen_arrivals(p, t, err, errlen);
+    if (rc)
+        trace_free(t);
+    return rc;
 }

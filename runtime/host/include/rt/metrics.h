@@ -102,9 +102,22 @@ double metrics_percentile(const double *sorted, size_t n, double p);
 /* labels: free-form "key": "value" pairs to put in the summary (chip, model, sched, ...). */
 struct rt_label { const char *key, *value; };
 
+/* vLLM's run keys (its benchmark's result file) of a serving run (docs/outputs.md). */
+struct rt_run_keys {
+    const char *date;          /* the run's start, "YYYYMMDD-HHMMSS" UTC */
+    const char *backend;       /* "npu-mesh" */
+    const char *model_id;
+    double request_rate;       /* requests per second as served; INFINITY: all at once */
+    double burstiness;         /* the re-timed gaps' gamma shape; NAN: the trace's own */
+    uint32_t max_concurrency;  /* 0: no limit (null) */
+};
+
+/* summary.json; with run (else NULL) also vLLM's run keys, request_goodput and, from log,
+   the per-request arrays (input_lens, output_lens, ttfts, itls, errors) in request order. */
 int metrics_write_summary_json(const char *path, const struct rt_summary *s,
                                const struct rt_slo *slo, const struct rt_label *labels,
-                               size_t nlabels, char *err, size_t errlen);
+                               size_t nlabels, const struct rt_run_keys *run,
+                               const struct rt_serve_log *log, char *err, size_t errlen);
 /* One row per request: id, arrival, first token, finish, TTFT, mean/max TBT, e2e, tokens,
    SLO met, state, reason; and the token times in a second file (id, n, t_ms). */
 int metrics_write_requests_csv(const char *path, const char *tokens_path,

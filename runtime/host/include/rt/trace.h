@@ -84,6 +84,21 @@ int trace_len_preset(const char *name, struct rt_len_dist *input, struct rt_len_
 int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err,
               size_t errlen);
 
+/* vLLM's benchmark load knobs on any trace (docs/traces.md, "Load knobs"): keep the first
+   num_prompts requests (0: all; more than the trace has is refused), and with a rate re-time
+   them as the generator would (gaps from the seed's arrival stream: Poisson for burstiness
+   1, else gamma of shape burstiness, mean 1/rate either way; INFINITY: every request at 0),
+   keeping their lengths and prompts. rate 0: the trace's own timestamps (burstiness must be
+   1 then). 0, or a negative npu_status with the reason in err. */
+struct rt_trace_load {
+    uint32_t num_prompts;
+    double rate;       /* requests per second, INFINITY, or 0 */
+    double burstiness; /* > 0 */
+    uint64_t seed;
+};
+int trace_apply_load(struct rt_trace *t, const struct rt_trace_load *l, char *err,
+                     size_t errlen);
+
 /* Checks a trace against a model before a run: lengths > 0 are not required (the runtime
    rejects those per request), input_ids below vocab. 0 or NPU_ERR_RANGE naming the entry. */
 int trace_check_ids(const struct rt_trace *t, uint32_t vocab, char *err, size_t errlen);
