@@ -220,8 +220,9 @@ static int setup(void)
    later one (a client sends in order), and sent when one ends: it arrives then, and its
    TTFT counts from then. A held request's arrival is UINT64_MAX until released, so the
    schedulers' scans stop at it and their next arrival is "none": the control core waits
-   for an answer, which is when a request can end. This runs where requests end, at the
-   end of an iteration, so "now" is when the slot freed. */
+   for an answer, which is when a request can end. The callers run this right after
+   requests ended (after an iteration, and under PD disaggregation after each round of
+   answers), so "now" is when the slot freed. */
 static void hold_arrivals(struct serve *v, uint32_t first, uint64_t now)
 {
     uint32_t in_flight = 0;
@@ -242,23 +243,35 @@ static void hold_arrivals(struct serve *v, uint32_t first, uint64_t now)
     }
 }
 
-/* Requests that arrived by now: their arrive lines, and reject lines for those refused. */
-void serve_take_arrivals(struct serve *v)
+/* The requests due by now arrive: their arrive lines, and reject lines for those refused.
+   Returns whether one was refused at arrival. */
+static bool arrive(struct serve *v, uint64_t now)
 {
     const uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival;
-    const uint64_t now = hal_time_ps();
     if (v->max_concurrency)
         hold_arrivals(v, first, now);
     const uint32_t n = v->pd_mode ? pd_arrive(&v->pd, now, v->max_seq)
                                   : sched_arrive(&v->sched, now, v->max_seq);
+    bool refused = false;
     for (uint32_t i = first; i < first + n; i++) {
         const struct rt_request *q = &v->reqs[i];
         lines_print_serve_arrive(&(struct lines_serve_arrive){
             .id = i, .t = q->arrival_ps, .input = q->input_len, .output = q->output_len });
         if (q->state == RT_REQ_REJECTED)
             lines_print_serve_reject(&(struct lines_serve_reject){
-                .id = i, .t = hal_time_ps(), .reason = rt_reject_reason_name(q->reject) });
+                .id = i, .t = now, .reason = rt_reject_reason_name(q->reject) });
+        refused |= q->state == RT_REQ_REJECTED;
     }
+    return refused;
+}
+
+void serve_take_arrivals(struct serve *v)
+{
+    const uint64_t now = hal_time_ps();
+    bool refused;
+    do /* under a limit, one refused at arrival was never in flight: its slot goes on */
+        refused = arrive(v, now);
+    while (refused && v->max_concurrency);
 }
 
 static void announce(struct serve *v, uint32_t r, const struct rt_kv_seq *kv)

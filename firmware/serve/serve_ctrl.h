@@ -66,7 +66,8 @@ void serve_print_abort(const char *reason, const char *fmt, ...)
 /* Prints the abort line; its reason (a string constant) becomes the run's cause if it is
    the first. */
 void serve_abort(const struct lines_serve_abort *a);
-/* serve_ctrl.c: the arrive / admit / finish lines. */
+/* serve_ctrl.c: the arrive / admit / finish lines. serve_take_arrivals: the requests due
+   by now arrive, as many as --max-concurrency lets (call it again once requests ended). */
 void serve_take_arrivals(struct serve *sv);
 void serve_announce_admissions(struct serve *sv, const struct rt_iter_plan *it);
 void serve_announce_finishes(struct serve *sv, const struct rt_iter_plan *it);

@@ -86,6 +86,8 @@ int serve_pd_all(struct serve *sv)
         int rc = take_answers(sv);
         if (rc != NPU_OK)
             return rc;
+        if (sv->max_concurrency) /* the requests that just ended free their slots now */
+            serve_take_arrivals(sv);
         if (pd_done(&sv->pd))
             return NPU_OK;
         uint32_t busy;

@@ -127,29 +127,72 @@ static int trace_room(const struct serve_opts *o, const struct npu_image_header 
     return 0;
 }
 
+/* The trace as served: read, checked non-empty, the load knobs applied; its requests and
+   rate into o. 0, or the refusal (printed; nothing left to free). */
+static int read_trace(struct serve_opts *o, struct rt_trace *t)
+{
+    char err[NPUCTL_ERR_MAX];
+    if (trace_read_jsonl(o->trace, t, err, sizeof(err)) != NPU_OK)
+        return npuctl_usage_error("%s", err);
+    if (t->n == 0) /* nothing to serve: said here, not by a run that reports nothing */
+        return npuctl_usage_error("%s: no requests in the trace", o->trace);
+    o->load.seed = o->seed;
+    if (trace_apply_load(t, &o->load, err, sizeof(err)) != NPU_OK) {
+        trace_free(t);
+        return npuctl_usage_error("%s: %s", o->trace, err);
+    }
+    o->requests = t->n;
+    /* as served: --request-rate, else the trace's mean rate by the same rule as the
+       summary's measured arrival_rate, (n - 1) / (last - first arrival) */
+    const double span_s = (t->e[t->n - 1].timestamp_ms - t->e[0].timestamp_ms) / 1e3;
+    o->rate = o->load.rate != 0 ? o->load.rate
+              : t->n < 2        ? NAN
+              : span_s > 0      ? (double)(t->n - 1) / span_s
+                                : INFINITY;
+    return 0;
+}
+
+/* DIR/trace.bin for the image's chip, and DIR/trace.jsonl as served (functional runs and
+   traces the load knobs changed). */
+static int write_blob(const struct serve_opts *o, const struct npu_image_header *h,
+                      const struct model_config *cfg, struct rt_trace *t, uint64_t *blob_bytes)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
+    uint64_t room = 0;
+    int rc = trace_room(o, h, &room);
+    if (rc)
+        return rc;
+    void *blob = NULL;
+    size_t bytes = 0;
+    const bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
+    const bool loaded = o->load.num_prompts || o->load.rate != 0;
+    rc = trace_blob_build(t, functional, cfg->vocab_size, o->seed, room, &blob, &bytes, err,
+                          sizeof(err)) ? npuctl_usage_error("%s: %s", o->trace, err) : 0;
+    if (rc == 0 && (functional || loaded))
+        rc = write_served_trace(o, t, cfg->vocab_size, functional);
+    snprintf(path, sizeof(path), "%s/trace.bin", o->out);
+    if (rc == 0)
+        rc = write_file(path, blob, bytes);
+    *blob_bytes = bytes;
+    free(blob);
+    return rc;
+}
+
 /* Trace, image and blob into the output directory; the image's header and model back. */
 static int prepare(struct serve_opts *o, struct npu_image_header *h, struct model_config *cfg,
                    uint64_t *image_bytes, uint64_t *blob_bytes)
 {
     char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX];
     struct rt_trace t;
-    if (trace_read_jsonl(o->trace, &t, err, sizeof(err)) != NPU_OK)
-        return npuctl_usage_error("%s", err);
-    if (t.n == 0) /* nothing to serve: said here, not by a run that reports nothing */
-        return npuctl_usage_error("%s: no requests in the trace", o->trace);
-    o->load.seed = o->seed;
-    if (trace_apply_load(&t, &o->load, err, sizeof(err)) != NPU_OK) {
-        trace_free(&t);
-        return npuctl_usage_error("%s: %s", o->trace, err);
-    }
+    int rc = read_trace(o, &t);
+    if (rc)
+        return rc;
     struct npu_built_image img = { 0 };
-    FILE *plan = NULL;
     snprintf(path, sizeof(path), "%s/plan.txt", o->out);
-    plan = fopen(path, "w");
-    if (!plan)
-        return npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
-    int rc = npuctl_image_build(&o->image, &img, cfg, plan);
-    if (fclose(plan) && rc == 0)
+    FILE *plan = fopen(path, "w");
+    rc = plan ? npuctl_image_build(&o->image, &img, cfg, plan)
+              : npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
+    if (plan && fclose(plan) && rc == 0)
         rc = npuctl_usage_error("cannot write %s", path);
     if (rc == 0 && trace_check_ids(&t, cfg->vocab_size, err, sizeof(err)))
         rc = npuctl_usage_error("%s", err);
@@ -166,37 +209,49 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
     snprintf(path, sizeof(path), "%s/model.img", o->out);
     if (rc == 0)
         rc = write_file(path, img.data, img.bytes);
-    uint64_t room = 0;
     if (rc == 0)
-        rc = trace_room(o, h, &room);
-    if (rc == 0) {
-        void *blob = NULL;
-        size_t bytes = 0;
-        bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
-        rc = trace_blob_build(&t, functional, cfg->vocab_size, o->seed, room, &blob, &bytes,
-                              err, sizeof(err)) ? npuctl_usage_error("%s: %s", o->trace, err)
-                                                : 0;
-        const bool loaded = o->load.num_prompts || o->load.rate != 0;
-        if (rc == 0 && (functional || loaded))
-            rc = write_served_trace(o, &t, cfg->vocab_size, functional);
-        snprintf(path, sizeof(path), "%s/trace.bin", o->out);
-        if (rc == 0)
-            rc = write_file(path, blob, bytes);
-        *blob_bytes = bytes;
-        free(blob);
-    }
+        rc = write_blob(o, h, cfg, &t, blob_bytes);
     if (img.data)
         npu_built_image_free(&img);
-    o->requests = t.n;
-    /* as served: --request-rate, else the trace's mean rate by the same rule as the
-       summary's measured arrival_rate, (n - 1) / (last - first arrival) */
-    const double span_s = t.n ? (t.e[t.n - 1].timestamp_ms - t.e[0].timestamp_ms) / 1e3 : 0;
-    o->rate = o->load.rate != 0 ? o->load.rate
-              : t.n < 2         ? NAN
-              : span_s > 0      ? (double)(t.n - 1) / span_s
-                                : INFINITY;
     trace_free(&t);
     return rc;
+}
+
+/* summary.json (labels, vLLM's run keys), requests.csv, tokens.csv and trace.json; 0 or
+   the first error (printed). */
+static int write_outputs(const struct serve_opts *o, const struct npu_image_header *h,
+                         const struct rt_summary *s, const struct rt_serve_log *log,
+                         const char *sched_params)
+{
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], tokens[NPUCTL_PATH_MAX];
+    char rate[32], date[32];
+    snprintf(rate, sizeof(rate), isnan(o->rate) ? "-" : "%.6g", o->rate);
+    strftime(date, sizeof(date), "%Y%m%d-%H%M%S", gmtime(&o->started));
+    const struct rt_run_keys run = {
+        .date = date, .backend = "npu-mesh", .model_id = h->model_name,
+        .request_rate = o->rate, .burstiness = o->load.rate != 0 ? o->load.burstiness : NAN,
+        .max_concurrency = o->max_concurrency };
+    const struct rt_label labels[] = {
+        { "chip", h->chip_name }, { "model", h->model_name },
+        { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
+        { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
+        { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
+        { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
+    const size_t nlabels = sizeof(labels) / sizeof(labels[0]);
+    snprintf(path, sizeof(path), "%s/summary.json", o->out);
+    int rc[3]; /* each written whatever happened to the others */
+    rc[0] = metrics_write_summary_json(path, s, &o->slo, labels, nlabels, &run, log, err,
+                                       sizeof(err));
+    if (rc[0])
+        npuctl_print_error("%s", err);
+    snprintf(path, sizeof(path), "%s/requests.csv", o->out);
+    snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
+    if ((rc[1] = metrics_write_requests_csv(path, tokens, log, &o->slo, err, sizeof(err))))
+        npuctl_print_error("%s", err);
+    snprintf(path, sizeof(path), "%s/trace.json", o->out);
+    if ((rc[2] = metrics_write_perfetto_labelled(path, log, labels, nlabels, err, sizeof(err))))
+        npuctl_print_error("%s", err);
+    return rc[0] || rc[1] || rc[2];
 }
 
 /* Turns the console into the outputs and prints the report; 0 if the run was whole. After a
@@ -204,7 +259,7 @@ static int prepare(struct serve_opts *o, struct npu_image_header *h, struct mode
    end is marked failed with the run's cause, and the summary says the run is incomplete. */
 static int report(const struct serve_opts *o, const struct npu_image_header *h, int exit_rc)
 {
-    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], tokens[NPUCTL_PATH_MAX];
+    char err[NPUCTL_ERR_MAX], path[NPUCTL_PATH_MAX], sched_params[160];
     struct rt_serve_log log;
     snprintf(path, sizeof(path), "%s/console.log", o->out);
     if (serve_log_parse(path, &log, err, sizeof(err)) != NPU_OK) {
@@ -218,33 +273,8 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
                                 sizeof(err)) != NPU_OK)
         npuctl_print_error("%s (energy and traffic left out)", err);
     metrics_summarise(&log, &o->slo, &s); /* keeps what the chip stats gave */
-    char rate[32], sched_params[160], date[32];
-    snprintf(rate, sizeof(rate), isnan(o->rate) ? "-" : "%.6g", o->rate);
-    strftime(date, sizeof(date), "%Y%m%d-%H%M%S", gmtime(&o->started));
-    const struct rt_run_keys run = {
-        .date = date, .backend = "npu-mesh", .model_id = h->model_name,
-        .request_rate = o->rate, .burstiness = o->load.rate != 0 ? o->load.burstiness : NAN,
-        .max_concurrency = o->max_concurrency };
     serve_opts_describe(o, sched_params, sizeof(sched_params));
-    const struct rt_label labels[] = {
-        { "chip", h->chip_name }, { "model", h->model_name },
-        { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
-        { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
-        { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
-        { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
-    int rc = 0;
-    snprintf(path, sizeof(path), "%s/summary.json", o->out);
-    rc |= metrics_write_summary_json(path, &s, &o->slo, labels,
-                                     sizeof(labels) / sizeof(labels[0]), &run, &log, err,
-                                     sizeof(err));
-    snprintf(path, sizeof(path), "%s/requests.csv", o->out);
-    snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
-    rc |= metrics_write_requests_csv(path, tokens, &log, &o->slo, err, sizeof(err));
-    snprintf(path, sizeof(path), "%s/trace.json", o->out);
-    rc |= metrics_write_perfetto_labelled(path, &log, labels,
-                                          sizeof(labels) / sizeof(labels[0]), err, sizeof(err));
-    if (rc)
-        npuctl_print_error("%s", err);
+    int rc = write_outputs(o, h, &s, &log, sched_params);
     printf("serve: %.64s on %.64s (%s), %s %s, trace %s\n", h->model_name, h->chip_name,
            h->plan.mode ? "performance" : "functional", rt_sched_kind_name(o->sched.kind),
            sched_params, o->trace);

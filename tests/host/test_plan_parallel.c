@@ -464,7 +464,7 @@ static void test_stage_refusals(void **state)
     req = request(0, NPU_PLAN_AUTO, NPU_IMAGE_FUNCTIONAL);
     req.micro_batches = 2;
     expect_plan_refusal(&dense, &mesh2x2, &req, "2 micro-batches: at most max-tokens");
-    req.stages = 2, req.tp = 2, req.max_tokens = 4, req.micro_batches = 5;
+    req.stages = 2, req.tp = 2, req.max_batch = 4, req.max_tokens = 4, req.micro_batches = 5;
     expect_plan_refusal(&dense, &mesh2x2, &req, "only over pipeline stages");
 }
 

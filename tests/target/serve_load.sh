@@ -4,7 +4,9 @@
 # summary.json (docs/outputs.md), read as vLLM's result readers read them:
 #  a) --num-prompts 8 --request-rate inf --max-concurrency 2: 8 requests, all due at 0,
 #     never more than 2 in flight (arrival to finish), so 6 were held and arrive later;
-#  b) --request-rate 40 --burstiness 0.5: re-timed arrivals, the keys say so.
+#  b) --request-rate 40 --burstiness 0.5: re-timed arrivals, the keys say so;
+#  c) --max-concurrency 1 with a request refused at arrival among those held, under chunked
+#     and under pd-disagg (answers from two instances): every request still ends.
 #   serve_load.sh NPUCTL
 set -eu
 npuctl=$1
@@ -14,6 +16,17 @@ trap 'rm -rf "$tmp"' EXIT
     >"$tmp/a.log" 2>&1 || { tail -n 30 "$tmp/a.log"; echo "FAIL: run a"; exit 1; }
 "$npuctl" serve --request-rate 40 --burstiness 0.5 --seed 3 --out "$tmp/b" \
     >"$tmp/b.log" 2>&1 || { tail -n 30 "$tmp/b.log"; echo "FAIL: run b"; exit 1; }
+printf '%s\n' '{"timestamp": 0, "input_length": 12, "output_length": 3}' \
+    '{"timestamp": 0, "input_length": 100000, "output_length": 3}' \
+    '{"timestamp": 0, "input_length": 20, "output_length": 4}' \
+    '{"timestamp": 0, "input_length": 9, "output_length": 2}' >"$tmp/c.jsonl"
+for s in chunked pd-disagg; do
+    extra=""; [ "$s" = pd-disagg ] && extra="--instances 2 --chunk 8"
+    # shellcheck disable=SC2086
+    "$npuctl" serve --trace "$tmp/c.jsonl" --sched "$s" $extra --max-concurrency 1 \
+        --timeout 120 --out "$tmp/c-$s" >"$tmp/c-$s.log" 2>&1 ||
+        { tail -n 30 "$tmp/c-$s.log"; echo "FAIL: run c ($s) did not end whole"; exit 1; }
+done
 python3 - "$tmp" <<'PY'
 import csv, json, sys
 tmp = sys.argv[1]
@@ -51,6 +64,15 @@ check(b["labels"]["request_rate"] == "40", f"b: label {b['labels']['request_rate
 served = [json.loads(l)["timestamp"] for l in open(f"{tmp}/b/trace.jsonl")]
 check(len(served) == 16 and served == sorted(served) and served[0] > 0,
       "b: the served trace's timestamps")
+for s in ("chunked", "pd-disagg"):
+    c = json.load(open(f"{tmp}/c-{s}/summary.json"))
+    check(c["completed"] == 3 and c["rejected"] == 1 and c["errors"][1] == "too_long",
+          f"c ({s}): {c['completed']} finished, {c['rejected']} rejected, {c['errors']}")
+    rows = list(csv.DictReader(open(f"{tmp}/c-{s}/requests.csv")))
+    done = [r for r in rows if r["state"] == "finished"]
+    ends = sorted((float(r["arrival_ms"]), float(r["finish_ms"])) for r in done)
+    check(all(b[0] >= a[1] for a, b in zip(ends, ends[1:])),
+          f"c ({s}): a request arrived before the one in flight ended")
 if problems:
     print("FAIL: " + "; ".join(problems))
     sys.exit(1)

@@ -233,7 +233,13 @@ static struct exec_batch batch_part(const struct exec_batch *b, uint32_t R, uint
 static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit)
 {
-    m->w.staged_next = 0; /* the head may have streamed through the staging buffer */
+    /* the head may have streamed through the staging buffer, the expert ring's slots
+       too: the ring keeps what it holds within one pass over the ops only, so expert-load
+       bytes count each routed expert once per layer and iteration (as the reference does),
+       or per micro-batch, each of which loads it again */
+    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
+    m->w.ring.backward = false;
+    m->w.staged_next = 0;
     m->w.stage_deferred = 0;
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
@@ -280,10 +286,6 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     assert(b->nruns >= 1 && b->nruns <= m->plan->max_batch && rows <= m->plan->max_tokens);
     assert(b->nprefill <= b->nruns && b->layer0 <= b->layer1 &&
            b->layer1 <= m->cfg->num_layers);
-    /* the expert ring keeps what it holds within an iteration only, so expert-load bytes
-       count each routed expert once per layer and iteration (as the reference does) */
-    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
-    m->w.ring.backward = false;
     const uint32_t mb = m->plan->micro_batches, parts = mb < 2 ? 1 : mb < rows ? mb : rows;
     uint32_t messages = wanted > 0;
     int rc = parts == 1 ? run_ops(m, ops, nops, b, out, logit)

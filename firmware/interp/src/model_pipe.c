@@ -6,9 +6,11 @@
  * semaphore of the receiver, which sleeps on it (never spins); each message is acknowledged
  * before the sender goes on, so a buffer is never rewritten while in flight. Residual rows
  * the plan keeps in HBM are not sent: the sender says they are ready and the receiver
- * copies them from the sender's HBM rows (a DMA, HBM to HBM). Stages run one
- * after another within an iteration, and the next iteration starts only when the tokens
- * are back, so a receiver's buffers are idle when a message lands.
+ * copies them from the sender's HBM rows (a DMA, HBM to HBM). The next iteration starts
+ * only when the tokens are back. Without micro-batches the stages run one after another
+ * within an iteration, so a receiver's buffers are idle when a message lands; with them
+ * (plan.micro_batches) a message lands while the receiver runs another part, which is safe
+ * because the parts' residual rows, and their tokens' places in argmax, do not overlap.
  */
 #include <assert.h>
 

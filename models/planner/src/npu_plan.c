@@ -224,6 +224,19 @@ static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
     return NPU_OK;
 }
 
+/* Micro-batches over the stages, once the iteration's shape is known. */
+static int plan_micro_batches(struct planner *pl, const struct npu_plan_request *req)
+{
+    struct npu_plan *p = &pl->plan;
+    p->micro_batches = req->micro_batches ? req->micro_batches : 1;
+    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u micro-batches: at most max-tokens "
+                    "(%u) parts of an iteration's rows, and more than one only over pipeline "
+                    "stages (--stages 2 or more; %u)", p->micro_batches, p->max_tokens,
+                    p->stages);
+    return NPU_OK;
+}
+
 /* Iteration shape and element type. */
 static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
 {
@@ -234,12 +247,6 @@ static int plan_shape(struct planner *pl, const struct npu_plan_request *req)
                : req->mode == NPU_IMAGE_PERFORMANCE ? NPU_IMAGE_BF16 : NPU_IMAGE_FP32;
     p->max_batch = req->max_batch ? req->max_batch : 8;
     p->max_tokens = req->max_tokens ? req->max_tokens : 512;
-    p->micro_batches = req->micro_batches ? req->micro_batches : 1;
-    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
-        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u micro-batches: at most max-tokens "
-                    "(%u) parts of an iteration's rows, and more than one only over pipeline "
-                    "stages (--stages 2 or more; %u)", p->micro_batches, p->max_tokens,
-                    p->stages);
     p->max_seq = req->max_seq ? req->max_seq : (c->max_position < 4096 ? c->max_position : 4096);
     if (req->kv_split < -1 || req->kv_split > 1 || (req->kv_split == 1 && p->tp == 1))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "kv_split %d is not 0 or 1 (or there "
@@ -810,6 +817,8 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     int rc = plan_group(&pl, req);
     if (rc == NPU_OK)
         rc = plan_shape(&pl, req);
+    if (rc == NPU_OK)
+        rc = plan_micro_batches(&pl, req);
     if (rc == NPU_OK)
         rc = plan_partitions(&pl, req);
     if (rc == NPU_OK)

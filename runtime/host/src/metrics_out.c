@@ -146,8 +146,10 @@ static void summary_run(json_t *o, const struct rt_run_keys *run, const struct r
     json_object_set_new(o, "date", json_string(run->date));
     json_object_set_new(o, "backend", json_string(run->backend));
     json_object_set_new(o, "model_id", json_string(run->model_id));
-    json_object_set_new(o, "request_rate", isinf(run->request_rate) ? json_string("inf")
-                                                                    : json_real(run->request_rate));
+    if (isinf(run->request_rate))
+        json_object_set_new(o, "request_rate", json_string("inf"));
+    else
+        set_real(o, "request_rate", run->request_rate); /* NAN (one request): null */
     set_real(o, "burstiness", run->burstiness);
     json_object_set_new(o, "max_concurrency", run->max_concurrency
                                                   ? json_integer(run->max_concurrency)
