@@ -117,12 +117,17 @@ static bool host_print_row(const struct host_point *p, const struct host_point *
     double spread = (p->max_s - p->min_s) > (base->max_s - base->min_s)
                         ? p->max_s - p->min_s : base->max_s - base->min_s;
     bool noisy = extra < NOISE_FACTOR * spread;
+    char per_submit[16] = "-", per_command[16] = "-"; /* a run no slower than the base
+                                                           resolves no cost: none shown */
+    if (extra > 0) {
+        snprintf(per_submit, sizeof(per_submit), "%.2f", extra * 1e6 / (double)p->submits);
+        snprintf(per_command, sizeof(per_command), "%.3f", extra * 1e6 / (double)p->descs);
+    }
     snprintf(mesh, sizeof(mesh), "%ux%u", p->rows, p->cols);
-    printf("%-6s %-12s %-6s %3u %9llu %9llu %8.2f %8.2f %8.2f %10.2f %11.3f%s\n", mesh,
+    printf("%-6s %-12s %-6s %3u %9llu %9llu %8.2f %8.2f %8.2f %10s %11s%s\n", mesh,
            npuctl_machine_mode_name(p->mode), threads_name(p->threads), p->k,
            (unsigned long long)p->submits, (unsigned long long)p->descs, p->median_s,
-           base->median_s, spread, extra * 1e6 / (double)p->submits,
-           extra * 1e6 / (double)p->descs, noisy ? " *" : "");
+           base->median_s, spread, per_submit, per_command, noisy ? " *" : "");
     return noisy;
 }
 
