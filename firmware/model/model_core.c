@@ -179,13 +179,28 @@ static int check_requests(uint32_t nreq, uint32_t n_new)
     return NPU_OK;
 }
 
-/* Iteration t's runs: joined requests with tokens left, prompts first come first served. */
-static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec_run *runs)
+/* The replica request r runs on: under disaggregation r mod replicas, else the one
+   instance (0). This core's replica: NO_REPLICA on the expert instance. */
+#define NO_REPLICA UINT32_MAX
+static uint32_t owner(uint32_t r)
+{
+    return mc.m.plan->disagg ? r % mc.m.replicas : 0;
+}
+
+static uint32_t my_replica(void)
+{
+    return mc.m.serves_experts ? NO_REPLICA : mc.m.plan->disagg ? mc.m.replica : 0;
+}
+
+/* Iteration t's runs of replica k: its joined requests with tokens left, prompts first come
+   first served. */
+static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, uint32_t k,
+                          struct exec_run *runs)
 {
     uint32_t n = 0, budget = mc.m.plan->max_tokens;
     for (uint32_t r = 0; r < nreq && budget > 0; r++) {
         struct request *q = &reqs[r];
-        if (t < q->start || q->generated == n_new)
+        if (t < q->start || q->generated == n_new || owner(r) != k)
             continue;
         uint32_t at = q->done_prompt < q->len ? q->done_prompt : q->len + q->generated - 1;
         uint32_t pos = q->ctx + at;
@@ -203,6 +218,51 @@ static uint32_t make_runs(uint32_t t, uint32_t nreq, uint32_t n_new, struct exec
     return n;
 }
 
+/* One iteration of this core's: under disaggregation every replica and the expert
+   instance run every iteration in step (the dispatch rounds are collectives of both
+   roles), a replica with no rows of its own too; otherwise an iteration with rows. */
+static int run_iteration(const struct exec_batch *b, const struct npu_prog_op *ops,
+                         uint32_t nops, uint32_t *out, float *logit)
+{
+    if (mc.m.serves_experts)
+        return exec_iteration_experts(&mc.m, ops, nops);
+    if (mc.m.plan->disagg)
+        return exec_iteration_disagg(&mc.m, ops, nops, b, out, logit);
+    return b->nruns ? exec_iteration(&mc.m, ops, nops, b, out, logit) : NPU_OK;
+}
+
+/* The requests of n runs after their iteration: prompts consumed, and with out (this
+   core's runs) the tokens kept and printed; without (another replica's runs, which this
+   core follows only to know when every request is done), counted. */
+static void advance(const struct exec_run *runs, uint32_t n, const uint32_t *out,
+                    const float *logit)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        struct request *q = &reqs[runs[i].req];
+        if (q->done_prompt < q->len)
+            q->done_prompt += runs[i].count;
+        if (!runs[i].wants_token)
+            continue;
+        if (out)
+            q->tokens[q->len + q->generated] = out[i];
+        /* the last stage's rank 0: where the logits are */
+        if (out && mc.m.rank == 0 && mc.m.pipe.stage + 1 == mc.m.pipe.stages)
+            lines_print_model_req(&(struct lines_model_req){
+                .req = runs[i].req, .step = q->generated, .token = out[i],
+                .logit = (double)logit[i] });
+        q->generated++;
+    }
+}
+
+/* Under disaggregation, the other replicas' requests after iteration t, as they ran it. */
+static void advance_others(uint32_t t, uint32_t nreq, uint32_t n_new)
+{
+    static struct exec_run others[REQ_MAX];
+    for (uint32_t k = 0; mc.m.plan->disagg && k < mc.m.replicas; k++)
+        if (k != my_replica())
+            advance(others, make_runs(t, nreq, n_new, k, others), NULL, NULL);
+}
+
 static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op *ops,
                         uint32_t nops)
 {
@@ -210,33 +270,24 @@ static int run_requests(uint32_t nreq, uint32_t n_new, const struct npu_prog_op 
     static uint32_t out[REQ_MAX];
     static float logit[REQ_MAX];
     for (uint32_t t = 0;; t++) {
-        uint32_t n = make_runs(t, nreq, n_new, runs);
-        bool pending = false;
-        for (uint32_t r = 0; r < nreq; r++)
+        uint32_t n = my_replica() == NO_REPLICA ? 0
+                                                : make_runs(t, nreq, n_new, my_replica(), runs);
+        bool pending = false, joined = false; /* over every replica's requests */
+        for (uint32_t r = 0; r < nreq; r++) {
             pending |= reqs[r].generated < n_new;
+            joined |= t >= reqs[r].start && reqs[r].generated < n_new;
+        }
         if (!pending)
             return NPU_OK;
-        if (n == 0)
+        if (!joined)
             continue; /* nobody has joined yet */
         struct exec_batch b = { .runs = runs, .nruns = n, .layer0 = 0,
                                 .layer1 = mc.cfg.num_layers };
-        int rc = exec_iteration(&mc.m, ops, nops, &b, out, logit);
+        int rc = run_iteration(&b, ops, nops, out, logit);
         if (rc != NPU_OK)
             return rc;
-        for (uint32_t i = 0; i < n; i++) {
-            struct request *q = &reqs[runs[i].req];
-            if (q->done_prompt < q->len)
-                q->done_prompt += runs[i].count;
-            if (!runs[i].wants_token)
-                continue;
-            q->tokens[q->len + q->generated] = out[i];
-            /* the last stage's rank 0: where the logits are */
-            if (mc.m.rank == 0 && mc.m.pipe.stage + 1 == mc.m.pipe.stages)
-                lines_print_model_req(&(struct lines_model_req){
-                    .req = runs[i].req, .step = q->generated, .token = out[i],
-                    .logit = (double)logit[i] });
-            q->generated++;
-        }
+        advance_others(t, nreq, n_new); /* first: their runs depend on their state only */
+        advance(runs, n, out, logit);
     }
 }
 

@@ -24,9 +24,10 @@ int main(void)
     if (model_image_check() != NPU_OK)
         return NPU_EXIT_FAIL; /* the cores are never released */
     const struct npu_image_header *h = (const void *)(uintptr_t)hal_chip()->hbm_base;
-    if (h->plan.instances != 1) {
-        printf("MODEL image refused: %u instances: the model image runs one (serve several "
-               "with npuctl serve --sched pd-disagg)\n", h->plan.instances);
+    if (h->plan.instances != 1 && !h->plan.disagg) { /* disaggregated: replicas + experts */
+        printf("MODEL image refused: %u instances: the model image runs one, or a "
+               "disaggregated plan's replicas and expert instance (serve several with npuctl "
+               "serve --sched pd-disagg)\n", h->plan.instances);
         return NPU_EXIT_FAIL;
     }
     hal_release_cores();

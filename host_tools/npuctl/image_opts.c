@@ -21,7 +21,7 @@ enum img_opt {
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
     IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
-    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_DISAGG, IMG_SEARCH,
+    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_ROLES, IMG_DISAGG, IMG_SEARCH,
 };
 
 /* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
@@ -125,6 +125,7 @@ static int apply_word(struct npu_plan_request *r, const struct npuctl_opt *opt, 
     case IMG_PLACEMENT: r->placement = e; break;
     case IMG_MODE: r->mode = (uint32_t)e; break;
     case IMG_DTYPE: r->dtype = e; break;
+    case IMG_ROLES: r->disagg = (uint32_t)e; break;
     default: return NPUCTL_EXIT_USAGE;
     }
     return 0;
@@ -222,7 +223,8 @@ static const struct npuctl_opt image_opts[] = {
       IMG_STAGES, C_ALL },
     { "--micro-batches", NULL, "M", "1",
       "with --stages: each iteration's rows in M parts that follow each other through the "
-      "stages, so the stages overlap (a prompt may be cut; at most --max-tokens)",
+      "stages, so the stages overlap (a prompt may be cut; at most --max-tokens); with "
+      "--roles disagg: the parts that ping-pong between attention and experts (at most 16)",
       IMG_MICRO_BATCHES, C_ALL },
     { "--instances", NULL, "I", NULL,
       "I copies of the plan in bands of cols/I columns, each with its own KV cache "
@@ -312,9 +314,14 @@ static const struct npuctl_opt image_opts[] = {
       "scratch, so tile i's collectives run beside tile i + 1's GEMMs and softmax steps "
       "(a 2D O GEMM over tp > 1 ranks; default: on where nothing else the planner chose "
       "changes)", IMG_ATTN_DEEP, C_ALL },
+    { "--roles", NULL, "colocated|disagg", "colocated",
+      "disagg: attention/expert disaggregation, executed: with --instances I, instances "
+      "1..I-1 are attention replicas (requests dealt round them) and the last band serves "
+      "every expert; each iteration in --micro-batches parts that ping-pong between the two "
+      "(a MoE model, experts ep; not yet for serve)", IMG_ROLES, C_PLAN | C_IMAGE | C_BMODEL },
     { "--disagg", NULL, "KEY=VALUE,...", NULL,
-      "attention/expert disaggregation of a MoE model's decoding (plan only: nothing runs it "
-      "yet): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "
+      "attention/expert disaggregation of a MoE model's decoding, the latency model's plan "
+      "(--roles disagg runs the executable form): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "
       "batch, context, slo-ms; prints both roles, what each core holds and the "
       "MegaScale-Infer latency model's estimate; other plan options but --dtype are not "
       "used (defaults: tp-a the mesh's rows or the largest divisor dividing the heads, "

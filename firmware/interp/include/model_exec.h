@@ -269,6 +269,13 @@ struct exec_model {
                                               and vblk, a ring of attn_block rows
                                               (model_attn.c, attn_step_rows) */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
+    /* Attention/expert disaggregation (plan.disagg, model_disagg.c): the pair group of
+       every replica's ranks and the expert instance's, over which the MoE dispatches
+       (NULL: comm); whether this core serves the experts; this core's replica (attention
+       cores) and the replicas' count. */
+    struct noc_comm *moe_comm;
+    bool serves_experts;
+    uint32_t replica, replicas;
     struct exec_pipe pipe;
     struct exec_bufs buf;
     struct exec_weights w;
@@ -334,6 +341,24 @@ int exec_load_resident(struct exec_model *m);
    its last row) when runs[i].wants_token. */
 int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit);
+
+/* Part i of `parts` of batch b (R rows): its rows [i R / parts, (i + 1) R / parts), a run
+   cut where a boundary falls inside it (only a run's last piece wants its token); runs[]
+   receives the part's runs, orig[j] the batch's index of runs[j]. */
+struct exec_batch exec_batch_part(const struct exec_batch *b, uint32_t R, uint32_t i,
+                                  uint32_t parts, struct exec_run *runs, uint32_t *orig);
+
+/* ---- model_disagg.c: attention/expert disaggregation (plan.disagg) */
+
+/* A replica's iteration (b may hold no runs: the replica still takes part in every
+   dispatch round, with no rows): its rows in plan.micro_batches parts that ping-pong with
+   the expert instance layer by layer (part i + 1's attention runs while the experts serve
+   part i). out/logit as exec_iteration. */
+int exec_iteration_disagg(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                          const struct exec_batch *b, uint32_t *out, float *logit);
+/* The expert instance's part of one iteration: every MoE op of the program, once per
+   micro-batch, served for every replica at once. */
+int exec_iteration_experts(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops);
 
 /* One op of an iteration's program (the head, a layer op, staging, a stage's send or
    receive); whether it has rows to run at all in batch b. */
@@ -573,6 +598,9 @@ struct exec_tile {
 #define EXEC_OP_LAST 0x400u /* the layer's last tile: its FFN starts the next layer's load */
 #define EXEC_OP_GROUP 0x800u /* attention over a MoE group's tiles in xt, overlapped: the
                                 unit tile reuse records (model_layer_ops.c, group_attention) */
+/* tile = the first n rows of the runs (segments per run; xt and the rest unset). */
+void exec_make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t n,
+                    struct exec_tile *tile);
 void exec_rmsnorm(struct exec_model *m, uint64_t out, uint64_t x, uint64_t w, uint32_t n,
                   uint32_t d);
 void exec_add_rows(struct exec_model *m, uint64_t xt, uint64_t y, uint32_t n, uint32_t d);

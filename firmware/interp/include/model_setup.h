@@ -23,6 +23,8 @@ struct model_core {
     struct model_config cfg;
     struct noc_group group;
     struct noc_comm comm;
+    struct noc_group pair_group;   /* disaggregated plans: attention and expert ranks */
+    struct noc_comm pair_comm;
     const struct npu_image_core *core;
     const struct npu_prog_op *ops;
     uint32_t nops;

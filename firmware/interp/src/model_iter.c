@@ -30,6 +30,9 @@ static void index_tensors(struct exec_model *m)
         const struct npu_image_tensor *t = &ts[i];
         if (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank)
             continue;
+        /* disaggregated: the expert instance holds the experts only, the replicas the rest */
+        if (m->plan->disagg && model_tensor_is_expert(t->kind) != m->serves_experts)
+            continue;
         if (t->kind == MT_EMBED)
             m->w.embed = t;
         else if (t->kind == MT_FINAL_NORM)
@@ -123,7 +126,8 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     exec_chain_init(m);
     if (p->stage_double && !stage_second(m))
         return NPU_ERR_FORMAT;
-    if (m->tp > 1 && npu_plan_is_ep(p) && (!exec_moe_ep_owns(m) || !exec_moe_units_check(m)))
+    if (m->tp > 1 && npu_plan_is_ep(p) && (!p->disagg || m->serves_experts) &&
+        (!exec_moe_ep_owns(m) || !exec_moe_units_check(m)))
         return NPU_ERR_FORMAT;
     m->acct.layer = c->num_layers;
     m->acct.cat = EXEC_CAT_OTHER;
@@ -140,6 +144,7 @@ int exec_load_resident(struct exec_model *m)
         const struct npu_image_tensor *t = &ts[i];
         if (t->sram_off == NPU_IMAGE_NOWHERE || t->blocks == 0 || /* EP: no experts here */
             (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank) ||
+            (m->plan->disagg && model_tensor_is_expert(t->kind) != m->serves_experts) ||
             npu_plan_tensor_stage(m->plan, t) != m->pipe.stage)
             continue;
         uint64_t bytes = t->block_bytes * t->blocks;
@@ -198,13 +203,13 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     return exec_layer_op(m, op, b->runs + first, b->nruns - first, row0, rows - skip);
 }
 
-/* Part i of `parts` of batch b (R rows): its rows [i R / parts, (i + 1) R / parts), a run
+/* exec_batch_part (model_exec.h): part i of `parts` of batch b (R rows): its rows [i R / parts, (i + 1) R / parts), a run
    cut where a boundary falls inside it. A prompt's rows may then run in two parts: the
    earlier part writes their KV cache before the later one reads it, as chunked prefill's
    chunks do across iterations. runs[] receives the part's runs, orig[j] the batch's index
    of runs[j]; only a run's last piece wants its token. */
-static struct exec_batch batch_part(const struct exec_batch *b, uint32_t R, uint32_t i,
-                                    uint32_t parts, struct exec_run *runs, uint32_t *orig)
+struct exec_batch exec_batch_part(const struct exec_batch *b, uint32_t R, uint32_t i,
+                                  uint32_t parts, struct exec_run *runs, uint32_t *orig)
 {
     const uint32_t lo = (uint32_t)((uint64_t)R * i / parts);
     const uint32_t hi = (uint32_t)((uint64_t)R * (i + 1) / parts);
@@ -266,7 +271,7 @@ static int run_parts(struct exec_model *m, const struct npu_prog_op *ops, uint32
     int rc = NPU_OK;
     *messages = 0;
     for (uint32_t i = 0; rc == NPU_OK && i < parts; i++) {
-        const struct exec_batch p = batch_part(b, rows, i, parts, runs, orig);
+        const struct exec_batch p = exec_batch_part(b, rows, i, parts, runs, orig);
         rc = run_ops(m, ops, nops, &p, pout, plogit);
         bool any = false;
         for (uint32_t j = 0; j < p.nruns; j++)

@@ -35,6 +35,12 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
     }
 }
 
+void exec_make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t n,
+                    struct exec_tile *tile)
+{
+    make_tile(runs, nruns, 0, n, tile);
+}
+
 /* Embeddings of the tile's rows into its residual rows (segment by segment: a walk over
    every run's rows per tile would cost the harts rows x tiles steps per layer op). */
 static void embed_tile(struct exec_model *m, const struct exec_tile *tile)

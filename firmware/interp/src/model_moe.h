@@ -88,6 +88,11 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
                         uint32_t block, uint32_t w);
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan);
+/* Disaggregated (plan.disagg), on the expert instance: one dispatch round of layer l (one
+   micro-batch of every replica at once) taken over the pair group, every slice this rank
+   holds served over its rows, and the outputs sent back; the replicas' ranks run
+   moe_ep_route_dispatch and moe_ep_combine_add of the same round. */
+int exec_moe_ep_serve_round(struct exec_model *m, uint32_t l);
 
 /* model_moe_wide.c: the MoE over the layer (npu_moe_layer_wide). A fused layer calls
    begin_layer, then dispatch_group for each group (its rows in tile->xt after attention) in

@@ -33,6 +33,24 @@
 /* The map of the layer last asked for: scratch, not model state (struct exec_model). */
 static struct moe_ep_map ep_map;
 
+/* The dispatch's group: the tensor-parallel group, or under disaggregation the pair group of
+   every replica's ranks followed by the expert instance's (model_setup.c, join_pair), where
+   expert rank r is rank base + r. */
+static uint32_t ep_base(const struct exec_model *m)
+{
+    return m->plan->disagg ? m->tp * m->replicas : 0;
+}
+
+static uint32_t ep_self(const struct exec_model *m)
+{
+    return ep_base(m) + m->rank;
+}
+
+static struct noc_comm *ep_comm(const struct exec_model *m)
+{
+    return m->moe_comm ? m->moe_comm : m->comm;
+}
+
 /* Builds ep_map from layer l's slices of the image's expert map. */
 static void build_map(const struct exec_model *m, uint32_t l, struct moe_ep_map *x)
 {
@@ -41,17 +59,18 @@ static void build_map(const struct exec_model *m, uint32_t l, struct moe_ep_map 
     const uint32_t unit = m->cfg->moe_intermediate_size / U;
     uint32_t n;
     const struct npu_image_expert_slice *s = npu_image_expert_layer(h, l, &n);
+    const uint32_t P = npu_plan_ep_ranks(m->plan), base = ep_base(m);
     x->layer = l + 1, x->n = n;
-    for (uint32_t q = 0; q <= m->tp; q++)
+    for (uint32_t q = 0; q <= P; q++)
         x->first[q] = 0;
     for (uint32_t e = 0; e <= E; e++)
         x->efirst[e] = 0;
     for (uint32_t i = 0; i < n; i++) { /* the image check keeps these in range */
         x->expert[i] = s[i].expert, x->rank[i] = s[i].rank;
         x->f0[i] = (uint16_t)(s[i].unit0 * unit), x->width[i] = s[i].units * unit;
-        x->first[s[i].rank + 1]++, x->efirst[s[i].expert + 1]++;
+        x->first[base + s[i].rank + 1]++, x->efirst[s[i].expert + 1]++;
     }
-    for (uint32_t q = 0; q < m->tp; q++)
+    for (uint32_t q = 0; q < P; q++)
         x->first[q + 1] += x->first[q];
     for (uint32_t e = 0; e < E; e++)
         x->efirst[e + 1] += x->efirst[e];
@@ -81,7 +100,7 @@ struct noc_alltoallv_plan moe_ep_plan(const struct exec_model *m, const struct m
 static bool owns_layer(const struct exec_model *m, uint32_t l)
 {
     const struct moe_ep_map *x = moe_ep_map(m, l);
-    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
     bool ok = x->n > 0 && m->cfg->moe_intermediate_size % m->plan->expert_units == 0;
     for (uint32_t i = 0; ok && i < x->n; i++)
         ok = x->expert[i] < m->cfg->num_experts;
@@ -134,7 +153,7 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
         exec_moe_prefetch(m, l, n);
     struct noc_alltoallv_args a = dispatch_args(m, n);
     exec_set_cat(m, EXEC_CAT_COLL);
-    rc = noc_alltoallv_dispatch(m->comm, &a, plan);
+    rc = noc_alltoallv_dispatch(ep_comm(m), &a, plan);
     exec_set_cat(m, EXEC_CAT_FFN);
     return rc;
 }
@@ -203,7 +222,7 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
                          const struct noc_alltoallv_plan *plan)
 {
     const uint32_t d = m->cfg->hidden_size;
-    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
     const bool backward = m->w.ring.backward;
     m->w.ring.backward = !backward;
     for (uint32_t i = lo; i < hi; i++) {
@@ -252,7 +271,7 @@ int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
     moe_ep_rank_rows(m, n, &r0, &nr, &slice);
     struct noc_alltoallv_args a = dispatch_args(m, n);
     exec_set_cat(m, EXEC_CAT_COLL);
-    int rc = noc_alltoallv_combine(m->comm, &a, plan);
+    int rc = noc_alltoallv_combine(ep_comm(m), &a, plan);
     exec_set_cat(m, EXEC_CAT_FFN);
     if (rc != NPU_OK)
         return rc;
@@ -260,15 +279,42 @@ int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
         weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr,
                       moe_pairs.first[x->n]);
     rc = exec_flush(m);
-    if (rc == NPU_OK) { /* step 5 */
+    if (rc == NPU_OK && n > 0) { /* step 5 (a disaggregated replica's part may be empty) */
         struct noc_coll_args g = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,
                                    .dtype = m->buf.dt };
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_allgather(m->comm, &g);
         exec_set_cat(m, EXEC_CAT_FFN);
     }
-    if (rc == NPU_OK)
+    if (rc == NPU_OK && n > 0)
         exec_add_rows(m, tile->xt, m->buf.a.ep_out, n, d);
+    return rc;
+}
+
+int exec_moe_ep_serve_round(struct exec_model *m, uint32_t l)
+{
+    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
+    uint32_t *counts = (uint32_t *)(uintptr_t)m->buf.a.ep_counts;
+    for (uint32_t s = 0; s < x->n; s++)
+        counts[s] = 0; /* it sends nothing: its ranks own buckets only */
+    /* every replica's group of up to moe_rows rows at once (npu_act_layout sizes ep_recv) */
+    struct noc_alltoallv_args a = dispatch_args(m, m->plan->moe_rows * m->replicas);
+    exec_set_cat(m, EXEC_CAT_COLL);
+    int rc = noc_alltoallv_dispatch(ep_comm(m), &a, &plan);
+    exec_set_cat(m, EXEC_CAT_FFN);
+    for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++)
+        if (x->f0[s] == 0)
+            m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
+                moe_ep_slice_elems(&plan, s) / d;
+    if (rc == NPU_OK)
+        rc = serve_experts(m, l, x, &plan);
+    if (rc == NPU_OK) {
+        exec_set_cat(m, EXEC_CAT_COLL);
+        rc = noc_alltoallv_combine(ep_comm(m), &a, &plan);
+        exec_set_cat(m, EXEC_CAT_FFN);
+    }
     return rc;
 }
 
@@ -299,7 +345,7 @@ void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows)
     if (!prefetch_pays(m, l, rows))
         return;
     const struct moe_ep_map *x = moe_ep_map(m, l);
-    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
     const uint32_t slots = m->w.map.ring_slots, d = m->cfg->hidden_size;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
     uint32_t loaded = 0;

@@ -145,9 +145,13 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const struct lines_
             exec_stats_add(&layers, &m->acct.stats[l]);
         expert += m->acct.stats[l].expert_bytes;
     }
-    if (m->rank == 0 && m->pipe.stage > 0)
-        noc_sem_wait(SEM_REPORT, 1); /* the stages' lines come in stage order */
-    if (m->rank == 0)
+    /* the stages' lines come in stage order; a disaggregated plan's instances' one instance
+       after another, the first replica's report the run's (the others print their ranks'
+       traffic only) */
+    const bool chained = m->plan->disagg && m->replica > 0;
+    if (m->rank == 0 && (m->pipe.stage > 0 || chained))
+        noc_sem_wait(SEM_REPORT, 1);
+    if (m->rank == 0 && !chained)
         print_stage(m, done, chip_ps, &sum, &layers);
     /* Every rank's traffic, one rank at a time (a barrier between two ranks' lines keeps
        the console lines whole). */
@@ -165,4 +169,8 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const struct lines_
     if (m->rank == 0 && m->pipe.stage + 1 < m->pipe.stages)
         noc_sem_inc(&(struct noc_sem_args){ .core = m->pipe.core[m->pipe.stage + 1],
                                             .sem = SEM_REPORT, .value = 1 });
+    else if (m->rank == 0 && m->plan->disagg && m->replica + 1 < m->plan->instances)
+        noc_sem_inc(&(struct noc_sem_args){ /* rank 0 of the next band, same row */
+                        .core = hal_self()->core_id + m->plan->instance_cols,
+                        .sem = SEM_REPORT, .value = 1 });
 }

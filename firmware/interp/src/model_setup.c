@@ -38,6 +38,43 @@ static int join_group(struct model_core *mc, const struct npu_plan *p)
     return rc;
 }
 
+/* A disaggregated plan's pair group (noc_group_pair): the replicas' bands as one
+   rectangle (linear placement: the order of their ranks matters to nobody), then the expert
+   instance in the plan's placement, so that expert rank r is pair rank A + r (A attention
+   cores), as the image's expert map numbers it. Its slot is the other one; it shares the
+   replica's scratch. HAZARD: that is safe only because a core runs one collective at a time
+   and a ring peer writes into a core's scratch only once both agreed on the same
+   collective. */
+static int join_pair(struct model_core *mc, const struct npu_plan *p)
+{
+    const uint32_t A = p->instances - 1;
+    struct noc_group attn, experts;
+    struct noc_group_args ga = {
+        .placement = NOC_PLACE_LINEAR,
+        .rect = { (uint16_t)p->rect_row0, (uint16_t)p->rect_col0, (uint16_t)p->rect_rows,
+                  (uint16_t)(A * p->instance_cols) },
+        .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
+    int rc = noc_group_init(&attn, &ga);
+    ga.placement = (enum noc_placement)p->placement;
+    ga.rect = (struct noc_rect){ (uint16_t)p->rect_row0,
+                                 (uint16_t)(p->rect_col0 + A * p->instance_cols),
+                                 (uint16_t)p->rect_rows, (uint16_t)p->rect_cols };
+    if (rc == NPU_OK)
+        rc = noc_group_init(&experts, &ga);
+    if (rc == NPU_OK)
+        rc = noc_group_pair(&mc->pair_group, &attn, &experts);
+    struct noc_comm_config cc = { .group = &mc->pair_group, .slot = 1,
+                                  .scratch = hal_self()->sram_base + mc->core->comm_scratch,
+                                  .segment_bytes = p->comm_segment };
+    if (rc == NPU_OK)
+        rc = noc_comm_init(&mc->pair_comm, &cc);
+    if (rc != NPU_OK)
+        printf("MODEL error: core %u: the pair group of %u replicas and the expert instance "
+               "(rc=%d)\n", hal_self()->core_id, A, rc);
+    mc->m.moe_comm = &mc->pair_comm;
+    return rc;
+}
+
 /* The core of this core's rank in every stage (pipeline stages), and where the previous
    stage keeps its residual rows if they are in HBM. In SRAM, they and the tile buffers sit
    at the same offset on every core (the planner lays SRAM out alike), which model_pipe.c
@@ -77,9 +114,14 @@ int model_core_setup(struct model_core *mc)
                                            .stages = h->plan.stages },
                                  .acct = { .stats = mc->stats,
                                            .expert_tokens = mc->expert_tokens } };
+    mc->m.serves_experts = npu_plan_core_serves_experts(&h->plan, mc->core);
+    mc->m.replicas = h->plan.disagg ? h->plan.instances - 1 : h->plan.instances;
+    mc->m.replica = mc->core->instance;
     find_peers(mc, h);
     if (h->plan.tp > 1)
         rc = join_group(mc, &h->plan);
+    if (rc == NPU_OK && h->plan.disagg)
+        rc = join_pair(mc, &h->plan);
     if (rc == NPU_OK)
         rc = exec_init(&mc->m, mc->core);
     mc->ops = (const struct npu_prog_op *)(image + h->prog_off) + mc->core->prog_first;

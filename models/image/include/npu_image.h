@@ -26,7 +26,7 @@
 #include "npu_limits.h"
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 13u
+#define NPU_IMAGE_VERSION 14u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -100,8 +100,9 @@ struct npu_plan {
     uint32_t routing_skew_milli; /* skewed: Zipf exponent x 1000 of expert popularity */
     /* Pipeline micro-batches: each stage runs an iteration's runs in this many parts (the
        parts' rows in turn), handing a part on as soon as it is through, so that the stages
-       work on different parts at once (GPipe-style, within an iteration). 0 (images from
-       before the field) or 1: the iteration as one part; more needs stages > 1. */
+       work on different parts at once (GPipe-style, within an iteration); or, with disagg,
+       the parts that ping-pong between attention and experts. 0 or 1: the iteration as
+       one part; more needs stages > 1 or disagg. */
     uint32_t micro_batches;
     uint64_t routing_seed;
     uint32_t weights_resident;   /* 1: every share in SRAM; 0: staged per layer from HBM */
@@ -190,10 +191,20 @@ struct npu_plan {
        dispatch's buckets; at most NPU_EXPERT_MAP_MAX), which sizes the dispatch's counts
        and plan in SRAM. 0 otherwise. */
     uint32_t expert_map_slices;
+    /* Attention/expert disaggregation (docs/images.md, "Disaggregated execution"; the
+       MegaScale-Infer paper): 1: instances 0 .. instances - 2 are attention replicas (each
+       with its own requests and KV cache; its MoE ops route and send their rows to the
+       experts), and the last instance, of the same shape, serves every expert: it holds the
+       expert shares its ranks would hold under expert parallelism, runs only the MoE ops,
+       and takes every replica's rows at once over the pair group of both roles. Each
+       replica's iteration runs in micro_batches parts that ping-pong with the experts
+       (model_disagg.c). 0: every core runs attention and its experts. */
+    uint32_t disagg;
+    uint32_t reserved_plan1;     /* 0 */
 };
 _Static_assert(offsetof(struct npu_plan, routing_seed) ==
                        offsetof(struct npu_plan, micro_batches) + 4 &&
-                   sizeof(struct npu_plan) == offsetof(struct npu_plan, expert_map_slices) + 4,
+                   sizeof(struct npu_plan) == offsetof(struct npu_plan, reserved_plan1) + 4,
                "struct npu_plan has no padding (the planner compares plans with memcmp)");
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u
@@ -370,6 +381,11 @@ const char *npu_gemm_name(enum npu_gemm g);
 const char *npu_partition_name(enum npu_partition p);
 /* Whether the plan runs the experts expert-parallel (both expert GEMMs EP). */
 bool npu_plan_is_ep(const struct npu_plan *p);
+/* Attention/expert disaggregation (plan.disagg): whether core c serves the experts (the last
+   instance), and the ranks of the dispatch's group: every replica's tp ranks, then the
+   expert instance's (tp without disaggregation). */
+bool npu_plan_core_serves_experts(const struct npu_plan *p, const struct npu_image_core *c);
+uint32_t npu_plan_ep_ranks(const struct npu_plan *p);
 /* EP, contiguous placement: the first of the experts rank r holds, r x E / tp (rank r holds
    [first(r), first(r + 1)); r = tp gives E). */
 uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank);

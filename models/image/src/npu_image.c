@@ -11,6 +11,7 @@
 #include "noc/coll_sizes.h"
 #include "noc/placement.h"
 #include "npu_layout.h"
+#include "npu_limits.h"
 #include "npu_regs.h"
 
 _Static_assert(sizeof(struct npu_image_header) % 8 == 0, "header is 8-byte aligned");
@@ -131,10 +132,19 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
     if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u needs staged weights "
                     "and 2 or more layers a stage (%u)", p->stage_double, p->stage_layers);
-    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
+    if (p->micro_batches > p->max_tokens ||
+        (p->micro_batches > 1 && p->stages < 2 && !p->disagg))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: %u micro-batches: at most max_tokens "
-                    "(%u), and more than one only over pipeline stages (%u)", p->micro_batches,
-                    p->max_tokens, p->stages);
+                    "(%u), and more than one only over pipeline stages (%u) or disaggregated",
+                    p->micro_batches, p->max_tokens, p->stages);
+    if (p->disagg > 1 || p->reserved_plan1 ||
+        (p->disagg && (p->instances < 2 || !ep || p->stages != 1 || !p->x_in_sram ||
+                       p->micro_batches > NPU_DISAGG_PARTS_MAX ||
+                       p->moe_units_rows || p->moe_spill_rows || p->attn_deep)))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: disagg %u needs 2 or more instances "
+                    "(%u), expert parallelism over tp > 1, one stage (%u), the residual rows "
+                    "in SRAM, at most " "16 micro-batches, and neither the MoE by units, over the layer, nor two tiles' "
+                    "attention in flight", p->disagg, p->instances, p->stages);
     if (p->attn_deep > 1 ||
         (p->attn_deep && (p->tp < 2 || p->partition[NPU_GEMM_O] != NPU_PART_2D)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: attn_deep %u: 0, or 1 with a 2D O "
@@ -409,6 +419,16 @@ bool npu_plan_is_ep(const struct npu_plan *p)
 {
     return p->partition[NPU_GEMM_EXP_UP] == NPU_PART_EP &&
            p->partition[NPU_GEMM_EXP_DOWN] == NPU_PART_EP;
+}
+
+bool npu_plan_core_serves_experts(const struct npu_plan *p, const struct npu_image_core *c)
+{
+    return p->disagg && c->rank != NPU_IMAGE_IDLE && c->instance + 1 == p->instances;
+}
+
+uint32_t npu_plan_ep_ranks(const struct npu_plan *p)
+{
+    return p->disagg ? p->tp * p->instances : p->tp;
 }
 
 uint32_t npu_plan_expert_first(const struct npu_plan *p, uint32_t experts, uint32_t rank)

@@ -132,7 +132,9 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->eout = take(&at, p_ep || !moe ? 0 : t * d * eb);
     o->combine = take(&at, moe * (p_ep ? slice : t) * k * d * eb); /* EP: the slice only */
     o->ep_send = take(&at, slice * kx * d * eb);
-    o->ep_recv = take(&at, g * (kx < per_rank ? kx : per_rank) * d * eb);
+    /* disaggregated: an expert core takes every replica's group at once */
+    const uint64_t senders = p->disagg ? p->instances - 1 : 1;
+    o->ep_recv = take(&at, senders * g * (kx < per_rank ? kx : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
     /* attn_deep: the O and QKV GEMMs' chunks outside attention's scratch, so that two
        tiles' attention may be in flight (model_layer_ops.c): tile i's O collective beside
@@ -297,7 +299,7 @@ uint64_t npu_moe_spill_group_rows(const struct model_config *c, const struct npu
 
 uint32_t npu_ep_plan_words(const struct model_config *c, const struct npu_plan *p)
 {
-    return (uint32_t)noc_a2av_plan_words(p->tp, p->expert_map_slices,
+    return (uint32_t)noc_a2av_plan_words(npu_plan_ep_ranks(p), p->expert_map_slices,
                                          (uint32_t)rank_slices(c, p));
 }
 

@@ -66,6 +66,9 @@ struct npu_plan_request {
     int32_t moe_units_rows;             /* the MoE by units up to this many rows
                                            (npu_plan.moe_units_rows); 0: never; -1: the
                                            default */
+    uint32_t disagg;                    /* 1: attention/expert disaggregation
+                                           (npu_plan.disagg): the last of the instances
+                                           serves the experts */
     int attn_deep;                      /* 1: two tiles' attention in flight
                                            (npu_plan.attn_deep), 0: not; -1: where it
                                            costs nothing else kept in SRAM */

@@ -119,7 +119,7 @@ static int check_ep(struct planner *pl)
                     pl->cfg->name);
     /* whole experts in order (the expert placement checks its own map) */
     const uint32_t tp = pl->plan.tp, E = pl->cfg->num_experts, most = (E + tp - 1) / tp;
-    const uint64_t words = noc_a2av_mailbox_words(tp, E, most);
+    const uint64_t words = noc_a2av_mailbox_words(npu_plan_ep_ranks(&pl->plan), E, most);
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows *
                                                 pl->chip->mesh_cols);
     if (part[NPU_GEMM_EXP_UP] == NPU_PART_EP && words > limit)
@@ -140,6 +140,13 @@ static int plan_partitions(struct planner *pl, const struct npu_plan_request *re
         if (part < NPU_PART_MN || part > NPU_PART_EP)
             return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "partition of %s: %u is not mn, "
                         "k, 2d or ep", npu_gemm_name((enum npu_gemm)g), part);
+        if (pl->plan.disagg && (g == NPU_GEMM_EXP_UP || g == NPU_GEMM_EXP_DOWN)) {
+            if (req->partition[g] != NPU_PLAN_AUTO && part != NPU_PART_EP)
+                return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "--roles disagg: the expert "
+                            "instance holds whole experts (or units of them): partition of "
+                            "%s must be ep", npu_gemm_name((enum npu_gemm)g));
+            part = NPU_PART_EP;
+        }
         pl->plan.partition[g] = part;
         if (part == NPU_PART_EP)
             continue; /* whole experts per rank: nothing is split */
@@ -162,6 +169,13 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
     const struct npu_plan_chip *ch = pl->chip;
     struct npu_plan *p = &pl->plan;
     p->instances = req->instances ? req->instances : 1;
+    p->disagg = req->disagg ? 1 : 0;
+    if (p->disagg && (p->instances < 2 || (req->stages && req->stages != 1) ||
+                      pl->cfg->arch != MODEL_MOE))
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "--roles disagg: a MoE model (%s is "
+                    "%s) and --instances 2 or more (%u: the last instance serves the experts, "
+                    "the others are attention replicas), one pipeline stage", pl->cfg->name,
+                    pl->cfg->arch == MODEL_MOE ? "one" : "dense", p->instances);
     if (p->instances > 64 || ch->mesh_cols % p->instances)
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u instances: the %u columns of %s "
                     "do not split into that many bands (at most 64)", p->instances,
@@ -194,6 +208,11 @@ static int plan_group(struct planner *pl, const struct npu_plan_request *req)
                     "%ux%u mesh%s%s", p->tp, ch->mesh_rows, band,
                     p->stages > 1 ? " that its stages can stack into" : "",
                     p->instances > 1 ? " (one instance's band)" : "");
+    if (p->disagg && (p->tp < 2 || p->rect_cols != p->instance_cols))
+        return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "--roles disagg: tp %u must be 2 or "
+                    "more and fill its band's %u columns (a %ux%u rectangle here), so that "
+                    "the replicas form one rectangle beside the experts' band", p->tp,
+                    p->instance_cols, p->rect_rows, p->rect_cols);
     p->placement = req->placement < 0 ? npu_planner_auto_placement(pl, req)
                                       : (uint32_t)req->placement;
     if (p->placement > 3)
@@ -229,11 +248,14 @@ static int plan_micro_batches(struct planner *pl, const struct npu_plan_request 
 {
     struct npu_plan *p = &pl->plan;
     p->micro_batches = req->micro_batches ? req->micro_batches : 1;
-    if (p->micro_batches > p->max_tokens || (p->micro_batches > 1 && p->stages < 2))
+    if (p->micro_batches > p->max_tokens ||
+        (p->micro_batches > 1 && p->stages < 2 && !p->disagg) ||
+        (p->disagg && p->micro_batches > NPU_DISAGG_PARTS_MAX))
         return fail(pl->err, pl->errlen, NPU_ERR_RANGE, "%u micro-batches: at most max-tokens "
                     "(%u) parts of an iteration's rows, and more than one only over pipeline "
-                    "stages (--stages 2 or more; %u)", p->micro_batches, p->max_tokens,
-                    p->stages);
+                    "stages (--stages 2 or more; %u) or disaggregated (--roles disagg, at "
+                    "most %u)", p->micro_batches, p->max_tokens, p->stages,
+                    NPU_DISAGG_PARTS_MAX);
     return NPU_OK;
 }
 
@@ -375,7 +397,11 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     }
     if (p->micro_batches > 1)
         fprintf(f, ", %u micro-batches", p->micro_batches);
-    if (p->instances > 1)
+    if (p->instances > 1 && p->disagg)
+        fprintf(f, ", disaggregated: %u attention replicas in bands of %u columns, the "
+                "experts on the last band (%u columns)", p->instances - 1, p->instance_cols,
+                p->instance_cols);
+    else if (p->instances > 1)
         fprintf(f, ", %u instances in bands of %u columns", p->instances, p->instance_cols);
     fprintf(f, "\n");
     fprintf(f, "  partition:");
@@ -705,7 +731,9 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
         if (rc == NPU_ERR_NOMEM)
             pl->plan.expert_slots = slots;
     }
-    while (rc == NPU_ERR_NOMEM && !req->moe_rows && pl->plan.moe_rows > pl->plan.tile_rows) {
+    /* (disaggregated: a replica's micro-batch is one group, so groups are not halved) */
+    while (rc == NPU_ERR_NOMEM && !req->moe_rows && !pl->plan.disagg &&
+           pl->plan.moe_rows > pl->plan.tile_rows) {
         pl->plan.moe_rows = pl->plan.moe_rows / 2 > pl->plan.tile_rows ? pl->plan.moe_rows / 2
                                                                         : pl->plan.tile_rows;
         rc = npu_plan_is_ep(&pl->plan) ? place_experts(pl, req) : NPU_OK;
@@ -739,7 +767,8 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
             break; /* nothing left to shrink: the refusal stands */
         if (!req->kv_window)
             pl->plan.kv_window = npu_kv_window_default(pl->cfg, &pl->plan);
-        if (!req->moe_rows || !npu_plan_is_ep(&pl->plan) || pl->plan.tp == 1)
+        if ((!req->moe_rows && !pl->plan.disagg) || !npu_plan_is_ep(&pl->plan) ||
+            pl->plan.tp == 1)
             pl->plan.moe_rows = pl->plan.tile_rows; /* the default group was halved to it */
         rc = npu_planner_cores(pl, cores, ops, nops);
     }

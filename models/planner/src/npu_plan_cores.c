@@ -71,6 +71,7 @@ static void choose_units(struct planner *pl)
     struct npu_plan *p = &pl->plan;
     p->moe_units_rows = p->moe_unit_split = 0;
     if (!npu_plan_is_ep(p) || p->tp == 1 || p->weights_resident || p->expert_slots < 3 ||
+        p->disagg ||
         pl->units_request == 0 || !every_rank_holds(pl))
         return;
     uint32_t rows = pl->units_request > 0 ? (uint32_t)pl->units_request : p->max_batch;
@@ -327,7 +328,7 @@ static int plan_ranks_sram(struct planner *pl, const struct noc_group *groups,
 
 bool npu_planner_deep_able(const struct npu_plan *p)
 {
-    return p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D;
+    return p->tp > 1 && p->partition[NPU_GEMM_O] == NPU_PART_2D && !p->disagg;
 }
 
 /* The NoC groups of the stages: the same placement in each stage's rectangle. */
@@ -381,6 +382,11 @@ int npu_planner_cores(struct planner *pl, struct npu_image_core *cores,
     int rc = plan_stage_groups(pl, groups);
     if (rc == NPU_OK)
         rc = plan_ranks_sram(pl, groups, cores, &act);
+    if (rc == NPU_OK && p->disagg && !p->x_in_sram) /* model_disagg.c adds in place */
+        rc = fail(pl->err, pl->errlen, NPU_ERR_NOMEM, "--roles disagg: a replica's residual "
+                  "rows (max_tokens %u x hidden %u) must stay in SRAM beside the tile "
+                  "buffers (%.2f MiB, with every replica's MoE rows) and the weights' staging",
+                  p->max_tokens, pl->cfg->hidden_size, MIB(act.bytes));
     if (rc != NPU_OK)
         return rc;
     if (p->weights_resident) {
