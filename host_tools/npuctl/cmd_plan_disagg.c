@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * npuctl plan --disagg SPEC (docs/images.md, "Attention/expert disaggregation (plan
- * only)"): the two roles of a MoE model's disaggregated decoding on the chip, what each core
- * holds, and the MegaScale-Infer latency model's estimate (npu_disagg.h). Nothing is built
- * or run: no image or firmware executes such a plan yet.
+ * npuctl plan --disagg SPEC (docs/images.md, "Attention/expert disaggregation: the latency
+ * model's plan"): the two roles of a MoE model's disaggregated decoding on the chip, what
+ * each core holds, and the MegaScale-Infer latency model's estimate (npu_disagg.h). Nothing
+ * is built or run; --roles disagg builds the executed form (band=last estimates it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include "npuctl.h"
@@ -16,9 +16,18 @@
 #include "npu_image.h"
 #include "npu_enums.h"
 
-enum { K_REPLICAS, K_TP_A, K_EXPERTS, K_M, K_BATCH, K_CONTEXT, K_SLO, K__COUNT };
+enum { K_REPLICAS, K_TP_A, K_EXPERTS, K_M, K_BATCH, K_CONTEXT, K_SLO, K_BAND, K__COUNT };
 static const char *const spec_keys[K__COUNT] = { "replicas", "tp-a", "experts", "m", "batch",
-                                                 "context", "slo-ms" };
+                                                 "context", "slo-ms", "band" };
+
+/* band=middle|last: where the expert band is (last: the executed form, --roles disagg). */
+static int parse_band(const char *v, uint32_t *band_last)
+{
+    if (strcmp(v, "middle") && strcmp(v, "last"))
+        return npuctl_usage_error("--disagg band: '%s' (middle or last)", v);
+    *band_last = strcmp(v, "last") == 0;
+    return 0;
+}
 
 /* SPEC's KEY=VALUE pairs over the defaults already in *r and *slo_ms; *given: a bit per key
    (a key given twice is refused). */
@@ -26,9 +35,9 @@ static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *
                       uint32_t *given)
 {
     uint32_t *fields[K__COUNT] = { &r->replicas, &r->tp_a, &r->expert_cores, &r->micro_batches,
-                                   &r->batch, &r->context, slo_ms };
+                                   &r->batch, &r->context, slo_ms, &r->band_last };
     const uint32_t most[K__COUNT] = { NPU_DISAGG_REPLICAS_MAX, 1u << 16, 1u << 16, 64,
-                                      NPU_DISAGG_BATCH_MAX, 1u << 24, 1u << 24 };
+                                      NPU_DISAGG_BATCH_MAX, 1u << 24, 1u << 24, 1 };
     char buf[256];
     *given = 0;
     if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf))
@@ -45,10 +54,16 @@ static int parse_spec(const char *spec, struct npu_disagg_request *r, uint32_t *
                     : k;
         if (k < 0)
             return npuctl_usage_error("--disagg: '%s' is not KEY=VALUE with KEY one of "
-                                      "replicas, tp-a, experts, m, batch, context, slo-ms", tok);
+                                      "replicas, tp-a, experts, m, batch, context, slo-ms, "
+                                      "band", tok);
         if (*given & (1u << k))
             return npuctl_usage_error("--disagg: %s is given twice", spec_keys[k]);
         *given |= 1u << k;
+        if (k == K_BAND) {
+            if (parse_band(eq + 1, fields[k]))
+                return NPUCTL_EXIT_USAGE;
+            continue;
+        }
         char name[32];
         snprintf(name, sizeof(name), "--disagg %s", spec_keys[k]);
         if (npuctl_parse_u32(name, eq + 1, 1, most[k], fields[k]))

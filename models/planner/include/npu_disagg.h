@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Attention/expert disaggregation's plan (MegaScale-Infer, ../shared/papers: sections 3 and
- * 4.1; docs/images.md "Attention/expert disaggregation (plan only)"): a MoE model's decoding
- * on two roles of one mesh. Attention cores: n_a data-parallel replicas of tp_a cores, each
+ * 4.1; docs/images.md "Attention/expert disaggregation: the latency model's plan"): a MoE
+ * model's decoding on two roles of one mesh. Attention cores: n_a data-parallel replicas of tp_a cores, each
  * with the attention weights' shares and the KV cache of its B / n_a requests. Expert cores:
  * N_e cores holding the experts (E / N_e whole experts each, or with N_e = U x E, one of U
  * units of one expert). The expert cores take a band of whole columns in the middle of the
@@ -17,7 +17,8 @@
  * links inside the expert band (only the row links into it), norms, softmax and activations
  * (vector work), and any overlap of the LM head; a layer's attention uses the layers' mean
  * positions (sliding windows counted), and routing is uniform.
- * Not built: the image and the firmware that run it (issue 24), so nothing executes it yet.
+ * This plan builds no image: the firmware runs the narrower form of `--roles disagg`
+ * (docs/images.md, "Disaggregated execution": the expert band last, every band one shape).
  * Host only.
  */
 #ifndef NPU_DISAGG_H
@@ -44,6 +45,9 @@ struct npu_disagg_request {
     uint32_t batch;         /* B: decoding requests over all replicas, >= n_a x m */
     uint32_t context;       /* s: positions each request's KV cache holds, >= 1 */
     uint32_t elem_bytes;    /* 2 (bf16) or 4 */
+    uint32_t band_last;     /* 1: the expert band on the mesh's last columns, every replica
+                               on its left (the form --roles disagg executes); 0: in the
+                               middle, replicas on both sides */
 };
 
 /* The latency model of one layer and micro-batch (seconds) and the iteration's. */
@@ -90,7 +94,7 @@ int npu_disagg_plan(const struct model_config *m, const struct chip_config *c,
    full micro-batches under it, where that does more). The best is the most tokens per
    second (the chip's idle cores serve nothing: the HBM that limits the batch is the whole
    chip's); ties: fewer cores. The model is an estimate, so the search is too, until the
-   simulator runs such plans (issue 24). */
+   simulator runs its plans (issue 24). */
 struct npu_disagg_search {
     double slo_s;           /* TBT SLO: an iteration at most this long (the paper: 0.150) */
     uint32_t context;       /* s of every request */

@@ -133,7 +133,7 @@ static int place_roles(const struct chip_config *c, const struct npu_disagg_requ
                        struct npu_disagg_plan *p, char *err, size_t errlen)
 {
     const uint32_t R = c->mesh_rows, C = c->mesh_cols, we = r->expert_cores / R;
-    const uint32_t e0 = (C - we) / 2, left = e0, right = C - we - e0;
+    const uint32_t e0 = r->band_last ? C - we : (C - we) / 2, left = e0, right = C - we - e0;
     p->experts = (struct noc_rect){ 0, (uint16_t)e0, (uint16_t)R, (uint16_t)we };
     const uint32_t ra = r->tp_a < R ? r->tp_a : R, ca = r->tp_a < R ? 1 : r->tp_a / R;
     const uint32_t cap_l = (left / ca) * (R / ra), cap_r = (right / ca) * (R / ra);
@@ -318,9 +318,9 @@ void npu_disagg_print(FILE *f, const struct model_config *m, const struct chip_c
                       const struct npu_disagg_request *r, const struct npu_disagg_plan *p)
 {
     const double MiB = 1048576.0;
-    fprintf(f, "disaggregated plan: %s on %s (%ux%u), decoding, %s; a plan only: no image "
-            "or firmware runs it yet\n", m->name, c->name, c->mesh_rows, c->mesh_cols,
-            r->elem_bytes == 2 ? "bf16" : "fp32");
+    fprintf(f, "disaggregated plan: %s on %s (%ux%u), decoding, %s; the latency model's plan "
+            "(--roles disagg builds the executed form)\n", m->name, c->name, c->mesh_rows,
+            c->mesh_cols, r->elem_bytes == 2 ? "bf16" : "fp32");
     fprintf(f, "  attention: %u replica(s) of %u cores, each with up to %u requests' KV "
             "cache:", r->replicas, r->tp_a, (r->batch + r->replicas - 1) / r->replicas);
     for (uint32_t i = 0; i < r->replicas; i++)
