@@ -122,6 +122,11 @@ static int make_scheduler(uint32_t layers)
     if (name)
         snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, " "), name);
     int k = rt_sched_kind_parse(kind), rc = k < 0 ? NPU_ERR_INVAL : NPU_OK;
+    if (p->disagg) { /* its replicas and expert instance run in step: not scheduled here */
+        serve_print_abort("bad_image", "a disaggregated plan (--roles disagg): serving with "
+                          "it is not built; the model image runs it");
+        return NPU_ERR_INVAL;
+    }
     for (uint32_t i = 0; rc == NPU_OK && i < sv.ninst; i++)
         rc = kvc_init(&sv.inst[i].kvc, &kc);
     if (rc != NPU_OK)

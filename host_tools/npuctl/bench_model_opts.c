@@ -13,7 +13,7 @@
 #include "npuctl.h"
 #include "opts.h"
 
-enum { BM_OUT, BM_SHAPES, BM_TIMEOUT, BM_ENGINE_LOG };
+enum { BM_OUT, BM_SHAPES, BM_TIMEOUT, BM_SLO, BM_ENGINE_LOG };
 
 static int apply_bench_model_opt(void *ctx, const struct npuctl_opt *opt, const char *v,
                                  char *err, size_t errlen)
@@ -25,6 +25,7 @@ static int apply_bench_model_opt(void *ctx, const struct npuctl_opt *opt, const 
     case BM_SHAPES: o->only = v; return 0;
     case BM_TIMEOUT: return npuctl_parse_u32(opt->name, v, 1, NPUCTL_TIMEOUT_MAX_S,
                                              &o->timeout_s);
+    case BM_SLO: return npuctl_parse_u32(opt->name, v, 1, 1u << 24, &o->slo_ms);
     default:
         o->engine_log = true;
         o->engine_log_core = CHIP_ENGINE_LOG_ALL;
@@ -44,6 +45,9 @@ static const struct npuctl_opt bench_model_table[] = {
       "removed)", BM_OUT, C_BMODEL },
     { "--timeout", NULL, "SECONDS", "3600", "wall-clock limit of each shape's run",
       BM_TIMEOUT, C_BMODEL },
+    { "--slo-ms", NULL, "MS", "150",
+      "--search disagg: the TBT SLO an iteration must meet (MegaScale-Infer's 150 ms)",
+      BM_SLO, C_BMODEL },
     { "--engine-log", NULL, "all|CORE", NULL,
       "also write DIR/SHAPE.engines.json (needs --out): every descriptor the engines ran (of "
       "every core, or of CORE), a Perfetto / chrome://tracing trace (docs/benchmarks.md)",
@@ -60,7 +64,7 @@ static int parse_only(int argc, char **argv, struct bench_model_opts *o, bool *h
 {
     void *const ctx[NPUCTL_GROUPS_MAX] = { o, &o->image };
     struct npuctl_args args;
-    *o = (struct bench_model_opts){ .timeout_s = 3600 };
+    *o = (struct bench_model_opts){ .timeout_s = 3600, .slo_ms = 150 };
     npuctl_image_opts_init(&o->image);
     o->image.req.mode = NPU_IMAGE_PERFORMANCE;
     int rc = npuctl_opts_parse(&npuctl_spec_bench_model, ctx, argc, argv, &args, err, errlen);
@@ -90,6 +94,10 @@ int bench_model_parse(int argc, char **argv, struct bench_model_opts *o, bool *d
     if (!o->image.model)
         return npuctl_usage_error("bench model: --model NAME|PATH is required (npuctl "
                                   "models lists them)");
+    const struct npu_plan_request *q = &o->image.req;
+    if (o->image.search && (q->instances || q->disagg || q->micro_batches > 1 || q->tp))
+        return npuctl_usage_error("bench model --search disagg: it chooses --instances, "
+                                  "--roles, --micro-batches and --tp itself");
     if (o->engine_log && !o->out)
         return npuctl_usage_error("bench model: --engine-log needs --out DIR (the logs are "
                                   "kept there)");
@@ -107,6 +115,9 @@ const struct npuctl_cmd_spec npuctl_spec_bench_model = {
     "  peak, least HBM bytes beyond the chip's SRAM), their ratio, each engine kind's\n"
     "  busy share, HBM bytes against the least, and rank 0's categories. The plan options\n"
     "  are plan's, less those each shape sets: --mode, --max-batch, --max-tokens and\n"
-    "  --max-seq.\n",
+    "  --max-seq. With --search disagg, each shape on the colocated plan and on every\n"
+    "  disaggregated plan the firmware runs (I equal bands: I - 1 attention replicas\n"
+    "  and the experts; m = 1..4 micro-batches), measured beside the latency model's\n"
+    "  estimate, and the fastest within --slo-ms.\n",
     { &bench_model_group, &npuctl_plan_group }, false, 0, parse_only_bench_model,
 };

@@ -14,7 +14,10 @@
 
 #include "chip_config.h"
 #include "model_config.h"
+#include "npu_bound.h"
+#include "npu_image.h"
 #include "npuctl.h"
+#include "rt/metrics.h"
 
 #define BENCH_KV_MAX 24u
 #define BENCH_TEXT_MAX 256u
@@ -90,11 +93,43 @@ struct bench_model_opts {
     const char *out;            /* --out DIR: keep images, consoles, stats (else a temp dir) */
     const char *only;           /* --shapes a,b */
     uint32_t timeout_s;
+    uint32_t slo_ms;            /* --search disagg: the TBT SLO */
     bool engine_log;            /* --engine-log: DIR/SHAPE.engines.json ... */
     uint32_t engine_log_core;   /* ... of this core, or CHIP_ENGINE_LOG_ALL */
 };
 
 /* 0 to go on, else the exit status (0 after the help) with *done set. */
 int bench_model_parse(int argc, char **argv, struct bench_model_opts *o, bool *done);
+
+/* A named step shape (cmd_bench_model.c), and what one run of it measured. */
+struct shape {
+    const char *name;
+    struct npu_bound_shape s;
+};
+struct measured {
+    double chip_us;             /* the iteration (rank 0's `MODEL done`) */
+    double cat_us[5];           /* attn, ffn, coll, weights, other (rank 0) */
+    double run_ps;              /* the whole run (stats file) */
+    double busy_ps[RT_ENGINE_KINDS]; /* matrix, vector, dma, noc, dma2: summed over the
+                                        cores */
+    double hbm_bytes;
+    uint32_t cores;
+    /* EP MoE load (`MODEL routed`): rows served by the busiest rank over the mean rank's,
+       averaged over the layers and the worst layer (0: no EP MoE) */
+    double moe_imbalance, moe_worst;
+};
+const struct shape *bench_model_shapes(size_t *n);
+/* Whether the shape's positions fit the model (else a line says why it is skipped). */
+bool bench_model_shape_fits(const struct bench_model_opts *o, const struct shape *sh);
+bool bench_model_shape_selected(const struct bench_model_opts *o, const char *name);
+/* Plans the shape with the plan options io, builds its image into dir and runs it: *m, *h
+   (its header). *planned false (0 returned): the planner refused it and said why. */
+int bench_model_measure(const struct bench_model_opts *o, const struct npuctl_image_opts *io,
+                        const struct shape *sh, const char *dir, struct npu_image_header *h,
+                        struct measured *m, bool *planned);
+/* --search disagg (bench_disagg.c): the shape on the colocated plan and on every
+   disaggregated plan the firmware runs, measured; the best under the TBT SLO. */
+int bench_model_search_disagg(const struct bench_model_opts *o, const struct shape *sh,
+                              const char *dir);
 
 #endif

@@ -34,11 +34,6 @@
 #include "rt/lines.h"
 #include "rt/metrics.h"
 
-struct shape {
-    const char *name;
-    struct npu_bound_shape s;
-};
-
 /* The named shapes: prefill chunks at two contexts, a long prefill, two decodes. */
 static const struct shape shapes[] = {
     { "prefill-512", { 1, 512, 0 } },
@@ -49,21 +44,13 @@ static const struct shape shapes[] = {
 };
 #define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
 
-/* What one run measured. */
-struct measured {
-    double chip_us;             /* the iteration */
-    double cat_us[5];           /* attn, ffn, coll, weights, other (rank 0) */
-    double run_ps;              /* the whole run (stats file) */
-    double busy_ps[RT_ENGINE_KINDS]; /* matrix, vector, dma, noc, dma2: summed over the
-                                        cores */
-    double hbm_bytes;
-    uint32_t cores;
-    /* EP MoE load (`MODEL routed`): rows served by the busiest rank over the mean rank's,
-       averaged over the layers and the worst layer (0: no EP MoE) */
-    double moe_imbalance, moe_worst;
-};
+const struct shape *bench_model_shapes(size_t *n)
+{
+    *n = NSHAPES;
+    return shapes;
+}
 
-static bool shape_selected(const struct bench_model_opts *o, const char *name)
+bool bench_model_shape_selected(const struct bench_model_opts *o, const char *name)
 {
     if (!o->only)
         return true;
@@ -78,7 +65,7 @@ static bool shape_selected(const struct bench_model_opts *o, const char *name)
 static int check_shapes(const struct bench_model_opts *o)
 {
     for (size_t i = 0; o->only && i < NSHAPES; i++)
-        if (shape_selected(o, shapes[i].name))
+        if (bench_model_shape_selected(o, shapes[i].name))
             return 0;
     if (o->only)
         return npuctl_usage_error("bench model: --shapes '%s' names none of prefill-512, "
@@ -235,11 +222,12 @@ static int write_image(const char *path, const struct npu_built_image *img)
     return ok ? 0 : -1;
 }
 
-/* Plans and builds the shape's image into DIR/NAME.img; *h gets its header. */
-static int build_shape(const struct bench_model_opts *o, const struct shape *sh,
+/* Plans and builds the shape's image with the plan options io into DIR/NAME.img; *h gets
+   its header. */
+static int build_shape(const struct npuctl_image_opts *plan, const struct shape *sh,
                        const char *dir, struct model_config *cfg, struct npu_image_header *h)
 {
-    struct npuctl_image_opts io = o->image;
+    struct npuctl_image_opts io = *plan;
     io.req.max_batch = sh->s.requests;
     io.req.max_tokens = sh->s.requests * sh->s.rows;
     io.req.max_seq = sh->s.context + sh->s.rows + 1;
@@ -346,8 +334,7 @@ static int shape_bound(const struct bench_model_opts *o, const struct npu_image_
     return npu_bound_step(&o->model, &o->chip, &sh->s, &bo, b) ? NPUCTL_EXIT_USAGE : 0;
 }
 
-/* Whether the shape's positions fit the model (else a line says why it is skipped). */
-static bool shape_fits(const struct bench_model_opts *o, const struct shape *sh)
+bool bench_model_shape_fits(const struct bench_model_opts *o, const struct shape *sh)
 {
     uint64_t need = (uint64_t)sh->s.context + sh->s.rows + 1;
     if (need <= o->model.max_position)
@@ -357,23 +344,35 @@ static bool shape_fits(const struct bench_model_opts *o, const struct shape *sh)
     return false;
 }
 
+int bench_model_measure(const struct bench_model_opts *o, const struct npuctl_image_opts *io,
+                        const struct shape *sh, const char *dir, struct npu_image_header *h,
+                        struct measured *m, bool *planned)
+{
+    struct model_config cfg;
+    const char *chip = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
+    *h = (struct npu_image_header){ 0 }, *m = (struct measured){ 0 };
+    int rc = build_shape(io, sh, dir, &cfg, h);
+    *planned = rc != NPUCTL_EXIT_USAGE || h->magic;
+    if (!*planned)
+        return 0;
+    return rc ? rc : run_shape(o, sh, dir, chip, &h->plan, &cfg, m);
+}
+
 static int bench_one_shape(const struct bench_model_opts *o, const struct shape *sh,
                            const char *dir, bool *header)
 {
-    if (!shape_fits(o, sh))
+    if (!bench_model_shape_fits(o, sh))
         return 0;
-    struct model_config cfg;
     struct npu_image_header h = { 0 };
     struct measured m = { 0 };
     struct npu_bound b;
-    const char *chip = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
-    int rc = build_shape(o, sh, dir, &cfg, &h);
-    if (rc == NPUCTL_EXIT_USAGE && !h.magic) { /* the planner refused it, and said why */
+    bool planned;
+    int rc = bench_model_measure(o, &o->image, sh, dir, &h, &m, &planned);
+    if (rc == 0 && !planned) { /* the planner refused it, and said why */
         printf("%-18s not planned: the planner's reason is above\n", sh->name);
         return 0;
     }
     rc = rc ? rc : shape_bound(o, &h, sh, &b);
-    rc = rc ? rc : run_shape(o, sh, dir, chip, &h.plan, &cfg, &m);
     if (rc)
         return rc;
     if (!*header)
@@ -435,8 +434,9 @@ int bench_model(int argc, char **argv)
     }
     bool header = false;
     for (size_t i = 0; i < NSHAPES && rc == 0; i++)
-        if (shape_selected(&o, shapes[i].name))
-            rc = bench_one_shape(&o, &shapes[i], dir, &header);
+        if (bench_model_shape_selected(&o, shapes[i].name))
+            rc = o.image.search ? bench_model_search_disagg(&o, &shapes[i], dir)
+                                : bench_one_shape(&o, &shapes[i], dir, &header);
     if (!o.out)
         remove_files(dir);
     return rc;

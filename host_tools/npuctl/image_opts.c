@@ -315,9 +315,9 @@ static const struct npuctl_opt image_opts[] = {
       "(a 2D O GEMM over tp > 1 ranks; default: on where nothing else the planner chose "
       "changes)", IMG_ATTN_DEEP, C_ALL },
     { "--roles", NULL, "colocated|disagg", "colocated",
-      "disagg: attention/expert disaggregation, executed: with --instances I, instances "
-      "1..I-1 are attention replicas (requests dealt round them) and the last band serves "
-      "every expert; each iteration in --micro-batches parts that ping-pong between the two "
+      "disagg: attention/expert disaggregation, executed: with --instances I, the first "
+      "I - 1 instances are attention replicas (requests dealt round them) and the last band "
+      "serves every expert; each iteration in --micro-batches parts that ping-pong between the two "
       "(a MoE model, experts ep; not yet for serve)", IMG_ROLES, C_PLAN | C_IMAGE | C_BMODEL },
     { "--disagg", NULL, "KEY=VALUE,...", NULL,
       "attention/expert disaggregation of a MoE model's decoding, the latency model's plan "
@@ -329,10 +329,10 @@ static const struct npuctl_opt image_opts[] = {
       "context 2048, slo-ms 150)", IMG_DISAGG,
       C_PLAN },
     { "--search", NULL, "disagg", NULL,
-      "search the disaggregated plans (MegaScale-Infer's Algorithm 1 over the latency "
-      "model) for the most tokens/s whose iteration meets --disagg's slo-ms at its "
-      "context, with up to its m micro-batches (default 4), and print the best",
-      IMG_SEARCH, C_PLAN },
+      "search the disaggregated plans (MegaScale-Infer's Algorithm 1) for the most "
+      "tokens/s within the TBT SLO: plan, over the latency model (--disagg's slo-ms, "
+      "context and m, default 4); bench model, over the simulator (the plans the firmware "
+      "runs, each measured; --slo-ms)", IMG_SEARCH, C_PLAN | C_BMODEL },
 };
 
 const struct npuctl_opt_group npuctl_plan_group = {

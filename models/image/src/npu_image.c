@@ -140,10 +140,15 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
     if (p->disagg > 1 || p->reserved_plan1 ||
         (p->disagg && (p->instances < 2 || !ep || p->stages != 1 || !p->x_in_sram ||
                        p->micro_batches > NPU_DISAGG_PARTS_MAX ||
+                       p->rect_cols != p->instance_cols ||
+                       p->moe_rows < (p->max_tokens + (p->micro_batches ? p->micro_batches
+                                                                         : 1) - 1) /
+                                         (p->micro_batches ? p->micro_batches : 1) ||
                        p->moe_units_rows || p->moe_spill_rows || p->attn_deep)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: disagg %u needs 2 or more instances "
                     "(%u), expert parallelism over tp > 1, one stage (%u), the residual rows "
-                    "in SRAM, at most " "16 micro-batches, and neither the MoE by units, over the layer, nor two tiles' "
+                    "in SRAM, at most " "16 micro-batches, tp filling its band, MoE groups "
+                    "that hold a micro-batch of max_tokens, and neither the MoE by units, over the layer, nor two tiles' "
                     "attention in flight", p->disagg, p->instances, p->stages);
     if (p->attn_deep > 1 ||
         (p->attn_deep && (p->tp < 2 || p->partition[NPU_GEMM_O] != NPU_PART_2D)))
@@ -232,7 +237,7 @@ static int check_expert_layer(const struct npu_image_header *h,
         most = run > most ? (uint32_t)run : most;
     }
     if (n > h->plan.expert_map_slices || most > h->plan.expert_rank_slices ||
-        noc_a2av_mailbox_words(h->plan.tp, (uint32_t)n, most) > limit)
+        noc_a2av_mailbox_words(npu_plan_ep_ranks(&h->plan), (uint32_t)n, most) > limit)
         return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u has %" PRIu64 " slices, "
                     "%u on one rank (at most %u and %u per rank as the plan says, and a "
                     "dispatch whose count exchange fits the driver's %" PRIu64 " words)",

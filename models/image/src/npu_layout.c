@@ -121,9 +121,12 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     /* The FFN's hidden: a dense FFN's (npu_ffn_hidden_width), an expert's over a tile or an
        EP group's rows. */
     const uint64_t moe = c->num_experts ? 1 : 0, mff = c->moe_intermediate_size;
+    /* disaggregated: an expert core takes every replica's group at once, and a slice up to
+       all of their rows */
+    const uint64_t senders = p->disagg ? p->instances - 1 : 1, ga = g * senders;
     uint64_t hbw[2] = { t * npu_ffn_hidden_width(c, p, 0), t * npu_ffn_hidden_width(c, p, 1) };
     for (int i = 0; i < 2; i++)
-        hbw[i] = moe && (t > g ? t : g) * mff > hbw[i] ? (t > g ? t : g) * mff : hbw[i];
+        hbw[i] = moe && (t > ga ? t : ga) * mff > hbw[i] ? (t > ga ? t : ga) * mff : hbw[i];
     o->hb = take(&at, hbw[0] * eb), o->hb2 = take(&at, hbw[1] * eb);
     o->probs = take(&at, moe * rr * e * 4); /* a dense model has no router */
     o->topk_val = take(&at, moe * rr * k * 4), o->topk_idx = take(&at, moe * rr * k * 4);
@@ -132,9 +135,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->eout = take(&at, p_ep || !moe ? 0 : t * d * eb);
     o->combine = take(&at, moe * (p_ep ? slice : t) * k * d * eb); /* EP: the slice only */
     o->ep_send = take(&at, slice * kx * d * eb);
-    /* disaggregated: an expert core takes every replica's group at once */
-    const uint64_t senders = p->disagg ? p->instances - 1 : 1;
-    o->ep_recv = take(&at, senders * g * (kx < per_rank ? kx : per_rank) * d * eb);
+    o->ep_recv = take(&at, ga * (kx < per_rank ? kx : per_rank) * d * eb);
     o->ep_out = take(&at, p_ep * slice * d * eb);
     /* attn_deep: the O and QKV GEMMs' chunks outside attention's scratch, so that two
        tiles' attention may be in flight (model_layer_ops.c): tile i's O collective beside

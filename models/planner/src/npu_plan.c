@@ -233,6 +233,11 @@ static int plan_moe_rows(struct planner *pl, const struct npu_plan_request *req)
                     "parallelism over tp > 1 and tile_rows %u <= moe_rows <= max_tokens %u",
                     req->moe_rows, p->tile_rows, p->max_tokens);
     p->moe_rows = !ep ? p->tile_rows : req->moe_rows ? req->moe_rows : p->max_tokens;
+    const uint32_t part = (p->max_tokens + p->micro_batches - 1) / p->micro_batches;
+    if (p->disagg && p->moe_rows < part) /* a replica's micro-batch is one MoE group */
+        return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "moe_rows %u: under --roles disagg a "
+                    "micro-batch of up to %u rows (max_tokens %u in %u parts) is one MoE "
+                    "group", p->moe_rows, part, p->max_tokens, p->micro_batches);
     if (req->expert_slots && (!ep || req->expert_slots > NPU_EXPERT_SLOTS_MAX))
         return fail(pl->err, pl->errlen, NPU_ERR_INVAL, "expert_slots %u: the expert ring "
                     "needs expert parallelism over tp > 1 and 1..%u slots", req->expert_slots,
@@ -709,8 +714,8 @@ static int cores_placed(struct planner *pl, const struct npu_plan_request *req,
 }
 
 /* Cores planned; a default MoE group halves down to the tile until the buffers fit. But a
-   group of the whole iteration's rows first tries a default expert ring of 2 slots instead
-   of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
+   group of the whole iteration's rows first tries a default expert ring of 2 slots (then 1)
+   instead of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
    (prefill-512 of Qwen3-30B-A3B on large-64 in tiles of 128: one group of 512 and 2 slots,
    20.5 ms; 3 slots and two groups of 256, contiguous placement, 33.6 ms;
    docs/results.md). Once the layer takes several groups anyway, 3 slots, so that
@@ -725,9 +730,13 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
     int rc = cores_placed(pl, req, cores, ops, nops);
     if (rc == NPU_ERR_NOMEM && !req->expert_slots && pl->plan.expert_slots > 2 &&
         pl->plan.moe_rows >= pl->plan.max_tokens) {
+        /* 2 slots, then 1 (a matrix loads while none is read: GPT-OSS-20B's whole experts
+           of 16 MiB a matrix on 32 expert cores, --roles disagg, fit no other way) */
         const uint32_t slots = pl->plan.expert_slots;
-        pl->plan.expert_slots = 2;
-        rc = npu_planner_cores(pl, cores, ops, nops);
+        for (uint32_t n = 2; rc == NPU_ERR_NOMEM && n >= 1; n--) {
+            pl->plan.expert_slots = n;
+            rc = npu_planner_cores(pl, cores, ops, nops);
+        }
         if (rc == NPU_ERR_NOMEM)
             pl->plan.expert_slots = slots;
     }

@@ -65,7 +65,7 @@ bool npu_planner_auto_ep(const struct planner *pl, const struct npu_plan_request
         req->partition[NPU_GEMM_EXP_DOWN] != NPU_PLAN_AUTO)
         return false;
     const uint32_t most = (c->num_experts + p->tp - 1) / p->tp;
-    return noc_a2av_mailbox_words(p->tp, c->num_experts, most) <=
+    return noc_a2av_mailbox_words(npu_plan_ep_ranks(p), c->num_experts, most) <=
            NPU_IMAGE_A2A_COUNTS((uint64_t)pl->chip->mesh_rows * pl->chip->mesh_cols);
 }
 

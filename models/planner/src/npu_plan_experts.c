@@ -365,7 +365,8 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
         const uint64_t n = pl->nxmap - first;
         const uint32_t most = layer_most(pl, first);
         const bool fits = n <= NPU_EXPERT_MAP_MAX &&
-                          noc_a2av_mailbox_words(p->tp, (uint32_t)n, most) <= limit;
+                          noc_a2av_mailbox_words(npu_plan_ep_ranks(p), (uint32_t)n, most) <=
+                              limit;
         if (!fits && balanced && req->expert_placement < 0) {
             pl->contiguous = true; /* the default's balanced map does not fit: whole experts */
             return npu_planner_experts(pl, req);
