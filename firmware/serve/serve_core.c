@@ -81,6 +81,16 @@ static void post_round_done(uint32_t seq)
     model_core_post_done(RT_SEM_DONE);
 }
 
+/* Whether a core of this instance failed, or under disaggregation of any instance. */
+static bool any_failed(void)
+{
+    const struct npu_plan *p = mc.m.plan;
+    bool failed = mailbox()->failed;
+    for (uint32_t i = 0; p->disagg && i < p->instances; i++)
+        failed |= rt_mailbox_at(hal_chip()->dram_base, i)->failed != 0;
+    return failed;
+}
+
 /* Run i's pull: the prompt's KV from the prefill instance's core of this rank and stage. */
 static int pull_run(const struct rt_mailbox *mb, uint32_t i)
 {
@@ -185,7 +195,11 @@ static int serve_iteration(struct rt_mailbox *mb)
     busy_now(before);
     struct exec_batch b = read_batch(mb);
     int rc = pull_runs(mb);
-    if (rc == NPU_OK)
+    if (rc == NPU_OK && mc.m.serves_experts) /* disaggregated: its rounds, no runs */
+        rc = exec_iteration_experts(&mc.m, mc.ops, mc.nops);
+    else if (rc == NPU_OK && mc.m.plan->disagg) /* a replica, with no runs too */
+        rc = exec_iteration_disagg(&mc.m, mc.ops, mc.nops, &b, out, logit);
+    else if (rc == NPU_OK)
         rc = exec_iteration(&mc.m, mc.ops, mc.nops, &b, out, logit);
     if (rc != NPU_OK)
         return rc;
@@ -239,8 +253,9 @@ int main(void)
         post_round_done(seq);
     }
     /* after a failure anywhere, no rank reports: the report's barriers would wait for a
-       rank that is not there */
-    if (rc == NPU_OK && !mailbox()->failed)
+       rank that is not there (a disaggregated plan's instances report in turn: any
+       instance's failure) */
+    if (rc == NPU_OK && !any_failed())
         report_run(&mc.m, mc.m.comm,
                    &(struct lines_model_done){
                        .iterations = served,

@@ -122,11 +122,7 @@ static int make_scheduler(uint32_t layers)
     if (name)
         snprintf(kind, sizeof(kind), "%.*s", (int)strcspn(name, " "), name);
     int k = rt_sched_kind_parse(kind), rc = k < 0 ? NPU_ERR_INVAL : NPU_OK;
-    if (p->disagg) { /* its replicas and expert instance run in step: not scheduled here */
-        serve_print_abort("bad_image", "a disaggregated plan (--roles disagg): serving with "
-                          "it is not built; the model image runs it");
-        return NPU_ERR_INVAL;
-    }
+
     for (uint32_t i = 0; rc == NPU_OK && i < sv.ninst; i++)
         rc = kvc_init(&sv.inst[i].kvc, &kc);
     if (rc != NPU_OK)
@@ -139,7 +135,13 @@ static int make_scheduler(uint32_t layers)
         .chunk = bootarg_u32("chunk", 512), .groups = bootarg_u32("groups", 0),
         .group_tokens = bootarg_u32("group_tokens", 512), .budget = bootarg_u32("budget", 0),
         .prefill_units = bootarg_u32("prefill_units", 0) };
-    if (rc == NPU_OK && sv.pd_mode)
+    if (rc == NPU_OK && p->disagg && sv.pd_mode) {
+        snprintf(err, sizeof(err), "a disaggregated plan (--roles disagg) runs its replicas "
+                 "with one of the other schedulers, not pd-disagg");
+        rc = NPU_ERR_INVAL;
+    } else if (rc == NPU_OK && p->disagg)
+        rc = serve_disagg_init(&sv, &sp, err, sizeof(err));
+    else if (rc == NPU_OK && sv.pd_mode)
         rc = serve_pd_init(&sv, layers, err, sizeof(err));
     else if (rc == NPU_OK && sv.ninst > 1) {
         snprintf(err, sizeof(err), "the image has %u instances: only --sched pd-disagg runs "
@@ -252,11 +254,14 @@ static void hold_arrivals(struct serve *v, uint32_t first, uint64_t now)
    Returns whether one was refused at arrival. */
 static bool arrive(struct serve *v, uint64_t now)
 {
-    const uint32_t first = v->pd_mode ? v->pd.next_arrival : v->sched.next_arrival;
+    const uint32_t first = v->disagg    ? v->arrived
+                           : v->pd_mode ? v->pd.next_arrival
+                                        : v->sched.next_arrival;
     if (v->max_concurrency)
         hold_arrivals(v, first, now);
-    const uint32_t n = v->pd_mode ? pd_arrive(&v->pd, now, v->max_seq)
-                                  : sched_arrive(&v->sched, now, v->max_seq);
+    const uint32_t n = v->disagg    ? serve_disagg_arrive(v, now)
+                       : v->pd_mode ? pd_arrive(&v->pd, now, v->max_seq)
+                                    : sched_arrive(&v->sched, now, v->max_seq);
     bool refused = false;
     for (uint32_t i = first; i < first + n; i++) {
         const struct rt_request *q = &v->reqs[i];
@@ -297,8 +302,13 @@ void serve_announce_admissions(struct serve *v, const struct rt_iter_plan *it)
                 announce(v, it->runs[i].req, &v->pd.pkv[it->runs[i].req]);
         return;
     }
-    for (uint32_t i = 0; i < v->sched.nrunning; i++)
-        announce(v, v->sched.running[i], &v->reqs[v->sched.running[i]].kv);
+    serve_announce_running(v, &v->sched);
+}
+
+void serve_announce_running(struct serve *v, const struct rt_sched *s)
+{
+    for (uint32_t i = 0; i < s->nrunning; i++)
+        announce(v, s->running[i], &v->reqs[s->running[i]].kv);
 }
 
 /* Finish lines of the iteration's requests that are done. */
@@ -349,15 +359,18 @@ int main(void)
     if (setup() != NPU_OK)
         return NPU_EXIT_FAIL; /* the cores are never released: the run is refused whole */
     hal_release_cores();
-    int rc = sv.pd_mode ? serve_pd_all(&sv) : serve_all();
+    int rc = sv.pd_mode ? serve_pd_all(&sv) : sv.disagg ? serve_disagg_all(&sv) : serve_all();
     uint64_t end = hal_time_ps();
     if (rc != NPU_OK)
         fail_unended();
     serve_stop_cores(&sv);
     if (rc == NPU_OK)
         lines_print_serve_done(&(struct lines_serve_done){
-            .t = end, .finished = sv.pd_mode ? sv.pd.finished : sv.sched.finished,
-            .rejected = sv.pd_mode ? sv.pd.rejected : sv.sched.rejected,
+            .t = end,
+            .finished = sv.pd_mode ? sv.pd.finished
+                        : sv.disagg ? serve_disagg_finished(&sv) : sv.sched.finished,
+            .rejected = sv.pd_mode ? sv.pd.rejected
+                        : sv.disagg ? serve_disagg_rejected(&sv) : sv.sched.rejected,
             .iterations = sv.iterations });
     return rc == NPU_OK ? NPU_EXIT_OK : NPU_EXIT_FAIL;
 }

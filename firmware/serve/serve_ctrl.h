@@ -35,6 +35,11 @@ struct serve {
     bool *announced;                  /* [nreqs]: its admit line is printed */
     bool pd_mode;                     /* --sched pd-disagg: pd, else sched on instance 0 */
     struct rt_sched sched;
+    /* plan.disagg (serve_disagg.c): replica k's scheduler dsched[k] over instance k, the
+       expert instance the last; `arrived`: requests whose arrive line is out */
+    bool disagg;
+    uint32_t nrep, arrived;
+    struct rt_sched dsched[RT_MB_INSTANCES_MAX];
     struct rt_pd pd;
     struct serve_inst inst[RT_MB_INSTANCES_MAX];
     uint32_t ninst;
@@ -55,6 +60,9 @@ bool serve_answered(const struct serve *sv, uint32_t i);
 int serve_wait_answer(struct serve *sv, uint64_t deadline_ps);
 /* Instance i's iteration `it` ran: its tokens and its line. 0, or the failure (printed). */
 int serve_finish(struct serve *sv, uint32_t i, const struct rt_iter_plan *it);
+/* Starts instance i's cores on a round with no runs (a disaggregated plan's idle replica,
+   or its expert instance): not an iteration of the log. */
+void serve_post_round(struct serve *sv, uint32_t i);
 /* Instance 0: post, wait, finish. */
 int serve_run_iteration(struct serve *sv, struct rt_iter_plan *it);
 /* Posts STOP to each instance in turn and waits for its reports. */
@@ -70,7 +78,20 @@ void serve_abort(const struct lines_serve_abort *a);
    by now arrive, as many as --max-concurrency lets (call it again once requests ended). */
 void serve_take_arrivals(struct serve *sv);
 void serve_announce_admissions(struct serve *sv, const struct rt_iter_plan *it);
+/* Admit lines of s's running requests not announced yet. */
+void serve_announce_running(struct serve *sv, const struct rt_sched *s);
 void serve_announce_finishes(struct serve *sv, const struct rt_iter_plan *it);
+
+/* serve_disagg.c: attention/expert disaggregation (plan.disagg): one scheduler a replica
+   (sp's policy over its requests), the arrivals of every replica (the count of requests
+   that arrived, from sv->arrived on, which it advances), every request served, and the
+   run's totals. */
+int serve_disagg_init(struct serve *sv, const struct rt_sched_params *sp, char *err,
+                      size_t errlen);
+uint32_t serve_disagg_arrive(struct serve *sv, uint64_t now);
+int serve_disagg_all(struct serve *sv);
+uint32_t serve_disagg_finished(const struct serve *sv);
+uint32_t serve_disagg_rejected(const struct serve *sv);
 
 /* serve_pd.c: serves every request with PD disaggregation; 0 or the error (printed). */
 int serve_pd_all(struct serve *sv);

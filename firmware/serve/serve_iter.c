@@ -87,8 +87,12 @@ static void print_iteration(const struct serve *sv, uint32_t i, const struct rt_
     lines_print_serve_iter(&(struct lines_serve_iter){
         .n = in->n, .t0 = in->t0, .t1 = t1, .runs = it->nruns, .prefill = it->prefill_tokens,
         .decode = it->decode_tokens, .group = it->group, .groups = it->groups,
-        .queue = sv->pd_mode ? pd_queue_len(&sv->pd) : sched_queue_len(&sv->sched),
-        .running = sv->pd_mode ? sv->pd.inst[i].nrunning : sv->sched.nrunning,
+        .queue = sv->pd_mode  ? pd_queue_len(&sv->pd)
+                 : sv->disagg ? sched_queue_len(&sv->dsched[i])
+                              : sched_queue_len(&sv->sched),
+        .running = sv->pd_mode  ? sv->pd.inst[i].nrunning
+                   : sv->disagg ? sv->dsched[i].nrunning
+                                : sv->sched.nrunning,
         .blocks = { kvc_blocks_used(&in->kvc), in->kvc.cfg.sram_blocks },
         .ring = { kvc_ring_rows_used(&in->kvc), in->kvc.cfg.ring_rows }, .inst = i,
         .pulls = pulls });
@@ -136,6 +140,16 @@ int serve_post(struct serve *sv, uint32_t i, const struct rt_iter_plan *it)
     mb->seq = in->seq + 1;
     post_go(in);
     return NPU_OK;
+}
+
+void serve_post_round(struct serve *sv, uint32_t i)
+{
+    struct serve_inst *in = &sv->inst[i];
+    struct rt_mailbox *mb = in->mb;
+    mb->cmd = RT_MB_RUN, mb->nruns = 0, mb->nprefill = 0;
+    mb->layer0 = 0, mb->layer1 = 0, mb->engine_trace = sv->engine_trace;
+    mb->seq = in->seq + 1;
+    post_go(in);
 }
 
 bool serve_answered(const struct serve *sv, uint32_t i)

@@ -76,11 +76,14 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
         return npuctl_usage_error(
             "the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
             kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
+    if (sp.kind == RT_SCHED_PD_DISAGG && h->plan.disagg)
+        return npuctl_usage_error("--roles disagg: its replicas run one of the other "
+                                  "schedulers, not pd-disagg");
     if (sp.kind == RT_SCHED_PD_DISAGG)
         return check_pd(o, h, &sp, &kvc);
-    if (h->plan.instances > 1)
-        return npuctl_usage_error("--instances %u: only --sched pd-disagg serves more than one "
-                                  "instance", h->plan.instances);
+    if (h->plan.instances > 1 && !h->plan.disagg)
+        return npuctl_usage_error("--instances %u: only --sched pd-disagg (or --roles disagg) "
+                                  "serves more than one instance", h->plan.instances);
     if (sched_init(&sched, &sp, &none, 0, &kvc, err, sizeof(err)) != NPU_OK)
         return npuctl_usage_error("--sched %s: %s", rt_sched_kind_name(sp.kind), err);
     return 0;

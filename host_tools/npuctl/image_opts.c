@@ -318,7 +318,8 @@ static const struct npuctl_opt image_opts[] = {
       "disagg: attention/expert disaggregation, executed: with --instances I, the first "
       "I - 1 instances are attention replicas (requests dealt round them) and the last band "
       "serves every expert; each iteration in --micro-batches parts that ping-pong between the two "
-      "(a MoE model, experts ep; not yet for serve)", IMG_ROLES, C_PLAN | C_IMAGE | C_BMODEL },
+      "(a MoE model, experts ep; serve: a scheduler a replica, requests dealt round them)",
+      IMG_ROLES, C_ALL },
     { "--disagg", NULL, "KEY=VALUE,...", NULL,
       "attention/expert disaggregation of a MoE model's decoding, the latency model's plan "
       "(--roles disagg runs the executable form): keys replicas, tp-a, experts (expert cores, whole columns), m (micro-batches), "

@@ -48,8 +48,13 @@ pd-instances)
     expect 2 "--sched pd-disagg: pd-disagg: instances .*1 must be in \\[2, 8\\]" \
         "$npuctl" serve --trace "$t" --sched pd-disagg --out "$tmp/out"
     not_run
-    expect 2 "--instances 2: only --sched pd-disagg serves more than one" \
+    expect 2 "--instances 2: only --sched pd-disagg \\(or --roles disagg\\) serves more than one" \
         "$npuctl" serve --trace "$t" --instances 2 --out "$tmp/out"
+    not_run
+    # a disaggregated plan's replicas run the other schedulers
+    expect 2 "--roles disagg: its replicas run one of the other schedulers, not pd-disagg" \
+        "$npuctl" serve --trace "$t" --sched pd-disagg --instances 2 --roles disagg \
+        --out "$tmp/out"
     not_run
     expect 2 "pd-disagg: prefill instances 2 must be in \\[1, 1\\]" "$npuctl" serve \
         --trace "$t" --sched pd-disagg --instances 2 --prefill-instances 2 --out "$tmp/out"

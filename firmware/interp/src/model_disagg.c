@@ -92,6 +92,19 @@ static int moe_finish(struct exec_model *m, struct pending *q)
     return moe_ep_combine_add(m, q->tile, moe_ep_map(m, q->layer), &q->plan);
 }
 
+/* Part p's rows in the MoE op `moe`: all of them, or under layered prefill in a layer
+   outside the iteration's group only the decode runs' (after the prefill runs). */
+static struct exec_batch moe_part(const struct npu_prog_op *moe, const struct exec_batch *p)
+{
+    if (exec_op_runs_all(moe, p))
+        return *p;
+    struct exec_batch d = *p;
+    for (uint32_t i = 0; i < p->nprefill; i++)
+        d.row_base += p->runs[i].count;
+    d.runs = p->runs + p->nprefill, d.nruns = p->nruns - p->nprefill, d.nprefill = 0;
+    return d;
+}
+
 /* A MoE layer (its attention op att, then its MoE op) over the parts, ping-pong. */
 static int layer_pingpong(struct exec_model *m, const struct npu_prog_op *att,
                           const struct npu_prog_op *moe, struct pending *q, uint32_t *next)
@@ -105,8 +118,9 @@ static int layer_pingpong(struct exec_model *m, const struct npu_prog_op *att,
             rc = exec_op(m, att, &parts[j], NULL, NULL);
         if (rc == NPU_OK) /* the part before's, served while this attention ran */
             rc = moe_finish(m, q);
+        const struct exec_batch mp = moe_part(moe, &parts[j]);
         if (rc == NPU_OK)
-            rc = moe_begin(m, moe->layer, &parts[j], q, &moe_tiles[*next]);
+            rc = moe_begin(m, moe->layer, &mp, q, &moe_tiles[*next]);
         *next ^= 1;
     }
     return rc;

@@ -127,8 +127,16 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
     s->kvc = kvc;
     /* A request the loader already rejected (a bad token) keeps its reason and is skipped;
        every other one starts its life here. */
+    if (p->replicas > 1 && p->replica >= p->replicas) {
+        if (err && errlen)
+            snprintf(err, errlen, "scheduler: replica %u of %u", p->replica, p->replicas);
+        return NPU_ERR_INVAL;
+    }
     for (uint32_t i = 0; i < nreqs; i++) {
         struct rt_request *r = &reqs[i];
+        if (!sched_owns(s, i))
+            continue; /* another replica's */
+        s->nown++;
         if (r->state == RT_REQ_REJECTED) {
             s->rejected++;
             continue;
@@ -170,7 +178,10 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq)
     uint32_t n = 0;
     /* Arrivals are in index order: the first one in the future stops the scan. */
     while (s->next_arrival < s->nreqs && s->reqs[s->next_arrival].arrival_ps <= now_ps) {
-        struct rt_request *r = &s->reqs[s->next_arrival++];
+        const uint32_t i = s->next_arrival++;
+        struct rt_request *r = &s->reqs[i];
+        if (!sched_owns(s, i))
+            continue; /* another replica's scheduler takes it */
         n++;
         if (r->state != RT_REQ_FUTURE)
             continue;  /* rejected by the loader, counted at init */
@@ -187,7 +198,10 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq)
 
 uint64_t sched_next_arrival_ps(const struct rt_sched *s)
 {
-    return s->next_arrival < s->nreqs ? s->reqs[s->next_arrival].arrival_ps : UINT64_MAX;
+    uint32_t i = s->next_arrival;
+    while (i < s->nreqs && !sched_owns(s, i)) /* at most replicas - 1 steps */
+        i++;
+    return i < s->nreqs ? s->reqs[i].arrival_ps : UINT64_MAX;
 }
 
 /* ---- after an iteration ------------------------------------------------------------------ */
@@ -240,10 +254,15 @@ void sched_complete(struct rt_sched *s, const struct rt_iter_plan *it)
 
 bool sched_done(const struct rt_sched *s)
 {
-    return s->finished + s->rejected == s->nreqs;
+    return s->finished + s->rejected == s->nown;
 }
 
 uint32_t sched_queue_len(const struct rt_sched *s)
 {
-    return rt_requests_queued(s->reqs, s->queue_first, s->next_arrival);
+    if (s->p.replicas <= 1)
+        return rt_requests_queued(s->reqs, s->queue_first, s->next_arrival);
+    uint32_t n = 0;
+    for (uint32_t i = s->queue_first; i < s->next_arrival; i++)
+        n += sched_owns(s, i) && s->reqs[i].state == RT_REQ_QUEUED;
+    return n;
 }

@@ -32,7 +32,8 @@ static uint32_t min_u32(uint32_t a, uint32_t b)
    queue (admitted or rejected), so the scan only ever moves forward. */
 static uint32_t sched_queue_head(struct rt_sched *s)
 {
-    while (s->queue_first < s->next_arrival && s->reqs[s->queue_first].state != RT_REQ_QUEUED)
+    while (s->queue_first < s->next_arrival &&
+           (!sched_owns(s, s->queue_first) || s->reqs[s->queue_first].state != RT_REQ_QUEUED))
         s->queue_first++;
     return s->queue_first < s->next_arrival ? s->queue_first : SCHED_NONE;
 }

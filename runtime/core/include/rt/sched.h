@@ -68,6 +68,11 @@ struct rt_sched_params {
     uint32_t group_tokens;   /* layered, adaptive: N_lg(L) = max(1, ceil(L / group_tokens)) */
     uint32_t budget;         /* pd-fusion: units per iteration */
     uint32_t prefill_units;  /* pd-fusion: units of one prefill chunk */
+    /* Attention/expert disaggregation (docs/serving.md, "Disaggregated experts"): this
+       scheduler is replica `replica` of `replicas` and schedules request i only when
+       i mod replicas == replica (the others are the other replicas'). 0 or 1 replicas:
+       every request. */
+    uint32_t replica, replicas;
 };
 
 /* One run of an iteration. */
@@ -92,6 +97,7 @@ struct rt_sched {
     struct rt_sched_params p;
     struct rt_request *reqs;     /* all requests, in arrival order */
     uint32_t nreqs;
+    uint32_t nown;               /* of them, this scheduler's (sched_owns) */
     struct rt_kvc *kvc;
     uint32_t next_arrival;       /* first request not yet arrived */
     uint32_t queue_first;        /* first request that may still be QUEUED (FCFS) */
@@ -117,6 +123,12 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
    run (empty, too long for the KV cache, a whole prompt passing max_tokens where the policy
    needs whole prompts). Returns how many arrived. max_seq: the image's longest sequence. */
 uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq);
+
+/* Whether request i is this scheduler's (rt_sched_params.replica). */
+static inline bool sched_owns(const struct rt_sched *s, uint32_t i)
+{
+    return s->p.replicas <= 1 || i % s->p.replicas == s->p.replica;
+}
 
 /* Chip time of the next arrival, UINT64_MAX if every request has arrived. */
 uint64_t sched_next_arrival_ps(const struct rt_sched *s);
