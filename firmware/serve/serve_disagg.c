@@ -73,20 +73,22 @@ static bool all_done(const struct serve *sv)
 static int run_round(struct serve *sv, struct rt_iter_plan *its, const bool *has)
 {
     int rc = NPU_OK;
-    for (uint32_t k = 0; rc == NPU_OK && k < sv->nrep; k++) {
-        if (!has[k]) {
+    for (uint32_t k = 0; k < sv->nrep; k++) {
+        if (!has[k] || rc != NPU_OK) { /* after a refusal: no rows, so the round completes */
             serve_post_round(sv, k);
             continue;
         }
         serve_announce_running(sv, &sv->dsched[k]);
         rc = serve_post(sv, k, &its[k]);
+        if (rc != NPU_OK) /* its mailbox refused (printed): posted with no rows instead */
+            serve_post_round(sv, k);
     }
-    if (rc != NPU_OK) /* a mailbox refused: nothing more is posted (no round can finish) */
-        return rc;
     serve_post_round(sv, sv->nrep); /* the expert instance */
     for (uint32_t i = 0; i < sv->ninst; i++)
         while (!serve_answered(sv, i))
             serve_wait_answer(sv, UINT64_MAX);
+    if (rc != NPU_OK)
+        return rc;
     for (uint32_t i = 0; i < sv->ninst; i++)
         if (sv->inst[i].mb->failed) {
             serve_abort(&(struct lines_serve_abort){

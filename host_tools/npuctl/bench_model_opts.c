@@ -13,7 +13,7 @@
 #include "npuctl.h"
 #include "opts.h"
 
-enum { BM_OUT, BM_SHAPES, BM_TIMEOUT, BM_SLO, BM_ENGINE_LOG };
+enum { BM_OUT, BM_SHAPES, BM_TIMEOUT, BM_SLO, BM_EXPERT_CORES, BM_ENGINE_LOG };
 
 static int apply_bench_model_opt(void *ctx, const struct npuctl_opt *opt, const char *v,
                                  char *err, size_t errlen)
@@ -26,6 +26,7 @@ static int apply_bench_model_opt(void *ctx, const struct npuctl_opt *opt, const 
     case BM_TIMEOUT: return npuctl_parse_u32(opt->name, v, 1, NPUCTL_TIMEOUT_MAX_S,
                                              &o->timeout_s);
     case BM_SLO: return npuctl_parse_u32(opt->name, v, 1, 1u << 24, &o->slo_ms);
+    case BM_EXPERT_CORES: o->expert_cores = v; return 0;
     default:
         o->engine_log = true;
         o->engine_log_core = CHIP_ENGINE_LOG_ALL;
@@ -48,6 +49,11 @@ static const struct npuctl_opt bench_model_table[] = {
     { "--slo-ms", NULL, "MS", "150",
       "--search disagg: the TBT SLO an iteration must meet (MegaScale-Infer's 150 ms)",
       BM_SLO, C_BMODEL },
+    { "--expert-cores", NULL, "SPEC", NULL,
+      "--search disagg on a heterogeneous mesh: the expert band's cores with other engines "
+      "and cost (SPEC: sa=RxC, sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost, as "
+      "serve's --decode-cores); also runs every core of that kind, and prints tokens/s per "
+      "unit of the chip's cost (core_cost, alt_core_cost)", BM_EXPERT_CORES, C_BMODEL },
     { "--engine-log", NULL, "all|CORE", NULL,
       "also write DIR/SHAPE.engines.json (needs --out): every descriptor the engines ran (of "
       "every core, or of CORE), a Perfetto / chrome://tracing trace (docs/benchmarks.md)",
@@ -98,6 +104,8 @@ int bench_model_parse(int argc, char **argv, struct bench_model_opts *o, bool *d
     if (o->image.search && (q->instances || q->disagg || q->micro_batches > 1 || q->tp))
         return npuctl_usage_error("bench model --search disagg: it chooses --instances, "
                                   "--roles, --micro-batches and --tp itself");
+    if (o->expert_cores && !o->image.search)
+        return npuctl_usage_error("bench model --expert-cores: with --search disagg only");
     if (o->engine_log && !o->out)
         return npuctl_usage_error("bench model: --engine-log needs --out DIR (the logs are "
                                   "kept there)");

@@ -94,6 +94,7 @@ struct bench_model_opts {
     const char *only;           /* --shapes a,b */
     uint32_t timeout_s;
     uint32_t slo_ms;            /* --search disagg: the TBT SLO */
+    const char *expert_cores;   /* --search disagg --expert-cores SPEC (serve_opts.h's) */
     bool engine_log;            /* --engine-log: DIR/SHAPE.engines.json ... */
     uint32_t engine_log_core;   /* ... of this core, or CHIP_ENGINE_LOG_ALL */
 };
@@ -122,11 +123,13 @@ const struct shape *bench_model_shapes(size_t *n);
 /* Whether the shape's positions fit the model (else a line says why it is skipped). */
 bool bench_model_shape_fits(const struct bench_model_opts *o, const struct shape *sh);
 bool bench_model_shape_selected(const struct bench_model_opts *o, const char *name);
-/* Plans the shape with the plan options io, builds its image into dir and runs it: *m, *h
-   (its header). *planned false (0 returned): the planner refused it and said why. */
+/* Plans the shape with the plan options io, builds its image into dir and runs it on
+   run_chip (a chip file of the same mesh and SRAM: other engines on some cores; NULL: the
+   options' chip): *m, *h (its header). *planned false (0 returned): the planner refused it
+   and said why. */
 int bench_model_measure(const struct bench_model_opts *o, const struct npuctl_image_opts *io,
-                        const struct shape *sh, const char *dir, struct npu_image_header *h,
-                        struct measured *m, bool *planned);
+                        const struct shape *sh, const char *dir, const char *run_chip,
+                        struct npu_image_header *h, struct measured *m, bool *planned);
 /* --search disagg (bench_disagg.c): the shape on the colocated plan and on every
    disaggregated plan the firmware runs, measured; the best under the TBT SLO. */
 int bench_model_search_disagg(const struct bench_model_opts *o, const struct shape *sh,

@@ -345,11 +345,13 @@ bool bench_model_shape_fits(const struct bench_model_opts *o, const struct shape
 }
 
 int bench_model_measure(const struct bench_model_opts *o, const struct npuctl_image_opts *io,
-                        const struct shape *sh, const char *dir, struct npu_image_header *h,
-                        struct measured *m, bool *planned)
+                        const struct shape *sh, const char *dir, const char *run_chip,
+                        struct npu_image_header *h, struct measured *m, bool *planned)
 {
     struct model_config cfg;
-    const char *chip = o->image.chip ? o->image.chip : NPUCTL_DEFAULT_CHIP;
+    const char *chip = run_chip           ? run_chip
+                       : o->image.chip    ? o->image.chip
+                                          : NPUCTL_DEFAULT_CHIP;
     *h = (struct npu_image_header){ 0 }, *m = (struct measured){ 0 };
     int rc = build_shape(io, sh, dir, &cfg, h);
     *planned = rc != NPUCTL_EXIT_USAGE || h->magic;
@@ -367,7 +369,7 @@ static int bench_one_shape(const struct bench_model_opts *o, const struct shape 
     struct measured m = { 0 };
     struct npu_bound b;
     bool planned;
-    int rc = bench_model_measure(o, &o->image, sh, dir, &h, &m, &planned);
+    int rc = bench_model_measure(o, &o->image, sh, dir, NULL, &h, &m, &planned);
     if (rc == 0 && !planned) { /* the planner refused it, and said why */
         printf("%-18s not planned: the planner's reason is above\n", sh->name);
         return 0;
@@ -392,6 +394,10 @@ static void remove_files(const char *dir)
             snprintf(path, sizeof(path), "%s/%s.%s", dir, shapes[i].name, ext[e]);
             remove(path);
         }
+    for (int k = 0; k < 2; k++) { /* --search disagg --expert-cores's chip files */
+        snprintf(path, sizeof(path), "%s/chip-%s.toml", dir, k ? "mixed" : "alt");
+        remove(path);
+    }
     if (rmdir(dir))
         npuctl_print_error("bench model: could not remove %s: %s", dir, strerror(errno));
 }

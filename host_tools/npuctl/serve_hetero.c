@@ -21,11 +21,26 @@
 #include "kv_config.h"
 #include "npu_enums.h"
 
+static const char *spec_opt = "--decode-cores"; /* the option being parsed */
+
 static int bad_spec(const char *v, const char *what)
 {
-    npuctl_print_error("--decode-cores %s: %s (expected KEY=VALUE,... with keys sa=RxC, "
-                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps)", v, what);
+    npuctl_print_error("%s %s: %s (expected KEY=VALUE,... with keys sa=RxC, "
+                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost)", spec_opt, v,
+                       what);
     return NPUCTL_EXIT_USAGE;
+}
+
+/* cost=X: a positive real, at most 1e9. */
+static bool parse_cost(const char *s, const char **end, double *out)
+{
+    char *e;
+    errno = 0;
+    double x = strtod(s, &e);
+    if (e == s || errno || *s < '0' || *s > '9' || !(x > 0) || x > 1e9)
+        return false;
+    *out = x, *end = e;
+    return true;
 }
 
 static bool parse_u32(const char *s, const char **end, uint32_t lo, uint32_t hi, uint32_t *out)
@@ -41,7 +56,13 @@ static bool parse_u32(const char *s, const char **end, uint32_t lo, uint32_t hi,
 
 int serve_hetero_parse(const char *v, struct serve_hetero *h)
 {
-    *h = (struct serve_hetero){ .set = true };
+    return hetero_parse("--decode-cores", v, h);
+}
+
+int hetero_parse(const char *opt, const char *v, struct serve_hetero *h)
+{
+    spec_opt = opt;
+    *h = (struct serve_hetero){ .set = true, .spec = v };
     if (!v || !*v)
         return bad_spec(v ? v : "(missing)", "empty");
     for (const char *p = v; *p;) {
@@ -61,12 +82,14 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h)
             ok = parse_u32(eq + 1, &end, 1, 1024, &h->vector_lanes);
         else if (klen == 8 && !strncmp(p, "hbm_gbps", 8))
             ok = parse_u32(eq + 1, &end, 1, 100000, &h->hbm_gbps);
+        else if (klen == 4 && !strncmp(p, "cost", 4))
+            ok = parse_cost(eq + 1, &end, &h->cost);
         else
             return bad_spec(v, "unknown key");
         if (!ok || (*end && *end != ','))
             return bad_spec(v, "a value out of range or malformed (sa 1..512 x 1..512, "
                                "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
-                               "hbm_gbps 1..100000)");
+                               "hbm_gbps 1..100000, cost above 0 up to 1e9)");
         if (*end == ',' && !end[1])
             return bad_spec(v, "an empty item");
         p = *end ? end + 1 : end;
@@ -111,28 +134,34 @@ static int decode_core_list(const struct serve_opts *o, const void *image, char 
 
 int serve_hetero_write_chip(struct serve_opts *o, const void *image)
 {
-    const struct serve_hetero *d = &o->decode_cores;
-    char err[NPUCTL_ERR_MAX], base[NPUCTL_PATH_MAX], list[CHIP_ALT_CORES_MAX];
-    static char text[16384];
-    struct chip_config check;
+    char list[CHIP_ALT_CORES_MAX];
     int rc = decode_core_list(o, image, list, sizeof(list));
     if (rc)
         return rc;
-    if (npuctl_resolve_chip_path(o->image.chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), base,
-                                 sizeof(base), err, sizeof(err)) ||
+    int n = snprintf(o->run_chip, sizeof(o->run_chip), "%s/chip.toml", o->out);
+    if (n < 0 || (size_t)n >= sizeof(o->run_chip))
+        return npuctl_usage_error("--out %s: path too long for DIR/chip.toml", o->out);
+    return hetero_write_chip("--decode-cores", o->image.chip, o->run_chip, list,
+                             &o->decode_cores);
+}
+
+int hetero_write_chip(const char *opt, const char *chip, const char *path, const char *list,
+                      const struct serve_hetero *d)
+{
+    char err[NPUCTL_ERR_MAX], base[NPUCTL_PATH_MAX];
+    static char text[16384];
+    struct chip_config check;
+    if (npuctl_resolve_chip_path(chip, npuctl_get_dir(NPUCTL_DIR_SOURCE), base, sizeof(base),
+                                 err, sizeof(err)) ||
         kv_config_read(base, text, sizeof(text), err, sizeof(err)) ||
         chip_config_parse(&check, text, base, err, sizeof(err)))
         return npuctl_usage_error("%s", err);
     if (check.alt_cores[0])
-        return npuctl_usage_error("--decode-cores: chip %s already has alt_cores", base);
-    int n = snprintf(o->run_chip, sizeof(o->run_chip), "%s/chip.toml", o->out);
-    if (n < 0 || (size_t)n >= sizeof(o->run_chip))
-        return npuctl_usage_error("--out %s: path too long for DIR/chip.toml", o->out);
-    FILE *f = fopen(o->run_chip, "w");
+        return npuctl_usage_error("%s: chip %s already has alt_cores", opt, base);
+    FILE *f = fopen(path, "w");
     if (!f)
-        return npuctl_usage_error("cannot write %s: %s", o->run_chip, strerror(errno));
-    fprintf(f, "%s\n# npuctl serve --decode-cores: the decode instances' cores\n"
-               "alt_cores = \"%s\"\n", text, list);
+        return npuctl_usage_error("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "%s\n# npuctl %s: the cores it names\nalt_cores = \"%s\"\n", text, opt, list);
     if (d->sa_rows)
         fprintf(f, "alt_sa_rows = %u\nalt_sa_cols = %u\n", d->sa_rows, d->sa_cols);
     if (d->sram_bytes_per_cycle)
@@ -141,9 +170,11 @@ int serve_hetero_write_chip(struct serve_opts *o, const void *image)
         fprintf(f, "alt_vector_lanes = %u\n", d->vector_lanes);
     if (d->hbm_gbps)
         fprintf(f, "alt_hbm_gbps = %u\n", d->hbm_gbps);
+    if (d->cost > 0)
+        fprintf(f, "alt_core_cost = %.9g\n", d->cost);
     if (fclose(f))
-        return npuctl_usage_error("cannot write %s", o->run_chip);
-    if (chip_config_load(&check, o->run_chip, err, sizeof(err)))
-        return npuctl_usage_error("--decode-cores: %s", err);
+        return npuctl_usage_error("cannot write %s", path);
+    if (chip_config_load(&check, path, err, sizeof(err)))
+        return npuctl_usage_error("%s: %s", opt, err);
     return 0;
 }

@@ -21,6 +21,7 @@ struct serve_hetero {
     bool set;
     const char *spec;
     uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vector_lanes, hbm_gbps;
+    double cost;                  /* cost=X: alt_core_cost (0: a base core's) */
 };
 
 /* --layer-reuse (docs/images.md, "Layer reuse"): off, on (keys by request and position),
@@ -60,6 +61,13 @@ void serve_opts_describe(const struct serve_opts *o, char *buf, size_t len);
 uint32_t serve_opts_prefill_instances(const struct serve_opts *o, uint32_t instances);
 /* --decode-cores' value: 0, or NPUCTL_EXIT_USAGE after printing what is wrong. */
 int serve_hetero_parse(const char *v, struct serve_hetero *h);
+/* The same SPEC for option `opt` (--decode-cores, --expert-cores). */
+int hetero_parse(const char *opt, const char *v, struct serve_hetero *h);
+/* Writes `path`: chip `chip`'s config (a preset name or a file) with alt_cores = list and
+   h's alt_* sizes and cost, checked by loading it back; `opt` names the option in
+   messages. 0 or a usage error (printed). */
+int hetero_write_chip(const char *opt, const char *chip, const char *path, const char *list,
+                      const struct serve_hetero *h);
 /* DIR/chip.toml for --decode-cores from the built image (its instances and cores); sets
    o->run_chip. 0 or NPUCTL_EXIT_USAGE (printed). */
 int serve_hetero_write_chip(struct serve_opts *o, const void *image);

@@ -457,6 +457,28 @@ static void test_alt_cores(void **state)
         assert_false(alt[c]);
 }
 
+/* Core costs: absent reads as 1 a core; alt cores cost alt_core_cost, or core_cost. */
+static void test_core_costs(void **state)
+{
+    (void)state;
+    char text[4096], err[256] = "";
+    struct chip_config cfg;
+    build(text, sizeof(text), 0, NULL, NULL);
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_true(chip_config_cost(&cfg, 2, 4) == 8.0);
+    build(text, sizeof(text), 0, NULL, "core_cost = 2.5");
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_true(chip_config_cost(&cfg, 2, 4) == 20.0);
+    build(text, sizeof(text), 0, NULL,
+          "core_cost = 2.0\nalt_cores = \"0-2,5\"\nalt_sa_rows = 4\nalt_core_cost = 3.0");
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_true(chip_config_cost(&cfg, 2, 4) == 4 * 3.0 + 4 * 2.0);
+    /* alt cores with other engines and no cost of their own cost a base core's */
+    build(text, sizeof(text), 0, NULL, "core_cost = 2.0\nalt_cores = \"0\"\nalt_sa_rows = 4");
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_true(chip_config_cost(&cfg, 2, 4) == 16.0);
+}
+
 static void expect_alt_error(const char *extra, const char *msg)
 {
     char text[4096], err[256] = "";
@@ -477,6 +499,10 @@ static void test_alt_cores_errors(void **state)
                      "cfg.toml: field 'alt_hbm_gbps' needs a channel per core (hbm_stacks = 0)");
     expect_alt_error("alt_cores = \"8\"\nalt_sa_rows = 4",
                      "cfg.toml: field 'alt_cores': core 8 is outside the 2x4 mesh (cores 0..7)");
+    expect_alt_error("alt_core_cost = 2", "cfg.toml: alt_* engine fields need field "
+                                          "'alt_cores' (the cores they apply to)");
+    expect_alt_error("core_cost = 0", "cfg.toml:30: field 'core_cost' = 0 is out of range "
+                                      "[1e-06, 1e+09]");
     expect_alt_error("alt_cores = \"1\"\nalt_sa_rows = 0",
                      "cfg.toml:31: field 'alt_sa_rows' = 0 is out of range [1, 512]");
     const char *bad[] = { "3-1", "1,,2", "1,", "-1", "a", "1-", "1 2", "0x1", ",1", "0- 3", "0-+3" };
@@ -511,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_load_size_limit),
         cmocka_unit_test(test_alt_cores),
         cmocka_unit_test(test_alt_cores_errors),
+        cmocka_unit_test(test_core_costs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -66,6 +66,11 @@ struct chip_config {
     uint32_t alt_sram_bytes_per_cycle;  /* "alt_sram_bytes_per_cycle" */
     uint32_t alt_vector_lanes;          /* "alt_vector_lanes" */
     uint32_t alt_hbm_gbps;              /* "alt_hbm_gbps": its HBM channel (no stacks) */
+    /* Cost of a core, in units the user chooses (a part's price, its area), for throughput
+       per unit cost (npuctl bench model --search disagg --expert-cores): optional, 0 when
+       absent, which reads as 1 (every core alike: the presets state no price). */
+    double core_cost;                   /* "core_cost": a base core's */
+    double alt_core_cost;               /* "alt_core_cost": an alt core's (absent: core_cost) */
 };
 
 /* One class of cores' engine sizes: the base cores' or the alt cores'. */
@@ -89,6 +94,9 @@ int chip_config_alt_cores(const struct chip_config *cfg, uint32_t rows, uint32_t
 
 /* The engine sizes of the base cores (alt = false) or of the alt cores. */
 struct chip_core_params chip_config_core_params(const struct chip_config *cfg, bool alt);
+/* The cost of the mesh's rows x cols cores (core_cost, alt_core_cost: chip_config); the
+   alt cores are those of alt_cores. */
+double chip_config_cost(const struct chip_config *cfg, uint32_t rows, uint32_t cols);
 
 /* Picoseconds per core cycle, rounded to the nearest picosecond. */
 uint64_t chip_config_cycle_ps(const struct chip_config *cfg);

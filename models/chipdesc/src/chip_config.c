@@ -62,13 +62,16 @@ static const struct kv_field fields[] = {
       true },
     { "alt_hbm_gbps", KV_U32, offsetof(struct chip_config, alt_hbm_gbps), 1, 100000, 0, 0,
       true },
+    { "core_cost", KV_F64, offsetof(struct chip_config, core_cost), 0, 0, 1e-6, 1e9, true },
+    { "alt_core_cost", KV_F64, offsetof(struct chip_config, alt_core_cost), 0, 0, 1e-6, 1e9,
+      true },
 };
 #define NFIELDS (sizeof(fields) / sizeof(fields[0]))
 
 static bool any_alt_param(const struct chip_config *c)
 {
     return c->alt_sa_rows || c->alt_sa_cols || c->alt_sram_bytes_per_cycle ||
-           c->alt_vector_lanes || c->alt_hbm_gbps;
+           c->alt_vector_lanes || c->alt_hbm_gbps || c->alt_core_cost > 0;
 }
 
 /* The alt fields against each other and the mesh of the file. */
@@ -108,6 +111,20 @@ int chip_config_parse(struct chip_config *cfg, const char *text, const char *fil
                                "is not 0", filename);
     rc = chip_config_check_mesh(cfg->mesh_rows, cfg->mesh_cols, err, errlen);
     return rc ? rc : check_alt(cfg, filename, err, errlen);
+}
+
+double chip_config_cost(const struct chip_config *cfg, uint32_t rows, uint32_t cols)
+{
+    static bool alt[CHIP_CORES_MAX];
+    char why[CHIP_ALT_CORES_MAX + 128];
+    const double base = cfg->core_cost > 0 ? cfg->core_cost : 1.0;
+    const double other = cfg->alt_core_cost > 0 ? cfg->alt_core_cost : base;
+    const bool any = cfg->alt_cores[0] &&
+                     chip_config_alt_cores(cfg, rows, cols, alt, why, sizeof(why)) == NPU_OK;
+    double sum = 0;
+    for (uint32_t i = 0; i < rows * cols && i < CHIP_CORES_MAX; i++)
+        sum += any && alt[i] ? other : base;
+    return sum;
 }
 
 int chip_config_load(struct chip_config *cfg, const char *path, char *err, size_t errlen)

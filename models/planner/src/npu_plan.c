@@ -714,8 +714,8 @@ static int cores_placed(struct planner *pl, const struct npu_plan_request *req,
 }
 
 /* Cores planned; a default MoE group halves down to the tile until the buffers fit. But a
-   group of the whole iteration's rows first tries a default expert ring of 2 slots (then 1)
-   instead of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
+   group of the whole iteration's rows first tries a default expert ring of 2 slots (then 1,
+   disaggregated) instead of 3: two groups a layer load a rank's experts twice when the ring cannot hold them
    (prefill-512 of Qwen3-30B-A3B on large-64 in tiles of 128: one group of 512 and 2 slots,
    20.5 ms; 3 slots and two groups of 256, contiguous placement, 33.6 ms;
    docs/results.md). Once the layer takes several groups anyway, 3 slots, so that
@@ -730,10 +730,11 @@ static int fit_cores(struct planner *pl, const struct npu_plan_request *req,
     int rc = cores_placed(pl, req, cores, ops, nops);
     if (rc == NPU_ERR_NOMEM && !req->expert_slots && pl->plan.expert_slots > 2 &&
         pl->plan.moe_rows >= pl->plan.max_tokens) {
-        /* 2 slots, then 1 (a matrix loads while none is read: GPT-OSS-20B's whole experts
-           of 16 MiB a matrix on 32 expert cores, --roles disagg, fit no other way) */
-        const uint32_t slots = pl->plan.expert_slots;
-        for (uint32_t n = 2; rc == NPU_ERR_NOMEM && n >= 1; n--) {
+        /* 2 slots; disaggregated, whose groups are never halved, then 1 (a matrix loads
+           while none is read: GPT-OSS-20B's whole experts of 16 MiB a matrix on 32 expert
+           cores fit no other way) */
+        const uint32_t slots = pl->plan.expert_slots, least = pl->plan.disagg ? 1 : 2;
+        for (uint32_t n = 2; rc == NPU_ERR_NOMEM && n >= least; n--) {
             pl->plan.expert_slots = n;
             rc = npu_planner_cores(pl, cores, ops, nops);
         }
