@@ -12,6 +12,7 @@
 #include "npu_image.h"
 #include "npuctl.h"
 #include "opts.h"
+#include "serve_opts.h"
 
 enum { BM_OUT, BM_SHAPES, BM_TIMEOUT, BM_SLO, BM_EXPERT_CORES, BM_ENGINE_LOG };
 
@@ -106,6 +107,9 @@ int bench_model_parse(int argc, char **argv, struct bench_model_opts *o, bool *d
                                   "--roles, --micro-batches and --tp itself");
     if (o->expert_cores && !o->image.search)
         return npuctl_usage_error("bench model --expert-cores: with --search disagg only");
+    struct serve_hetero spec;
+    if (o->expert_cores && hetero_parse("--expert-cores", o->expert_cores, &spec))
+        return NPUCTL_EXIT_USAGE; /* it said why */
     if (o->engine_log && !o->out)
         return npuctl_usage_error("bench model: --engine-log needs --out DIR (the logs are "
                                   "kept there)");
