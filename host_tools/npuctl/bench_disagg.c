@@ -61,6 +61,7 @@ struct search {
     struct row best[MESH_COUNT];            /* by tokens/s per cost within the SLO */
     struct row best_disagg;                 /* the base mesh's fastest disaggregated plan */
     double colocated_ms;
+    bool failed;                            /* a candidate's run failed: exit status 2 */
 };
 
 /* The latency model's estimate of the executed plan (0 if it refuses it). */
@@ -145,8 +146,10 @@ static int try_row(struct search *s, const struct npuctl_image_opts *io, struct 
     r.cost = mesh_cost(s, r.mesh);
     int rc = measure(s, io, &r, &ran);
     if (rc) { /* a run that failed (its message is above): the others still run */
-        printf("%-18s %u instance(s), m %u: the run failed (its console: %s/%s.console.log)\n",
-               s->sh->name, r.instances, r.m, s->dir, s->sh->name);
+        printf("%-18s %u instance(s), m %u: the run failed (keep its console with --out: "
+               "DIR/%s.console.log, until the next candidate)\n", s->sh->name, r.instances,
+               r.m, s->sh->name);
+        s->failed = true;
         return 0;
     }
     if (!ran)
@@ -244,12 +247,19 @@ static void print_best(const struct search *s)
             printf(", %.2fx the colocated plan's", s->colocated_ms / b->chip_ms);
         printf("\n");
     }
-    for (int k = 0; s->hetero && k < MESH_COUNT; k++)
-        if (s->best[k].m)
-            printf("%-18s best on the %s mesh: %s, m %u: %.2f tokens/s per unit cost\n",
-                   s->sh->name, mesh_names[k],
-                   s->best[k].instances == 1 ? "colocated" : "disaggregated", s->best[k].m,
-                   tokens_per_s(s, &s->best[k]) / s->best[k].cost);
+    for (int k = 0; s->hetero && k < MESH_COUNT; k++) {
+        const struct row *r = &s->best[k];
+        char plan[48];
+        if (!r->m)
+            continue;
+        if (r->instances == 1)
+            snprintf(plan, sizeof(plan), "colocated, tp %u", r->tp);
+        else
+            snprintf(plan, sizeof(plan), "%u x %u + %u experts, m %u", r->instances - 1, r->tp,
+                     r->tp, r->m);
+        printf("%-18s best on the %s mesh: %s: %.2f tokens/s per unit cost\n", s->sh->name,
+               mesh_names[k], plan, tokens_per_s(s, r) / r->cost);
+    }
 }
 
 int bench_model_search_disagg(const struct bench_model_opts *o, const struct shape *sh,
@@ -276,5 +286,5 @@ int bench_model_search_disagg(const struct bench_model_opts *o, const struct sha
             rc = try_split(&s, I);
     if (rc == 0)
         print_best(&s);
-    return rc;
+    return rc ? rc : s.failed ? NPUCTL_EXIT_USAGE : 0;
 }

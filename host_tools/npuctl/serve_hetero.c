@@ -31,13 +31,16 @@ static int bad_spec(const char *v, const char *what)
     return NPUCTL_EXIT_USAGE;
 }
 
-/* cost=X: a positive real, at most 1e9. */
+/* cost=X: a decimal real in [1e-6, 1e9] (chip_config's alt_core_cost range). */
 static bool parse_cost(const char *s, const char **end, double *out)
 {
     char *e;
     errno = 0;
     double x = strtod(s, &e);
-    if (e == s || errno || *s < '0' || *s > '9' || !(x > 0) || x > 1e9)
+    for (const char *c = s; c < e; c++) /* no hex, inf or nan: what the chip file reads */
+        if (!strchr("0123456789.eE+-", *c))
+            return false;
+    if (e == s || errno || *s < '0' || *s > '9' || !(x >= 1e-6) || x > 1e9)
         return false;
     *out = x, *end = e;
     return true;
@@ -89,7 +92,7 @@ int hetero_parse(const char *opt, const char *v, struct serve_hetero *h)
         if (!ok || (*end && *end != ','))
             return bad_spec(v, "a value out of range or malformed (sa 1..512 x 1..512, "
                                "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
-                               "hbm_gbps 1..100000, cost above 0 up to 1e9)");
+                               "hbm_gbps 1..100000, cost 1e-6..1e9)");
         if (*end == ',' && !end[1])
             return bad_spec(v, "an empty item");
         p = *end ? end + 1 : end;
