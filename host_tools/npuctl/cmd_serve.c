@@ -290,8 +290,13 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
                            "%zu failed (%s; see %s/console.log)", s.completed + s.rejected,
                            o->requests, s.failed, s.failure[0] ? s.failure : "no cause",
                            o->out);
+    /* a run that served nothing is no success, however cleanly it ended */
+    const bool none = whole && s.total > 0 && s.rejected == s.total;
+    if (none)
+        npuctl_print_error("every one of the %zu requests was rejected: nothing was served "
+                           "(the reasons: %s/requests.csv, column reason)", s.total, o->out);
     serve_log_free(&log);
-    return whole && !rc ? 0 : 1;
+    return whole && !none && !rc ? 0 : 1;
 }
 
 /* The model and chip names, checked before --out is made: a typo names the closest known

@@ -5,7 +5,8 @@
 # instances that do not suit the scheduler, layer reuse in a functional run, decode-core
 # sizes outside pd-disagg or malformed are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
-# outputs, while the others are served (exit 0). Issue 26's edges, each refused by the host
+# outputs, while the others are served (exit 0); a run whose every request is rejected
+# exits 1, and a CSV trace is refused with how to convert it. Issue 26's edges, each refused by the host
 # before the chip starts: values past npu_limits.h (a 4294967295-token prompt, an arrival at
 # day 54, a NUL byte), an empty trace, a functional trace whose prompt ids pass the control
 # core's DRAM, and option values that are not strict numbers or are 0 where 0 means nothing.
@@ -147,5 +148,19 @@ too-long)
         exit 1
     }
     grep "^2," "$tmp/out/requests.csv" ;;
+all-rejected)
+    # every request too long: the run ends cleanly but serves nothing, which is no success
+    expect 1 "every one of the 2 requests was rejected: nothing was served" "$npuctl" serve \
+        --trace "$t" --max-seq 7 --out "$tmp/out"
+    grep -q "energy/token   (no tokens served)" "$tmp/out.txt" || {
+        echo "serve_refusals $case: no 'no tokens served' energy line" >&2
+        exit 1
+    } ;;
+csv-trace)
+    # a CSV file given as a trace: the refusal says how to convert it
+    printf 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46,374,44\n' > "$tmp/t.csv"
+    expect 2 "t.csv:1: not JSON: .*a CSV trace\\? npuctl trace import --format" "$npuctl" \
+        serve --trace "$tmp/t.csv" --out "$tmp/out"
+    not_run ;;
 *) echo "serve_refusals: unknown case $case" >&2; exit 2 ;;
 esac

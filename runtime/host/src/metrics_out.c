@@ -296,7 +296,7 @@ static void report_energy(FILE *f, const struct rt_summary *s)
     uint64_t tokens = s->total_input_tokens + s->total_output_tokens;
     const struct rt_energy *e = &s->energy;
     if (!e->valid || tokens == 0) {
-        fprintf(f, "  energy/token   (no chip stats)\n");
+        fprintf(f, "  energy/token   %s\n", !e->valid ? "(no chip stats)" : "(no tokens served)");
         return;
     }
     double k = 1e3 / (double)tokens; /* J in total -> mJ per token */

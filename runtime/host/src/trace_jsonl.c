@@ -211,7 +211,11 @@ static int jsonl_read_lines(FILE *f, struct jsonl_at *at, struct rt_trace *t)
             char what[256];
             int n = snprintf(what, sizeof(what), "not JSON: %s", je.text);
             if (je.column > 0 && n > 0 && (size_t)n < sizeof(what))
-                snprintf(what + n, sizeof(what) - (size_t)n, " (column %d)", je.column);
+                n += snprintf(what + n, sizeof(what) - (size_t)n, " (column %d)", je.column);
+            if (t->n == 0 && line[0] != '{' && line[0] != '[' && strchr(line, ',') && n > 0 &&
+                (size_t)n < sizeof(what)) /* a CSV header or row */
+                snprintf(what + n, sizeof(what) - (size_t)n, "; a CSV trace? npuctl trace "
+                         "import --format azure|burstgpt|vidur converts one");
             rc = jsonl_fail(at, NULL, what);
             break;
         }
