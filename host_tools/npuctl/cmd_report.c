@@ -55,6 +55,11 @@ static int run_load(struct run *r, const char *dir)
         npuctl_print_error("%s: not a serving summary (no \"completed\")", p);
         return NPUCTL_EXIT_USAGE;
     }
+    if (!json_is_true(json_object_get(r->sum, "complete"))) { /* a failed or cut run */
+        npuctl_print_error("%s: the run is incomplete (\"complete\": false): its figures "
+                           "are a partial run's; serve it again", p);
+        return NPUCTL_EXIT_USAGE;
+    }
     char base[NPUCTL_PATH_MAX];
     snprintf(base, sizeof(base), "%s", dir);
     for (size_t n = strlen(base); n > 1 && base[n - 1] == '/'; n--)

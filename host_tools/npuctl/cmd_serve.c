@@ -299,6 +299,32 @@ static int report(const struct serve_opts *o, const struct npu_image_header *h, 
     return whole && !none && !rc ? 0 : 1;
 }
 
+/* --out: a run's outputs are not mixed with an earlier run's (whose summary.json a reader
+   would take for this run's): a directory holding a summary.json or a console.log is
+   refused, or with --force those outputs are removed first (nothing else in it). */
+static int claim_out(const struct serve_opts *o)
+{
+    static const char *const outputs[] = {
+        "summary.json", "requests.csv", "tokens.csv", "trace.json", "console.log",
+        "chip_stats.json", "plan.txt", "model.img", "trace.bin", "trace.jsonl", "chip.toml" };
+    char path[NPUCTL_PATH_MAX];
+    struct stat st;
+    bool earlier = false;
+    for (size_t i = 0; i < 5 && !earlier; i += 4) { /* summary.json, console.log */
+        snprintf(path, sizeof(path), "%s/%s", o->out, outputs[i]);
+        earlier = stat(path, &st) == 0;
+    }
+    if (earlier && !o->force)
+        return npuctl_usage_error("--out %s holds an earlier run's outputs: give another "
+                                  "directory, or --force to replace them", o->out);
+    for (size_t i = 0; earlier && i < sizeof(outputs) / sizeof(outputs[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", o->out, outputs[i]);
+        if (remove(path) && errno != ENOENT)
+            return npuctl_usage_error("--force: cannot remove %s: %s", path, strerror(errno));
+    }
+    return 0;
+}
+
 /* The model and chip names, checked before --out is made: a typo names the closest known
    names and leaves nothing behind. */
 static int check_names(const struct serve_opts *o)
@@ -323,6 +349,8 @@ int npuctl_cmd_serve(int argc, char **argv)
     struct stat st;
     if (mkdir(o.out, 0755) && (errno != EEXIST || stat(o.out, &st) || !S_ISDIR(st.st_mode)))
         return npuctl_usage_error("--out %s: cannot make this directory", o.out);
+    if ((rc = claim_out(&o)))
+        return rc;
     struct npu_image_header h;
     struct model_config cfg;
     uint64_t image_bytes = 0, blob_bytes = 0;

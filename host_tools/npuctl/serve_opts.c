@@ -56,7 +56,7 @@ enum serve_opt {
     SV_TRACE, SV_OUT, SV_SEED, SV_SLO_TTFT, SV_SLO_TBT, SV_TIMEOUT, SV_THREADS, SV_WATCHDOG,
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
-    SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY,
+    SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY, SV_FORCE,
 };
 
 /* The scheduler and its parameters. */
@@ -144,6 +144,7 @@ static int apply_serve_opt(void *ctx, const struct npuctl_opt *opt, const char *
     case SV_TRACE: o->trace = v; return 0;
     case SV_OUT: o->out = v; return 0;
     case SV_ENGINE_TRACE: o->engine_trace = true; return 0;
+    case SV_FORCE: o->force = true; return 0;
     case SV_THREADS: /* checked now, used by the run (serve_run.c) */
         if (npuctl_opt_word_index(opt, v) < 0)
             return bad(opt->name, v, "single, multi or auto");
@@ -167,7 +168,11 @@ static const struct npuctl_opt serve_table[] = {
       SV_TRACE, C_SERVE },
     { "--out", NULL, "DIR", "serve-out",
       "the run's directory: summary.json, requests.csv, tokens.csv, trace.json, console.log "
-      "(docs/outputs.md)", SV_OUT, C_SERVE },
+      "(docs/outputs.md); refused if it holds an earlier run's, unless --force",
+      SV_OUT, C_SERVE },
+    { "--force", NULL, NULL, NULL,
+      "replace an earlier run's outputs in --out (they are removed before this run starts)",
+      SV_FORCE, C_SERVE },
     { "--seed", NULL, "N", "1", "seed of the prompt ids where the trace has none", SV_SEED,
       C_SERVE },
     { "--slo-ttft-ms", NULL, "MS", "10000",

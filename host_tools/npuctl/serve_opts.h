@@ -44,6 +44,7 @@ struct serve_opts {
     char fault[80];                   /* --inject-fault's bootargs, "" without it */
     uint32_t prefill_instances;       /* pd-disagg: 0 = half the plan's instances */
     bool engine_trace, help;
+    bool force;                       /* --force: replace an earlier run's outputs */
     enum serve_reuse layer_reuse;     /* --layer-reuse (performance mode) */
     struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
     char run_chip[NPUCTL_PATH_MAX];   /* the chip file of the run if not --chip's: DIR/chip.toml */

@@ -6,7 +6,8 @@
 # sizes outside pd-disagg or malformed are refused before the run (exit 2, naming the line or the option, no console written); a
 # request longer than the image's context is rejected on its own, with its reason, in the
 # outputs, while the others are served (exit 0); a run whose every request is rejected
-# exits 1, and a CSV trace is refused with how to convert it. Issue 26's edges, each refused by the host
+# exits 1, and a CSV trace is refused with how to convert it; an --out holding an earlier
+# run is refused without --force, and compare refuses an incomplete run. Issue 26's edges, each refused by the host
 # before the chip starts: values past npu_limits.h (a 4294967295-token prompt, an arrival at
 # day 54, a NUL byte), an empty trace, a functional trace whose prompt ids pass the control
 # core's DRAM, and option values that are not strict numbers or are 0 where 0 means nothing.
@@ -162,5 +163,18 @@ csv-trace)
     expect 2 "t.csv:1: not JSON: .*a CSV trace\\? npuctl trace import --format" "$npuctl" \
         serve --trace "$tmp/t.csv" --out "$tmp/out"
     not_run ;;
+out-reuse)
+    # a second run into the same directory is refused, --force replaces the outputs, and
+    # compare refuses a run that did not complete
+    expect 0 "2 of 2 requests completed" "$npuctl" serve --trace "$t" --out "$tmp/out"
+    expect 2 "--out .*/out holds an earlier run's outputs: give another directory, or --force" \
+        "$npuctl" serve --trace "$t" --out "$tmp/out"
+    echo keep > "$tmp/out/notes.txt"
+    expect 0 "2 of 2 requests completed" "$npuctl" serve --trace "$t" --out "$tmp/out" --force
+    [ -f "$tmp/out/notes.txt" ] || { echo "serve_refusals $case: --force removed notes.txt" >&2; exit 1; }
+    mkdir "$tmp/cut"
+    sed 's/"complete": true/"complete": false/' "$tmp/out/summary.json" > "$tmp/cut/summary.json"
+    grep -q '"complete": false' "$tmp/cut/summary.json" || { echo "no complete key" >&2; exit 1; }
+    expect 2 "cut/summary.json: the run is incomplete" "$npuctl" compare "$tmp/out" "$tmp/cut" ;;
 *) echo "serve_refusals: unknown case $case" >&2; exit 2 ;;
 esac
