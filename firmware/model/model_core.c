@@ -16,6 +16,10 @@
  * plan's max_tokens over all requests; a longer prompt continues next iteration) or one
  * decode row. Rank 0 prints `MODEL req=R step=S token=T logit=L` per generated token, the
  * expert routing counts and the per-layer breakdown; every rank prints its weight traffic.
+ * A disaggregated plan (plan.disagg, model_disagg.c): request r runs on replica r mod
+ * replicas; every core follows every replica's requests so that all replicas and the
+ * expert instance run the same iterations (a replica with no rows too), and the first
+ * replica's rank 0 prints the report.
  */
 #include <inttypes.h>
 #include <stdbool.h>

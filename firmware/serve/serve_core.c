@@ -8,7 +8,9 @@
  * stage (model_kv_pull.c), interprets its layer program over the runs (model_exec.h), and
  * answers through the instance's lead core, which tells the control core once every core of
  * the instance has; rank 0 first writes the tokens. On stop every rank prints its report
- * (model_report.c).
+ * (model_report.c). Under attention/expert disaggregation (plan.disagg) a replica's round
+ * may carry no runs and the expert instance's never does: both take part in the round's
+ * MoE exchanges (model_disagg.c, serve_disagg.c).
  */
 #include <stdlib.h>
 #include <string.h>
