@@ -162,15 +162,21 @@ static int trace_import_cmd(int argc, char **argv)
     int rc = trace_import_parse(argc, argv, &o, &done);
     if (done)
         return rc;
-    int fmt = trace_format_parse(o.format);
+    const bool mooncake = strcmp(o.format, "mooncake") == 0;
+    int fmt = mooncake ? 0 : trace_format_parse(o.format);
     if (fmt < 0)
-        return npuctl_usage_error("--format: unknown value '%s' (azure, burstgpt or vidur)",
-                                  o.format);
+        return npuctl_usage_error("--format: unknown value '%s' (azure, burstgpt, vidur or "
+                                  "mooncake)", o.format);
     char err[NPUCTL_ERR_MAX], what[NPUCTL_PATH_MAX + 64];
     struct rt_trace t;
-    if (trace_import_limit(o.in, (enum rt_trace_format)fmt, (size_t)o.limit, &t, err,
-                           sizeof(err)))
+    /* Mooncake's JSON lines (timestamp in ms from the start, input_length, output_length,
+       hash_ids) are the native format: read with its checks, cut to --limit */
+    if (mooncake ? trace_read_jsonl(o.in, &t, err, sizeof(err))
+                 : trace_import_limit(o.in, (enum rt_trace_format)fmt, (size_t)o.limit, &t,
+                                      err, sizeof(err)))
         return npuctl_usage_error("%s", err);
+    if (mooncake && o.limit && (size_t)o.limit < t.n)
+        t.n = (size_t)o.limit;
     snprintf(what, sizeof(what), "imported from %s, %s format", o.in, o.format);
     rc = write_and_report(&t, o.out, what, NULL, NULL);
     trace_free(&t);

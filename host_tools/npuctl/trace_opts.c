@@ -191,7 +191,9 @@ static int apply_import_opt(void *ctx, const struct npuctl_opt *opt, const char 
 }
 
 static const struct npuctl_opt import_table[] = {
-    { "--format", NULL, "azure|burstgpt|vidur", NULL, "the CSV's layout; required", I_FORMAT,
+    { "--format", NULL, "azure|burstgpt|vidur|mooncake", NULL,
+      "the file's layout (CSV; mooncake: its JSON lines, the native format); required",
+      I_FORMAT,
       C_IMPORT },
     { "--limit", NULL, "N", NULL, "keep the first N rows only (default: every row)", I_LIMIT,
       C_IMPORT },
