@@ -21,12 +21,10 @@
 #include "kv_config.h"
 #include "npu_enums.h"
 
-static const char *spec_opt = "--decode-cores"; /* the option being parsed */
-
-static int bad_spec(const char *v, const char *what)
+static int bad_spec(const char *opt, const char *v, const char *what)
 {
     npuctl_print_error("%s %s: %s (expected KEY=VALUE,... with keys sa=RxC, "
-                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost)", spec_opt, v,
+                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost)", opt, v,
                        what);
     return NPUCTL_EXIT_USAGE;
 }
@@ -64,16 +62,15 @@ int serve_hetero_parse(const char *v, struct serve_hetero *h)
 
 int hetero_parse(const char *opt, const char *v, struct serve_hetero *h)
 {
-    spec_opt = opt;
     *h = (struct serve_hetero){ .set = true, .spec = v };
     if (!v || !*v)
-        return bad_spec(v ? v : "(missing)", "empty");
+        return bad_spec(opt, v ? v : "(missing)", "empty");
     for (const char *p = v; *p;) {
         const char *eq = strchr(p, '='), *end = NULL;
         if (*p == ',')
-            return bad_spec(v, "an empty item");
+            return bad_spec(opt, v, "an empty item");
         if (!eq)
-            return bad_spec(v, "an item without '='");
+            return bad_spec(opt, v, "an item without '='");
         size_t klen = (size_t)(eq - p);
         bool ok;
         if (klen == 2 && !strncmp(p, "sa", 2))
@@ -88,13 +85,13 @@ int hetero_parse(const char *opt, const char *v, struct serve_hetero *h)
         else if (klen == 4 && !strncmp(p, "cost", 4))
             ok = parse_cost(eq + 1, &end, &h->cost);
         else
-            return bad_spec(v, "unknown key");
+            return bad_spec(opt, v, "unknown key");
         if (!ok || (*end && *end != ','))
-            return bad_spec(v, "a value out of range or malformed (sa 1..512 x 1..512, "
+            return bad_spec(opt, v, "a value out of range or malformed (sa 1..512 x 1..512, "
                                "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
                                "hbm_gbps 1..100000, cost 1e-6..1e9)");
         if (*end == ',' && !end[1])
-            return bad_spec(v, "an empty item");
+            return bad_spec(opt, v, "an empty item");
         p = *end ? end + 1 : end;
     }
     return 0;

@@ -348,6 +348,11 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
 struct exec_batch exec_batch_part(const struct exec_batch *b, uint32_t R, uint32_t i,
                                   uint32_t parts, struct exec_run *runs, uint32_t *orig);
 
+/* A pass over an iteration's ops starts with the expert ring and the staging state
+   forgotten, and ends charging to outside the layers, one iteration counted. */
+void exec_pass_start(struct exec_model *m);
+void exec_pass_end(struct exec_model *m);
+
 /* ---- model_disagg.c: attention/expert disaggregation (plan.disagg) */
 
 /* A replica's iteration (b may hold no runs: the replica still takes part in every

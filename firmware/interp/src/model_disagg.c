@@ -24,7 +24,6 @@
  * tensor-parallel degrees that differ between them (both are the plan's tp).
  */
 #include <stdio.h>
-#include <string.h>
 
 #include "model_exec.h"
 #include "model_moe.h"
@@ -126,22 +125,6 @@ static int layer_pingpong(struct exec_model *m, const struct npu_prog_op *att,
     return rc;
 }
 
-/* The weight staging state a pass over the program starts from (model_iter.c, run_ops). */
-static void start_pass(struct exec_model *m)
-{
-    memset(m->w.ring.held, 0, sizeof(m->w.ring.held));
-    m->w.ring.backward = false;
-    m->w.staged_next = 0;
-    m->w.stage_deferred = 0;
-}
-
-static void end_pass(struct exec_model *m)
-{
-    exec_set_layer(m, m->cfg->num_layers);
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    m->acct.iterations++;
-}
-
 int exec_iteration_disagg(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                           const struct exec_batch *b, uint32_t *out, float *logit)
 {
@@ -155,7 +138,7 @@ int exec_iteration_disagg(struct exec_model *m, const struct npu_prog_op *ops, u
         parts[j] = b->nruns ? exec_batch_part(b, rows, j, P, part_runs + used, part_orig + used)
                             : (struct exec_batch){ .runs = part_runs,
                                                    .layer1 = m->cfg->num_layers };
-    start_pass(m);
+    exec_pass_start(m);
     struct pending q = { 0 };
     uint32_t next = 0;
     int rc = NPU_OK;
@@ -171,13 +154,13 @@ int exec_iteration_disagg(struct exec_model *m, const struct npu_prog_op *ops, u
     }
     if (rc == NPU_OK)
         rc = moe_finish(m, &q);
-    end_pass(m);
+    exec_pass_end(m);
     return rc;
 }
 
 int exec_iteration_experts(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops)
 {
-    start_pass(m);
+    exec_pass_start(m);
     int rc = NPU_OK;
     for (uint32_t i = 0; rc == NPU_OK && i < nops; i++) {
         const uint32_t l = ops[i].layer;
@@ -189,6 +172,6 @@ int exec_iteration_experts(struct exec_model *m, const struct npu_prog_op *ops, 
         for (uint32_t j = 0; rc == NPU_OK && j < parts_of(m); j++)
             rc = exec_moe_ep_serve_round(m, l);
     }
-    end_pass(m);
+    exec_pass_end(m);
     return rc;
 }

@@ -22,6 +22,13 @@ static void place_layout(struct exec_model *m, uint64_t base)
         f[i] += base;
 }
 
+/* The holdings of this core by tensor kind: everything of its rank, but under
+   disaggregation the expert instance holds the experts only and a replica the rest. */
+static bool holds_kind(const struct exec_model *m, uint32_t kind)
+{
+    return !m->plan->disagg || model_tensor_is_expert(kind) == m->serves_experts;
+}
+
 static void index_tensors(struct exec_model *m)
 {
     const struct npu_image_header *h = (const void *)m->image;
@@ -30,8 +37,7 @@ static void index_tensors(struct exec_model *m)
         const struct npu_image_tensor *t = &ts[i];
         if (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank)
             continue;
-        /* disaggregated: the expert instance holds the experts only, the replicas the rest */
-        if (m->plan->disagg && model_tensor_is_expert(t->kind) != m->serves_experts)
+        if (!holds_kind(m, t->kind))
             continue;
         if (t->kind == MT_EMBED)
             m->w.embed = t;
@@ -144,7 +150,7 @@ int exec_load_resident(struct exec_model *m)
         const struct npu_image_tensor *t = &ts[i];
         if (t->sram_off == NPU_IMAGE_NOWHERE || t->blocks == 0 || /* EP: no experts here */
             (t->rank != NPU_IMAGE_IDLE && t->rank != m->rank) ||
-            (m->plan->disagg && model_tensor_is_expert(t->kind) != m->serves_experts) ||
+            !holds_kind(m, t->kind) ||
             npu_plan_tensor_stage(m->plan, t) != m->pipe.stage)
             continue;
         uint64_t bytes = t->block_bytes * t->blocks;
@@ -234,9 +240,7 @@ struct exec_batch exec_batch_part(const struct exec_batch *b, uint32_t R, uint32
     return p;
 }
 
-/* The ops over batch b (a whole iteration, or one of its micro-batches). */
-static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
-                   const struct exec_batch *b, uint32_t *out, float *logit)
+void exec_pass_start(struct exec_model *m)
 {
     /* the head may have streamed through the staging buffer, the expert ring's slots
        too: the ring keeps what it holds within one pass over the ops only, so expert-load
@@ -246,6 +250,20 @@ static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     m->w.ring.backward = false;
     m->w.staged_next = 0;
     m->w.stage_deferred = 0;
+}
+
+void exec_pass_end(struct exec_model *m)
+{
+    exec_set_layer(m, m->cfg->num_layers);
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    m->acct.iterations++;
+}
+
+/* The ops over batch b (a whole iteration, or one of its micro-batches). */
+static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                   const struct exec_batch *b, uint32_t *out, float *logit)
+{
+    exec_pass_start(m);
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;
@@ -297,8 +315,6 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
                         : run_parts(m, ops, nops, b, rows, parts, out, logit, &messages);
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
-    exec_set_layer(m, m->cfg->num_layers);
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    m->acct.iterations++;
+    exec_pass_end(m);
     return rc;
 }
