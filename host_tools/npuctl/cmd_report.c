@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -22,8 +23,9 @@
 struct run {
     const char *dir;
     json_t *sum;        /* DIR/summary.json */
-    char label[64];     /* the column / curve title */
+    char label[64];     /* the column / curve title: labels.run, else sched */
     char sched[64];     /* labels.sched, else the directory's name */
+    char series[64];    /* the rate plots' line: labels.series, else sched */
     char base[64];      /* the directory's name: "runs/a/" -> "a" */
 };
 
@@ -65,23 +67,30 @@ static int run_load(struct run *r, const char *dir)
     for (size_t n = strlen(base); n > 1 && base[n - 1] == '/'; n--)
         base[n - 1] = '\0';
     const char *slash = strrchr(base, '/'), *sched = label_of(r->sum, "sched");
+    const char *run = label_of(r->sum, "run"), *series = label_of(r->sum, "series");
     snprintf(r->base, sizeof(r->base), "%.*s", (int)sizeof(r->base) - 1,
              slash && slash[1] ? slash + 1 : base);
     snprintf(r->sched, sizeof(r->sched), "%s", sched && *sched ? sched : r->base);
-    snprintf(r->label, sizeof(r->label), "%s", r->sched);
+    snprintf(r->label, sizeof(r->label), "%s", run && *run ? run : r->sched);
+    snprintf(r->series, sizeof(r->series), "%s", series && *series ? series : r->sched);
     return 0;
 }
 
-/* Loads every DIR; columns whose sched labels clash are titled by their directory. */
+/* Loads every DIR; columns whose titles clash are titled by their directory. */
 static int runs_load(struct run *runs, int n, char **dirs)
 {
     for (int i = 0; i < n; i++)
         if (run_load(&runs[i], dirs[i]))
             return NPUCTL_EXIT_USAGE;
-    for (int i = 0; i < n; i++)
+    bool clash[n > 0 ? n : 1];
+    for (int i = 0; i < n; i++) {
+        clash[i] = false;
         for (int j = 0; j < n; j++)
-            if (i != j && strcmp(runs[i].sched, runs[j].sched) == 0)
-                snprintf(runs[i].label, sizeof(runs[i].label), "%s", runs[i].base);
+            clash[i] = clash[i] || (i != j && strcmp(runs[i].label, runs[j].label) == 0);
+    }
+    for (int i = 0; i < n; i++)
+        if (clash[i])
+            snprintf(runs[i].label, sizeof(runs[i].label), "%s", runs[i].base);
     return 0;
 }
 
@@ -229,38 +238,76 @@ static int cmp_point(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* One block (gnuplot index) per scheduler, points sorted by rate. */
-static void plot_slo(FILE *dat, FILE *gp, const struct run *runs, int n)
+/* The x axis of the rate plots: logarithmic when the rates span a decade or more (a
+   linear axis squeezes the low rates into its first tick). */
+static void gp_rate_axis(FILE *gp, const struct run *runs, int n)
+{
+    double lo = INFINITY, hi = 0;
+    for (int i = 0; i < n; i++) {
+        const double x = run_rate(&runs[i]);
+        lo = x > 0 && x < lo ? x : lo;
+        hi = x > hi ? x : hi;
+    }
+    if (hi > 0 && hi >= 10 * lo)
+        fprintf(gp, "set logscale x\nset offsets 0, 0, 0, 0\n"
+                    "set xrange [%.9g:%.9g]\n", lo / 1.25, hi * 1.25);
+    else
+        fprintf(gp, "set offsets graph 0.03, graph 0.03, 0, 0\n");
+}
+
+/* One of the plots against request rate: the summary's `key` times `scale`. */
+struct rate_plot {
+    const char *name, *title, *ylabel, *key;
+    double scale;
+    bool from_zero; /* y from 0 (else gnuplot's own range) */
+};
+
+/* One block (gnuplot index) per series, points sorted by rate; a run whose value is not a
+   number (no duration: no goodput) is left out. */
+static void plot_rate(FILE *dat, FILE *gp, const struct rate_plot *p, const struct run *runs,
+                      int n)
 {
     struct rate_point *pts = calloc((size_t)n, sizeof(*pts));
     int block = 0;
-    gp_preamble(gp, "slo_rate", "SLO attainment against request rate",
-                "request rate (req/s)", "SLO attainment (%)");
-    fprintf(gp, "set yrange [0:105]\nset offsets graph 0.03, graph 0.03, 0, 0\n"
-                "set key bottom left\nplot");
+    gp_preamble(gp, p->name, p->title, "request rate (req/s)", p->ylabel);
+    gp_rate_axis(gp, runs, n);
+    fprintf(gp, "%sset key bottom left\nplot", p->from_zero ? "set yrange [0:*]\n" : "");
     for (int i = 0; pts && i < n; i++) {
         bool first = true;
         for (int j = 0; j < i; j++)
-            first = first && strcmp(runs[j].sched, runs[i].sched) != 0;
+            first = first && strcmp(runs[j].series, runs[i].series) != 0;
         if (!first)
             continue;
         int np = 0;
-        for (int j = i; j < n; j++)
-            if (strcmp(runs[j].sched, runs[i].sched) == 0)
-                pts[np++] = (struct rate_point){ run_rate(&runs[j]), 100.0 *
-                    json_number_value(json_object_get(runs[j].sum, "slo_attainment")) };
+        for (int j = i; j < n; j++) {
+            json_t *v = summary_get(runs[j].sum, p->key);
+            if (strcmp(runs[j].series, runs[i].series) == 0 && json_is_number(v))
+                pts[np++] = (struct rate_point){ run_rate(&runs[j]),
+                                                 p->scale * json_number_value(v) };
+        }
+        if (np == 0)
+            continue; /* gnuplot refuses an empty index */
         qsort(pts, (size_t)np, sizeof(*pts), cmp_point);
-        fprintf(dat, "%s# sched %s\n", block ? "\n\n" : "", runs[i].sched);
+        fprintf(dat, "%s# %s\n", block ? "\n\n" : "", runs[i].series);
         for (int k = 0; k < np; k++)
             fprintf(dat, "%.9g %.9g\n", pts[k].x, pts[k].y);
-        fprintf(gp, "%s \"slo_rate.dat\" index %d with linespoints title ", block ? "," : "",
-                block);
-        gp_title(gp, runs[i].sched);
+        fprintf(gp, "%s \"%s.dat\" index %d with linespoints title ", block ? "," : "",
+                p->name, block);
+        gp_title(gp, runs[i].series);
         block++;
     }
+    if (block == 0)
+        fprintf(gp, " [0:1] NaN notitle");
     fprintf(gp, "\n");
     free(pts);
 }
+
+static const struct rate_plot rate_plots[] = {
+    { "slo_rate", "SLO attainment against request rate", "SLO attainment (%)",
+      "slo_attainment", 100, true },
+    { "goodput_rate", "Goodput against request rate", "goodput (requests within the SLO / s)",
+      "request_goodput", 1, true },
+};
 
 /* One block per run with samples: x = value, y = fraction of values <= x. */
 static void plot_cdf(FILE *dat, FILE *gp, const char *name, const char *what,
@@ -307,7 +354,8 @@ static int close_out(const char *dir, const char *name, FILE *f)
     return 0;
 }
 
-/* NAME.dat and NAME.gp in out, filled by the plot (kind 0: SLO, 1: TTFT, 2: TBT). */
+/* NAME.dat and NAME.gp in out, filled by the plot (kind 0, 1: rate_plots[kind], 2: TTFT,
+   3: TBT). */
 static int plot_write(const char *out, const char *name, int kind, const struct run *runs,
                       const struct rt_samples *samples, int n)
 {
@@ -320,10 +368,10 @@ static int plot_write(const char *out, const char *name, int kind, const struct 
             fclose(dat);
         return NPUCTL_EXIT_USAGE;
     }
-    if (kind == 0)
-        plot_slo(dat, gp, runs, n);
+    if (kind < 2)
+        plot_rate(dat, gp, &rate_plots[kind], runs, n);
     else
-        plot_cdf(dat, gp, name, kind == 1 ? "TTFT" : "TBT", runs, samples, n);
+        plot_cdf(dat, gp, name, kind == 2 ? "TTFT" : "TBT", runs, samples, n);
     int rc = close_out(out, dname, dat);
     return close_out(out, gname, gp) || rc ? NPUCTL_EXIT_USAGE : 0;
 }
@@ -380,18 +428,20 @@ static int plot_samples(const struct run *runs, int n, struct rt_samples *s)
     return 0;
 }
 
+#define NPLOTS 4
 static int plot_all(const char *out, const struct run *runs, int n, struct rt_samples *s)
 {
-    static const char *const names[3] = { "slo_rate", "ttft_cdf", "tbt_cdf" };
+    static const char *const names[NPLOTS] = { "slo_rate", "goodput_rate", "ttft_cdf",
+                                               "tbt_cdf" };
     struct rt_samples *per = calloc((size_t)n, sizeof(*per));
     int rc = per ? 0 : NPUCTL_EXIT_USAGE;
     if (mkdir(out, 0777) != 0 && errno != EEXIST) {
         npuctl_print_error("plot: cannot create %s: %s", out, strerror(errno));
         rc = NPUCTL_EXIT_USAGE;
     }
-    for (int k = 0; rc == 0 && k < 3; k++) {
-        for (int i = 0; k && i < n; i++)
-            per[i] = s[2 * i + (k - 1)];
+    for (int k = 0; rc == 0 && k < NPLOTS; k++) {
+        for (int i = 0; k >= 2 && i < n; i++)
+            per[i] = s[2 * i + (k - 2)];
         rc = plot_write(out, names[k], k, runs, per, n);
     }
     free(per);
@@ -400,28 +450,33 @@ static int plot_all(const char *out, const struct run *runs, int n, struct rt_sa
                            "scripts are in %s", out);
         rc = NPUCTL_EXIT_USAGE;
     }
-    for (int k = 0; rc == 0 && k < 3; k++)
+    for (int k = 0; rc == 0 && k < NPLOTS; k++)
         rc = plot_render(out, names[k]);
+    return rc;
+}
+
+int npuctl_plot_dirs(const char *out, char **dirs, int n)
+{
+    struct run *runs = calloc((size_t)n + 1, sizeof(*runs));
+    struct rt_samples *s = calloc(2 * (size_t)n + 1, sizeof(*s));
+    int rc = runs && s ? runs_load(runs, n, dirs) : NPUCTL_EXIT_USAGE;
+    rc = rc ? rc : plot_samples(runs, n, s);
+    rc = rc ? rc : plot_all(out, runs, n, s);
+    for (int i = 0; s && i < 2 * n; i++)
+        metrics_samples_free(&s[i]);
+    free(s);
+    runs_free(runs, runs ? n : 0);
     return rc;
 }
 
 int npuctl_cmd_plot(int argc, char **argv)
 {
     char **dirs = calloc((size_t)argc + 1, sizeof(*dirs));
-    struct run *runs = calloc((size_t)argc + 1, sizeof(*runs));
-    struct rt_samples *s = calloc(2 * (size_t)argc + 1, sizeof(*s));
     const char *out;
     bool done = false;
-    int n = 0, rc = dirs && runs && s ? npuctl_plot_args(argc, argv, dirs, &n, &out, &done) : 2;
-    if (rc == 0 && !done) {
-        rc = runs_load(runs, n, dirs);
-        rc = rc ? rc : plot_samples(runs, n, s);
-        rc = rc ? rc : plot_all(out, runs, n, s);
-    }
-    for (int i = 0; s && i < 2 * n; i++)
-        metrics_samples_free(&s[i]);
-    free(s);
-    runs_free(runs, n);
+    int n = 0, rc = dirs ? npuctl_plot_args(argc, argv, dirs, &n, &out, &done) : 2;
+    if (rc == 0 && !done)
+        rc = npuctl_plot_dirs(out, dirs, n);
     free(dirs);
     return rc;
 }

@@ -234,13 +234,15 @@ static int write_outputs(const struct serve_opts *o, const struct npu_image_head
         .date = date, .backend = "npu-mesh", .model_id = h->model_name,
         .request_rate = o->rate, .burstiness = o->load.rate != 0 ? o->load.burstiness : NAN,
         .max_concurrency = o->max_concurrency };
-    const struct rt_label labels[] = {
+    struct rt_label labels[9 + SERVE_LABELS_MAX] = {
         { "chip", h->chip_name }, { "model", h->model_name },
         { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
         { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
         { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
         { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
-    const size_t nlabels = sizeof(labels) / sizeof(labels[0]);
+    size_t nlabels = 9; /* serve's own, then --label's */
+    for (uint32_t i = 0; i < o->nlabels; i++)
+        labels[nlabels++] = (struct rt_label){ o->labels[i].key, o->labels[i].value };
     snprintf(path, sizeof(path), "%s/summary.json", o->out);
     int rc[3]; /* each written whatever happened to the others */
     rc[0] = metrics_write_summary_json(path, s, &o->slo, labels, nlabels, &run, log, err,

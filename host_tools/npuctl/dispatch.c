@@ -37,6 +37,7 @@ static const struct npuctl_command commands[] = {
     { "serve", npuctl_cmd_serve, { &npuctl_spec_serve }, NULL },
     { "trace", npuctl_cmd_trace,
       { &npuctl_spec_trace_gen, &npuctl_spec_trace_import, &npuctl_spec_trace_show }, NULL },
+    { "sweep", npuctl_cmd_sweep, { &npuctl_spec_sweep }, NULL },
     { "compare", npuctl_cmd_compare, { &npuctl_spec_compare }, NULL },
     { "plot", npuctl_cmd_plot, { &npuctl_spec_plot }, NULL },
     { "test", npuctl_cmd_test, { &npuctl_spec_test }, NULL },

@@ -226,6 +226,7 @@ struct npuctl_spawn {
     bool stdin_null;    /* stdin from /dev/null */
     uint32_t timeout_s; /* 0: none; else SIGKILL to the whole group when it expires */
     const char *stdout_path; /* NULL: inherited; else the child's stdout goes to this file */
+    bool stderr_too;         /* with stdout_path: stderr to the same file */
     void (*tick)(void *ctx); /* NULL, or called about once a second while the child runs */
     void *tick_ctx;
 };
@@ -240,6 +241,18 @@ struct npuctl_child_exit {
  * killed. NPU_ERR_IO: it could not be started (err says why). */
 int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
                       size_t errlen);
+
+/* A pool of n children, at most jobs at a time, each in its own process group (npuctl
+ * sweep). start(ctx, i, sp) fills sp for child i (argv, stdout_path; stderr_too is honoured,
+ * own_group forced, timeout_s and tick ignored) and returns false to skip it; ended(ctx, i,
+ * ex) is called as each ends (ex->status 127 when it could not be started). A SIGINT,
+ * SIGTERM or SIGHUP to npuctl is passed to every running child's group and no further child
+ * starts; a third one escalates to SIGKILL. Returns once every started child has ended:
+ * the signal that stopped the pool early, or 0. */
+int npuctl_spawn_pool(size_t n, unsigned jobs,
+                      bool (*start)(void *ctx, size_t i, struct npuctl_spawn *sp),
+                      void (*ended)(void *ctx, size_t i, const struct npuctl_child_exit *ex),
+                      void *ctx);
 
 /* ---- cmd_image.c, image_opts.c: plan options and image building, shared with serve */
 #include "npu_plan.h"
@@ -291,6 +304,10 @@ int npuctl_cmd_plot(int argc, char **argv);
    after the help) with *done set; *out defaults to the first DIR. */
 int npuctl_plot_args(int argc, char **argv, char **dirs, int *ndirs, const char **out,
                      bool *done);
+/* plot's figures of the serving runs in dirs[0..n) written into out (made if missing); 0, or
+   the exit status after printing what is wrong. */
+int npuctl_plot_dirs(const char *out, char **dirs, int n);
+int npuctl_cmd_sweep(int argc, char **argv);
 
 /* ---- dispatch.c */
 

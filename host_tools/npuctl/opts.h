@@ -27,7 +27,7 @@ enum npuctl_cmd_id {
     NPUCTL_CMD_BENCH_MODEL, NPUCTL_CMD_PLAN, NPUCTL_CMD_BUILD_IMAGE, NPUCTL_CMD_FLASH,
     NPUCTL_CMD_SERVE, NPUCTL_CMD_TRACE_GEN, NPUCTL_CMD_TRACE_IMPORT, NPUCTL_CMD_TRACE_SHOW,
     NPUCTL_CMD_COMPARE, NPUCTL_CMD_PLOT, NPUCTL_CMD_TEST, NPUCTL_CMD_CHIPS, NPUCTL_CMD_MODELS,
-    NPUCTL_CMD_HELP, NPUCTL_CMD_COUNT
+    NPUCTL_CMD_HELP, NPUCTL_CMD_SWEEP, NPUCTL_CMD_COUNT
 };
 #define NPUCTL_CMD_BIT(id) (1u << (id))
 
@@ -115,7 +115,7 @@ extern const struct npuctl_cmd_spec npuctl_spec_run, npuctl_spec_selftest, npuct
     npuctl_spec_bench, npuctl_spec_bench_model, npuctl_spec_plan, npuctl_spec_build_image,
     npuctl_spec_flash, npuctl_spec_serve, npuctl_spec_trace_gen, npuctl_spec_trace_import,
     npuctl_spec_trace_show, npuctl_spec_compare, npuctl_spec_plot, npuctl_spec_test,
-    npuctl_spec_chips, npuctl_spec_models, npuctl_spec_help;
+    npuctl_spec_chips, npuctl_spec_models, npuctl_spec_help, npuctl_spec_sweep;
 
 /* The plan options (image_opts.c; context: struct npuctl_image_opts). */
 extern const struct npuctl_opt_group npuctl_plan_group;

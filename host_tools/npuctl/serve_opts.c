@@ -56,7 +56,7 @@ enum serve_opt {
     SV_TRACE, SV_OUT, SV_SEED, SV_SLO_TTFT, SV_SLO_TBT, SV_TIMEOUT, SV_THREADS, SV_WATCHDOG,
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
-    SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY, SV_FORCE,
+    SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY, SV_FORCE, SV_LABEL,
 };
 
 /* The scheduler and its parameters. */
@@ -134,6 +134,36 @@ static int apply_run_opt(struct serve_opts *o, const struct npuctl_opt *opt, con
     }
 }
 
+/* The label keys serve writes itself: a --label cannot stand for one of them. */
+static const char *const own_label_keys[] = {
+    "chip", "model", "sched", "sched_params", "mode", "trace", "request_rate", "layer_reuse",
+    "decode_cores",
+};
+
+/* --label KEY=VALUE: KEY of a-z, 0-9 and _, not one of serve's own, given once. */
+static int parse_label(struct serve_opts *o, const char *v)
+{
+    const char *eq = v ? strchr(v, '=') : NULL;
+    const size_t klen = eq ? (size_t)(eq - v) : 0;
+    if (!eq || klen == 0 || klen > SERVE_LABEL_KEY_MAX || strspn(v, "abcdefghijklmnopqrstuvwxyz"
+                                                             "0123456789_") != klen)
+        return bad("--label", v, "KEY=VALUE with KEY of 1 to 32 of a-z, 0-9 and _");
+    if (!eq[1] || strlen(eq + 1) > 200)
+        return bad("--label", v, "the value is empty or longer than 200 characters");
+    for (size_t i = 0; i < sizeof(own_label_keys) / sizeof(own_label_keys[0]); i++)
+        if (strlen(own_label_keys[i]) == klen && !strncmp(v, own_label_keys[i], klen))
+            return bad("--label", v, "serve writes this label itself");
+    for (uint32_t i = 0; i < o->nlabels; i++)
+        if (strlen(o->labels[i].key) == klen && !strncmp(v, o->labels[i].key, klen))
+            return bad("--label", v, "this key was given already");
+    if (o->nlabels == SERVE_LABELS_MAX)
+        return bad("--label", v, "at most 16 labels");
+    struct serve_label *l = &o->labels[o->nlabels++];
+    snprintf(l->key, sizeof(l->key), "%.*s", (int)klen, v);
+    l->value = eq + 1;
+    return 0;
+}
+
 static int apply_serve_opt(void *ctx, const struct npuctl_opt *opt, const char *v, char *err,
                            size_t errlen)
 {
@@ -145,6 +175,7 @@ static int apply_serve_opt(void *ctx, const struct npuctl_opt *opt, const char *
     case SV_OUT: o->out = v; return 0;
     case SV_ENGINE_TRACE: o->engine_trace = true; return 0;
     case SV_FORCE: o->force = true; return 0;
+    case SV_LABEL: return parse_label(o, v);
     case SV_THREADS: /* checked now, used by the run (serve_run.c) */
         if (npuctl_opt_word_index(opt, v) < 0)
             return bad(opt->name, v, "single, multi or auto");
@@ -173,6 +204,10 @@ static const struct npuctl_opt serve_table[] = {
     { "--force", NULL, NULL, NULL,
       "replace an earlier run's outputs in --out (they are removed before this run starts)",
       SV_FORCE, C_SERVE },
+    { "--label", NULL, "KEY=VALUE", NULL,
+      "a label of the run in summary.json and trace.json, beside serve's own (chip, model, "
+      "sched ...); repeatable; `run` titles the run in compare, plot and sweep tables",
+      SV_LABEL, C_SERVE },
     { "--seed", NULL, "N", "1", "seed of the prompt ids where the trace has none", SV_SEED,
       C_SERVE },
     { "--slo-ttft-ms", NULL, "MS", "10000",

@@ -31,6 +31,15 @@ enum serve_reuse { SERVE_REUSE_OFF, SERVE_REUSE_ON, SERVE_REUSE_SHAPES, SERVE_RE
                    SERVE_REUSE_COUNT };
 extern const char *const serve_reuse_names[SERVE_REUSE_COUNT];
 
+/* --label KEY=VALUE: the user's labels, written beside serve's own in summary.json and
+   trace.json (`run` titles the run in compare, plot and sweep tables). */
+#define SERVE_LABELS_MAX 16u
+#define SERVE_LABEL_KEY_MAX 32u
+struct serve_label {
+    char key[SERVE_LABEL_KEY_MAX + 1];
+    const char *value; /* points into argv */
+};
+
 struct serve_opts {
     struct npuctl_image_opts image;   /* --model, --chip and the plan options */
     struct rt_sched_params sched;     /* --sched and its parameters */
@@ -47,6 +56,8 @@ struct serve_opts {
     bool force;                       /* --force: replace an earlier run's outputs */
     enum serve_reuse layer_reuse;     /* --layer-reuse (performance mode) */
     struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
+    struct serve_label labels[SERVE_LABELS_MAX]; /* --label, in the order given */
+    uint32_t nlabels;
     char run_chip[NPUCTL_PATH_MAX];   /* the chip file of the run if not --chip's: DIR/chip.toml */
     size_t requests;                  /* filled once the trace is read */
     double rate;                      /* the request rate as served, req/s (INFINITY:

@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -53,6 +54,8 @@ static int start_child(const struct npuctl_spawn *sp, const sigset_t *child_mask
     if (sp->stdout_path)
         posix_spawn_file_actions_addopen(&fa, 1, sp->stdout_path, O_WRONLY | O_CREAT | O_TRUNC,
                                          0644);
+    if (sp->stdout_path && sp->stderr_too)
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
     int rc = sp->search_path
                  ? posix_spawnp(pid, sp->argv[0], &fa, &attr, sp->argv, environ)
                  : posix_spawn(pid, sp->argv[0], &fa, &attr, sp->argv, environ);
@@ -174,4 +177,87 @@ int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *e
     sigprocmask(SIG_SETMASK, &old_mask, NULL);
     sigaction(SIGCHLD, &old_chld, NULL);
     return rc;
+}
+
+/* ---- a pool of children (npuctl sweep) */
+
+struct pool_child {
+    pid_t pid;
+    size_t i;
+};
+
+/* Reaps every ended child of the pool, telling `ended`; returns how many are left. */
+static unsigned pool_reap(struct pool_child *run, unsigned nrun,
+                          void (*ended)(void *, size_t, const struct npuctl_child_exit *),
+                          void *ctx)
+{
+    for (unsigned k = 0; k < nrun;) {
+        int st;
+        if (waitpid(run[k].pid, &st, WNOHANG) != run[k].pid) {
+            k++;
+            continue;
+        }
+        struct npuctl_child_exit ex;
+        set_exit(st, &ex);
+        ended(ctx, run[k].i, &ex);
+        run[k] = run[--nrun];
+    }
+    return nrun;
+}
+
+int npuctl_spawn_pool(size_t n, unsigned jobs,
+                      bool (*start)(void *ctx, size_t i, struct npuctl_spawn *sp),
+                      void (*ended)(void *ctx, size_t i, const struct npuctl_child_exit *ex),
+                      void *ctx)
+{
+    struct pool_child *run = calloc(jobs ? jobs : 1, sizeof(*run));
+    sigset_t set, old_mask;
+    struct sigaction dfl, old_chld;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, &dfl, &old_chld); /* as npuctl_spawn_wait: no inherited SIG_IGN */
+    wait_signal_set(&set);
+    sigprocmask(SIG_BLOCK, &set, &old_mask);
+    unsigned nrun = 0;
+    int stop = 0, forwarded = 0;
+    size_t next = 0;
+    while (run && (nrun > 0 || (!stop && next < n))) {
+        while (!stop && next < n && nrun < jobs) {
+            struct npuctl_spawn sp = { 0 };
+            const size_t i = next++;
+            if (!start(ctx, i, &sp))
+                continue;
+            sp.own_group = true;
+            char err[NPUCTL_ERR_MAX];
+            fflush(NULL);
+            if (start_child(&sp, &old_mask, &run[nrun].pid, err, sizeof(err)) != NPU_OK) {
+                npuctl_print_error("%s", err);
+                ended(ctx, i, &(struct npuctl_child_exit){ .status = 127 });
+                continue;
+            }
+            run[nrun++].i = i;
+        }
+        if (nrun == 0)
+            continue;
+        const int sig = sigwaitinfo(&set, NULL);
+        if (sig > 0 && sig != SIGCHLD) {
+            stop = stop ? stop : sig;
+            forwarded++;
+            for (unsigned k = 0; k < nrun; k++)
+                kill(-run[k].pid, forwarded >= 3 ? SIGKILL : sig);
+        }
+        nrun = pool_reap(run, nrun, ended, ctx);
+    }
+    sigset_t chld;
+    struct timespec zero = { 0, 0 };
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+        ;
+    sigprocmask(SIG_SETMASK, &old_mask, NULL);
+    sigaction(SIGCHLD, &old_chld, NULL);
+    const bool none = run == NULL; /* out of memory: nothing was started */
+    free(run);
+    return none ? SIGKILL : stop;
 }
