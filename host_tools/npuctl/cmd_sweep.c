@@ -71,14 +71,14 @@ static int apply_sweep_opt(void *ctx, const struct npuctl_opt *opt, const char *
 #define C_SWEEP NPUCTL_CMD_BIT(NPUCTL_CMD_SWEEP)
 
 static const struct npuctl_opt sweep_table[] = {
-    { "--out", "-o", "DIR", "sweep-out",
+    { "-o", "--out", "DIR", "sweep-out",
       "the sweep's directory: sweep.json, runs/NAME/ (each run's serve outputs), "
       "results.csv, results.md, plots/", SW_OUT, C_SWEEP },
     { "--vary", NULL, "'OPT: V | V ...'", NULL,
       "an axis of the grid, as a grid file's `vary` line: a serve option without its dashes "
       "and its values (repeatable; after the file's axes)",
       SW_VARY, C_SWEEP },
-    { "--jobs", "-j", "N", NULL,
+    { "-j", "--jobs", "N", NULL,
       "runs at a time on this machine (default: the host's CPUs)", SW_JOBS, C_SWEEP },
     { "--emit", NULL, "parallel|slurm", NULL,
       "run nothing: write OUT/jobs.txt (one shell line a run) and OUT/parallel.sh (GNU "
@@ -87,7 +87,7 @@ static const struct npuctl_opt sweep_table[] = {
     { "--collect", NULL, NULL, NULL,
       "run nothing: make the table and plots from OUT/sweep.json and the runs present",
       SW_COLLECT, C_SWEEP },
-    { "--dry-run", "-n", NULL, NULL,
+    { "-n", "--dry-run", NULL, NULL,
       "print each run's serve command, check it, run and write nothing", SW_DRY_RUN, C_SWEEP },
     { "--force", NULL, NULL, NULL,
       "run again the runs that are already done", SW_FORCE, C_SWEEP },

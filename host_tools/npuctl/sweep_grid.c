@@ -305,7 +305,9 @@ int sweep_grid_load(struct sweep_grid *g, const char *path, char *err, size_t er
         const char *b = strrchr(path, '/');
         b = b ? b + 1 : path;
         snprintf(g->name, sizeof(g->name), "%.*s", (int)strcspn(b, "."), b);
-        if (!label_ok(g->name))
+        for (char *c = g->name; *c; c++) /* a name of the label's characters */
+            *c = label_ok((char[]){ *c, '\0' }) ? *c : '-';
+        if (!g->name[0])
             snprintf(g->name, sizeof(g->name), "sweep");
     }
     char line[8192], where[NPUCTL_PATH_MAX + 16];

@@ -173,8 +173,8 @@ static bool run_complete(const char *dir)
     return whole;
 }
 
-/* The run's directory and command.txt; an earlier summary of other arguments is removed
-   so that no table shows it. */
+/* The run's directory and command.txt; an earlier run's summary and log of other arguments
+   are removed so that no table shows them. */
 static int prepare_job(const struct sweep_plan *p, struct sweep_job *j)
 {
     int rc = make_dirs(j->dir);
@@ -186,9 +186,11 @@ static int prepare_job(const struct sweep_plan *p, struct sweep_job *j)
     j->done = same && !p->force && run_complete(j->dir);
     if (same)
         return 0;
-    const char *sum = path_of(j->dir, "summary.json");
-    if (remove(sum) && errno != ENOENT)
-        return npuctl_usage_error("sweep: cannot remove %s: %s", sum, strerror(errno));
+    for (int k = 0; k < 2; k++) { /* serve --force removes the rest when the run starts */
+        const char *old = path_of(j->dir, k ? "serve.log" : "summary.json");
+        if (remove(old) && errno != ENOENT)
+            return npuctl_usage_error("sweep: cannot remove %s: %s", old, strerror(errno));
+    }
     FILE *f = fopen(cmd, "w");
     if (!f || fprintf(f, "%s\n", j->line) < 0 || fclose(f)) {
         if (f)
@@ -408,7 +410,9 @@ int sweep_emit(const struct sweep_plan *p, const char *kind)
             "# array. Add your site's --partition, --account and --time lines below, submit,\n"
             "# and collect once the array has ended:\n"
             "#   jid=$(sbatch --parsable %s)\n"
-            "#   sbatch --dependency=afterany:$jid --wrap \"%s sweep --collect --out %s\"\n"
+            "#   sbatch --dependency=afterany:$jid --output=%s/slurm-collect-%%j.out \\\n"
+            "#          --wrap \"%s sweep --collect --out %s\"\n"
+            "# On a cluster, --out must be on storage every node shares.\n"
             "#SBATCH --job-name=sweep-%s\n#SBATCH --array=1-%zu\n#SBATCH --cpus-per-task=1\n"
             "#SBATCH --output=%s/slurm-%%A_%%a.out\n"
             "set -eu\n"
@@ -416,8 +420,8 @@ int sweep_emit(const struct sweep_plan *p, const char *kind)
             "[ -n \"$line\" ] || { echo \"sweep: no run $SLURM_ARRAY_TASK_ID in %s\" >&2; "
             "exit 2; }\n"
             "eval \"$line\"\n",
-            p->grid->name, p->n, script, qbin, p->out_abs, p->grid->name, p->n, p->out_abs,
-            qjobs, jobs);
+            p->grid->name, p->n, script, p->out_abs, qbin, p->out_abs, p->grid->name, p->n,
+            p->out_abs, qjobs, jobs);
     else if (f)
         fprintf(f, "#!/bin/sh\n"
             "# Written by npuctl sweep --emit parallel: sweep %s, %zu runs through GNU\n"
@@ -433,7 +437,8 @@ int sweep_emit(const struct sweep_plan *p, const char *kind)
         printf("sweep %s: %zu runs written to %s\n", p->grid->name, p->n, jobs);
     if (rc == 0 && slurm)
         printf("run them:\n  jid=$(sbatch --parsable %s)\n  sbatch --dependency=afterany:$jid "
-               "--wrap \"%s sweep --collect --out %s\"\n", script, qbin, p->out_abs);
+               "--output=%s/slurm-collect-%%j.out --wrap \"%s sweep --collect --out %s\"\n",
+               script, p->out_abs, qbin, p->out_abs);
     else if (rc == 0)
         printf("run them: %s\n", script);
     free(qjobs);
