@@ -251,7 +251,15 @@ static int write_outputs(const struct serve_opts *o, const struct npu_image_head
         npuctl_print_error("%s", err);
     snprintf(path, sizeof(path), "%s/requests.csv", o->out);
     snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
-    if ((rc[1] = metrics_write_requests_csv(path, tokens, log, &o->slo, err, sizeof(err))))
+    const char *name = NULL; /* the run's name: its `run` label, else --out's last part */
+    for (uint32_t i = 0; i < o->nlabels; i++)
+        name = !strcmp(o->labels[i].key, "run") ? o->labels[i].value : name;
+    if (!name) {
+        const char *slash = strrchr(o->out, '/');
+        name = slash && slash[1] ? slash + 1 : o->out;
+    }
+    if ((rc[1] = metrics_write_requests_csv(path, tokens, log, &o->slo, name, err,
+                                            sizeof(err))))
         npuctl_print_error("%s", err);
     snprintf(path, sizeof(path), "%s/trace.json", o->out);
     if ((rc[2] = metrics_write_perfetto_labelled(path, log, labels, nlabels, err, sizeof(err))))

@@ -215,19 +215,22 @@ static void test_csv(void **state)
     struct rt_slo slo = { 25.0, 10.0 };
     load_run(&log);
     if (metrics_write_requests_csv(tmp_path("requests.csv"), tmp_path("tokens.csv"), &log,
-                                   &slo, err, sizeof(err)))
+                                   &slo, "rate=2,\"x\"", err, sizeof(err)))
         fail_msg("%s", err);
     char *req = read_text(tmp_path("requests.csv")), *tok = read_text(tmp_path("tokens.csv"));
+    /* queue_ms = admit - arrival; tpot_ms = (last - first) / (generated - 1); the run's
+       name quoted as RFC 4180 quotes a comma and a quote */
     assert_string_equal(req,
         "id,arrival_ms,admit_ms,first_token_ms,finish_ms,ttft_ms,mean_tbt_ms,max_tbt_ms,"
-        "e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason\n"
+        "e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason,queue_ms,tpot_ms,"
+        "run\n"
         "0,0.000000,0.000000,10.000000,20.000000,10.000000,5.000000,5.000000,20.000000,"
-        "8,3,3,1,finished,\n"
+        "8,3,3,1,finished,,0.000000,5.000000,\"rate=2,\"\"x\"\"\"\n"
         "1,2.000000,2.000000,12.000000,30.000000,10.000000,18.000000,18.000000,28.000000,"
-        "4,2,2,0,finished,\n"
+        "4,2,2,0,finished,,0.000000,18.000000,\"rate=2,\"\"x\"\"\"\n"
         "2,4.000000,6.000000,24.000000,36.000000,20.000000,4.000000,4.000000,32.000000,"
-        "16,4,4,1,finished,\n"
-        "3,5.000000,,,5.000000,,,,,100000,10,0,0,rejected,too_long\n");
+        "16,4,4,1,finished,,2.000000,4.000000,\"rate=2,\"\"x\"\"\"\n"
+        "3,5.000000,,,5.000000,,,,,100000,10,0,0,rejected,too_long,,,\"rate=2,\"\"x\"\"\"\n");
     assert_non_null(strstr(tok, "id,n,t_ms,token\n0,0,10.000000,101\n"));
     assert_non_null(strstr(tok, "\n2,3,36.000000,304\n"));
     size_t lines = 0;
@@ -402,10 +405,34 @@ static void test_perfetto(void **state)
     assert_int_equal(count_events(ev, "C", "kv_blocks_used", -1), 3);
     assert_int_equal(count_events(ev, "X", NULL, 1), 8); /* core 0: 4 + 4 engines */
     assert_int_equal(count_events(ev, "X", NULL, 2), 3); /* core 1: noc idle */
-    assert_int_equal(count_events(ev, "b", NULL, -1), 3);
-    assert_int_equal(count_events(ev, "e", NULL, -1), 3);
+    /* 3 request spans with their phases nested: request 2 alone queued (4 to 6 ms; the
+       others were admitted as they arrived), each a prefill and a decode phase and a
+       first-token instant; the rejected one an instant */
+    assert_int_equal(count_events(ev, "b", NULL, -1), 3 + 1 + 3 + 3);
+    assert_int_equal(count_events(ev, "e", NULL, -1), 3 + 1 + 3 + 3);
+    assert_int_equal(count_events(ev, "b", "queued", -1), 1);
+    assert_int_equal(count_events(ev, "b", "prefill", -1), 3);
+    assert_int_equal(count_events(ev, "e", "decode", -1), 3);
+    assert_int_equal(count_events(ev, "n", "first token", -1), 3);
     assert_int_equal(count_events(ev, "i", NULL, -1), 1);
-    assert_int_equal(json_array_size(ev), 4 + 3 + 12 + 11 + 7);
+    assert_int_equal(json_array_size(ev), 4 + 3 + 12 + 11 + 7 + 17);
+    static const struct { const char *ph, *name; double ts; int id; } at[] = {
+        { "b", "queued", 4000.0, 2 }, { "e", "queued", 6000.0, 2 },
+        { "b", "prefill", 6000.0, 2 }, { "n", "first token", 24000.0, 2 },
+        { "e", "decode", 36000.0, 2 }, { "n", "first token", 12000.0, 1 },
+    };
+    for (size_t k = 0; k < sizeof(at) / sizeof(at[0]); k++) {
+        size_t j, hits = 0;
+        json_t *x;
+        json_array_foreach(ev, j, x)
+            hits += !strcmp(json_string_value(json_object_get(x, "ph")), at[k].ph) &&
+                    !strcmp(json_string_value(json_object_get(x, "name")), at[k].name) &&
+                    json_integer_value(json_object_get(x, "id")) == at[k].id &&
+                    json_number_value(json_object_get(x, "ts")) == at[k].ts;
+        if (hits != 1)
+            fail_msg("%s %s of request %d at %.0f us: %zu events", at[k].ph, at[k].name,
+                     at[k].id, at[k].ts, hits);
+    }
     size_t i, found = 0;
     json_t *e;
     json_array_foreach(ev, i, e) { /* core 0's matrix in iteration 1: from its start */

@@ -220,7 +220,24 @@ static double ms_of(uint64_t ps)
     return (double)ps / 1e9;
 }
 
-static void csv_request(FILE *f, const struct rt_req_record *r, const struct rt_slo *slo)
+/* A text column, quoted as RFC 4180 wants when it holds a comma, a quote or a newline. */
+static void csv_text(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_request(FILE *f, const struct rt_req_record *r, const struct rt_slo *slo,
+                        const char *run)
 {
     uint32_t n = r->ntokens;
     double arrival = ms_of(r->arrival_ps), first = n ? ms_of(r->token_ps[0]) : 0.0;
@@ -238,9 +255,14 @@ static void csv_request(FILE *f, const struct rt_req_record *r, const struct rt_
     csv_ms(f, n > 1, n > 1 ? (last - first) / (double)(n - 1) : 0.0);
     csv_ms(f, n > 1, max_gap);
     csv_ms(f, r->arrived && r->finished && !r->rejected, last - arrival);
-    fprintf(f, "%u,%u,%u,%d,%s,%s\n", r->input_len, r->output_len, n,
-            metrics_request_meets_slo(r, slo) ? 1 : 0, req_state(r),
-            r->rejected || r->failed ? r->reason : "");
+    fprintf(f, "%u,%u,%u,%d,%s,", r->input_len, r->output_len, n,
+            metrics_request_meets_slo(r, slo) ? 1 : 0, req_state(r));
+    csv_text(f, r->rejected || r->failed ? r->reason : "");
+    fputc(',', f);
+    csv_ms(f, r->arrived && r->admitted, ms_of(r->admit_ps) - arrival);
+    csv_ms(f, n > 1, n > 1 ? (last - first) / (double)(n - 1) : 0.0); /* vLLM's TPOT */
+    csv_text(f, run ? run : "");
+    fputc('\n', f);
 }
 
 static int csv_close(FILE *f, const char *path, char *err, size_t errlen)
@@ -255,7 +277,7 @@ static int csv_close(FILE *f, const char *path, char *err, size_t errlen)
 
 int metrics_write_requests_csv(const char *path, const char *tokens_path,
                                const struct rt_serve_log *log, const struct rt_slo *slo,
-                               char *err, size_t errlen)
+                               const char *run, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -263,9 +285,10 @@ int metrics_write_requests_csv(const char *path, const char *tokens_path,
         return NPU_ERR_IO;
     }
     fprintf(f, "id,arrival_ms,admit_ms,first_token_ms,finish_ms,ttft_ms,mean_tbt_ms,"
-               "max_tbt_ms,e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason\n");
+               "max_tbt_ms,e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason,"
+               "queue_ms,tpot_ms,run\n");
     for (size_t i = 0; i < log->nreqs; i++)
-        csv_request(f, &log->reqs[i], slo);
+        csv_request(f, &log->reqs[i], slo, run);
     int rc = csv_close(f, path, err, errlen);
     if (rc || !tokens_path)
         return rc;

@@ -178,8 +178,42 @@ static void trace_engines(struct trace_out *t, const struct rt_serve_log *log)
     free(idx);
 }
 
+/* One async event of request id (category "request"): "b", "e" or "n" (an instant). */
+static void ev_async(struct trace_out *t, const char *ph, const char *name, uint32_t id,
+                     uint64_t ps)
+{
+    ev_open(t, ph, TID_ITER, name);
+    fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f}", id, ps_to_us(ps));
+}
+
+/* A phase nested in the request's span, from t0 to t1 (left out when empty). */
+static void ev_phase(struct trace_out *t, const char *name, uint32_t id, uint64_t t0,
+                     uint64_t t1)
+{
+    if (t1 <= t0)
+        return;
+    ev_async(t, "b", name, id, t0);
+    ev_async(t, "e", name, id, t1);
+}
+
+/* The phases of a request inside its span: queued (arrival to admission), prefill
+   (admission to the first token), decode (first token to the span's end), and the first
+   token as an instant. */
+static void trace_phases(struct trace_out *t, const struct rt_req_record *r, uint64_t end)
+{
+    const uint64_t admit = r->admitted ? r->admit_ps : end;
+    const uint64_t first = r->ntokens ? r->token_ps[0] : end;
+    ev_phase(t, "queued", r->id, r->arrival_ps, admit);
+    if (r->admitted)
+        ev_phase(t, "prefill", r->id, admit, first);
+    if (r->ntokens) {
+        ev_async(t, "n", "first token", r->id, first);
+        ev_phase(t, "decode", r->id, first, end);
+    }
+}
+
 /* Each request as an async span from arrival to its last token (or the end of an
-   unfinished run); a rejection as an instant. */
+   unfinished run), with its phases nested; a rejection as an instant. */
 static void trace_requests(struct trace_out *t, const struct rt_serve_log *log)
 {
     char name[48];
@@ -203,9 +237,8 @@ static void trace_requests(struct trace_out *t, const struct rt_serve_log *log)
         fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f, \"args\": "
                       "{\"input\": %u, \"output\": %u, \"generated\": %u}}",
                 r->id, ps_to_us(r->arrival_ps), r->input_len, r->output_len, r->ntokens);
-        ev_open(t, "e", TID_ITER, name);
-        fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f}", r->id,
-                ps_to_us(end));
+        trace_phases(t, r, end);
+        ev_async(t, "e", name, r->id, end);
     }
 }
 

@@ -119,10 +119,11 @@ int metrics_write_summary_json(const char *path, const struct rt_summary *s,
                                size_t nlabels, const struct rt_run_keys *run,
                                const struct rt_serve_log *log, char *err, size_t errlen);
 /* One row per request: id, arrival, first token, finish, TTFT, mean/max TBT, e2e, tokens,
-   SLO met, state, reason; and the token times in a second file (id, n, t_ms). */
+   SLO met, state, reason, queue delay, TPOT and the run's name (run: NULL or "" leaves it
+   empty); and the token times in a second file (id, n, t_ms). */
 int metrics_write_requests_csv(const char *path, const char *tokens_path,
                                const struct rt_serve_log *log, const struct rt_slo *slo,
-                               char *err, size_t errlen);
+                               const char *run, char *err, size_t errlen);
 /* Chrome/Perfetto JSON: pid = chip, tid 0 = the control core's iterations (with their
    shape in args), one tid per core for engine activity (when recorded), counters for KV
    blocks, ring rows, queue length and running requests. */
