@@ -167,16 +167,24 @@ static int trace_import_cmd(int argc, char **argv)
     if (fmt < 0)
         return npuctl_usage_error("--format: unknown value '%s' (azure, burstgpt, vidur or "
                                   "mooncake)", o.format);
+    if (mooncake && o.flt.nwhere)
+        return npuctl_usage_error("--where: Mooncake's JSON lines have no CSV columns");
     char err[NPUCTL_ERR_MAX], what[NPUCTL_PATH_MAX + 64];
     struct rt_trace t;
+    o.flt.limit = (size_t)o.limit;
     /* Mooncake's JSON lines (timestamp in ms from the start, input_length, output_length,
-       hash_ids) are the native format: read with its checks, cut to --limit */
+       hash_ids) are the native format: read with its checks, then filtered */
     if (mooncake ? trace_read_jsonl(o.in, &t, err, sizeof(err))
-                 : trace_import_limit(o.in, (enum rt_trace_format)fmt, (size_t)o.limit, &t,
-                                      err, sizeof(err)))
+                 : trace_import_filtered(o.in, (enum rt_trace_format)fmt, &o.flt, &t, err,
+                                         sizeof(err)))
         return npuctl_usage_error("%s", err);
-    if (mooncake && o.limit && (size_t)o.limit < t.n)
-        t.n = (size_t)o.limit;
+    if (mooncake)
+        trace_select(&t, &o.flt);
+    if (t.n == 0) {
+        trace_free(&t);
+        return npuctl_usage_error("trace import: %s: no row passes the filters (--where, "
+                                  "--window)", o.in);
+    }
     snprintf(what, sizeof(what), "imported from %s, %s format", o.in, o.format);
     rc = write_and_report(&t, o.out, what, NULL, NULL);
     trace_free(&t);

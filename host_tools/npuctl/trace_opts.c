@@ -9,10 +9,12 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "npu_limits.h"
 #include "npuctl.h"
+#include "npu_enums.h"
 #include "opts.h"
 
 enum {
@@ -174,20 +176,70 @@ int trace_gen_parse(int argc, char **argv, struct trace_gen_opts *o, bool *done)
 
 /* ---- import */
 
-enum { I_FORMAT, I_LIMIT, I_OUT };
+enum { I_FORMAT, I_LIMIT, I_OUT, I_WHERE, I_WINDOW, I_TIME_SCALE };
+
+/* A number of seconds: digits with an optional fraction, nothing else. */
+static bool parse_seconds(const char *s, size_t len, double *out)
+{
+    char buf[32], *end;
+    if (len == 0 || len >= sizeof(buf) || strspn(s, "0123456789.") < len)
+        return false;
+    snprintf(buf, sizeof(buf), "%.*s", (int)len, s);
+    *out = strtod(buf, &end);
+    return *end == '\0' && *out <= 1e9;
+}
+
+/* --window FROM:TO in seconds from the trace's start (TO empty: to the end). */
+static int parse_window(struct rt_import_filter *f, const char *v, char *err, size_t errlen)
+{
+    const char *colon = v ? strchr(v, ':') : NULL;
+    f->to_s = INFINITY;
+    if (!colon || !parse_seconds(v, (size_t)(colon - v), &f->from_s) ||
+        (colon[1] && !parse_seconds(colon + 1, strlen(colon + 1), &f->to_s))) {
+        snprintf(err, errlen, "--window %s: FROM:TO, seconds from the trace's start (TO may "
+                 "be left out)", v ? v : "");
+        return NPU_ERR_INVAL;
+    }
+    if (f->to_s <= f->from_s) {
+        snprintf(err, errlen, "--window %s: TO must be after FROM", v);
+        return NPU_ERR_INVAL;
+    }
+    return 0;
+}
+
+/* --where COLUMN=VALUE, repeatable. */
+static int parse_where(struct rt_import_filter *f, const char *v, char *err, size_t errlen)
+{
+    const char *eq = v ? strchr(v, '=') : NULL;
+    if (!eq || eq == v) {
+        snprintf(err, errlen, "--where %s: COLUMN=VALUE (a CSV column's header name)", v);
+        return NPU_ERR_INVAL;
+    }
+    if (f->nwhere == RT_IMPORT_WHERE_MAX) {
+        snprintf(err, errlen, "--where: at most %u", RT_IMPORT_WHERE_MAX);
+        return NPU_ERR_RANGE;
+    }
+    static char cols[RT_IMPORT_WHERE_MAX][128];
+    snprintf(cols[f->nwhere], sizeof(cols[0]), "%.*s", (int)(eq - v), v);
+    f->where_col[f->nwhere] = cols[f->nwhere];
+    f->where_val[f->nwhere++] = eq + 1;
+    return 0;
+}
 
 static int apply_import_opt(void *ctx, const struct npuctl_opt *opt, const char *v, char *err,
                             size_t errlen)
 {
     struct trace_import_opts *o = ctx;
-    (void)err, (void)errlen;
-    if (opt->id == I_LIMIT)
+    switch (opt->id) {
+    case I_LIMIT:
         return npuctl_parse_uint(opt->name, v, 1, NPU_TRACE_REQUESTS_MAX, &o->limit);
-    if (opt->id == I_FORMAT)
-        o->format = v;
-    else
-        o->out = v;
-    return 0;
+    case I_FORMAT: o->format = v; return 0;
+    case I_WHERE: return parse_where(&o->flt, v, err, errlen);
+    case I_WINDOW: return parse_window(&o->flt, v, err, errlen);
+    case I_TIME_SCALE:
+        return npuctl_parse_real(opt->name, v, 1e-6, 1e6, &o->flt.time_scale);
+    default: o->out = v; return 0;
+    }
 }
 
 static const struct npuctl_opt import_table[] = {
@@ -195,8 +247,17 @@ static const struct npuctl_opt import_table[] = {
       "the file's layout (CSV; mooncake: its JSON lines, the native format); required",
       I_FORMAT,
       C_IMPORT },
-    { "--limit", NULL, "N", NULL, "keep the first N rows only (default: every row)", I_LIMIT,
+    { "--limit", NULL, "N", NULL,
+      "keep the first N rows that pass the filters only (default: every row)", I_LIMIT,
       C_IMPORT },
+    { "--where", NULL, "COLUMN=VALUE", NULL,
+      "keep the rows whose CSV column COLUMN is VALUE (repeatable: all must hold; BurstGPT: "
+      "\"Model=ChatGPT\", \"Log Type=Conversation log\")", I_WHERE, C_IMPORT },
+    { "--window", NULL, "FROM:TO", NULL,
+      "keep the rows from FROM to TO seconds after the trace's start (TO empty: to the end)",
+      I_WINDOW, C_IMPORT },
+    { "--time-scale", NULL, "X", "1",
+      "multiply the kept rows' times by X (0.5: twice the rate)", I_TIME_SCALE, C_IMPORT },
     { "-o", "--out", "FILE", NULL, "the trace, JSON lines ('-': standard output); required",
       I_OUT, C_IMPORT },
 };
@@ -211,7 +272,7 @@ static int parse_import_only(int argc, char **argv, struct trace_import_opts *o,
 {
     void *const ctx[NPUCTL_GROUPS_MAX] = { o };
     struct npuctl_args args;
-    *o = (struct trace_import_opts){ 0 };
+    *o = (struct trace_import_opts){ .flt = trace_filter_all() };
     int rc = npuctl_opts_parse(&npuctl_spec_trace_import, ctx, argc, argv, &args, err,
                                errlen);
     *help = args.help;
@@ -273,9 +334,11 @@ const struct npuctl_cmd_spec npuctl_spec_trace_gen = {
 
 const struct npuctl_cmd_spec npuctl_spec_trace_import = {
     "trace import", NPUCTL_CMD_TRACE_IMPORT,
-    "npuctl trace import --format azure|burstgpt|vidur IN [--limit N] -o FILE\n",
+    "npuctl trace import --format azure|burstgpt|vidur|mooncake IN [OPTIONS] -o FILE\n",
     "convert a published trace (CSV) to JSON lines",
-    "  Convert a published trace (CSV) to JSON lines; timestamps relative to the first row.\n",
+    "  Convert a published trace (CSV, or Mooncake's JSON lines) to JSON lines: the rows\n"
+    "  that pass --where and --window, up to --limit, timed from the first of them and\n"
+    "  scaled by --time-scale (docs/traces.md, \"Importers\").\n",
     { &import_group }, false, 1, parse_only_import,
 };
 

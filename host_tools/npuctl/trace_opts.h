@@ -20,6 +20,7 @@ struct trace_gen_opts {
 struct trace_import_opts {
     const char *in, *out, *format;
     uint64_t limit; /* 0: every row */
+    struct rt_import_filter flt; /* --where, --window, --time-scale (and the limit) */
 };
 
 /* Each: 0 to go on, else the exit status (0 after the help) with *done set; what is

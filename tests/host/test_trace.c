@@ -202,6 +202,67 @@ static void test_import_samples(void **state)
     trace_free(&t);
 }
 
+/* --where, --window, --time-scale and --limit (docs/traces.md, "Importers"): the rows kept
+   are timed from the first of them; the window is from the file's first row; reading stops
+   past the window or at the limit. BurstGPT's rows: 5 s ChatGPT, 45 ChatGPT, 118 GPT-4
+   (API log), 118 ChatGPT. */
+static void test_import_filters(void **state)
+{
+    (void)state;
+    struct rt_trace t;
+    struct rt_import_filter f = trace_filter_all();
+    f.nwhere = 2;
+    f.where_col[0] = "Model", f.where_val[0] = "ChatGPT";
+    f.where_col[1] = "Log Type", f.where_val[1] = "Conversation log";
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(t.n, 3);
+    expect_entry(&t, 0, 0.0, 472, 18);
+    expect_entry(&t, 1, 40000.0, 1087, 230);
+    expect_entry(&t, 2, 113000.0, 1360, 0);
+    trace_free(&t);
+    f.where_val[0] = "GPT-4"; /* and "Conversation log": no row */
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(t.n, 0);
+    trace_free(&t);
+    f = trace_filter_all(); /* from 40 s after the first row: the last three, timed from 45 s */
+    f.from_s = 40.0, f.time_scale = 0.5;
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(t.n, 3);
+    expect_entry(&t, 0, 0.0, 1087, 230);
+    expect_entry(&t, 1, 36500.0, 417, 276);
+    trace_free(&t);
+    f = trace_filter_all(); /* [0, 113) s: the first two; the limit cuts the second */
+    f.to_s = 113.0;
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(t.n, 2);
+    trace_free(&t);
+    f.limit = 1;
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), 0);
+    assert_int_equal(t.n, 1);
+    trace_free(&t);
+    f = trace_filter_all(); /* a --where column the file lacks */
+    f.nwhere = 1, f.where_col[0] = "model", f.where_val[0] = "x";
+    assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
+                                           sizeof(err)), NPU_ERR_FORMAT);
+    assert_non_null(strstr(err, ":1: no column 'model' in the header"));
+    /* a native trace: its own clock, the same rules */
+    assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
+    const size_t n = t.n;
+    assert_true(n >= 2);
+    const double first = t.e[0].timestamp_ms;
+    f = trace_filter_all();
+    f.from_s = first / 1e3 + 1e-9, f.time_scale = 2.0;
+    trace_select(&t, &f);
+    assert_int_equal(t.n, n - 1);
+    assert_true(t.e[0].timestamp_ms == 0.0);
+    trace_free(&t);
+}
+
 static void expect_import_error(const char *name, enum rt_trace_format f, const char *want)
 {
     struct rt_trace t;
@@ -516,6 +577,7 @@ int main(void)
         cmocka_unit_test(test_jsonl_errors),       cmocka_unit_test(test_jsonl_read_sample),
         cmocka_unit_test(test_jsonl_round_trip),   cmocka_unit_test(test_import_samples),
         cmocka_unit_test(test_import_errors),      cmocka_unit_test(test_gen_limit),
+        cmocka_unit_test(test_import_filters),
         cmocka_unit_test(test_gen_determinism),
         cmocka_unit_test(test_gen_arrivals),       cmocka_unit_test(test_gen_lengths),
         cmocka_unit_test(test_load_knobs),

@@ -49,8 +49,10 @@ int trace_format_parse(const char *name)
 struct import_ctx {
     const char *path;
     const struct import_spec *spec;
+    const struct rt_import_filter *flt;
     size_t line;
     int col[3]; /* time, input, output */
+    int where_col[RT_IMPORT_WHERE_MAX];
     char *err;
     size_t errlen;
 };
@@ -212,16 +214,21 @@ static int import_header(struct import_ctx *c, char *line)
     if (strncmp(line, "\xef\xbb\xbf", 3) == 0)
         line += 3;
     int n = import_split(line, f, CSV_COLUMNS_MAX);
-    const char *want[3] = { c->spec->time_col, c->spec->input_col, c->spec->output_col };
-    for (int k = 0; k < 3; k++) {
-        c->col[k] = -1;
+    const char *want[3 + RT_IMPORT_WHERE_MAX] = { c->spec->time_col, c->spec->input_col,
+                                                  c->spec->output_col };
+    const size_t nwant = 3 + c->flt->nwhere;
+    for (size_t k = 0; k < c->flt->nwhere; k++)
+        want[3 + k] = c->flt->where_col[k];
+    for (size_t k = 0; k < nwant; k++) {
+        int *col = k < 3 ? &c->col[k] : &c->where_col[k - 3];
+        *col = -1;
         for (int i = 0; i < n; i++)
             if (strcmp(f[i], want[k]) == 0)
-                c->col[k] = i;
-        if (c->col[k] < 0) {
+                *col = i;
+        if (*col < 0) {
             char fmt[96];
-            snprintf(fmt, sizeof(fmt), "no column '%%s' in the header (%s format)",
-                     c->spec->name);
+            snprintf(fmt, sizeof(fmt), "no column '%%s' in the header (%s%s)", c->spec->name,
+                     k < 3 ? " format" : " format; --where names a column");
             return import_fail(c, NULL, fmt, want[k]);
         }
     }
@@ -241,34 +248,54 @@ static int import_append(struct rt_trace *t, size_t *cap)
     return 0;
 }
 
-/* One data row; t0 is the first row's time (set by the first row). */
+/* A row's place in the filter. */
+enum import_keep { IMPORT_KEEP, IMPORT_SKIP, IMPORT_PAST };
+
+/* Whether a row at rel ns from the first row, with these fields, is kept. */
+static enum import_keep import_filter(const struct import_ctx *c, int64_t rel, char **f)
+{
+    const double s = (double)rel / 1e9;
+    if (s >= c->flt->to_s)
+        return IMPORT_PAST;
+    if (s < c->flt->from_s)
+        return IMPORT_SKIP;
+    for (size_t k = 0; k < c->flt->nwhere; k++)
+        if (strcmp(f[c->where_col[k]], c->flt->where_val[k]) != 0)
+            return IMPORT_SKIP;
+    return IMPORT_KEEP;
+}
+
+/* One data row: its time from the first row's (*t0, set by the first row) into *rel, and,
+   when the filter keeps it, its lengths into e (*keep says which). */
 static int import_row(struct import_ctx *c, char *line, int64_t *t0, bool first,
-                      struct rt_trace_entry *e)
+                      int64_t *rel, enum import_keep *keep, struct rt_trace_entry *e)
 {
     char *f[CSV_COLUMNS_MAX];
     char count[32];
     int n = import_split(line, f, CSV_COLUMNS_MAX);
-    for (int k = 0; k < 3; k++)
-        if (c->col[k] >= n) {
+    for (size_t k = 0; k < 3 + c->flt->nwhere; k++)
+        if ((k < 3 ? c->col[k] : c->where_col[k - 3]) >= n) {
             snprintf(count, sizeof(count), "%d", n);
             return import_fail(c, NULL, "%s columns, too few for the header", count);
         }
     int64_t t = 0;
     *e = (struct rt_trace_entry){ 0 };
     int rc = import_parse_time(c, f[c->col[0]], &t);
-    rc = rc ? rc : import_parse_count(c, c->spec->input_col, f[c->col[1]], &e->input_length);
-    rc = rc ? rc : import_parse_count(c, c->spec->output_col, f[c->col[2]], &e->output_length);
     if (rc)
         return rc;
     if (first)
         *t0 = t;
-    int64_t rel = 0; /* checked: two times far apart overflow the difference */
-    if (__builtin_sub_overflow(t, *t0, &rel) || rel > (int64_t)(NPU_ARRIVAL_MAX_PS / 1000))
+    /* checked: two times far apart overflow the difference */
+    if (__builtin_sub_overflow(t, *t0, rel) || *rel > (int64_t)(NPU_ARRIVAL_MAX_PS / 1000))
         return import_fail(c, c->spec->time_col, "'%s' is more than the latest arrival a run "
                            "may have (NPU_ARRIVAL_MAX_PS) after the first row's",
                            f[c->col[0]]);
-    e->timestamp_ms = (double)rel / 1e6;
-    return 0;
+    if ((*keep = import_filter(c, *rel, f)) != IMPORT_KEEP)
+        return 0;
+    rc = import_parse_count(c, c->spec->input_col, f[c->col[1]], &e->input_length);
+    rc = rc ? rc : import_parse_count(c, c->spec->output_col, f[c->col[2]], &e->output_length);
+    e->timestamp_ms = (double)*rel / 1e6;
+    return rc;
 }
 
 static bool import_blank(const char *s)
@@ -276,12 +303,24 @@ static bool import_blank(const char *s)
     return s[strspn(s, " \t\r\n")] == '\0';
 }
 
-static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_trace *t)
+/* The rows in time order: rel against the previous row's (kept or not). */
+static int import_order(const struct import_ctx *c, int64_t rel, int64_t prev)
+{
+    if (rel >= prev)
+        return 0;
+    char what[192];
+    snprintf(what, sizeof(what), "timestamp %.4f ms is before the previous row's %.4f ms "
+             "(rows must be in time order)", (double)rel / 1e6, (double)prev / 1e6);
+    return import_fail(c, NULL, "%s", what);
+}
+
+static int import_rows(FILE *f, struct import_ctx *c, struct rt_trace *t)
 {
     char *line = NULL;
-    size_t linecap = 0, cap = 0;
+    size_t linecap = 0, cap = 0, rows = 0;
+    const size_t limit = c->flt->limit;
     bool header = false;
-    int64_t t0 = 0;
+    int64_t t0 = 0, prev = 0;
     int rc = 0;
     ssize_t len;
     while (rc == 0 && (limit == 0 || t->n < limit) &&
@@ -308,15 +347,14 @@ static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_tr
             break;
         }
         struct rt_trace_entry *e = &t->e[t->n];
-        rc = import_row(c, line, &t0, t->n == 0, e);
-        if (rc == 0 && t->n > 0 && e->timestamp_ms < t->e[t->n - 1].timestamp_ms) {
-            char what[192];
-            snprintf(what, sizeof(what), "timestamp %.4f ms is before the previous row's "
-                     "%.4f ms (rows must be in time order)", e->timestamp_ms,
-                     t->e[t->n - 1].timestamp_ms);
-            rc = import_fail(c, NULL, "%s", what);
-        }
-        t->n += rc == 0;
+        int64_t rel = 0;
+        enum import_keep keep = IMPORT_SKIP;
+        rc = import_row(c, line, &t0, rows++ == 0, &rel, &keep, e);
+        rc = rc ? rc : import_order(c, rel, prev);
+        prev = rel;
+        if (rc == 0 && keep == IMPORT_PAST)
+            break; /* in time order: no later row is in the window */
+        t->n += rc == 0 && keep == IMPORT_KEEP;
     }
     if (rc == 0 && !header)
         rc = import_fail(c, NULL, "%s", "empty file: no header");
@@ -324,40 +362,90 @@ static int import_rows(FILE *f, struct import_ctx *c, size_t limit, struct rt_tr
     return rc;
 }
 
-int trace_import_stream(FILE *f, const char *name, enum rt_trace_format fmt, size_t limit,
-                        struct rt_trace *t, char *err, size_t errlen)
+struct rt_import_filter trace_filter_all(void)
+{
+    return (struct rt_import_filter){ .to_s = INFINITY, .time_scale = 1.0 };
+}
+
+/* The kept rows timed from the first of them, scaled. */
+static void import_rebase(struct rt_trace *t, double scale)
+{
+    const double first = t->n ? t->e[0].timestamp_ms : 0.0;
+    for (size_t i = 0; i < t->n; i++)
+        t->e[i].timestamp_ms = (t->e[i].timestamp_ms - first) * scale;
+}
+
+static int import_stream(FILE *f, const char *name, enum rt_trace_format fmt,
+                         const struct rt_import_filter *flt, struct rt_trace *t, char *err,
+                         size_t errlen)
 {
     *t = (struct rt_trace){ 0 };
     if ((unsigned)fmt >= sizeof(import_specs) / sizeof(import_specs[0])) {
         snprintf(err, errlen, "%s: unknown trace format %d", name, (int)fmt);
         return NPU_ERR_INVAL;
     }
-    struct import_ctx c = { .path = name, .spec = &import_specs[fmt], .err = err,
+    struct import_ctx c = { .path = name, .spec = &import_specs[fmt], .flt = flt, .err = err,
                             .errlen = errlen };
-    int rc = import_rows(f, &c, limit, t);
+    int rc = import_rows(f, &c, t);
     if (rc == 0 && ferror(f)) {
         snprintf(err, errlen, "%s:%zu: read error", name, c.line);
         rc = NPU_ERR_IO;
     }
     if (rc)
         trace_free(t);
+    else
+        import_rebase(t, flt->time_scale);
+    return rc;
+}
+
+int trace_import_stream(FILE *f, const char *name, enum rt_trace_format fmt, size_t limit,
+                        struct rt_trace *t, char *err, size_t errlen)
+{
+    struct rt_import_filter flt = trace_filter_all();
+    flt.limit = limit;
+    return import_stream(f, name, fmt, &flt, t, err, errlen);
+}
+
+int trace_import_filtered(const char *path, enum rt_trace_format fmt,
+                          const struct rt_import_filter *flt, struct rt_trace *t, char *err,
+                          size_t errlen)
+{
+    *t = (struct rt_trace){ 0 };
+    if ((unsigned)fmt >= sizeof(import_specs) / sizeof(import_specs[0]))
+        return import_stream(NULL, path, fmt, flt, t, err, errlen); /* says so */
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        return NPU_ERR_IO;
+    }
+    int rc = import_stream(f, path, fmt, flt, t, err, errlen);
+    fclose(f);
     return rc;
 }
 
 int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
                        struct rt_trace *t, char *err, size_t errlen)
 {
-    *t = (struct rt_trace){ 0 };
-    if ((unsigned)fmt >= sizeof(import_specs) / sizeof(import_specs[0]))
-        return trace_import_stream(NULL, path, fmt, limit, t, err, errlen); /* says so */
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return NPU_ERR_IO;
+    struct rt_import_filter flt = trace_filter_all();
+    flt.limit = limit;
+    return trace_import_filtered(path, fmt, &flt, t, err, errlen);
+}
+
+void trace_select(struct rt_trace *t, const struct rt_import_filter *flt)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        const double s = t->e[i].timestamp_ms / 1e3;
+        const bool keep = s >= flt->from_s && s < flt->to_s && (!flt->limit || k < flt->limit);
+        if (!keep) {
+            free(t->e[i].input_ids);
+            free(t->e[i].hash_ids);
+            continue;
+        }
+        t->e[k++] = t->e[i];
     }
-    int rc = trace_import_stream(f, path, fmt, limit, t, err, errlen);
-    fclose(f);
-    return rc;
+    t->n = k;
+    import_rebase(t, flt->time_scale);
 }
 
 int trace_import(const char *path, enum rt_trace_format fmt, struct rt_trace *t, char *err,

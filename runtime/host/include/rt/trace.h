@@ -60,6 +60,29 @@ int trace_import_limit(const char *path, enum rt_trace_format fmt, size_t limit,
 int trace_import_stream(FILE *f, const char *name, enum rt_trace_format fmt, size_t limit,
                         struct rt_trace *t, char *err, size_t errlen);
 
+/* What of a trace to keep (npuctl trace import's --where, --window, --time-scale, --limit).
+   Rows are kept when every `where` column equals its value (CSV only) and their time,
+   from the trace's start (a CSV's first row; a native trace's 0), is in [from_s, to_s);
+   reading stops at the first row past to_s or once `limit` rows are kept. The rows kept
+   are then timed from the first of them, times scaled by time_scale. */
+#define RT_IMPORT_WHERE_MAX 8u
+struct rt_import_filter {
+    size_t limit;          /* 0: every row */
+    double from_s, to_s;   /* the window; to_s INFINITY: to the end */
+    double time_scale;     /* > 0; 0.5: twice the rate */
+    size_t nwhere;
+    const char *where_col[RT_IMPORT_WHERE_MAX], *where_val[RT_IMPORT_WHERE_MAX];
+};
+/* The filter that keeps every row as it is. */
+struct rt_import_filter trace_filter_all(void);
+/* A CSV of that format through the filter; a `where` column missing from the header is an
+   error naming it. */
+int trace_import_filtered(const char *path, enum rt_trace_format fmt,
+                          const struct rt_import_filter *flt, struct rt_trace *t, char *err,
+                          size_t errlen);
+/* A native trace through the filter (its `where` must be empty). */
+void trace_select(struct rt_trace *t, const struct rt_import_filter *flt);
+
 /* A length distribution fitted to published statistics: log-normal matching mean and std,
    clamped to [min, max]; p90 is kept for the report of how well the fit matches. */
 struct rt_len_dist {
