@@ -484,6 +484,11 @@ struct exec_gemm_args {
 void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g);
 /* Copies bytes from HBM in pieces the DMA takes (model_exec.c). */
 void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
+/* bytes from src to dst on the second DMA queue: beside the chain (exec_flush does not
+   wait for it; a later reader or writer of either range waits by its data, exec_drain for
+   all). HAZARD: a peer's NoC write into src is not a chain descriptor: drain before any
+   collective that may write src. */
+void exec_copy_side(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
 /* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
    0 if it must be streamed from HBM (the LM head of a non-resident plan). */
 uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,

@@ -321,6 +321,11 @@ void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t b
     load_on(m, false, dst, src, bytes);
 }
 
+void exec_copy_side(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
+{
+    load_on(m, true, dst, src, bytes);
+}
+
 /* Copies a share (blocks [first_block, + blocks)) from HBM to SRAM. */
 static void load_share(struct exec_model *m, uint64_t dst, const struct npu_image_tensor *t,
                        uint64_t first_block, uint64_t blocks)

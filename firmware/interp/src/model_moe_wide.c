@@ -118,8 +118,11 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     assert(wide.groups < s.groups && "the planner's group count");
+    /* the previous group's spill copies (second DMA queue) have read ep_recv and the count
+       matrix before this dispatch's peers write them */
+    int rc = wide.groups > wide.first ? exec_drain(m) : NPU_OK;
     /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
-    int rc = moe_ep_route_dispatch(m, l, tile, x, &plan, false);
+    rc = rc == NPU_OK ? moe_ep_route_dispatch(m, l, tile, x, &plan, false) : rc;
     if (rc != NPU_OK)
         return rc;
     const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
@@ -137,11 +140,11 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
            npu_moe_spill_group_rows(m->cfg, m->plan, tile->n) && "a row picks an expert once");
     exec_set_cat(m, EXEC_CAT_FFN);
     const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
+    /* beside the next group's attention (second DMA queue): in the chain's queue they held
+       up its first loads with the matrix idle */
     if (bytes)
-        exec_copy(m, spill_base(m) + s.rows + wide.rows * row, m->buf.a.ep_recv, 1, bytes,
-                  bytes, bytes);
-    exec_copy(m, record_addr(m, &s, wide.groups) + s.counts, m->buf.a.ep_matrix, 1, mat, mat,
-              mat);
+        exec_copy_side(m, spill_base(m) + s.rows + wide.rows * row, m->buf.a.ep_recv, bytes);
+    exec_copy_side(m, record_addr(m, &s, wide.groups) + s.counts, m->buf.a.ep_matrix, mat);
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     copy_topk(m, &s, wide.groups, nr, true);
