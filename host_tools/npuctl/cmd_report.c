@@ -23,10 +23,11 @@
 struct run {
     const char *dir;
     json_t *sum;        /* DIR/summary.json */
-    char label[64];     /* the column / curve title: labels.run, else sched */
-    char sched[64];     /* labels.sched, else the directory's name */
-    char series[64];    /* the rate plots' line: labels.series, else sched */
-    char base[64];      /* the directory's name: "runs/a/" -> "a" */
+    char label[208];    /* the column / curve title: labels.run, else sched (a label
+                           value is at most 200 characters: nothing is cut) */
+    char sched[208];    /* labels.sched, else the directory's name */
+    char series[208];   /* the rate plots' line: labels.series, else sched */
+    char base[208];     /* the directory's name: "runs/a/" -> "a" */
 };
 
 static const char *path_in(const char *dir, const char *name)
@@ -82,15 +83,16 @@ static int runs_load(struct run *runs, int n, char **dirs)
     for (int i = 0; i < n; i++)
         if (run_load(&runs[i], dirs[i]))
             return NPUCTL_EXIT_USAGE;
-    bool clash[n > 0 ? n : 1];
-    for (int i = 0; i < n; i++) {
-        clash[i] = false;
+    bool *clash = calloc((size_t)n + 1, sizeof(*clash));
+    if (!clash)
+        return NPUCTL_EXIT_USAGE;
+    for (int i = 0; i < n; i++)
         for (int j = 0; j < n; j++)
             clash[i] = clash[i] || (i != j && strcmp(runs[i].label, runs[j].label) == 0);
-    }
     for (int i = 0; i < n; i++)
         if (clash[i])
             snprintf(runs[i].label, sizeof(runs[i].label), "%s", runs[i].base);
+    free(clash);
     return 0;
 }
 
@@ -240,7 +242,7 @@ static int cmp_point(const void *a, const void *b)
 
 /* The x axis of the rate plots: logarithmic when the rates span a decade or more (a
    linear axis squeezes the low rates into its first tick). */
-static void gp_rate_axis(FILE *gp, const struct run *runs, int n)
+static bool gp_rate_axis(FILE *gp, const struct run *runs, int n)
 {
     double lo = INFINITY, hi = 0;
     for (int i = 0; i < n; i++) {
@@ -248,11 +250,13 @@ static void gp_rate_axis(FILE *gp, const struct run *runs, int n)
         lo = x > 0 && x < lo ? x : lo;
         hi = x > hi ? x : hi;
     }
-    if (hi > 0 && hi >= 10 * lo)
+    const bool logx = hi > 0 && hi >= 10 * lo;
+    if (logx)
         fprintf(gp, "set logscale x\nset offsets 0, 0, 0, 0\n"
                     "set xrange [%.9g:%.9g]\n", lo / 1.25, hi * 1.25);
     else
         fprintf(gp, "set offsets graph 0.03, graph 0.03, 0, 0\n");
+    return logx;
 }
 
 /* One of the plots against request rate: the summary's `key` times `scale`. */
@@ -270,7 +274,7 @@ static void plot_rate(FILE *dat, FILE *gp, const struct rate_plot *p, const stru
     struct rate_point *pts = calloc((size_t)n, sizeof(*pts));
     int block = 0;
     gp_preamble(gp, p->name, p->title, "request rate (req/s)", p->ylabel);
-    gp_rate_axis(gp, runs, n);
+    const bool logx = gp_rate_axis(gp, runs, n);
     fprintf(gp, "%sset key bottom left\nplot", p->from_zero ? "set yrange [0:*]\n" : "");
     for (int i = 0; pts && i < n; i++) {
         bool first = true;
@@ -296,8 +300,8 @@ static void plot_rate(FILE *dat, FILE *gp, const struct rate_plot *p, const stru
         gp_title(gp, runs[i].series);
         block++;
     }
-    if (block == 0)
-        fprintf(gp, " [0:1] NaN notitle");
+    if (block == 0) /* an empty frame (a log axis keeps its own range: 0 is not on it) */
+        fprintf(gp, "%s NaN notitle", logx ? "" : " [0:1]");
     fprintf(gp, "\n");
     free(pts);
 }

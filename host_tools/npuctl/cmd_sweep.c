@@ -79,7 +79,8 @@ static const struct npuctl_opt sweep_table[] = {
       "and its values (repeatable; after the file's axes)",
       SW_VARY, C_SWEEP },
     { "-j", "--jobs", "N", NULL,
-      "runs at a time on this machine (default: the host's CPUs)", SW_JOBS, C_SWEEP },
+      "runs at a time on this machine (default: the CPUs this process may use; each run "
+      "single-threaded unless the grid sets --threads)", SW_JOBS, C_SWEEP },
     { "--emit", NULL, "parallel|slurm", NULL,
       "run nothing: write OUT/jobs.txt (one shell line a run) and OUT/parallel.sh (GNU "
       "parallel) or OUT/sweep.sbatch (a Slurm array), then collect with --collect",
@@ -119,7 +120,8 @@ const struct npuctl_cmd_spec npuctl_spec_sweep = {
     "  OUT/results.md and OUT/plots/ (SLO attainment and goodput against rate, TTFT and TBT\n"
     "  CDFs). --emit writes the same runs as a GNU parallel job list or a Slurm array.\n"
     "  Exit status: 0 when every run ended whole, 1 when one did not (the table says\n"
-    "  which), 2 for a bad grid (its file and line named) or a serve option refused.\n",
+    "  which), 2 for a bad grid (its file and line named), a serve option refused or no\n"
+    "  gnuplot for the plots, 128+N when signal N stopped it (the runs that ended kept).\n",
     { &sweep_group }, true, 1, parse_only_sweep,
 };
 
@@ -152,11 +154,8 @@ static int build_grid(const struct sweep_cli *c, const struct npuctl_args *args,
         rc = sweep_grid_load(g, path, err, sizeof(err));
     if (!g->name[0])
         snprintf(g->name, sizeof(g->name), "sweep");
-    for (int i = 0; rc == 0 && i < c->nvary; i++) {
-        char line[4096];
-        snprintf(line, sizeof(line), "vary %s", c->vary[i]);
-        rc = sweep_grid_line(g, line, "--vary", err, sizeof(err));
-    }
+    for (int i = 0; rc == 0 && i < c->nvary; i++)
+        rc = sweep_grid_add_axis(g, c->vary[i], "--vary", err, sizeof(err));
     if (rc == 0 && args->extra_argc)
         rc = sweep_grid_add_base(g, args->extra_argv, args->extra_argc, err, sizeof(err));
     if (rc)
@@ -185,9 +184,9 @@ int npuctl_cmd_sweep(int argc, char **argv)
         npuctl_args_free(&args);
         return sweep_collect(c.out);
     }
-    if (!c.jobs) {
-        const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        c.jobs = cpus > 0 && cpus < 256 ? (unsigned)cpus : 1;
+    if (!c.jobs) { /* one single-threaded run a CPU this process may use */
+        const long cpus = npuctl_host_cpus();
+        c.jobs = cpus < 1 ? 1 : cpus > 256 ? 256 : (unsigned)cpus;
     }
     static struct sweep_grid g; /* large: not on the stack */
     memset(&g, 0, sizeof(g));

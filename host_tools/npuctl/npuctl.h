@@ -161,6 +161,8 @@ int npuctl_resolve_images(const struct npuctl_run_opts *opts, const char *firmwa
 /* The mesh of the run: --mesh if given, else the chip config's. */
 void npuctl_get_mesh(const struct npuctl_run_opts *opts, const struct chip_config *cfg,
                      uint32_t *rows, uint32_t *cols);
+/* The CPUs this process may run on (its affinity: a container's or taskset's share). */
+long npuctl_host_cpus(void);
 /* Builds the NULL-terminated QEMU argv (free with npuctl_free_argv). */
 int npuctl_build_qemu_argv(const struct npuctl_run_opts *opts, const struct chip_config *cfg,
                            const struct npuctl_files *files, char ***argv_out);
@@ -246,9 +248,10 @@ int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *e
  * sweep). start(ctx, i, sp) fills sp for child i (argv, stdout_path; stderr_too is honoured,
  * own_group forced, timeout_s and tick ignored) and returns false to skip it; ended(ctx, i,
  * ex) is called as each ends (ex->status 127 when it could not be started). A SIGINT,
- * SIGTERM or SIGHUP to npuctl is passed to every running child's group and no further child
- * starts; a third one escalates to SIGKILL. Returns once every started child has ended:
- * the signal that stopped the pool early, or 0. */
+ * SIGTERM or SIGHUP to npuctl is passed to every running child's group (each time: a child
+ * that is npuctl escalates its own children on the third) and no further child starts.
+ * Returns once every started child has ended: the signal that stopped the pool early, or
+ * 0 (SIGKILL when out of memory: nothing started). */
 int npuctl_spawn_pool(size_t n, unsigned jobs,
                       bool (*start)(void *ctx, size_t i, struct npuctl_spawn *sp),
                       void (*ended)(void *ctx, size_t i, const struct npuctl_child_exit *ex),

@@ -36,8 +36,7 @@ enum npuctl_threads npuctl_resolve_threads(enum npuctl_threads t, long cpus)
     return cpus > 0 && cpus <= 2 ? NPUCTL_THREADS_SINGLE : NPUCTL_THREADS_MULTI;
 }
 
-/* The CPUs this process may run on (its affinity: a container's or taskset's share). */
-static long host_cpus(void)
+long npuctl_host_cpus(void)
 {
     cpu_set_t set;
     if (sched_getaffinity(0, sizeof(set), &set) == 0)
@@ -47,7 +46,7 @@ static long host_cpus(void)
 
 enum npuctl_threads npuctl_threads_here(enum npuctl_threads t)
 {
-    return npuctl_resolve_threads(t, t == NPUCTL_THREADS_AUTO ? host_cpus() : 0);
+    return npuctl_resolve_threads(t, t == NPUCTL_THREADS_AUTO ? npuctl_host_cpus() : 0);
 }
 
 void npuctl_get_mesh(const struct npuctl_run_opts *opts, const struct chip_config *cfg,

@@ -150,6 +150,9 @@ static int parse_label(struct serve_opts *o, const char *v)
         return bad("--label", v, "KEY=VALUE with KEY of 1 to 32 of a-z, 0-9 and _");
     if (!eq[1] || strlen(eq + 1) > 200)
         return bad("--label", v, "the value is empty or longer than 200 characters");
+    for (const unsigned char *c = (const unsigned char *)eq + 1; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) /* it goes into CSV rows and plot scripts as it is */
+            return bad("--label", v, "the value holds a control character");
     for (size_t i = 0; i < sizeof(own_label_keys) / sizeof(own_label_keys[0]); i++)
         if (strlen(own_label_keys[i]) == klen && !strncmp(v, own_label_keys[i], klen))
             return bad("--label", v, "serve writes this label itself");

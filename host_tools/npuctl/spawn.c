@@ -205,6 +205,27 @@ static unsigned pool_reap(struct pool_child *run, unsigned nrun,
     return nrun;
 }
 
+/* Starts child i into *slot: 1, or 0 when it was skipped or could not start (told). */
+static unsigned pool_start(size_t i, const sigset_t *child_mask,
+                           bool (*start)(void *, size_t, struct npuctl_spawn *),
+                           void (*ended)(void *, size_t, const struct npuctl_child_exit *),
+                           void *ctx, struct pool_child *slot)
+{
+    struct npuctl_spawn sp = { 0 };
+    if (!start(ctx, i, &sp))
+        return 0;
+    sp.own_group = true;
+    char err[NPUCTL_ERR_MAX];
+    fflush(NULL);
+    if (start_child(&sp, child_mask, &slot->pid, err, sizeof(err)) != NPU_OK) {
+        npuctl_print_error("%s", err);
+        ended(ctx, i, &(struct npuctl_child_exit){ .status = 127 });
+        return 0;
+    }
+    slot->i = i;
+    return 1;
+}
+
 int npuctl_spawn_pool(size_t n, unsigned jobs,
                       bool (*start)(void *ctx, size_t i, struct npuctl_spawn *sp),
                       void (*ended)(void *ctx, size_t i, const struct npuctl_child_exit *ex),
@@ -220,32 +241,19 @@ int npuctl_spawn_pool(size_t n, unsigned jobs,
     wait_signal_set(&set);
     sigprocmask(SIG_BLOCK, &set, &old_mask);
     unsigned nrun = 0;
-    int stop = 0, forwarded = 0;
+    int stop = 0;
     size_t next = 0;
     while (run && (nrun > 0 || (!stop && next < n))) {
-        while (!stop && next < n && nrun < jobs) {
-            struct npuctl_spawn sp = { 0 };
-            const size_t i = next++;
-            if (!start(ctx, i, &sp))
-                continue;
-            sp.own_group = true;
-            char err[NPUCTL_ERR_MAX];
-            fflush(NULL);
-            if (start_child(&sp, &old_mask, &run[nrun].pid, err, sizeof(err)) != NPU_OK) {
-                npuctl_print_error("%s", err);
-                ended(ctx, i, &(struct npuctl_child_exit){ .status = 127 });
-                continue;
-            }
-            run[nrun++].i = i;
-        }
+        while (!stop && next < n && nrun < jobs)
+            nrun += pool_start(next++, &old_mask, start, ended, ctx, &run[nrun]);
         if (nrun == 0)
             continue;
         const int sig = sigwaitinfo(&set, NULL);
-        if (sig > 0 && sig != SIGCHLD) {
+        if (sig > 0 && sig != SIGCHLD) { /* each child escalates its own children: a
+                                             SIGKILL here would orphan a serve's QEMU */
             stop = stop ? stop : sig;
-            forwarded++;
             for (unsigned k = 0; k < nrun; k++)
-                kill(-run[k].pid, forwarded >= 3 ? SIGKILL : sig);
+                kill(-run[k].pid, sig);
         }
         nrun = pool_reap(run, nrun, ended, ctx);
     }

@@ -67,6 +67,9 @@ void sweep_free_words(char **words, int n);
    0 or a negative status with err. */
 int sweep_grid_line(struct sweep_grid *g, const char *line, const char *where, char *err,
                     size_t errlen);
+/* An axis as given on the command line ("OPT: V | V", no comment): as a `vary` line. */
+int sweep_grid_add_axis(struct sweep_grid *g, const char *text, const char *where, char *err,
+                        size_t errlen);
 /* The grid file at path, line by line; its name defaults to the file's base name. */
 int sweep_grid_load(struct sweep_grid *g, const char *path, char *err, size_t errlen);
 /* Fixed serve arguments given on the command line (after `--`). */
@@ -86,7 +89,8 @@ void sweep_run_name(const struct sweep_grid *g, const struct sweep_point *p, cha
 void sweep_series_name(const struct sweep_grid *g, const struct sweep_point *p, char *buf,
                        size_t len);
 /* serve's arguments for run i (without the word "serve"): the fixed arguments, each axis's
-   words, then --out DIR --force and the labels run, series and sweep. NULL-terminated,
+   words, `--threads single` unless they set --threads (a sweep runs one QEMU a CPU), then
+   --out DIR --force and the labels run, series and sweep. NULL-terminated,
    malloc'd (npuctl_free_argv); *argc set. NULL when out of memory. */
 char **sweep_run_args(const struct sweep_grid *g, size_t i, const char *runs_dir, int *argc);
 

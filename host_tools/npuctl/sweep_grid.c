@@ -231,7 +231,7 @@ static int axis_line(struct sweep_grid *g, const char *rest, const char *where, 
     g->naxes++; /* from here on the axis is the grid's, freed with it */
     for (const char *v = colon + 1;;) {
         const size_t len = strcspn(v, "|");
-        char text[4096];
+        char text[8192];
         if (a->nvalues == (int)SWEEP_VALUES_MAX || len >= sizeof(text)) {
             snprintf(err, errlen, "%s: %s: more than %u values, or one too long", where,
                      a->opt, SWEEP_VALUES_MAX);
@@ -247,10 +247,24 @@ static int axis_line(struct sweep_grid *g, const char *rest, const char *where, 
     }
 }
 
+int sweep_grid_add_axis(struct sweep_grid *g, const char *text, const char *where, char *err,
+                        size_t errlen)
+{
+    if (strlen(text) >= 8192) {
+        snprintf(err, errlen, "%s: an axis of more than 8191 characters", where);
+        return NPU_ERR_RANGE;
+    }
+    return axis_line(g, text, where, err, errlen);
+}
+
 int sweep_grid_line(struct sweep_grid *g, const char *line, const char *where, char *err,
                     size_t errlen)
 {
     char text[8192];
+    if (strlen(line) >= sizeof(text)) {
+        snprintf(err, errlen, "%s: the line passes %zu characters", where, sizeof(text) - 1);
+        return NPU_ERR_FORMAT;
+    }
     snprintf(text, sizeof(text), "%s", line);
     char *hash = strchr(text, '#'); /* a comment, outside quotes or not: '#' is not a value */
     if (hash)
@@ -400,11 +414,21 @@ char **sweep_run_args(const struct sweep_grid *g, size_t i, const char *runs_dir
     sweep_series_name(g, &p, series, sizeof(series));
     for (int k = 0; k < g->nbase; k++)
         npuctl_argv_push(&a, g->base[k]);
+    bool threads = false;
+    for (int k = 0; k < g->nbase; k++)
+        threads = threads || !strncmp(g->base[k], "--threads", 9);
     for (int ax = 0; ax < g->naxes; ax++) {
         const struct sweep_value *v = &g->axes[ax].values[p.idx[ax]];
         npuctl_argv_push(&a, g->axes[ax].opt);
-        for (int k = 0; k < v->nwords; k++)
+        threads = threads || !strcmp(g->axes[ax].opt, "--threads");
+        for (int k = 0; k < v->nwords; k++) {
             npuctl_argv_push(&a, v->words[k]);
+            threads = threads || !strncmp(v->words[k], "--threads", 9);
+        }
+    }
+    if (!threads) { /* one QEMU thread a run: --jobs runs fill the CPUs */
+        npuctl_argv_push(&a, "--threads");
+        npuctl_argv_push(&a, "single");
     }
     npuctl_argv_push(&a, "--out");
     npuctl_argv_pushf(&a, "%s/%s", runs_dir, name);

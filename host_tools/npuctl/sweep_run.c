@@ -89,6 +89,39 @@ static int plan_job(struct sweep_plan *p, size_t i)
     return 0;
 }
 
+/* A path made absolute and lexically normal (no "." or ".." parts, no repeated or trailing
+   '/'), so that `--out d`, `--out d/` and `--out ./d` name the same runs: the path is part of
+   each run's arguments, and other arguments make a run stale. 0, or -1 when too long. */
+static int normal_path(const char *cwd, const char *path, char *out, size_t len)
+{
+    char buf[2 * NPUCTL_PATH_MAX + 2];
+    const int n = path[0] == '/' ? snprintf(buf, sizeof(buf), "%s", path)
+                                 : snprintf(buf, sizeof(buf), "%s/%s", cwd, path);
+    if (n < 0 || (size_t)n >= sizeof(buf))
+        return -1;
+    size_t k = 0;
+    for (char *save = NULL, *part = strtok_r(buf, "/", &save); part;
+         part = strtok_r(NULL, "/", &save)) {
+        if (!strcmp(part, "."))
+            continue;
+        if (!strcmp(part, "..")) {
+            while (k > 0 && out[--k] != '/')
+                ;
+            continue;
+        }
+        const size_t pl = strlen(part);
+        if (k + 1 + pl + 1 > len)
+            return -1;
+        out[k++] = '/';
+        memcpy(out + k, part, pl);
+        k += pl;
+    }
+    if (k == 0)
+        out[k++] = '/';
+    out[k] = '\0';
+    return 0;
+}
+
 int sweep_plan_make(struct sweep_plan *p)
 {
     const size_t n = sweep_grid_runs(p->grid);
@@ -100,10 +133,8 @@ int sweep_plan_make(struct sweep_plan *p)
     if (!getcwd(p->cwd, sizeof(p->cwd)))
         return npuctl_usage_error("sweep: cannot read the working directory: %s",
                                   strerror(errno));
-    const int k = p->out[0] == '/' ? snprintf(p->out_abs, sizeof(p->out_abs), "%s", p->out)
-                                   : snprintf(p->out_abs, sizeof(p->out_abs), "%s/%.*s",
-                                              p->cwd, (int)(sizeof(p->out_abs) / 2), p->out);
-    if (k < 0 || (size_t)k + 8 + SWEEP_NAME_MAX + 32 >= sizeof(p->out_abs))
+    if (normal_path(p->cwd, p->out, p->out_abs, sizeof(p->out_abs)) ||
+        strlen(p->out_abs) + 8 + SWEEP_NAME_MAX + 32 >= sizeof(p->out_abs))
         return npuctl_usage_error("sweep: --out %s: the path is too long", p->out);
     snprintf(p->runs_dir, sizeof(p->runs_dir), "%.*s/runs", (int)(sizeof(p->runs_dir) - 8),
              p->out_abs);
@@ -164,17 +195,18 @@ static bool file_holds(const char *path, const char *text)
     return same;
 }
 
-/* Whether DIR/summary.json says the run ended whole. */
+/* Whether DIR/summary.json is of a run that ended whole (sweep_run_status). */
 static bool run_complete(const char *dir)
 {
     json_t *s = json_load_file(path_of(dir, "summary.json"), 0, NULL);
-    const bool whole = s && json_is_true(json_object_get(s, "complete"));
+    const bool whole = s && !strcmp(sweep_run_status(s), "ok");
     json_decref(s);
     return whole;
 }
 
-/* The run's directory and command.txt; an earlier run's summary and log of other arguments
-   are removed so that no table shows them. */
+/* The run's directory and command.txt; the summary and log of a run that is not done (of
+   other arguments, incomplete, or run again by --force) are removed first, so that no table
+   shows them. */
 static int prepare_job(const struct sweep_plan *p, struct sweep_job *j)
 {
     int rc = make_dirs(j->dir);
@@ -184,19 +216,21 @@ static int prepare_job(const struct sweep_plan *p, struct sweep_job *j)
     snprintf(cmd, sizeof(cmd), "%.*s/command.txt", (int)(sizeof(cmd) - 16), j->dir);
     const bool same = file_holds(cmd, j->line);
     j->done = same && !p->force && run_complete(j->dir);
-    if (same)
+    if (j->done)
         return 0;
-    for (int k = 0; k < 2; k++) { /* serve --force removes the rest when the run starts */
+    /* not done: its old figures go now, whatever becomes of the new run (serve --force
+       removes the rest of its outputs when it starts) */
+    for (int k = 0; k < 2; k++) {
         const char *old = path_of(j->dir, k ? "serve.log" : "summary.json");
         if (remove(old) && errno != ENOENT)
             return npuctl_usage_error("sweep: cannot remove %s: %s", old, strerror(errno));
     }
+    if (same)
+        return 0;
     FILE *f = fopen(cmd, "w");
-    if (!f || fprintf(f, "%s\n", j->line) < 0 || fclose(f)) {
-        if (f)
-            fclose(f);
+    const bool bad = !f || fprintf(f, "%s\n", j->line) < 0;
+    if ((f && fclose(f)) || bad)
         return npuctl_usage_error("sweep: cannot write %s", cmd);
-    }
     return 0;
 }
 
@@ -391,48 +425,79 @@ static int write_jobs(const struct sweep_plan *p, const char *path)
     return rc ? npuctl_usage_error("sweep: cannot write %s", path) : 0;
 }
 
+/* Whether the job files can hold the plan: 0, or a refusal (printed). */
+static int emit_check(const struct sweep_plan *p, bool slurm)
+{
+    if (slurm && (strpbrk(p->out_abs, " \t\n'\"\\$`") || strpbrk(p->npuctl, "'\"\\$`")))
+        return npuctl_usage_error("sweep --emit slurm: %s: #SBATCH lines and the collect "
+                                  "hint cannot quote blanks, quotes or $; give a plain path",
+                                  p->out_abs);
+    for (size_t i = 0; i < p->n; i++) /* a job is one line of jobs.txt */
+        if (strpbrk(p->job[i].line, "\n\r") || strpbrk(p->cwd, "\n\r"))
+            return npuctl_usage_error("sweep --emit: run %s: a newline in its arguments or "
+                                      "the working directory would split its job line",
+                                      p->job[i].name);
+    return 0;
+}
+
+/* The Slurm array script: task i runs line i of jobs.txt. */
+static void write_sbatch(FILE *f, const struct sweep_plan *p, const char *script,
+                         const char *jobs, const char *qjobs, const char *qbin)
+{
+    fprintf(f, "#!/bin/bash\n"
+        "# Written by npuctl sweep --emit slurm: sweep %s, %zu runs, one a task of a job\n"
+        "# array. Add your site's --partition, --account and --time lines below, submit,\n"
+        "# and collect once the array has ended:\n"
+        "#   jid=$(sbatch --parsable %s)\n"
+        "#   sbatch --dependency=afterany:$jid --output=%s/slurm-collect-%%j.out \\\n"
+        "#          --wrap \"%s sweep --collect --out %s\"\n"
+        "# On a cluster, --out must be on storage every node shares.\n"
+        "#SBATCH --job-name=sweep-%s\n#SBATCH --array=1-%zu\n#SBATCH --cpus-per-task=1\n"
+        "#SBATCH --output=%s/slurm-%%A_%%a.out\n"
+        "set -eu\n"
+        "line=$(sed -n \"${SLURM_ARRAY_TASK_ID:?not a Slurm array task}p\" %s)\n"
+        "[ -n \"$line\" ] || { echo \"sweep: no run $SLURM_ARRAY_TASK_ID in %s\" >&2; "
+        "exit 2; }\n"
+        "eval \"$line\"\n",
+        p->grid->name, p->n, script, p->out_abs, qbin, p->out_abs, p->grid->name, p->n,
+        p->out_abs, qjobs, jobs);
+}
+
+/* GNU parallel over jobs.txt, then the table. */
+static void write_parallel(FILE *f, const struct sweep_plan *p, const char *qjobs,
+                           const char *qbin, const char *qout)
+{
+    fprintf(f, "#!/bin/sh\n"
+        "# Written by npuctl sweep --emit parallel: sweep %s, %zu runs through GNU\n"
+        "# parallel (JOBS=N to bound them; default: one a CPU), then its table and plots.\n"
+        "# On several machines: parallel's --sshloginfile, with this tree at the same path.\n"
+        "parallel --jobs \"${JOBS:-100%%}\" --joblog %s/parallel.joblog < %s\n"
+        "exec %s sweep --collect --out %s\n",
+        p->grid->name, p->n, qout, qjobs, qbin, qout);
+}
+
 int sweep_emit(const struct sweep_plan *p, const char *kind)
 {
     const bool slurm = !strcmp(kind, "slurm");
-    if (slurm && strpbrk(p->out_abs, " \t\n'\"\\$`"))
-        return npuctl_usage_error("sweep --emit slurm: --out %s: #SBATCH lines cannot quote "
-                                  "blanks, quotes or $; give a plain path", p->out_abs);
+    int rc = emit_check(p, slurm);
+    if (rc)
+        return rc;
     char jobs[NPUCTL_PATH_MAX + 16], script[NPUCTL_PATH_MAX + 16];
     snprintf(jobs, sizeof(jobs), "%.*s/jobs.txt", NPUCTL_PATH_MAX, p->out_abs);
     snprintf(script, sizeof(script), "%.*s/%s", NPUCTL_PATH_MAX, p->out_abs,
              slurm ? "sweep.sbatch" : "parallel.sh");
-    int rc = write_jobs(p, jobs);
+    rc = write_jobs(p, jobs);
     char *qjobs = quote1(jobs), *qbin = quote1(p->npuctl), *qout = quote1(p->out_abs);
     FILE *f = rc == 0 && qjobs && qbin && qout ? fopen(script, "w") : NULL;
     if (f && slurm)
-        fprintf(f, "#!/bin/bash\n"
-            "# Written by npuctl sweep --emit slurm: sweep %s, %zu runs, one a task of a job\n"
-            "# array. Add your site's --partition, --account and --time lines below, submit,\n"
-            "# and collect once the array has ended:\n"
-            "#   jid=$(sbatch --parsable %s)\n"
-            "#   sbatch --dependency=afterany:$jid --output=%s/slurm-collect-%%j.out \\\n"
-            "#          --wrap \"%s sweep --collect --out %s\"\n"
-            "# On a cluster, --out must be on storage every node shares.\n"
-            "#SBATCH --job-name=sweep-%s\n#SBATCH --array=1-%zu\n#SBATCH --cpus-per-task=1\n"
-            "#SBATCH --output=%s/slurm-%%A_%%a.out\n"
-            "set -eu\n"
-            "line=$(sed -n \"${SLURM_ARRAY_TASK_ID:?not a Slurm array task}p\" %s)\n"
-            "[ -n \"$line\" ] || { echo \"sweep: no run $SLURM_ARRAY_TASK_ID in %s\" >&2; "
-            "exit 2; }\n"
-            "eval \"$line\"\n",
-            p->grid->name, p->n, script, p->out_abs, qbin, p->out_abs, p->grid->name, p->n,
-            p->out_abs, qjobs, jobs);
+        write_sbatch(f, p, script, jobs, qjobs, qbin);
     else if (f)
-        fprintf(f, "#!/bin/sh\n"
-            "# Written by npuctl sweep --emit parallel: sweep %s, %zu runs through GNU\n"
-            "# parallel (JOBS=N to bound them; default: one a CPU), then its table and plots.\n"
-            "# On several machines: parallel's --sshloginfile, with this tree at the same path.\n"
-            "parallel --jobs \"${JOBS:-100%%}\" --joblog %s/parallel.joblog < %s\n"
-            "exec %s sweep --collect --out %s\n",
-            p->grid->name, p->n, qout, qjobs, qbin, qout);
-    if (rc == 0 && (!f || ferror(f) || fclose(f) || chmod(script, 0755)))
+        write_parallel(f, p, qjobs, qbin, qout);
+    const bool bad = !f || ferror(f);
+    if (rc == 0 && ((f && fclose(f)) || bad || chmod(script, 0755)))
         rc = npuctl_usage_error("sweep: cannot write %s", script);
-    f = NULL;
+    else if (f && rc)
+        fclose(f);
     if (rc == 0)
         printf("sweep %s: %zu runs written to %s\n", p->grid->name, p->n, jobs);
     if (rc == 0 && slurm)

@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "npuctl.h"
 #include "sweep.h"
 
@@ -46,6 +48,10 @@ int sweep_emit(const struct sweep_plan *p, const char *kind);
 /* The table and plots of OUT from OUT/sweep.json: 0 when every run is whole, 1 when one is
    not (or is missing), NPUCTL_EXIT_USAGE when OUT has no sweep. */
 int sweep_collect(const char *out);
+/* A run's state from its summary.json, by serve's own test of a whole run (cmd_serve.c,
+   report()): "ok" (it ran, every request ended finished or rejected, not every one
+   rejected), "all-rejected", or "incomplete" (it stopped early, or requests failed). */
+const char *sweep_run_status(json_t *summary);
 /* The NAMEs of SRC/models/sweeps/NAME.sweep, comma-separated, into buf. */
 void sweep_list_grids(char *buf, size_t len);
 

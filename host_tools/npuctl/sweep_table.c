@@ -46,6 +46,20 @@ static json_t *get(json_t *sum, const char *key)
     return json_object_get(json_object_get(sum, obj), dot + 1);
 }
 
+static double num(json_t *sum, const char *key)
+{
+    return json_number_value(json_object_get(sum, key));
+}
+
+const char *sweep_run_status(json_t *sum)
+{
+    const double total = num(sum, "num_prompts"), rejected = num(sum, "rejected");
+    if (!json_is_true(json_object_get(sum, "complete")) || num(sum, "failed") > 0 ||
+        num(sum, "completed") + rejected != total)
+        return "incomplete";
+    return total > 0 && rejected == total ? "all-rejected" : "ok";
+}
+
 /* One run's state: its summary (NULL if none) and a word for the table. */
 struct row {
     json_t *sum;
@@ -60,7 +74,7 @@ static void row_load(struct row *r, const char *out, const char *name)
     snprintf(path, sizeof(path), "%s/summary.json", r->dir);
     r->sum = json_load_file(path, 0, NULL);
     if (r->sum) {
-        r->status = json_is_true(json_object_get(r->sum, "complete")) ? "ok" : "incomplete";
+        r->status = sweep_run_status(r->sum);
         return;
     }
     snprintf(path, sizeof(path), "%s/serve.log", r->dir);
@@ -172,12 +186,23 @@ static int write_tables(const char *out, json_t *s, struct row *rows, char **who
         else
             ++*bad;
     }
-    int rc = 0;
-    if (!csv || !md || ferror(csv) || ferror(md))
-        rc = npuctl_usage_error("sweep: cannot write %s or %s", pcsv, pmd);
-    if ((csv && fclose(csv)) || (md && fclose(md)))
-        rc = npuctl_usage_error("sweep: cannot write %s or %s", pcsv, pmd);
-    return rc;
+    const bool failed = !csv || !md || ferror(csv) || ferror(md);
+    const bool c1 = csv && fclose(csv), c2 = md && fclose(md); /* both closed */
+    return failed || c1 || c2 ? npuctl_usage_error("sweep: cannot write %s or %s", pcsv, pmd)
+                           : 0;
+}
+
+/* No whole run: an earlier grid's figures must not stand beside this table. */
+static void remove_plots(const char *dir)
+{
+    static const char *const names[] = { "slo_rate", "goodput_rate", "ttft_cdf", "tbt_cdf" };
+    static const char *const exts[] = { "png", "svg", "dat", "gp" };
+    char path[NPUCTL_PATH_MAX + 64];
+    for (size_t i = 0; i < 4; i++)
+        for (size_t k = 0; k < 4; k++) {
+            snprintf(path, sizeof(path), "%s/%s.%s", dir, names[i], exts[k]);
+            remove(path);
+        }
 }
 
 int sweep_collect(const char *out)
@@ -206,6 +231,8 @@ int sweep_collect(const char *out)
         snprintf(path, sizeof(path), "%s/plots", out);
         if (nwhole > 0)
             rc = npuctl_plot_dirs(path, whole, nwhole);
+        else
+            remove_plots(path);
     }
     for (size_t i = 0; rows && i < n; i++)
         json_decref(rows[i].sum);

@@ -192,7 +192,7 @@ static void test_run_args(void **state)
     static const char *const want[] = {
         "--model", "tiny-moe", "--mode", "performance", "--trace", "a b.jsonl",
         "--sched", "layered", "--groups", "2", "--request-rate", "100",
-        "--out", "/o/runs/sched=lay-2_request-rate=100", "--force",
+        "--threads", "single", "--out", "/o/runs/sched=lay-2_request-rate=100", "--force",
         "--label=run=sched=lay-2_request-rate=100", "--label=series=sched=lay-2",
         "--label=sweep=demo",
     };
@@ -201,6 +201,21 @@ static void test_run_args(void **state)
         assert_string_equal(argv[i], want[i]);
     assert_null(argv[argc]);
     npuctl_free_argv(argv);
+    /* a grid that sets --threads keeps it: no --threads single of the sweep's */
+    char *threads[] = { "--threads", "multi" };
+    static struct sweep_grid g2;
+    memset(&g2, 0, sizeof(g2));
+    assert_int_equal(sweep_grid_add_axis(&g2, "seed: 1 | 2 # not a comment", "--vary", err,
+                                         sizeof(err)), NPU_OK);
+    assert_string_equal(g2.axes[0].values[1].label, "2---not-a-comment"); /* '#' kept */
+    assert_int_equal(sweep_grid_add_base(&g2, threads, 2, err, sizeof(err)), NPU_OK);
+    argv = sweep_run_args(&g2, 0, "/o/runs", &argc);
+    int nthreads = 0;
+    for (int i = 0; i < argc; i++)
+        nthreads += !strcmp(argv[i], "--threads");
+    assert_int_equal(nthreads, 1);
+    npuctl_free_argv(argv);
+    sweep_grid_free(&g2);
     /* fixed arguments from the command line after --; --out there is refused */
     char *extra[] = { "--seed", "3" }, *owned[] = { "-o", "x" };
     assert_int_equal(sweep_grid_add_base(&g, extra, 2, err, sizeof(err)), NPU_OK);
