@@ -16,6 +16,7 @@ int chip_console_init(struct chip_console *con, uint32_t nharts, uint32_t cols,
     con->cols = cols;
     con->emit = emit;
     con->opaque = opaque;
+    con->stamps = true;
     con->partial = calloc(nharts, sizeof(*con->partial));
     return con->partial ? NPU_OK : NPU_ERR_NOMEM;
 }
@@ -117,8 +118,10 @@ static void emit_line(struct chip_console *con, const struct chip_console_line *
         snprintf(who, sizeof(who), "c%u(%u,%u)", l->hart, l->hart / con->cols,
                  l->hart % con->cols);
     unsigned long long us = l->time_ps / 1000000, frac = l->time_ps % 1000000;
-    int n = snprintf(out, sizeof(out), "[%8llu.%06llu us %-10s] %.*s\n", us, frac, who,
-                     (int)l->len, con->arena + l->off);
+    int n = con->stamps ? snprintf(out, sizeof(out), "[%8llu.%06llu us %-10s] %.*s\n", us,
+                                   frac, who, (int)l->len, con->arena + l->off)
+                        : snprintf(out, sizeof(out), "%.*s\n", (int)l->len,
+                                   con->arena + l->off);
     if (con->emit && n > 0)
         con->emit(con->opaque, out, (size_t)n < sizeof(out) ? (size_t)n : sizeof(out) - 1);
 }

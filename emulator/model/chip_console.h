@@ -19,6 +19,7 @@
 #ifndef CHIP_CONSOLE_H
 #define CHIP_CONSOLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,9 @@ struct chip_console {
     /* Receives each finished, prefixed line including its '\n'. */
     void (*emit)(void *opaque, const char *text, size_t len);
     void *opaque;
+    /* Each line's "[T us WHO] " stamp (chip_console_init sets it); without it the lines
+       are the harts' text alone, as a TAP consumer reads the on-target tests. */
+    bool stamps;
 };
 
 int chip_console_init(struct chip_console *con, uint32_t nharts, uint32_t cols,

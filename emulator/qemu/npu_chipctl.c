@@ -361,6 +361,7 @@ static void chipctl_realize(DeviceState *dev, Error **errp)
                    s->cfg.mesh_rows * s->cfg.mesh_cols + 1);
         return;
     }
+    s->console.stamps = s->console_stamps;
     if (!open_engine_log(s, errp)) {
         return;
     }
@@ -378,6 +379,7 @@ static Property chipctl_props[] = {
     DEFINE_PROP_STRING("stats", NpuChipctlState, stats_path),
     DEFINE_PROP_STRING("engine-log", NpuChipctlState, engine_log_path),
     DEFINE_PROP_UINT32("engine-log-core", NpuChipctlState, engine_log_core, CHIP_ENGINE_LOG_ALL),
+    DEFINE_PROP_BOOL("console-stamps", NpuChipctlState, console_stamps, true),
     DEFINE_PROP_END_OF_LIST(),
 };
 

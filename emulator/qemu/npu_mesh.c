@@ -194,6 +194,7 @@ static void create_devices(NpuMeshState *s, uint32_t nharts)
         qdev_prop_set_string(dev, "engine-log", s->engine_log);
     }
     qdev_prop_set_uint32(dev, "engine-log-core", s->engine_log_core);
+    qdev_prop_set_bit(dev, "console-stamps", s->console_stamps);
     sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
     sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_CHIPCTL].base);
 
@@ -407,6 +408,17 @@ static void npu_mesh_instance_init(Object *obj)
 {
     NPU_MESH_MACHINE(obj)->watchdog_ms = 30000;
     NPU_MESH_MACHINE(obj)->engine_log_core = CHIP_ENGINE_LOG_ALL;
+    NPU_MESH_MACHINE(obj)->console_stamps = true;
+}
+
+static bool get_console_stamps(Object *obj, Error **errp)
+{
+    return NPU_MESH_MACHINE(obj)->console_stamps;
+}
+
+static void set_console_stamps(Object *obj, bool value, Error **errp)
+{
+    NPU_MESH_MACHINE(obj)->console_stamps = value;
 }
 
 static void npu_mesh_class_init(ObjectClass *oc, void *data)
@@ -441,6 +453,11 @@ static void npu_mesh_class_init(ObjectClass *oc, void *data)
     object_class_property_add_str(oc, "mode", get_mode, set_mode);
     object_class_property_set_description(oc, "mode",
         "functional (engines compute on real data, default) or performance (timing only)");
+    object_class_property_add_bool(oc, "console-stamps", get_console_stamps,
+                                   set_console_stamps);
+    object_class_property_set_description(oc, "console-stamps",
+        "stamp each console line with its chip time and hart (default on; off: the harts' "
+        "text alone, as TAP consumers read it)");
     object_class_property_add_str(oc, "core-image", get_core_image, set_core_image);
     object_class_property_set_description(oc, "core-image", "NPU-core firmware ELF");
 }

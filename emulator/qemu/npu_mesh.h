@@ -53,6 +53,7 @@ struct NpuChipctlState {
     char *stats_path;         /* where to write the JSON report at the end, or NULL */
     char *engine_log_path;    /* where to log every descriptor (chip_engine_log.h), or NULL */
     uint32_t engine_log_core; /* the one core it logs, or CHIP_ENGINE_LOG_ALL */
+    bool console_stamps;      /* each console line's chip-time and hart stamp */
     struct chip_engine_log engine_log;
     bool stopped;             /* a final report was printed; ignore further guest writes */
 };
@@ -93,6 +94,7 @@ struct NpuMeshState {
     char *engine_log;         /* descriptor log (Perfetto JSON), or NULL */
     uint32_t engine_log_core;
     uint32_t watchdog_ms;
+    bool console_stamps;      /* "console-stamps": off prints the harts' text alone (TAP) */
     struct chip_config cfg;
     RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */
     MemoryRegion *sram;

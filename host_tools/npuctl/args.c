@@ -16,7 +16,7 @@
 #include "opts.h"
 
 enum opt_id {
-    OPT_CHIP, OPT_MESH, OPT_THREADS, OPT_TIMEOUT, OPT_WATCHDOG, OPT_QUIET,
+    OPT_CHIP, OPT_MESH, OPT_THREADS, OPT_TIMEOUT, OPT_WATCHDOG, OPT_QUIET, OPT_TAP,
     OPT_PRINT_CMD, OPT_PORT, OPT_CORE, OPT_MODE, OPT_QUICK, OPT_RAW, OPT_REPEAT,
 };
 
@@ -66,6 +66,9 @@ static const struct npuctl_opt run_opts[] = {
       "npuctl exits 124; 0: none", OPT_TIMEOUT, C_LAUNCH & ~C_DEBUG },
     { "--quiet-guest-errors", NULL, NULL, NULL, "do not pass -d guest_errors to QEMU",
       OPT_QUIET, C_LAUNCH },
+    { "--tap", NULL, NULL, NULL,
+      "console lines without their [chip time, hart] stamps: the on-target tests' TAP as "
+      "TAP consumers read it (prove, TAP::Parser)", OPT_TAP, C_RUN | C_SELFTEST | C_FLASH },
     { "--print-cmd", NULL, NULL, NULL, "print the QEMU command line instead of running it",
       OPT_PRINT_CMD, C_LAUNCH },
 };
@@ -238,6 +241,9 @@ static int apply_opt(enum opt_id id, const char *name, const char *value,
         return NPU_OK;
     case OPT_PRINT_CMD:
         o->print_cmd = true;
+        return NPU_OK;
+    case OPT_TAP:
+        o->tap = true;
         return NPU_OK;
     case OPT_MODE:
         return parse_machine_mode(value, &o->machine_mode, err, errlen);

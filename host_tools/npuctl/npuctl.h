@@ -80,6 +80,7 @@ struct npuctl_run_opts {
     uint32_t watchdog_ms;
     bool quiet_guest_errors; /* drop `-d guest_errors` */
     bool print_cmd;          /* print the QEMU command line instead of running it */
+    bool tap;                /* --tap: console lines without their stamps */
     bool help;               /* -h / --help */
     enum npuctl_machine_mode machine_mode; /* --mode */
     bool bench_quick;        /* bench: --quick, the reduced variant */

@@ -92,7 +92,8 @@ static void push_machine(struct npuctl_argv *a, const struct npuctl_run_opts *op
         snprintf(mode, sizeof(mode), ",mode=%s", npuctl_machine_mode_name(opts->machine_mode));
     if (cfg && core)
         npuctl_argv_pushf(a, "npu-mesh,config=%s,rows=%" PRIu32 ",cols=%" PRIu32
-                          ",core-image=%s%s%s", cfg, rows, cols, core, watchdog, mode);
+                          ",core-image=%s%s%s%s", cfg, rows, cols, core, watchdog, mode,
+                          opts->tap ? ",console-stamps=off" : "");
     else
         a->failed = true;
     free(cfg);
