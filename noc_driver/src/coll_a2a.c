@@ -157,12 +157,12 @@ int coll_exchange_counts(struct noc_comm *c, const uint32_t *row, uint32_t entri
     ex->counts += rows;
     int rc = hal_sem_wait_until(coll_sem(c, COLL_SEM_COUNTS), ex->counts,
                                 hal_time_ps() + c->cfg.timeout_ps);
-    if (rc != NPU_OK) {
+    if (rc != NPU_OK && !c->cfg.quiet)
         printf("noc: rank %u: call #%u: count rows missing after %llu ns\n",
                (unsigned)c->rank, (unsigned)c->seq,
                (unsigned long long)(c->cfg.timeout_ps / 1000));
+    if (rc != NPU_OK)
         coll_break(c); /* COUNTS is out of step on this core now */
-    }
     return rc;
 }
 
@@ -191,10 +191,11 @@ static int m2n_check_capacity(const struct noc_comm *c, const struct noc_m2n_pla
     for (uint32_t j = 0; j < p->receivers; j++) {
         uint64_t total = recv_offset(p, p->senders, j);
         if (total > h[p->senders + j].capacity) {
-            printf("noc: rank %u: m2n_dispatch #%u refused: rank %u receives %llu elements, "
-                   "more than its recv_capacity %u\n", (unsigned)c->rank, (unsigned)c->seq,
-                   (unsigned)(p->senders + j), (unsigned long long)total,
-                   (unsigned)h[p->senders + j].capacity);
+            if (!c->cfg.quiet)
+                printf("noc: rank %u: m2n_dispatch #%u refused: rank %u receives %llu "
+                       "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
+                       (unsigned)c->seq, (unsigned)(p->senders + j), (unsigned long long)total,
+                       (unsigned)h[p->senders + j].capacity);
             return NPU_ERR_INVAL;
         }
     }

@@ -291,10 +291,11 @@ static int a2av_check_capacity(const struct noc_comm *c, const struct noc_alltoa
         for (uint32_t b = lo_of(p, q); b < lo_of(p, q) + owned(p, q); b++)
             total += v->land[2 * b + 1];
         if (total > h[q].capacity) {
-            printf("noc: rank %u: alltoallv_dispatch #%u refused: rank %u receives %llu "
-                   "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
-                   (unsigned)c->seq, (unsigned)q, (unsigned long long)total,
-                   (unsigned)h[q].capacity);
+            if (!c->cfg.quiet)
+                printf("noc: rank %u: alltoallv_dispatch #%u refused: rank %u receives %llu "
+                       "elements, more than its recv_capacity %u\n", (unsigned)c->rank,
+                       (unsigned)c->seq, (unsigned)q, (unsigned long long)total,
+                       (unsigned)h[q].capacity);
             return NPU_ERR_INVAL;
         }
     }

@@ -166,6 +166,8 @@ static const char *kind_name(uint32_t kind)
 /* One console line from this rank about the collective being refused. */
 static void refuse(const struct noc_comm *c, const struct coll_header *mine, const char *msg)
 {
+    if (c->cfg.quiet)
+        return;
     printf("noc: rank %" PRIu32 " (core %" PRIu32 "): %s #%" PRIu32 " on a %s group of %" PRIu32
            " at (%u,%u) refused: %s\n", c->rank, hal_self()->core_id, kind_name(mine->kind),
            mine->seq, noc_placement_name(c->group.placement), c->group.size,

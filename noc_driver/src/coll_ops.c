@@ -276,7 +276,7 @@ int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args
     if (rc != NPU_OK)
         return rc;
     rc = coll_mcast_fits(c) ? coll_mcast_allgather_blocks(c, a) : NPU_ERR_INVAL;
-    if (rc == NPU_ERR_INVAL)
+    if (rc == NPU_ERR_INVAL && !c->cfg.quiet)
         printf("noc: rank %u (core %u): allgather_blocks needs the multicast all-gather "
                "(NOC_GATHER_AUTO, dst at the same offset on every rank)\n", c->rank,
                hal_self()->core_id);

@@ -39,10 +39,11 @@ static int stream_wait(struct coll_stream *st, uint32_t sem, uint32_t value)
 {
     int rc = hal_sem_wait_until(sem, value, st->deadline_ps);
     if (rc != NPU_OK && !st->failed) {
-        printf("noc: rank %" PRIu32 " (core %" PRIu32 "): collective #%" PRIu32 " phase %"
-               PRIu32 ": semaphore %" PRIu32 " at %" PRIu32 ", waited for %" PRIu32
-               " until the deadline: %d\n", st->c->rank, hal_self()->core_id, st->c->seq,
-               st->c->phase, sem, hal_sem_read(sem), value, rc);
+        if (!st->c->cfg.quiet)
+            printf("noc: rank %" PRIu32 " (core %" PRIu32 "): collective #%" PRIu32 " phase %"
+                   PRIu32 ": semaphore %" PRIu32 " at %" PRIu32 ", waited for %" PRIu32
+                   " until the deadline: %d\n", st->c->rank, hal_self()->core_id, st->c->seq,
+                   st->c->phase, sem, hal_sem_read(sem), value, rc);
         st->failed = true;
         coll_break(st->c);
     }

@@ -73,6 +73,8 @@ struct noc_comm_config {
                                  for each phase's traffic (0: the default,
                                  noc_comm_timeout_default_ps) */
     enum noc_gather_algo gather;
+    bool quiet;               /* refusals and timeouts are returned without their console
+                                 line: for tests that provoke them on purpose */
 };
 
 /* Per-rank state. (What the slot's semaphores should read is kept per core and slot, so

@@ -160,7 +160,8 @@ static int error_comm(struct noc_comm *c, struct noc_group *g, uint64_t scratch,
     struct noc_group_args a = { .placement = NOC_PLACE_RING, .rect = rect,
                                 .mesh_rows = hal_chip()->rows, .mesh_cols = hal_chip()->cols };
     struct noc_comm_config cfg = { .group = g, .slot = 0, .scratch = scratch,
-                                   .segment_bytes = SEGMENT, .timeout_ps = ERROR_TIMEOUT_PS };
+                                   .segment_bytes = SEGMENT, .timeout_ps = ERROR_TIMEOUT_PS,
+                                   .quiet = true }; /* the refusals are provoked */
     int rc = noc_group_init(g, &a);
     return rc == NPU_OK ? noc_comm_init(c, &cfg) : rc;
 }

@@ -220,9 +220,11 @@ static void run_blocks(const struct coll_case *cs, uint64_t dst)
                        cs->dtype);
     struct noc_gather_blocks_args a = { .dst = dst, .src = src, .rows = rows, .cols = cols,
                                         .ld = ld, .src_ld = src_ld, .dtype = cs->dtype };
-    int rc = noc_allgather_blocks(&case_comm, &a);
-    uint64_t bad = 0;
     const bool ring = cs->gather == NOC_GATHER_RING;
+    case_comm.cfg.quiet = ring; /* refused on purpose: no console line */
+    int rc = noc_allgather_blocks(&case_comm, &a);
+    case_comm.cfg.quiet = false;
+    uint64_t bad = 0;
     for (uint32_t r = 0; r < rows && !ring; r++)
         for (uint32_t c = 0; c < ld; c++) {
             const uint64_t e = (uint64_t)r * ld + c;
