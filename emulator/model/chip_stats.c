@@ -74,8 +74,13 @@ void chip_stats_energy(const struct chip_engines *e, const struct chip_config *c
         chip_stats_core_total(e, core, &t);
         dynamic_fj(&t, cfg, out);
     }
-    /* mW x ps = 1e-3 W x 1e-12 s = 1e-15 J */
-    out->static_j = (double)cfg->static_mw_per_core * e->ncores * (double)time_ps * 1e-15;
+    /* each core's static power by its type (an alt core's alt_static_mw_per_core, if set);
+       mW x ps = 1e-3 W x 1e-12 s = 1e-15 J */
+    double mw = 0;
+    for (uint32_t core = 0; core < e->ncores; core++)
+        mw += e->alt_core && e->alt_core[core] && cfg->alt_static_mw_per_core
+                  ? cfg->alt_static_mw_per_core : cfg->static_mw_per_core;
+    out->static_j = mw * (double)time_ps * 1e-15;
 }
 
 static void write_counters(FILE *f, const struct chip_engine_counters *c)

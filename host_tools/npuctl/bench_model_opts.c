@@ -52,8 +52,8 @@ static const struct npuctl_opt bench_model_table[] = {
       BM_SLO, C_BMODEL },
     { "--expert-cores", NULL, "SPEC", NULL,
       "--search disagg on a heterogeneous mesh: the expert band's cores with other engines "
-      "and cost (SPEC: sa=RxC, sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost, as "
-      "serve's --decode-cores); also runs every core of that kind, and prints tokens/s per "
+      "and cost (SPEC: sa=RxC, sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost, power, "
+      "as serve's --decode-cores); also runs every core of that kind, and prints tokens/s per "
       "unit of the chip's cost (core_cost, alt_core_cost)", BM_EXPERT_CORES, C_BMODEL },
     { "--engine-log", NULL, "all|CORE", NULL,
       "also write DIR/SHAPE.engines.json (needs --out): every descriptor the engines ran (of "

@@ -24,7 +24,7 @@
 static int bad_spec(const char *opt, const char *v, const char *what)
 {
     npuctl_print_error("%s %s: %s (expected KEY=VALUE,... with keys sa=RxC, "
-                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost)", opt, v,
+                       "sram_bytes_per_cycle, vector_lanes, hbm_gbps, cost, power)", opt, v,
                        what);
     return NPUCTL_EXIT_USAGE;
 }
@@ -84,12 +84,14 @@ int hetero_parse(const char *opt, const char *v, struct serve_hetero *h)
             ok = parse_u32(eq + 1, &end, 1, 100000, &h->hbm_gbps);
         else if (klen == 4 && !strncmp(p, "cost", 4))
             ok = parse_cost(eq + 1, &end, &h->cost);
+        else if (klen == 5 && !strncmp(p, "power", 5))
+            ok = parse_u32(eq + 1, &end, 1, 1000000, &h->static_mw);
         else
             return bad_spec(opt, v, "unknown key");
         if (!ok || (*end && *end != ','))
             return bad_spec(opt, v, "a value out of range or malformed (sa 1..512 x 1..512, "
                                "sram_bytes_per_cycle 1..65536, vector_lanes 1..1024, "
-                               "hbm_gbps 1..100000, cost 1e-6..1e9)");
+                               "hbm_gbps 1..100000, cost 1e-6..1e9, power 1..1000000 mW)");
         if (*end == ',' && !end[1])
             return bad_spec(opt, v, "an empty item");
         p = *end ? end + 1 : end;
@@ -172,6 +174,8 @@ int hetero_write_chip(const char *opt, const char *chip, const char *path, const
         fprintf(f, "alt_hbm_gbps = %u\n", d->hbm_gbps);
     if (d->cost > 0)
         fprintf(f, "alt_core_cost = %.9g\n", d->cost);
+    if (d->static_mw)
+        fprintf(f, "alt_static_mw_per_core = %u\n", d->static_mw);
     if (fclose(f))
         return npuctl_usage_error("cannot write %s", path);
     if (chip_config_load(&check, path, err, sizeof(err)))

@@ -272,8 +272,9 @@ static const struct npuctl_opt sched_table[] = {
       "--instances)", SV_PREFILL_INSTANCES, C_SERVE },
     { "--decode-cores", NULL, "SPEC", NULL,
       "pd-disagg: other engine sizes for the decode instances' cores, "
-      "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N,cost=X (any of them; "
-      "default: the chip's; cost is written as alt_core_cost and serve does not use it)",
+      "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N,cost=X,power=MW (any of "
+      "them; default: the chip's; cost is written as alt_core_cost and serve does not use "
+      "it; power as alt_static_mw_per_core, their static power in the energy report)",
       SV_DECODE_CORES, C_SERVE },
 };
 

@@ -22,6 +22,7 @@ struct serve_hetero {
     const char *spec;
     uint32_t sa_rows, sa_cols, sram_bytes_per_cycle, vector_lanes, hbm_gbps;
     double cost;                  /* cost=X: alt_core_cost (0: a base core's) */
+    uint32_t static_mw;           /* power=MW: alt_static_mw_per_core (0: a base core's) */
 };
 
 /* --layer-reuse (docs/images.md, "Layer reuse"): off, on (keys by request and position),

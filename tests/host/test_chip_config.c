@@ -477,6 +477,12 @@ static void test_core_costs(void **state)
     build(text, sizeof(text), 0, NULL, "core_cost = 2.0\nalt_cores = \"0\"\nalt_sa_rows = 4");
     assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
     assert_true(chip_config_cost(&cfg, 2, 4) == 16.0);
+    /* static power by core type: the alt cores' own, or a base core's */
+    const double base_mw = cfg.static_mw_per_core;
+    assert_true(chip_config_static_mw(&cfg, 2, 4) == 8 * base_mw);
+    build(text, sizeof(text), 0, NULL, "alt_cores = \"0-2\"\nalt_static_mw_per_core = 900");
+    assert_int_equal(chip_config_parse(&cfg, text, "cfg.toml", err, sizeof(err)), NPU_OK);
+    assert_true(chip_config_static_mw(&cfg, 2, 4) == 3 * 900.0 + 5 * base_mw);
 }
 
 static void expect_alt_error(const char *extra, const char *msg)
@@ -501,6 +507,9 @@ static void test_alt_cores_errors(void **state)
                      "cfg.toml: field 'alt_cores': core 8 is outside the 2x4 mesh (cores 0..7)");
     expect_alt_error("alt_core_cost = 2", "cfg.toml: alt_* engine fields need field "
                                           "'alt_cores' (the cores they apply to)");
+    expect_alt_error("alt_static_mw_per_core = 700", "cfg.toml: alt_* engine fields need "
+                                                     "field 'alt_cores' (the cores they apply "
+                                                     "to)");
     expect_alt_error("core_cost = 0", "cfg.toml:30: field 'core_cost' = 0 is out of range "
                                       "[1e-06, 1e+09]");
     expect_alt_error("alt_cores = \"1\"\nalt_sa_rows = 0",

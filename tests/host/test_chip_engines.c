@@ -5,12 +5,14 @@
  * and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
  * NoC links at 64 GB/s (1 byte per 15.625 ps), 100 cycles of HBM latency.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "chip_engine_log.h"
 #include "chip_fixture.h"
+#include "chip_stats.h"
 #include "matrix_engine.h"
 #include "vector_engine.h"
 
@@ -336,6 +338,15 @@ static void test_alt_core_sizes(void **state)
     d = copy(NPU_ENGINE_DMA, sram_addr(3, 0x10000), hbm_addr(0x1000), 64000, 3, 3);
     assert_int_equal(submit(f, 3, &d, 1), NPU_OK);
     assert_int_equal(wait_for(f, 3, 3, 1), 500000 + 100 * CYCLE);
+    /* static power by core type: cores 1 and 3 (alt) at 900 mW, 0 and 2 at 500, for 1 us:
+       (2 x 900 + 2 x 500) mW x 1e6 ps = 2.8e-6 J */
+    struct chip_config cfg = { .static_mw_per_core = 500, .alt_static_mw_per_core = 900 };
+    struct chip_energy en;
+    chip_stats_energy(&f->e, &cfg, 1000000, &en);
+    assert_true(fabs(en.static_j - 2.8e-6) < 1e-15);
+    cfg.alt_static_mw_per_core = 0; /* none of their own: a base core's */
+    chip_stats_energy(&f->e, &cfg, 1000000, &en);
+    assert_true(fabs(en.static_j - 2.0e-6) < 1e-15);
 }
 
 static void test_wait_holds_back_the_queue(void **state)

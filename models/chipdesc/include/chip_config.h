@@ -66,6 +66,8 @@ struct chip_config {
     uint32_t alt_sram_bytes_per_cycle;  /* "alt_sram_bytes_per_cycle" */
     uint32_t alt_vector_lanes;          /* "alt_vector_lanes" */
     uint32_t alt_hbm_gbps;              /* "alt_hbm_gbps": its HBM channel (no stacks) */
+    uint32_t alt_static_mw_per_core;    /* "alt_static_mw_per_core": an alt core's static
+                                           power, mW (absent: static_mw_per_core) */
     /* Cost of a core, in units the user chooses (a part's price, its area), for throughput
        per unit cost (npuctl bench model --search disagg --expert-cores): optional, 0 when
        absent, which reads as 1 (every core alike: the presets state no price). */
@@ -97,6 +99,10 @@ struct chip_core_params chip_config_core_params(const struct chip_config *cfg, b
 /* The cost of the mesh's rows x cols cores (core_cost, alt_core_cost: chip_config); the
    alt cores are those of alt_cores. */
 double chip_config_cost(const struct chip_config *cfg, uint32_t rows, uint32_t cols);
+
+/* The static power of the mesh's rows x cols cores, mW (static_mw_per_core, and
+   alt_static_mw_per_core for the alt cores). */
+double chip_config_static_mw(const struct chip_config *cfg, uint32_t rows, uint32_t cols);
 
 /* Picoseconds per core cycle, rounded to the nearest picosecond. */
 uint64_t chip_config_cycle_ps(const struct chip_config *cfg);

@@ -62,6 +62,8 @@ static const struct kv_field fields[] = {
       true },
     { "alt_hbm_gbps", KV_U32, offsetof(struct chip_config, alt_hbm_gbps), 1, 100000, 0, 0,
       true },
+    { "alt_static_mw_per_core", KV_U32, offsetof(struct chip_config, alt_static_mw_per_core),
+      1, 1000000, 0, 0, true },
     { "core_cost", KV_F64, offsetof(struct chip_config, core_cost), 0, 0, 1e-6, 1e9, true },
     { "alt_core_cost", KV_F64, offsetof(struct chip_config, alt_core_cost), 0, 0, 1e-6, 1e9,
       true },
@@ -71,7 +73,8 @@ static const struct kv_field fields[] = {
 static bool any_alt_param(const struct chip_config *c)
 {
     return c->alt_sa_rows || c->alt_sa_cols || c->alt_sram_bytes_per_cycle ||
-           c->alt_vector_lanes || c->alt_hbm_gbps || c->alt_core_cost > 0;
+           c->alt_vector_lanes || c->alt_hbm_gbps || c->alt_core_cost > 0 ||
+           c->alt_static_mw_per_core;
 }
 
 /* The alt fields against each other and the mesh of the file. */
@@ -113,18 +116,32 @@ int chip_config_parse(struct chip_config *cfg, const char *text, const char *fil
     return rc ? rc : check_alt(cfg, filename, err, errlen);
 }
 
-double chip_config_cost(const struct chip_config *cfg, uint32_t rows, uint32_t cols)
+/* base for every core of the mesh, other for its alt cores. */
+static double sum_by_type(const struct chip_config *cfg, uint32_t rows, uint32_t cols,
+                          double base, double other)
 {
     static bool alt[CHIP_CORES_MAX];
     char why[CHIP_ALT_CORES_MAX + 128];
-    const double base = cfg->core_cost > 0 ? cfg->core_cost : 1.0;
-    const double other = cfg->alt_core_cost > 0 ? cfg->alt_core_cost : base;
     const bool any = cfg->alt_cores[0] &&
                      chip_config_alt_cores(cfg, rows, cols, alt, why, sizeof(why)) == NPU_OK;
     double sum = 0;
     for (uint32_t i = 0; i < rows * cols && i < CHIP_CORES_MAX; i++)
         sum += any && alt[i] ? other : base;
     return sum;
+}
+
+double chip_config_cost(const struct chip_config *cfg, uint32_t rows, uint32_t cols)
+{
+    const double base = cfg->core_cost > 0 ? cfg->core_cost : 1.0;
+    return sum_by_type(cfg, rows, cols, base, cfg->alt_core_cost > 0 ? cfg->alt_core_cost
+                                                                     : base);
+}
+
+double chip_config_static_mw(const struct chip_config *cfg, uint32_t rows, uint32_t cols)
+{
+    const double base = cfg->static_mw_per_core;
+    return sum_by_type(cfg, rows, cols, base, cfg->alt_static_mw_per_core
+                                                  ? cfg->alt_static_mw_per_core : base);
 }
 
 int chip_config_load(struct chip_config *cfg, const char *path, char *err, size_t errlen)
