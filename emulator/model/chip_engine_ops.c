@@ -159,6 +159,40 @@ static int check_gemm(const struct chip_engines *e, uint32_t core, const struct 
     return check_gemm_batch(core, d, &span, err, errlen);
 }
 
+/* The bytes [lo, hi) of a GEMM command's operand: its first GEMM's span plus the batch's
+   strides (the spans were checked when it was submitted). */
+static void gemm_extent(const struct npu_desc *d, uint64_t base, uint64_t stride,
+                        uint64_t span, uint64_t *lo, uint64_t *hi)
+{
+    uint64_t ext = span;
+    if (!batch_extent(gemm_batch(d), stride, span, &ext))
+        ext = UINT64_MAX - base;
+    *lo = base, *hi = base + ext;
+}
+
+bool chip_engine_gemm_pipelines(const struct npu_desc *prev, const struct npu_desc *d)
+{
+    const struct npu_desc *g[2] = { prev, d };
+    uint64_t lo[2][3], hi[2][3]; /* [command][a, b, c] */
+    for (int i = 0; i < 2; i++) {
+        const struct matrix_gemm_args shape = {
+            .m = g[i]->m, .n = g[i]->n, .k = g[i]->k, .lda = g[i]->lda, .ldb = g[i]->ldb,
+            .ldc = g[i]->ldc, .flags = gemm_flags(g[i]->flags), .dtype = gemm_dtype(g[i]->op),
+        };
+        struct matrix_spans span;
+        if (matrix_gemm_spans(&shape, &span) != NPU_OK)
+            return false;
+        gemm_extent(g[i], g[i]->a, g[i]->stride_a, span.a, &lo[i][0], &hi[i][0]);
+        gemm_extent(g[i], g[i]->b, g[i]->stride_b, span.b, &lo[i][1], &hi[i][1]);
+        gemm_extent(g[i], g[i]->c, g[i]->stride_c, span.c, &lo[i][2], &hi[i][2]);
+    }
+    for (int x = 0; x < 3; x++) /* prev's C against d's operands, d's C against prev's */
+        if ((lo[0][2] < hi[1][x] && lo[1][x] < hi[0][2]) ||
+            (lo[1][2] < hi[0][x] && lo[0][x] < hi[1][2]))
+            return false;
+    return true;
+}
+
 /* One side of a copy: m rows of n bytes, `stride` apart, located in *r. */
 static bool copy_side(const struct chip_engines *e, uint64_t addr, const struct npu_desc *d,
                       uint32_t stride, struct chip_mem_range *r)
@@ -268,8 +302,11 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
             .rows = sz->sa_rows, .cols = sz->sa_cols,
             .sram_bytes_per_cycle = sz->sram_bytes_per_cycle,
         };
+        struct matrix_gemm_timing t;
         plan->cycles = matrix_gemm_batch_cycles(&cfg, d->m, d->n, d->k, gemm_dtype(d->op),
-                                                gemm_flags(d->flags), gemm_batch(d), NULL);
+                                                gemm_flags(d->flags), gemm_batch(d), &t);
+        plan->piped_cycles = t.stream_cycles > t.sram_cycles ? t.stream_cycles
+                                                             : t.sram_cycles;
         return;
     }
     if (d->engine == NPU_ENGINE_VECTOR) {

@@ -192,6 +192,35 @@ static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t no
     return !(s->d.flags & NPU_DESC_WAIT2) || sems[s->d.wait2_sem] >= s->d.wait2_value;
 }
 
+/*
+ * Whether the matrix queue's head flows through the array right behind the last command
+ * (docs/engines.md, "Matrix"): it starts as the last one ends, it was ready when that one
+ * started (queued, its semaphore waits met: next_ready), so its weights could load during
+ * that one's folds, and neither touches what the other writes. It then costs its folds
+ * alone: its weight load and its fill hid under the last command's folds and drain, as the
+ * folds of one command or of a batch do (TPU-style double-buffered weights and a weight
+ * FIFO). A command that was not ready, depends or follows an idle array pays them in full.
+ */
+static bool matrix_follows(const struct chip_engine_queue *queue, uint64_t now)
+{
+    const struct chip_engine_slot *s = &queue->ring[queue->head];
+    return s->d.engine == NPU_ENGINE_MATRIX && queue->last_valid && queue->next_ready &&
+           queue->last_end_ps == now && chip_engine_gemm_pipelines(&queue->last, &s->d);
+}
+
+/* Whether the slot behind the head of q is ready at `now`: queued, its waits met. */
+static bool second_ready(const struct chip_engines *e, uint32_t q, uint64_t now)
+{
+    const struct chip_engine_queue *queue = &e->queues[q];
+    if (queue->len < 2)
+        return false;
+    const struct chip_engine_slot *s = &queue->ring[(queue->head + 1) % queue->cap];
+    const uint32_t *sems = e->clock->harts[queue_core(q)].sems;
+    return s->ready_ps <= now &&
+           (!(s->d.flags & NPU_DESC_WAIT) || sems[s->d.wait_sem] >= s->d.wait_value) &&
+           (!(s->d.flags & NPU_DESC_WAIT2) || sems[s->d.wait2_sem] >= s->d.wait2_value);
+}
+
 /* Starts the head of queue q at chip time `now` if it may start. */
 static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
 {
@@ -204,7 +233,9 @@ static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
     queue->busy = true;
     queue->started_ps = now;
     if (!plan.is_flow) {
-        chip_clock_schedule(e->clock, queue_core(q), now + plan.cycles * e->clock->p.cycle_ps,
+        const uint64_t cycles = matrix_follows(queue, now) ? plan.piped_cycles : plan.cycles;
+        queue->next_ready = second_ready(e, q, now);
+        chip_clock_schedule(e->clock, queue_core(q), now + cycles * e->clock->p.cycle_ps,
                             EV_ENG_DONE, q, 0);
         return;
     }
@@ -232,6 +263,9 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
                              queue->started_ps, now);
     queue->count.descs++;
     queue->count.busy_ps += now - queue->started_ps;
+    queue->last_valid = d.engine == NPU_ENGINE_MATRIX;
+    queue->last = d;
+    queue->last_start_ps = queue->started_ps, queue->last_end_ps = now;
     queue->head = (queue->head + 1) % queue->cap;
     queue->len--;
     queue->busy = false;

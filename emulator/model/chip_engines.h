@@ -82,6 +82,13 @@ struct chip_engine_queue {
     bool busy;              /* the head descriptor is running */
     uint64_t started_ps;
     uint32_t flow;          /* DMA / NoC: flow of the running descriptor ... */
+    /* matrix: the last command run, from when to when (a command queued behind it may
+       flow through the array right after it: chip_engine_gemm_pipelines) */
+    bool last_valid;
+    bool next_ready;        /* the command behind it was ready (queued, its waits met) when
+                               it started */
+    struct npu_desc last;
+    uint64_t last_start_ps, last_end_ps;
     uint64_t latency_cycles; /* ... and the latency added after it */
     struct chip_engine_counters count;
 };

@@ -21,6 +21,8 @@ struct chip_engine_slot {
 struct chip_engine_plan {
     bool is_flow;
     uint64_t cycles;          /* compute engines */
+    uint64_t piped_cycles;    /* matrix: the cycles when it follows an independent command
+                                 through the array (chip_engine_gemm_pipelines) */
     uint32_t path[CHIP_PATH_MAX]; /* transfers: resources crossed (HBM channel, NoC links) */
     uint32_t path_len;
     uint64_t bytes;
@@ -34,6 +36,10 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
 /* How a checked descriptor runs. */
 void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, struct chip_engine_plan *plan);
+/* Whether GEMM command d, queued behind GEMM prev on the same array, flows through it right
+   behind prev's last fold (its weights loaded during prev's folds, its fill during prev's
+   drain: docs/engines.md): neither reads nor writes what the other writes. */
+bool chip_engine_gemm_pipelines(const struct npu_desc *prev, const struct npu_desc *d);
 
 /* The vector engine (chip_engine_vector.c). */
 int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,

@@ -255,7 +255,8 @@ uint64_t matrix_gemm_batch_cycles(const struct matrix_engine_cfg *cfg, uint32_t 
     /* A fold streams M rows but cannot switch before the next fold's R weight rows are in. */
     uint64_t per_fold = m > cfg->rows ? m : cfg->rows;
     uint64_t fill_drain = (uint64_t)cfg->rows + cfg->cols - 2;
-    r.compute_cycles = sat_add(sat_add(cfg->rows, sat_mul(r.folds, per_fold)), fill_drain);
+    r.stream_cycles = sat_mul(r.folds, per_fold);
+    r.compute_cycles = sat_add(sat_add(cfg->rows, r.stream_cycles), fill_drain);
     r.sram_bytes = sat_mul(gemm_sram_bytes(m, n, k, fk, fn, dtype, flags), nb);
     r.sram_cycles = ceil_div(r.sram_bytes, cfg->sram_bytes_per_cycle);
     r.cycles = r.compute_cycles > r.sram_cycles ? r.compute_cycles : r.sram_cycles;

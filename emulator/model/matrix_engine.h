@@ -98,6 +98,8 @@ int matrix_engine_cfg_check(const struct matrix_engine_cfg *cfg);
 struct matrix_gemm_timing {
     uint64_t cycles;         /* max(compute_cycles, sram_cycles) */
     uint64_t compute_cycles; /* the array's schedule */
+    uint64_t stream_cycles;  /* its folds alone, folds * max(M, R): what the command costs
+                                when it follows an independent one through the array */
     uint64_t sram_cycles;    /* ceil(sram_bytes / sram_bytes_per_cycle) */
     uint64_t sram_bytes;     /* bytes read + written in SRAM */
     uint64_t folds;          /* ceil(K / R) * ceil(N / C) */

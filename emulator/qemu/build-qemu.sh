@@ -116,8 +116,12 @@ if [ ! -x "$bin" ]; then
   fi
   mkdir -p "$(dirname "$bin")"
   cp "$src/build/qemu-system-riscv64" "$bin.tmp" && mv "$bin.tmp" "$bin"
-  # Keep the three newest binaries.
-  ls -dt "$cache"/qemu-bin-* 2>/dev/null | tail -n +4 | xargs -r rm -rf
+  # Keep the three newest binaries, and any a build linked in the last two days: another
+  # checkout's build directory may still run it (a clean clone's CI beside a working tree).
+  ls -dt "$cache"/qemu-bin-* 2>/dev/null | tail -n +4 | while read -r old; do
+    if [ -z "$(find "$old" -maxdepth 0 -mmin -2880)" ]; then rm -rf "$old"; fi
+  done
 fi
+touch "$(dirname "$bin")" # its last use, for the eviction above
 mkdir -p "$(dirname "$out")"
 ln -sfn "$bin" "$out"

@@ -314,6 +314,30 @@ static struct npu_desc gemm32(uint32_t core, uint8_t sem)
                               .m = 32, .n = 32, .k = 32, .lda = 32, .ldb = 32, .ldc = 32 };
 }
 
+/* Matrix commands queued behind each other (docs/engines.md, "Matrix"): one that was ready
+   when the one before it started, and touches nothing that one writes, flows through the
+   array right behind it and costs its folds alone; one that reads the other's output, or
+   follows an idle array, pays its weight load and fill and drain. */
+static void test_gemm_pipelined(void **state)
+{
+    struct fix *f = *state;
+    const struct matrix_engine_cfg cfg = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
+    struct matrix_gemm_timing t;
+    const uint64_t full = matrix_gemm_batch_cycles(&cfg, 32, 32, 32, MATRIX_FP32, 0, 1, &t);
+    const uint64_t piped = t.stream_cycles > t.sram_cycles ? t.stream_cycles : t.sram_cycles;
+    assert_true(piped < full && t.stream_cycles == 4 * 32); /* 2 x 2 folds of max(32, 16) */
+    struct npu_desc d[3] = { gemm32(0, 4), gemm32(0, 4), gemm32(0, 4) };
+    d[1].a = sram_addr(0, 0x5000), d[1].b = sram_addr(0, 0x6000), d[1].c = sram_addr(0, 0x7000);
+    d[2].a = d[1].c; /* reads the second's output */
+    assert_int_equal(submit(f, 0, d, 3), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 4, 2), (full + piped) * CYCLE);
+    assert_int_equal(wait_for(f, 0, 4, 3), (full + piped + full) * CYCLE);
+    /* after an idle array the weight load and the drain are paid again */
+    const uint64_t t0 = chip_hart_time(&f->c, 0);
+    assert_int_equal(submit(f, 0, &d[1], 1), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 4, 4), t0 + full * CYCLE);
+}
+
 /* An alt core times its GEMMs with its own array and its HBM copies with its own channel;
    a base core of the same chip keeps the base sizes. */
 static void test_alt_core_sizes(void **state)
@@ -558,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_batch, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gemm_pipelined, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dma2_beside_dma, setup, teardown),
         cmocka_unit_test_setup_teardown(test_alt_core_sizes, setup_alt, teardown),
         cmocka_unit_test_setup_teardown(test_noc_read, setup, teardown),
