@@ -103,8 +103,7 @@ static void runs_free(struct run *runs, int n)
     free(runs);
 }
 
-/* "key" or "object.key". */
-static json_t *summary_get(json_t *sum, const char *key)
+json_t *npuctl_summary_get(json_t *sum, const char *key)
 {
     const char *dot = strchr(key, '.');
     if (!dot)
@@ -177,7 +176,7 @@ int npuctl_cmd_compare(int argc, char **argv)
     for (size_t r = 0; r < sizeof(compare_rows) / sizeof(compare_rows[0]); r++) {
         printf("%-28s", compare_rows[r].title);
         for (int i = 0; i < argc; i++)
-            compare_cell(&compare_rows[r], summary_get(runs[i].sum, compare_rows[r].key),
+            compare_cell(&compare_rows[r], npuctl_summary_get(runs[i].sum, compare_rows[r].key),
                          width);
         printf("\n");
     }
@@ -284,7 +283,7 @@ static void plot_rate(FILE *dat, FILE *gp, const struct rate_plot *p, const stru
             continue;
         int np = 0;
         for (int j = i; j < n; j++) {
-            json_t *v = summary_get(runs[j].sum, p->key);
+            json_t *v = npuctl_summary_get(runs[j].sum, p->key);
             if (strcmp(runs[j].series, runs[i].series) == 0 && json_is_number(v))
                 pts[np++] = (struct rate_point){ run_rate(&runs[j]),
                                                  p->scale * json_number_value(v) };

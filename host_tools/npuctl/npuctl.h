@@ -312,6 +312,9 @@ int npuctl_plot_args(int argc, char **argv, char **dirs, int *ndirs, const char 
    the exit status after printing what is wrong. */
 int npuctl_plot_dirs(const char *out, char **dirs, int n);
 int npuctl_cmd_sweep(int argc, char **argv);
+/* A serving summary's value by "key" or "object.key" (cmd_report.c), or NULL. */
+struct json_t;
+struct json_t *npuctl_summary_get(struct json_t *sum, const char *key);
 
 /* ---- dispatch.c */
 

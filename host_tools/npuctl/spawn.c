@@ -150,32 +150,45 @@ static int wait_child(const struct npuctl_spawn *sp, pid_t pid, const sigset_t *
     }
 }
 
-int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
-                      size_t errlen)
+/* The signals a wait collects, blocked (the old mask and SIGCHLD action kept): an
+   inherited SIG_IGN for SIGCHLD would reap the child behind waitpid's back. */
+static void signals_take(sigset_t *set, sigset_t *old_mask, struct sigaction *old_chld)
 {
-    sigset_t set, old_mask;
-    struct sigaction dfl, old_chld;
+    struct sigaction dfl;
     memset(&dfl, 0, sizeof(dfl));
     dfl.sa_handler = SIG_DFL;
     sigemptyset(&dfl.sa_mask);
-    /* An inherited SIG_IGN for SIGCHLD would reap the child behind waitpid's back. */
-    sigaction(SIGCHLD, &dfl, &old_chld);
-    wait_signal_set(&set);
-    sigprocmask(SIG_BLOCK, &set, &old_mask);
-    fflush(NULL);
-    pid_t pid;
-    int rc = start_child(sp, &old_mask, &pid, err, errlen);
-    if (rc == NPU_OK)
-        rc = wait_child(sp, pid, &set, ex, err, errlen);
-    /* Drop a SIGCHLD still pending; others are delivered as usual when unblocked. */
+    sigaction(SIGCHLD, &dfl, old_chld);
+    wait_signal_set(set);
+    sigprocmask(SIG_BLOCK, set, old_mask);
+}
+
+/* Drops a SIGCHLD still pending, then restores the mask and the action: the others are
+   delivered as usual once unblocked. */
+static void signals_give(const sigset_t *old_mask, const struct sigaction *old_chld)
+{
     sigset_t chld;
     struct timespec zero = { 0, 0 };
     sigemptyset(&chld);
     sigaddset(&chld, SIGCHLD);
     while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
         ;
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
+    sigprocmask(SIG_SETMASK, old_mask, NULL);
+    sigaction(SIGCHLD, old_chld, NULL);
+}
+
+int npuctl_spawn_wait(const struct npuctl_spawn *sp, struct npuctl_child_exit *ex, char *err,
+                      size_t errlen)
+{
+    sigset_t set, old_mask;
+    struct sigaction old_chld;
+    signals_take(&set, &old_mask, &old_chld);
+    fflush(NULL);
+    pid_t pid;
+    int rc = start_child(sp, &old_mask, &pid, err, errlen);
+    if (rc == NPU_OK)
+        rc = wait_child(sp, pid, &set, ex, err, errlen);
+    signals_give(&old_mask, &old_chld);
     return rc;
 }
 
@@ -233,13 +246,8 @@ int npuctl_spawn_pool(size_t n, unsigned jobs,
 {
     struct pool_child *run = calloc(jobs ? jobs : 1, sizeof(*run));
     sigset_t set, old_mask;
-    struct sigaction dfl, old_chld;
-    memset(&dfl, 0, sizeof(dfl));
-    dfl.sa_handler = SIG_DFL;
-    sigemptyset(&dfl.sa_mask);
-    sigaction(SIGCHLD, &dfl, &old_chld); /* as npuctl_spawn_wait: no inherited SIG_IGN */
-    wait_signal_set(&set);
-    sigprocmask(SIG_BLOCK, &set, &old_mask);
+    struct sigaction old_chld;
+    signals_take(&set, &old_mask, &old_chld);
     unsigned nrun = 0;
     int stop = 0;
     size_t next = 0;
@@ -257,14 +265,7 @@ int npuctl_spawn_pool(size_t n, unsigned jobs,
         }
         nrun = pool_reap(run, nrun, ended, ctx);
     }
-    sigset_t chld;
-    struct timespec zero = { 0, 0 };
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
-        ;
-    sigprocmask(SIG_SETMASK, &old_mask, NULL);
-    sigaction(SIGCHLD, &old_chld, NULL);
+    signals_give(&old_mask, &old_chld);
     const bool none = run == NULL; /* out of memory: nothing was started */
     free(run);
     return none ? SIGKILL : stop;

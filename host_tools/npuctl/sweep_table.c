@@ -36,15 +36,6 @@ static const struct column {
 };
 #define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
 
-static json_t *get(json_t *sum, const char *key)
-{
-    const char *dot = strchr(key, '.');
-    if (!dot)
-        return json_object_get(sum, key);
-    char obj[64];
-    snprintf(obj, sizeof(obj), "%.*s", (int)(dot - key), key);
-    return json_object_get(json_object_get(sum, obj), dot + 1);
-}
 
 static double num(json_t *sum, const char *key)
 {
@@ -83,7 +74,7 @@ static void row_load(struct row *r, const char *out, const char *name)
 
 static void cell(FILE *f, const struct column *c, json_t *sum, bool md)
 {
-    json_t *v = sum ? get(sum, c->key) : NULL;
+    json_t *v = sum ? npuctl_summary_get(sum, c->key) : NULL;
     if (!json_is_number(v)) {
         fputs(md ? " - |" : ",", f);
         return;
