@@ -196,16 +196,42 @@ static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t no
  * Whether the matrix queue's head flows through the array right behind the last command
  * (docs/engines.md, "Matrix"): it starts as the last one ends, it was ready when that one
  * started (queued, its semaphore waits met: next_ready), so its weights could load during
- * that one's folds, and neither touches what the other writes. It then costs its folds
- * alone: its weight load and its fill hid under the last command's folds and drain, as the
- * folds of one command or of a batch do (TPU-style double-buffered weights and a weight
- * FIFO). A command that was not ready, depends or follows an idle array pays them in full.
+ * that one's folds, and it touches nothing that a recent command writes whose results were
+ * still draining when its weights began to load (R + R + C - 2 cycles before `now`: the
+ * last one's always; earlier ones' when the commands between were short). It then costs its
+ * folds alone: its weight load and its fill hid under the last command's folds and drain,
+ * as the folds of one command or of a batch do (TPU-style double-buffered weights and a
+ * weight FIFO). A command that was not ready, depends or follows an idle array pays them in
+ * full.
  */
-static bool matrix_follows(const struct chip_engine_queue *queue, uint64_t now)
+static bool matrix_follows(const struct chip_engines *e, uint32_t q, uint64_t now)
 {
+    const struct chip_engine_queue *queue = &e->queues[q];
     const struct chip_engine_slot *s = &queue->ring[queue->head];
-    return s->d.engine == NPU_ENGINE_MATRIX && queue->last_valid && queue->next_ready &&
-           queue->last_end_ps == now && chip_engine_gemm_pipelines(&queue->last, &s->d);
+    if (!queue->nrecent || !queue->next_ready || queue->recent_end_ps[0] != now)
+        return false;
+    const struct chip_engine_sizes *sz = chip_engines_core_sizes(e, queue_core(q));
+    const uint64_t reach = (2ull * sz->sa_rows + sz->sa_cols) * e->clock->p.cycle_ps;
+    for (uint32_t i = 0; i < queue->nrecent; i++) {
+        if (i > 0 && queue->recent_end_ps[i] + reach <= now)
+            return true; /* this one's results and the older ones' were complete */
+        if (!chip_engine_gemm_pipelines(&queue->recent[i], &s->d))
+            return false;
+    }
+    return queue->nrecent < CHIP_MATRIX_RECENT; /* the history reached the idle array */
+}
+
+/* The matrix queue's history: d, which ended at `now`, is the newest. */
+static void matrix_remember(struct chip_engine_queue *queue, const struct npu_desc *d,
+                            uint64_t now)
+{
+    const uint32_t keep = queue->nrecent < CHIP_MATRIX_RECENT ? queue->nrecent
+                                                              : CHIP_MATRIX_RECENT - 1;
+    memmove(&queue->recent[1], &queue->recent[0], keep * sizeof(queue->recent[0]));
+    memmove(&queue->recent_end_ps[1], &queue->recent_end_ps[0],
+            keep * sizeof(queue->recent_end_ps[0]));
+    queue->recent[0] = *d, queue->recent_end_ps[0] = now;
+    queue->nrecent = keep + 1;
 }
 
 /* Whether the slot behind the head of q is ready at `now`: queued, its waits met. */
@@ -233,7 +259,9 @@ static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
     queue->busy = true;
     queue->started_ps = now;
     if (!plan.is_flow) {
-        const uint64_t cycles = matrix_follows(queue, now) ? plan.piped_cycles : plan.cycles;
+        const bool matrix = d->engine == NPU_ENGINE_MATRIX;
+        const uint64_t cycles = matrix && matrix_follows(e, q, now) ? plan.piped_cycles
+                                                                     : plan.cycles;
         queue->next_ready = second_ready(e, q, now);
         chip_clock_schedule(e->clock, queue_core(q), now + cycles * e->clock->p.cycle_ps,
                             EV_ENG_DONE, q, 0);
@@ -263,9 +291,8 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
                              queue->started_ps, now);
     queue->count.descs++;
     queue->count.busy_ps += now - queue->started_ps;
-    queue->last_valid = d.engine == NPU_ENGINE_MATRIX;
-    queue->last = d;
-    queue->last_start_ps = queue->started_ps, queue->last_end_ps = now;
+    if (d.engine == NPU_ENGINE_MATRIX)
+        matrix_remember(queue, &d, now);
     queue->head = (queue->head + 1) % queue->cap;
     queue->len--;
     queue->busy = false;

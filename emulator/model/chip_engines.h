@@ -76,19 +76,23 @@ struct chip_engine_counters {
 
 struct chip_engine_slot;
 
+#define CHIP_MATRIX_RECENT 8u /* covers a fill and drain of R + C - 2 behind folds of R
+                                  cycles each, for arrays up to C = 6R */
+
 struct chip_engine_queue {
     struct chip_engine_slot *ring; /* capacity grows up to NPU_ENGINE_QUEUE_MAX */
     uint32_t cap, head, len;
     bool busy;              /* the head descriptor is running */
     uint64_t started_ps;
     uint32_t flow;          /* DMA / NoC: flow of the running descriptor ... */
-    /* matrix: the last command run, from when to when (a command queued behind it may
-       flow through the array right after it: chip_engine_gemm_pipelines) */
-    bool last_valid;
-    bool next_ready;        /* the command behind it was ready (queued, its waits met) when
-                               it started */
-    struct npu_desc last;
-    uint64_t last_start_ps, last_end_ps;
+    /* matrix: the last commands run and when each ended, newest first (a command queued
+       behind them may flow through the array right after the newest: it must not touch
+       what any of them whose results were still draining writes) */
+    uint32_t nrecent;
+    bool next_ready;        /* the command behind the newest was ready (queued, its waits
+                               met) when the newest started */
+    struct npu_desc recent[CHIP_MATRIX_RECENT];
+    uint64_t recent_end_ps[CHIP_MATRIX_RECENT];
     uint64_t latency_cycles; /* ... and the latency added after it */
     struct chip_engine_counters count;
 };

@@ -6,7 +6,8 @@
  *
  * Energy = MACs x energy_mac_fj + vector ALU operations x energy_vector_fj + SRAM bytes x
  * energy_sram_fj_per_byte + HBM bytes x energy_hbm_fj_per_byte + NoC byte-hops x
- * energy_noc_fj_per_byte_hop + static_mw_per_core x cores x chip time. Not modelled: the
+ * energy_noc_fj_per_byte_hop + each core's static power (static_mw_per_core, or an alt core's
+ * alt_static_mw_per_core) x chip time. Not modelled: the
  * harts' own energy, idle engines' clock power beyond the static term, DRAM of the control
  * core.
  */

@@ -234,13 +234,15 @@ static int write_outputs(const struct serve_opts *o, const struct npu_image_head
         .date = date, .backend = "npu-mesh", .model_id = h->model_name,
         .request_rate = o->rate, .burstiness = o->load.rate != 0 ? o->load.burstiness : NAN,
         .max_concurrency = o->max_concurrency };
-    struct rt_label labels[9 + SERVE_LABELS_MAX] = {
+    const struct rt_label own[] = {
         { "chip", h->chip_name }, { "model", h->model_name },
         { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
         { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
         { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
         { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
-    size_t nlabels = 9; /* serve's own, then --label's */
+    struct rt_label labels[sizeof(own) / sizeof(own[0]) + SERVE_LABELS_MAX];
+    size_t nlabels = sizeof(own) / sizeof(own[0]); /* serve's own, then --label's */
+    memcpy(labels, own, sizeof(own));
     for (uint32_t i = 0; i < o->nlabels; i++)
         labels[nlabels++] = (struct rt_label){ o->labels[i].key, o->labels[i].value };
     snprintf(path, sizeof(path), "%s/summary.json", o->out);
@@ -251,12 +253,16 @@ static int write_outputs(const struct serve_opts *o, const struct npu_image_head
         npuctl_print_error("%s", err);
     snprintf(path, sizeof(path), "%s/requests.csv", o->out);
     snprintf(tokens, sizeof(tokens), "%s/tokens.csv", o->out);
-    const char *name = NULL; /* the run's name: its `run` label, else --out's last part */
+    char base[NPUCTL_PATH_MAX]; /* the run's name: its `run` label, else --out's last part */
+    const char *name = NULL;
     for (uint32_t i = 0; i < o->nlabels; i++)
         name = !strcmp(o->labels[i].key, "run") ? o->labels[i].value : name;
     if (!name) {
-        const char *slash = strrchr(o->out, '/');
-        name = slash && slash[1] ? slash + 1 : o->out;
+        snprintf(base, sizeof(base), "%s", o->out);
+        for (size_t n = strlen(base); n > 1 && base[n - 1] == '/'; n--)
+            base[n - 1] = '\0';
+        const char *slash = strrchr(base, '/');
+        name = slash && slash[1] ? slash + 1 : base;
     }
     if ((rc[1] = metrics_write_requests_csv(path, tokens, log, &o->slo, name, err,
                                             sizeof(err))))

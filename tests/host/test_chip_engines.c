@@ -336,6 +336,24 @@ static void test_gemm_pipelined(void **state)
     const uint64_t t0 = chip_hart_time(&f->c, 0);
     assert_int_equal(submit(f, 0, &d[1], 1), NPU_OK);
     assert_int_equal(wait_for(f, 0, 4, 4), t0 + full * CYCLE);
+    /* behind a short command (one fold of 16 cycles: shorter than a load and a drain,
+       2 x 16 + 16 - 2), the first one's results are still draining when a third one's
+       weights load: a third that reads them pays in full, one that does not flows on */
+    struct npu_desc s3[3] = { gemm32(0, 4), gemm32(0, 4), gemm32(0, 4) };
+    s3[1].a = sram_addr(0, 0x5000), s3[1].b = sram_addr(0, 0x6000), s3[1].c = sram_addr(0, 0x7000);
+    s3[1].m = 4, s3[1].n = 16, s3[1].k = 16, s3[1].lda = s3[1].ldb = s3[1].ldc = 16;
+    s3[2].a = s3[0].c, s3[2].c = sram_addr(0, 0x9000); /* reads the first's output */
+    const uint64_t small = matrix_gemm_batch_cycles(&cfg, 4, 16, 16, MATRIX_FP32, 0, 1, &t);
+    const uint64_t small_piped = t.stream_cycles > t.sram_cycles ? t.stream_cycles
+                                                                  : t.sram_cycles;
+    assert_true(small_piped < 2 * 16 + 16 - 2 && small_piped < small);
+    const uint64_t t1 = chip_hart_time(&f->c, 0);
+    assert_int_equal(submit(f, 0, s3, 3), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 4, 7), t1 + (full + small_piped + full) * CYCLE);
+    const uint64_t t2 = chip_hart_time(&f->c, 0);
+    s3[2].a = sram_addr(0, 0xb000); /* now independent of both */
+    assert_int_equal(submit(f, 0, s3, 3), NPU_OK);
+    assert_int_equal(wait_for(f, 0, 4, 10), t2 + (full + small_piped + piped) * CYCLE);
 }
 
 /* An alt core times its GEMMs with its own array and its HBM copies with its own channel;

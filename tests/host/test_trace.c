@@ -250,6 +250,28 @@ static void test_import_filters(void **state)
     assert_int_equal(trace_import_filtered(data("burstgpt.csv"), RT_TRACE_BURSTGPT, &f, &t, err,
                                            sizeof(err)), NPU_ERR_FORMAT);
     assert_non_null(strstr(err, ":1: no column 'model' in the header"));
+    /* a window 35 days into a trace: the arrival limit (about 26.7 days) is on the rows
+       kept, timed from the first of them, not on their distance from the file's start */
+    char far[] = "/tmp/test_trace_far_XXXXXX";
+    const int fd = mkstemp(far);
+    assert_true(fd >= 0);
+    FILE *ff = fdopen(fd, "w");
+    fputs("Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+          "0,ChatGPT,10,2,12,Conversation log\n3000000,ChatGPT,20,3,23,Conversation log\n"
+          "3000010,ChatGPT,30,4,34,Conversation log\n", ff);
+    fclose(ff);
+    f = trace_filter_all();
+    f.from_s = 2999000.0;
+    assert_int_equal(trace_import_filtered(far, RT_TRACE_BURSTGPT, &f, &t, err, sizeof(err)),
+                     0);
+    assert_int_equal(t.n, 2);
+    expect_entry(&t, 1, 10000.0, 30, 4);
+    trace_free(&t);
+    f.from_s = 0.0; /* the whole file: its last row is past the limit from the first */
+    assert_int_equal(trace_import_filtered(far, RT_TRACE_BURSTGPT, &f, &t, err, sizeof(err)),
+                     NPU_ERR_FORMAT);
+    assert_non_null(strstr(err, ":3: column 'Timestamp': '3000000' is more than the latest"));
+    unlink(far);
     /* a native trace: its own clock, the same rules */
     assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
     const size_t n = t.n;

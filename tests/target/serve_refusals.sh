@@ -143,7 +143,7 @@ too-long)
     echo '{"timestamp": 1.5, "input_length": 100, "output_length": 8}' >> "$t"
     expect 0 "2 of 3 requests completed, 1 rejected" "$npuctl" serve --trace "$t" \
         --max-seq 64 --out "$tmp/out"
-    grep -q '^2,.*,rejected,too_long$' "$tmp/out/requests.csv" || {
+    grep -q '^2,.*,rejected,too_long,' "$tmp/out/requests.csv" || {
         echo "serve_refusals $case: request 2 is not rejected as too_long" >&2
         cat "$tmp/out/requests.csv" >&2
         exit 1

@@ -486,8 +486,9 @@ void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g);
 void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
 /* bytes from src to dst on the second DMA queue: beside the chain (exec_flush does not
    wait for it; a later reader or writer of either range waits by its data, exec_drain for
-   all). HAZARD: a peer's NoC write into src is not a chain descriptor: drain before any
-   collective that may write src. */
+   all). HAZARD: a peer's NoC write into src is not a chain descriptor: before a collective
+   that may write src, drain, or wait for src's range (exec_wait_for_collective, which reads
+   the loads table); exec_flush alone does not order it. */
 void exec_copy_side(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
 /* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
    0 if it must be streamed from HBM (the LM head of a non-resident plan). */

@@ -25,8 +25,11 @@
  * descriptors, chip time). Not modelled: the hart's reads and writes of a record's header and
  * runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
  * matrix with its totals (moe_ep_plan: a group's combine restores its matrix and sums the
- * totals again); each dispatch and combine flushes the chain first, so a spill copy has
- * read ep_recv before peers write the next group's rows into it.
+ * totals again). A group's spill copies run on the second DMA queue (exec_copy_side), which
+ * exec_flush does not wait for: the next group's dispatch drains first (exec_drain), so
+ * they have read ep_recv and the count matrix before peers write the next group's into
+ * them; the chain's own readers and writers of either wait by their data (the hazard
+ * tracker's loads table).
  */
 #include <assert.h>
 #include <stdio.h>

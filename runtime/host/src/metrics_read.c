@@ -31,7 +31,9 @@ static int push(struct rt_samples *s, size_t *cap, double x)
     return 0;
 }
 
-/* Splits a CSV line in place (no quoting: these files have none). */
+/* Splits a CSV line in place. No quoting is read: only the columns before `reason` are
+   ever asked for (id, state, ttft_ms; id, t_ms), and the writer quotes only `reason` and
+   `run`, which come after them. */
 static size_t csv_split(char *line, char **cols)
 {
     size_t n = 0;

@@ -53,6 +53,8 @@ struct import_ctx {
     size_t line;
     int col[3]; /* time, input, output */
     int where_col[RT_IMPORT_WHERE_MAX];
+    int64_t first_kept;  /* the first row kept, ns after the first row */
+    bool have_first;
     char *err;
     size_t errlen;
 };
@@ -285,13 +287,21 @@ static int import_row(struct import_ctx *c, char *line, int64_t *t0, bool first,
         return rc;
     if (first)
         *t0 = t;
-    /* checked: two times far apart overflow the difference */
-    if (__builtin_sub_overflow(t, *t0, rel) || *rel > (int64_t)(NPU_ARRIVAL_MAX_PS / 1000))
+    /* checked: two times far apart overflow the difference (the arrival limit applies to
+       the rows kept, timed from the first of them: import_arrival) */
+    if (__builtin_sub_overflow(t, *t0, rel))
         return import_fail(c, c->spec->time_col, "'%s' is more than the latest arrival a run "
                            "may have (NPU_ARRIVAL_MAX_PS) after the first row's",
                            f[c->col[0]]);
     if ((*keep = import_filter(c, *rel, f)) != IMPORT_KEEP)
         return 0;
+    if (!c->have_first)
+        c->first_kept = *rel, c->have_first = true;
+    const double ps = (double)(*rel - c->first_kept) * 1e3 * c->flt->time_scale;
+    if (ps > (double)NPU_ARRIVAL_MAX_PS)
+        return import_fail(c, c->spec->time_col, "'%s' is more than the latest arrival a run "
+                           "may have (NPU_ARRIVAL_MAX_PS) after the first row kept (times "
+                           "scaled by --time-scale)", f[c->col[0]]);
     rc = import_parse_count(c, c->spec->input_col, f[c->col[1]], &e->input_length);
     rc = rc ? rc : import_parse_count(c, c->spec->output_col, f[c->col[2]], &e->output_length);
     e->timestamp_ms = (double)*rel / 1e6;
@@ -337,11 +347,6 @@ static int import_rows(FILE *f, struct import_ctx *c, struct rt_trace *t)
             header = true;
             continue;
         }
-        if (t->n == NPU_TRACE_REQUESTS_MAX) {
-            rc = import_fail(c, NULL, "%s", "more rows than a trace may hold "
-                             "(NPU_TRACE_REQUESTS_MAX): keep the first with --limit");
-            break;
-        }
         if ((rc = import_append(t, &cap)) != 0) {
             import_fail(c, NULL, "%s", "out of memory");
             break;
@@ -354,6 +359,9 @@ static int import_rows(FILE *f, struct import_ctx *c, struct rt_trace *t)
         prev = rel;
         if (rc == 0 && keep == IMPORT_PAST)
             break; /* in time order: no later row is in the window */
+        if (rc == 0 && keep == IMPORT_KEEP && t->n == NPU_TRACE_REQUESTS_MAX)
+            rc = import_fail(c, NULL, "%s", "more rows than a trace may hold "
+                             "(NPU_TRACE_REQUESTS_MAX): keep the first with --limit");
         t->n += rc == 0 && keep == IMPORT_KEEP;
     }
     if (rc == 0 && !header)

@@ -221,9 +221,10 @@ static void run_blocks(const struct coll_case *cs, uint64_t dst)
     struct noc_gather_blocks_args a = { .dst = dst, .src = src, .rows = rows, .cols = cols,
                                         .ld = ld, .src_ld = src_ld, .dtype = cs->dtype };
     const bool ring = cs->gather == NOC_GATHER_RING;
+    const bool quiet = case_comm.cfg.quiet;
     case_comm.cfg.quiet = ring; /* refused on purpose: no console line */
     int rc = noc_allgather_blocks(&case_comm, &a);
-    case_comm.cfg.quiet = false;
+    case_comm.cfg.quiet = quiet;
     uint64_t bad = 0;
     for (uint32_t r = 0; r < rows && !ring; r++)
         for (uint32_t c = 0; c < ld; c++) {
