@@ -101,14 +101,28 @@ static bool sweep_owns(const char *word)
            !strcmp(word, "--force");
 }
 
+/* A label the sweep gives each run: run=, series= or sweep=. */
+static bool label_owned(const char *kv)
+{
+    return !strncmp(kv, "run=", 4) || !strncmp(kv, "series=", 7) || !strncmp(kv, "sweep=", 6);
+}
+
 static int check_owned(char *const *words, int n, const char *where, char *err, size_t errlen)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (sweep_owns(words[i])) {
             snprintf(err, errlen, "%s: %s: the sweep gives each run its own --out (and "
                      "--force); leave it out", where, words[i]);
             return NPU_ERR_INVAL;
         }
+        const char *kv = !strncmp(words[i], "--label=", 8) ? words[i] + 8
+                         : !strcmp(words[i], "--label") && i + 1 < n ? words[i + 1] : "";
+        if (label_owned(kv)) {
+            snprintf(err, errlen, "%s: --label %s: the sweep gives each run its labels run, "
+                     "series and sweep; name yours otherwise", where, kv);
+            return NPU_ERR_INVAL;
+        }
+    }
     return NPU_OK;
 }
 
@@ -142,29 +156,41 @@ static bool label_ok(const char *s)
                      == strlen(s);
 }
 
+/* A value's "[LABEL]" into label (left empty without one), *text moved past it: 0, or
+   NPU_ERR_FORMAT with err. */
+static int value_label(const struct sweep_axis *a, const char **text, char *label,
+                       const char *where, char *err, size_t errlen)
+{
+    const char *t = *text;
+    while (*t == ' ' || *t == '\t')
+        t++;
+    *text = t;
+    if (*t != '[')
+        return NPU_OK;
+    const char *end = strchr(t, ']');
+    if (!end || end - t - 1 > (int)SWEEP_LABEL_MAX) {
+        snprintf(err, errlen, "%s: %s: a [LABEL] is not closed or passes %u characters",
+                 where, a->opt, SWEEP_LABEL_MAX);
+        return NPU_ERR_FORMAT;
+    }
+    snprintf(label, SWEEP_LABEL_MAX + 1, "%.*s", (int)(end - t - 1), t + 1);
+    if (!label_ok(label)) {
+        snprintf(err, errlen, "%s: [%s]: a label is of A-Z, a-z, 0-9, '.', '+' and '-'", where,
+                 label);
+        return NPU_ERR_FORMAT;
+    }
+    *text = end + 1;
+    return NPU_OK;
+}
+
 /* One value of an axis: "[LABEL] WORD..." */
 static int axis_value(struct sweep_axis *a, const char *text, const char *where, char *err,
                       size_t errlen)
 {
     struct sweep_value *v = &a->values[a->nvalues];
     char label[SWEEP_LABEL_MAX + 1] = "";
-    while (*text == ' ' || *text == '\t')
-        text++;
-    if (*text == '[') {
-        const char *end = strchr(text, ']');
-        if (!end || end - text - 1 > (int)SWEEP_LABEL_MAX) {
-            snprintf(err, errlen, "%s: %s: a [LABEL] is not closed or passes %u characters",
-                     where, a->opt, SWEEP_LABEL_MAX);
-            return NPU_ERR_FORMAT;
-        }
-        snprintf(label, sizeof(label), "%.*s", (int)(end - text - 1), text + 1);
-        if (!label_ok(label)) {
-            snprintf(err, errlen, "%s: [%s]: a label is of A-Z, a-z, 0-9, '.', '+' and '-'",
-                     where, label);
-            return NPU_ERR_FORMAT;
-        }
-        text = end + 1;
-    }
+    if (value_label(a, &text, label, where, err, errlen))
+        return NPU_ERR_FORMAT;
     char *words[SWEEP_WORDS_MAX], msg[160];
     int n = 0, rc = sweep_split_words(text, words, (int)SWEEP_WORDS_MAX, &n, msg, sizeof(msg));
     if (rc == NPU_OK && n == 0) {
@@ -176,7 +202,12 @@ static int axis_value(struct sweep_axis *a, const char *text, const char *where,
         snprintf(err, errlen, "%s: %s: %s", where, a->opt, msg);
         return rc;
     }
-    if ((rc = check_owned(words + 1, n - 1, where, err, errlen)) ||
+    if (!strcmp(a->opt, "--label") && label_owned(words[0])) {
+        snprintf(err, errlen, "%s: --label %s: the sweep gives each run its labels run, "
+                 "series and sweep; name yours otherwise", where, words[0]);
+        rc = NPU_ERR_INVAL;
+    }
+    if (rc || (rc = check_owned(words + 1, n - 1, where, err, errlen)) ||
         !(v->words = malloc((size_t)n * sizeof(*v->words)))) {
         sweep_free_words(words, n);
         return rc ? rc : NPU_ERR_NOMEM;

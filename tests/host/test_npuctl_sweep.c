@@ -112,6 +112,9 @@ static void test_grid_refusals(void **state)
     expect_refused("vary out: a | b", "its own");
     expect_refused("serve: --model x --out d", "its own --out");
     expect_refused("serve: --force", "its own --out");
+    expect_refused("serve: --label run=x", "--label run=x: the sweep gives each run");
+    expect_refused("vary sched: chunked --label=series=y", "--label series=y: the sweep");
+    expect_refused("vary label: run=a | run=b", "--label run=a: the sweep gives");
     expect_refused("vary sched: chunked | layered --out d", "its own --out");
     expect_refused("vary sched: chunked | chunked", "two values labelled 'chunked'");
     expect_refused("vary sched: chunked || layered", "an empty value");
