@@ -170,25 +170,27 @@ static void gemm_extent(const struct npu_desc *d, uint64_t base, uint64_t stride
     *lo = base, *hi = base + ext;
 }
 
-bool chip_engine_gemm_pipelines(const struct npu_desc *prev, const struct npu_desc *d)
+bool chip_engine_gemm_extent(const struct npu_desc *d, struct chip_gemm_extent *x)
 {
-    const struct npu_desc *g[2] = { prev, d };
-    uint64_t lo[2][3], hi[2][3]; /* [command][a, b, c] */
-    for (int i = 0; i < 2; i++) {
-        const struct matrix_gemm_args shape = {
-            .m = g[i]->m, .n = g[i]->n, .k = g[i]->k, .lda = g[i]->lda, .ldb = g[i]->ldb,
-            .ldc = g[i]->ldc, .flags = gemm_flags(g[i]->flags), .dtype = gemm_dtype(g[i]->op),
-        };
-        struct matrix_spans span;
-        if (matrix_gemm_spans(&shape, &span) != NPU_OK)
-            return false;
-        gemm_extent(g[i], g[i]->a, g[i]->stride_a, span.a, &lo[i][0], &hi[i][0]);
-        gemm_extent(g[i], g[i]->b, g[i]->stride_b, span.b, &lo[i][1], &hi[i][1]);
-        gemm_extent(g[i], g[i]->c, g[i]->stride_c, span.c, &lo[i][2], &hi[i][2]);
-    }
-    for (int x = 0; x < 3; x++) /* prev's C against d's operands, d's C against prev's */
-        if ((lo[0][2] < hi[1][x] && lo[1][x] < hi[0][2]) ||
-            (lo[1][2] < hi[0][x] && lo[0][x] < hi[1][2]))
+    const struct matrix_gemm_args shape = {
+        .m = d->m, .n = d->n, .k = d->k, .lda = d->lda, .ldb = d->ldb, .ldc = d->ldc,
+        .flags = gemm_flags(d->flags), .dtype = gemm_dtype(d->op),
+    };
+    struct matrix_spans span;
+    if (matrix_gemm_spans(&shape, &span) != NPU_OK)
+        return false;
+    gemm_extent(d, d->a, d->stride_a, span.a, &x->lo[0], &x->hi[0]);
+    gemm_extent(d, d->b, d->stride_b, span.b, &x->lo[1], &x->hi[1]);
+    gemm_extent(d, d->c, d->stride_c, span.c, &x->lo[2], &x->hi[2]);
+    return true;
+}
+
+bool chip_engine_gemm_independent(const struct chip_gemm_extent *a,
+                                  const struct chip_gemm_extent *b)
+{
+    for (int x = 0; x < 3; x++) /* a's C against b's operands, b's C against a's */
+        if ((a->lo[2] < b->hi[x] && b->lo[x] < a->hi[2]) ||
+            (b->lo[2] < a->hi[x] && a->lo[x] < b->hi[2]))
             return false;
     return true;
 }

@@ -207,31 +207,33 @@ static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t no
 static bool matrix_follows(const struct chip_engines *e, uint32_t q, uint64_t now)
 {
     const struct chip_engine_queue *queue = &e->queues[q];
-    const struct chip_engine_slot *s = &queue->ring[queue->head];
-    if (!queue->nrecent || !queue->next_ready || queue->recent_end_ps[0] != now)
+    struct chip_gemm_extent x;
+    if (!queue->nrecent || !queue->next_ready ||
+        queue->recent_end_ps[queue->newest] != now ||
+        !chip_engine_gemm_extent(&queue->ring[queue->head].d, &x))
         return false;
     const struct chip_engine_sizes *sz = chip_engines_core_sizes(e, queue_core(q));
     const uint64_t reach = (2ull * sz->sa_rows + sz->sa_cols) * e->clock->p.cycle_ps;
-    for (uint32_t i = 0; i < queue->nrecent; i++) {
-        if (i > 0 && queue->recent_end_ps[i] + reach <= now)
+    for (uint32_t i = 0; i < queue->nrecent; i++) { /* newest first */
+        const uint32_t r = (queue->newest + CHIP_MATRIX_RECENT - i) % CHIP_MATRIX_RECENT;
+        if (i > 0 && queue->recent_end_ps[r] + reach <= now)
             return true; /* this one's results and the older ones' were complete */
-        if (!chip_engine_gemm_pipelines(&queue->recent[i], &s->d))
+        if (!chip_engine_gemm_independent(&queue->recent[r], &x))
             return false;
     }
     return queue->nrecent < CHIP_MATRIX_RECENT; /* the history reached the idle array */
 }
 
-/* The matrix queue's history: d, which ended at `now`, is the newest. */
+/* The matrix queue's history: d, which ended at `now`, is the newest (an invalid shape,
+   never accepted, would span nothing). */
 static void matrix_remember(struct chip_engine_queue *queue, const struct npu_desc *d,
                             uint64_t now)
 {
-    const uint32_t keep = queue->nrecent < CHIP_MATRIX_RECENT ? queue->nrecent
-                                                              : CHIP_MATRIX_RECENT - 1;
-    memmove(&queue->recent[1], &queue->recent[0], keep * sizeof(queue->recent[0]));
-    memmove(&queue->recent_end_ps[1], &queue->recent_end_ps[0],
-            keep * sizeof(queue->recent_end_ps[0]));
-    queue->recent[0] = *d, queue->recent_end_ps[0] = now;
-    queue->nrecent = keep + 1;
+    queue->newest = (queue->newest + 1) % CHIP_MATRIX_RECENT;
+    if (!chip_engine_gemm_extent(d, &queue->recent[queue->newest]))
+        memset(&queue->recent[queue->newest], 0, sizeof(queue->recent[0]));
+    queue->recent_end_ps[queue->newest] = now;
+    queue->nrecent += queue->nrecent < CHIP_MATRIX_RECENT;
 }
 
 /* Whether the slot behind the head of q is ready at `now`: queued, its waits met. */

@@ -76,6 +76,11 @@ struct chip_engine_counters {
 
 struct chip_engine_slot;
 
+/* The bytes [lo, hi) a GEMM command's operands A, B and C span (batch strides included). */
+struct chip_gemm_extent {
+    uint64_t lo[3], hi[3];
+};
+
 #define CHIP_MATRIX_RECENT 8u /* covers a fill and drain of R + C - 2 behind folds of R
                                   cycles each, for arrays up to C = 6R */
 
@@ -88,10 +93,10 @@ struct chip_engine_queue {
     /* matrix: the last commands run and when each ended, newest first (a command queued
        behind them may flow through the array right after the newest: it must not touch
        what any of them whose results were still draining writes) */
-    uint32_t nrecent;
+    uint32_t nrecent, newest; /* entries in use; the newest's index (a ring) */
     bool next_ready;        /* the command behind the newest was ready (queued, its waits
                                met) when the newest started */
-    struct npu_desc recent[CHIP_MATRIX_RECENT];
+    struct chip_gemm_extent recent[CHIP_MATRIX_RECENT];
     uint64_t recent_end_ps[CHIP_MATRIX_RECENT];
     uint64_t latency_cycles; /* ... and the latency added after it */
     struct chip_engine_counters count;

@@ -22,7 +22,7 @@ struct chip_engine_plan {
     bool is_flow;
     uint64_t cycles;          /* compute engines */
     uint64_t piped_cycles;    /* matrix: the cycles when it follows an independent command
-                                 through the array (chip_engine_gemm_pipelines) */
+                                 through the array (chip_engine_gemm_independent) */
     uint32_t path[CHIP_PATH_MAX]; /* transfers: resources crossed (HBM channel, NoC links) */
     uint32_t path_len;
     uint64_t bytes;
@@ -36,10 +36,13 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
 /* How a checked descriptor runs. */
 void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, struct chip_engine_plan *plan);
-/* Whether GEMM command d, queued behind GEMM prev on the same array, flows through it right
-   behind prev's last fold (its weights loaded during prev's folds, its fill during prev's
-   drain: docs/engines.md): neither reads nor writes what the other writes. */
-bool chip_engine_gemm_pipelines(const struct npu_desc *prev, const struct npu_desc *d);
+/* The operands' extents of GEMM command d (false if its shape is invalid). */
+bool chip_engine_gemm_extent(const struct npu_desc *d, struct chip_gemm_extent *x);
+/* Whether two GEMM commands are independent: neither reads nor writes what the other
+   writes (then the later may flow through the array right behind the earlier's last fold:
+   docs/engines.md). */
+bool chip_engine_gemm_independent(const struct chip_gemm_extent *a,
+                                  const struct chip_gemm_extent *b);
 
 /* The vector engine (chip_engine_vector.c). */
 int chip_engine_vector_check(const struct chip_engines *e, uint32_t core,

@@ -318,7 +318,7 @@ int sweep_plan_prepare(struct sweep_plan *p)
 
 struct exec_ctx {
     struct sweep_plan *p;
-    size_t ended, todo;
+    size_t ended, to_run;
     struct timespec t0[SWEEP_RUNS_MAX];
     char **argv[SWEEP_RUNS_MAX]; /* a running child's argv and log path, freed as it ends */
     char *log[SWEEP_RUNS_MAX];
@@ -362,10 +362,10 @@ static void exec_ended(void *ctx, size_t i, const struct npuctl_child_exit *ex)
     j->wall_s = since(&x->t0[i]);
     x->ended++;
     if (ex->status == 0)
-        printf("sweep: [%zu/%zu] %s: ended whole, %.1f s\n", x->ended, x->todo, j->name,
+        printf("sweep: [%zu/%zu] %s: ended whole, %.1f s\n", x->ended, x->to_run, j->name,
                j->wall_s);
     else
-        printf("sweep: [%zu/%zu] %s: exit %d after %.1f s (%s)\n", x->ended, x->todo, j->name,
+        printf("sweep: [%zu/%zu] %s: exit %d after %.1f s (%s)\n", x->ended, x->to_run, j->name,
                ex->status, j->wall_s, x->log[i] ? x->log[i] : "no log");
     fflush(stdout);
     npuctl_free_argv(x->argv[i]);
@@ -381,9 +381,9 @@ int sweep_execute(struct sweep_plan *p)
         return npuctl_usage_error("sweep: out of memory");
     x->p = p;
     for (size_t i = 0; i < p->n; i++)
-        x->todo += !p->job[i].done;
+        x->to_run += !p->job[i].done;
     printf("sweep %s: %zu runs (%zu done already), %u at a time, into %s\n", p->grid->name,
-           p->n, p->n - x->todo, p->jobs, p->out);
+           p->n, p->n - x->to_run, p->jobs, p->out);
     fflush(stdout);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
