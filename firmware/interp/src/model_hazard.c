@@ -8,7 +8,7 @@
 #include "npu/wait.h"
 #include "npu_enums.h"
 
-#define HZ_WINDOW 32u
+#define HZ_WINDOW 128u
 /* Application semaphores of the engines' counts (0..11 are the application's; 2..7 are the
    runtime's and the interpreter's others). */
 static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u, 11u };

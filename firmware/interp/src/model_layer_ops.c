@@ -85,9 +85,8 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     const bool copies = !m->buf.x_in_sram && !tile->in_xt;
     if (copies && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
-    if (op->flags & EXEC_OP_PREFETCH)
-        exec_copy(m, tile->pre_dst, tile->pre_src, 1, tile->pre_bytes, tile->pre_bytes,
-                  tile->pre_bytes);
+    if (op->flags & EXEC_OP_PREFETCH) /* on the second queue, as rows_copy's */
+        exec_copy_side(m, tile->pre_dst, tile->pre_src, tile->pre_bytes);
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
     case NPU_OP_ATTENTION:
@@ -106,7 +105,9 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     default: rc = exec_moe(m, op->layer, tile); break;
     }
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (rc == NPU_OK && (copies || (op->flags & EXEC_OP_WITH_FFN)))
+    if (rc == NPU_OK && (op->flags & EXEC_OP_WITH_FFN)) /* a fused tile's, as rows_copy's */
+        exec_copy_side(m, x, tile->xt, n * row);
+    else if (rc == NPU_OK && copies)
         exec_copy(m, x, tile->xt, 1, n * row, n * row, n * row);
     return rc;
 }
@@ -138,9 +139,9 @@ static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t
     const enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_OTHER);
     if (in)
-        exec_copy(m, buf, x, 1, bytes, bytes, bytes);
+        exec_copy_side(m, buf, x, bytes);
     else
-        exec_copy(m, x, buf, 1, bytes, bytes, bytes);
+        exec_copy_side(m, x, buf, bytes);
     exec_set_cat(m, was);
     return NPU_OK;
 }
@@ -312,8 +313,10 @@ static int dense_tile_in(struct exec_model *m, uint32_t l, const struct exec_run
     return rc;
 }
 
-/* layer_op_dense_fused without tile reuse: the same tiles and loads, and tile i's FFN
-   all-reduce beside tile i + 1's norm and QKV GEMM, whose rows are in already. With
+/* layer_op_dense_fused without tile reuse: the same tiles, tile i's FFN all-reduce beside
+   tile i + 1's norm and QKV GEMM, whose rows are in already, and three residual buffers:
+   tile i + 2's rows load (on the second DMA queue, behind tile i - 1's going back from the
+   same buffer) while tile i computes, so a tile's norm never waits for its rows. With
    attn_deep tile i + 1's attention starts beside tile i's FFN: per tile i, tile i's combine
    or gather and O GEMM, tile i + 1's norm and QKV GEMM, tile i's O collective (beside that
    GEMM), tile i's FFN GEMMs, tile i + 1's QKV collectives (beside them) and steps, tile
@@ -323,24 +326,29 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
                                      const struct exec_run *runs, uint32_t nruns,
                                      uint32_t row0, uint32_t rows)
 {
-    const uint64_t xt[2] = { m->buf.a.xt, m->buf.a.xt2 };
+    const uint64_t xt[3] = { m->buf.a.xt, m->buf.a.xt2, m->buf.a.xt3 };
     const uint32_t T = m->plan->tile_rows, l = op->layer;
     const bool sliding = op->flags & NPU_OP_SLIDING, deep = m->plan->attn_deep;
     struct exec_tile *const tiles = op_tiles;
     bool started[2];
     int rc = dense_tile_in(m, l, runs, nruns, row0, 0, rows, xt[0], &tiles[0], &started[0]);
+    if (rc == NPU_OK && T < rows) /* tile 1's rows; the loop loads two tiles ahead */
+        rc = rows_copy(m, xt[1], row0 + T, rows - T < T ? rows - T : T, true);
     if (rc == NPU_OK && deep)
         rc = attn_deep_next(m, l, sliding, &tiles[0], started[0]);
-    for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
+    for (uint32_t t0 = 0, i = 0, b = 0; rc == NPU_OK && t0 < rows;
+         t0 += T, i ^= 1, b = (b + 1) % 3) {
         struct exec_tile *const cur = &tiles[i], *const nx = &tiles[i ^ 1];
-        const uint32_t next = t0 + cur->n;
-        if (next < rows) /* the next tile's rows, ahead of this one's work */
-            rc = rows_copy(m, xt[i ^ 1], row0 + next, rows - next < T ? rows - next : T, true);
+        const uint32_t next = t0 + cur->n, after = next + T; /* tiles i + 1, i + 2 */
+        const uint64_t nxt = xt[(b + 1) % 3];
+        if (next < rows && after < rows) /* tile i + 2's rows, where tile i - 1's were */
+            rc = rows_copy(m, xt[(b + 2) % 3], row0 + after, rows - after < T ? rows - after : T,
+                           true);
         if (rc == NPU_OK)
             rc = deep ? exec_attention_out(m, l, sliding, cur, true, true)
                       : exec_attention_mid(m, l, sliding, cur, started[i], true);
         if (rc == NPU_OK && deep && next < rows)
-            dense_tile_in(m, l, runs, nruns, row0, next, rows, xt[i ^ 1], nx, &started[i ^ 1]);
+            dense_tile_in(m, l, runs, nruns, row0, next, rows, nxt, nx, &started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, cur, true);
         if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
@@ -353,13 +361,13 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
         if (rc == NPU_OK)
             exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
         if (rc == NPU_OK && !deep && next < rows)
-            dense_tile_in(m, l, runs, nruns, row0, next, rows, xt[i ^ 1], nx, &started[i ^ 1]);
+            dense_tile_in(m, l, runs, nruns, row0, next, rows, nxt, nx, &started[i ^ 1]);
         if (rc == NPU_OK && deep && !early && next < rows)
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_ffn_end(m, l, cur);
         if (rc == NPU_OK)
-            rc = rows_copy(m, xt[i], row0 + t0, cur->n, false);
+            rc = rows_copy(m, xt[b], row0 + t0, cur->n, false);
     }
     return rc;
 }
