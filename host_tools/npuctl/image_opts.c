@@ -268,7 +268,7 @@ static const struct npuctl_opt image_opts[] = {
     { "--kv-window", NULL, "N", NULL,
       "split attention: every rank keeps the keys and values of the last N rows of a step "
       "and runs attention over them query-parallel (a multiple of --tile-rows; default: "
-      "the step's rows, at most 1 MiB of K and V, widened up to 4 MiB where SRAM is left "
+      "the step's rows, at most 1 MiB of K and V, widened up to 8 MiB where SRAM is left "
       "once the plan fits)", IMG_KV_WINDOW, C_ALL },
     { "--attn-block", NULL, "A", NULL,
       "positions per attention step, a multiple of the KV block; larger steps mean fewer, "

@@ -200,7 +200,7 @@ uint32_t npu_kv_ranks(const struct npu_plan *p);
 #define NPU_KV_WINDOW_BYTES (1ull << 20)
 /* The most K and V the planner widens a default window to once the plan fits, if the SRAM
    left keeps every other choice (docs/images.md, "Split attention"). */
-#define NPU_KV_WINDOW_WIDE_BYTES (4ull << 20)
+#define NPU_KV_WINDOW_WIDE_BYTES (8ull << 20)
 uint32_t npu_kv_window_rows(const struct npu_plan *p);
 uint32_t npu_kv_window_default(const struct model_config *c, const struct npu_plan *p);
 /* Rows of its own cache one rank needs for positions [0, positions) (the most any rank

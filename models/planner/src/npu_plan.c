@@ -623,14 +623,21 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
     const uint64_t most = NPU_KV_WINDOW_WIDE_BYTES / row / t * t;
     const uint64_t want = need < most ? need : most;
     const struct npu_plan was = *p;
-    for (uint64_t w = want; w > was.kv_window; w = w / 2 / t * t) {
+    /* the widest whole number of tiles that fits, by bisection (what a window takes grows
+       with it): halving from the widest left Qwen3-8B prefill-2048 at 1024 rows where
+       1792 fit, and the ranks owning the older positions' blocks did the rest */
+    uint64_t lo = was.kv_window / t, hi = want / t; /* lo tiles fit (the plan as it is) */
+    while (lo < hi) {
+        const uint64_t mid = (lo + hi + 1) / 2;
         *p = was;
-        p->kv_window = (uint32_t)w;
-        int rc = npu_planner_cores(pl, cores, ops, nops);
-        if (rc == NPU_OK && keeps_choices(p, &was))
-            return NPU_OK;
+        p->kv_window = (uint32_t)(mid * t);
+        if (npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was))
+            lo = mid;
+        else
+            hi = mid - 1;
     }
     *p = was;
+    p->kv_window = lo * t > was.kv_window ? (uint32_t)(lo * t) : was.kv_window;
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
