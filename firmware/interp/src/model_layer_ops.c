@@ -478,9 +478,6 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
-    if (op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE &&
-        !(layer_fused(m) && layer_wide(m, rows))) /* model_moe.h: beside attention */
-        exec_moe_prefetch(m, op->layer, rows < m->plan->moe_rows ? rows : m->plan->moe_rows);
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     if (op->kind == NPU_OP_ATTENTION && layer_fused(m))
         return layer_op_fused(m, op, runs, nruns, row0, rows);

@@ -110,12 +110,12 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
                          uint32_t group);
 
 /* Layer l's first expert slices, in the order the MoE group will serve them, loaded into
-   the expert ring: as the layer's attention starts (exec_layer_op; not under the MoE over
-   the layer, which serves them in its second pass) and again, where nothing is left to
-   load, while the NoC dispatches the group's rows (the dispatch's `prefetch`); only where
-   its `rows` touch most experts and its slices are staged (model_moe_ep.c). Beside
-   attention: Qwen3-30B-A3B prefill-512 17.82 ms against 17.98 (it measured slower before
-   the matrix commands pipelined, 21.25 against 19.77). */
+   the expert ring while the NoC dispatches the group's rows (the dispatch's `prefetch`):
+   only where its `rows` touch most experts and its slices are staged (model_moe_ep.c).
+   Loading them as the layer starts, beside attention, measured slower where attention
+   reads a long context from HBM: the chunked reference run's first 20 requests, mean TTFT
+   650 ms against 580 (Qwen3-30B-A3B prefill-512 at context 0 gained 0.9 %: 17.82 ms
+   against 17.98; before the matrix commands pipelined it lost, 21.25 against 19.77). */
 void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows);
 
 /* model_moe_units.c: the MoE by units (plan.moe_units_rows), for a MoE op of at most that

@@ -607,7 +607,8 @@ static bool keeps_choices(const struct npu_plan *p, const struct npu_plan *was)
 /* The default split-attention window widened, once the plan fits, to what max_tokens needs,
    at most NPU_KV_WINDOW_WIDE_BYTES of keys and values, the widest that keeps the plan's
    other choices (residual, KV cache and weights in SRAM or not, the KV pool, MoE groups,
-   the MoE over the layer); the expert ring widens after it, with the SRAM left. The window
+   the MoE over the layer; short of max_tokens, the second staged layer too); the expert
+   ring widens after it, with the SRAM left. The window
    makes attention over an op's latest rows query-parallel: prefill-2048 of Qwen3-30B-A3B
    took 83.9 ms with 2048 rows against 101.3 with 512, whose older
    positions ran on the 16 owners of their blocks; taken before the plan fits, its SRAM
@@ -623,21 +624,25 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
     const uint64_t most = NPU_KV_WINDOW_WIDE_BYTES / row / t * t;
     const uint64_t want = need < most ? need : most;
     const struct npu_plan was = *p;
-    /* the widest whole number of tiles that fits, by bisection (what a window takes grows
-       with it): halving from the widest left Qwen3-8B prefill-2048 at 1024 rows where
-       1792 fit, and the ranks owning the older positions' blocks did the rest */
-    uint64_t lo = was.kv_window / t, hi = want / t; /* lo tiles fit (the plan as it is) */
-    while (lo < hi) {
-        const uint64_t mid = (lo + hi + 1) / 2;
+    /* A window of all the iteration's rows leaves no attention to the owners of older
+       blocks: it may cost the second staged layer (Qwen3-8B prefill-2048: 46.6 ms with 2048
+       rows and one staged layer, 53.1 with 1024 and two). A narrower one only moves that
+       boundary, and keeps it, halving from the widest (the layered reference run's first
+       20 requests: mean TTFT 1.070 s with 2048 rows, 1.078 with the widest that fits,
+       2432). */
+    *p = was;
+    p->kv_window = (uint32_t)want;
+    if (want == need && want > was.kv_window &&
+        npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was))
+        return NPU_OK;
+    for (uint64_t w = want; w > was.kv_window; w = w / 2 / t * t) {
         *p = was;
-        p->kv_window = (uint32_t)(mid * t);
-        if (npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was))
-            lo = mid;
-        else
-            hi = mid - 1;
+        p->kv_window = (uint32_t)w;
+        if (npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was) &&
+            p->stage_double == was.stage_double)
+            return NPU_OK;
     }
     *p = was;
-    p->kv_window = lo * t > was.kv_window ? (uint32_t)(lo * t) : was.kv_window;
     return npu_planner_cores(pl, cores, ops, nops);
 }
 
