@@ -33,7 +33,9 @@ static uint32_t wcount[HZ_ENGINES]; /* the window's entries per engine */
    matters (a load into a slot waited for the readers of the one before, which waited for
    it); the ring has at most NPU_EXPERT_SLOTS_MAX slots and the staged shares two copies of
    a layer's few kinds: HZ_LOADS entries keyed by destination, the oldest replaced (its
-   number then counts as left the window). */
+   number then counts as left the window). The residual tiles' copies (rows_copy) come here
+   too, each copy back with its own destination in HBM: a layer of many tiles replaces
+   entries, whose (long complete) loads then only raise the floor a descriptor waits for. */
 #define HZ_LOADS 32u
 static struct hz_load {
     struct hz_access a;

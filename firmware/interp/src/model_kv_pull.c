@@ -72,7 +72,10 @@ int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p)
     const uint32_t l0 = m->pipe.stage * m->plan->stage_layers;
     const uint32_t rows = exec_kv_local_count(m, p->req, p->count); /* this rank's of them */
     assert(p->bounce_bytes >= row);
-    int rc = NPU_OK;
+    /* HAZARD: the bounce buffer overlays the residual tiles (xt...), whose copies back to
+       HBM may still run on the second DMA queue, and the NoC reads into it are not chain
+       descriptors: drain first */
+    int rc = exec_drain(m);
     for (uint32_t l = l0; rc == NPU_OK && l < l0 + m->plan->stage_layers; l++)
         for (uint32_t v = 0; rc == NPU_OK && v < 2; v++)
             for (uint32_t at = 0; rc == NPU_OK && at < rows;) {

@@ -9,7 +9,8 @@
  *      dispatch's plan (what its count exchange taught this rank), and in functional mode
  *      the top-k of the rank's rows;
  *   2. once: each slice this rank holds over the rows of every group, in chunks of up to
- *      moe_rows rows gathered from the spill into ep_recv, outputs written back over them;
+ *      moe_rows rows gathered from the spill into ep_recv and xt in turn (the next chunk
+ *      loading beside this one's GEMMs), outputs written back over them;
  *      its three matrices are loaded once a layer however many groups (the expert ring
  *      keeps them across the chunks);
  *   3. per group again: its rows (now outputs) and the dispatch's plan back, its choices sorted

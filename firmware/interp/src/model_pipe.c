@@ -43,7 +43,9 @@ static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t at, 
 int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows)
 {
     assert(m->pipe.stage + 1 < m->pipe.stages);
-    int rc = exec_flush(m);
+    /* in HBM, the rows' last copies back run on the second DMA queue, which a flush does
+       not wait for: the next stage copies them from there once signalled */
+    int rc = m->buf.x_in_sram ? exec_flush(m) : exec_drain(m);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;

@@ -20,8 +20,8 @@ struct npu_act_layout {
     uint64_t xt, xb, xb2;          /* [T][d] eb: residual tile, normed, block output (xb:
                                       [max(T, S)][d], S the slice of an EP MoE group) */
     uint64_t xt2, xt3;             /* [T][d] eb: a dense model's second and third residual
-                                      tiles when the rows are in HBM (npu_layout_xt2); else
-                                      empty */
+                                      tiles when the rows are in HBM (npu_layout_xt2,
+                                      npu_layout_xt3); else empty */
     uint64_t q, attn;              /* [T][qd] eb, one buffer: q, then attention's output */
     uint64_t knew, vnew;           /* [T][kvd] eb: the tile's new keys and values */
     uint64_t positions;            /* uint32 [T] */
@@ -87,10 +87,13 @@ struct npu_act_layout {
    its vocabulary slice's logits (firmware model_head.c), so no rank holds all of them. */
 bool npu_lm_head_split(const struct npu_plan *p);
 
-/* Whether the residual rows of a dense model's layers go through three tiles in SRAM (two
-   under tile reuse): the rows live in HBM, and the rows of the tile after next load while
-   this one's compute (the one before it going back first, on the same queue). */
+/* Whether the residual rows of a dense model's layers go through two tiles in SRAM: the
+   rows live in HBM, and the next tile's rows load while this one's compute. */
 bool npu_layout_xt2(const struct model_config *c, const struct npu_plan *p);
+/* And a third (xt3): with a paired FFN (firmware layer_op_dense_overlapped, not under tile
+   reuse) the rows of the tile after next load while this one's compute, behind the one
+   before it going back from that buffer on the same queue. */
+bool npu_layout_xt3(const struct model_config *c, const struct npu_plan *p);
 /* Whether an FFN (expert: the experts') is paired: gate and up give each rank its share of
    the hidden's columns and the down GEMM's partial sums complete it (MN then K over tp > 1
    ranks, or whole experts under EP), so no rank holds the whole hidden. */

@@ -24,6 +24,11 @@ bool npu_layout_xt2(const struct model_config *c, const struct npu_plan *p)
     return c->arch != MODEL_MOE && !p->x_in_sram;
 }
 
+bool npu_layout_xt3(const struct model_config *c, const struct npu_plan *p)
+{
+    return npu_layout_xt2(c, p) && npu_ffn_paired(p, false); /* paired: tp > 1 */
+}
+
 bool npu_ffn_paired(const struct npu_plan *p, bool expert)
 {
     const enum npu_gemm up = expert ? NPU_GEMM_EXP_UP : NPU_GEMM_FFN_UP;
@@ -68,7 +73,7 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->xt = take(&at, xr * d * eb), o->xb = take(&at, (gs > t ? gs : t) * d * eb);
     o->xb2 = take(&at, t * d * eb);
     o->xt2 = take(&at, npu_layout_xt2(c, p) ? t * d * eb : 0);
-    o->xt3 = take(&at, npu_layout_xt2(c, p) ? t * d * eb : 0);
+    o->xt3 = take(&at, npu_layout_xt3(c, p) ? t * d * eb : 0);
     o->q = take(&at, t * qd * eb);
     o->attn = o->q; /* q is dead once its heads are in qg: attention's output reuses it */
     o->knew = take(&at, t * kvd * eb), o->vnew = take(&at, t * kvd * eb);

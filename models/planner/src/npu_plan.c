@@ -632,10 +632,11 @@ static int widen_window(struct planner *pl, struct npu_image_core *cores,
        2432). */
     *p = was;
     p->kv_window = (uint32_t)want;
-    if (want == need && want > was.kv_window &&
-        npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was))
+    const bool whole = want == need && want > was.kv_window;
+    if (whole && npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was))
         return NPU_OK;
-    for (uint64_t w = want; w > was.kv_window; w = w / 2 / t * t) {
+    /* (a whole window that failed the laxer test fails this one too) */
+    for (uint64_t w = whole ? want / 2 / t * t : want; w > was.kv_window; w = w / 2 / t * t) {
         *p = was;
         p->kv_window = (uint32_t)w;
         if (npu_planner_cores(pl, cores, ops, nops) == NPU_OK && keeps_choices(p, &was) &&
