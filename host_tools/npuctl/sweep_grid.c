@@ -101,10 +101,15 @@ static bool sweep_owns(const char *word)
            !strcmp(word, "--force");
 }
 
-/* A label the sweep gives each run: run=, series= or sweep=. */
-static bool label_owned(const char *kv)
+/* Whether kv is a label the sweep gives each run (run=, series= or sweep=): then err says
+   so. */
+static bool label_owned(const char *kv, const char *where, char *err, size_t errlen)
 {
-    return !strncmp(kv, "run=", 4) || !strncmp(kv, "series=", 7) || !strncmp(kv, "sweep=", 6);
+    if (strncmp(kv, "run=", 4) && strncmp(kv, "series=", 7) && strncmp(kv, "sweep=", 6))
+        return false;
+    snprintf(err, errlen, "%s: --label %s: the sweep gives each run its labels run, series "
+             "and sweep; name yours otherwise", where, kv);
+    return true;
 }
 
 static int check_owned(char *const *words, int n, const char *where, char *err, size_t errlen)
@@ -117,11 +122,8 @@ static int check_owned(char *const *words, int n, const char *where, char *err, 
         }
         const char *kv = !strncmp(words[i], "--label=", 8) ? words[i] + 8
                          : !strcmp(words[i], "--label") && i + 1 < n ? words[i + 1] : "";
-        if (label_owned(kv)) {
-            snprintf(err, errlen, "%s: --label %s: the sweep gives each run its labels run, "
-                     "series and sweep; name yours otherwise", where, kv);
+        if (label_owned(kv, where, err, errlen))
             return NPU_ERR_INVAL;
-        }
     }
     return NPU_OK;
 }
@@ -202,11 +204,8 @@ static int axis_value(struct sweep_axis *a, const char *text, const char *where,
         snprintf(err, errlen, "%s: %s: %s", where, a->opt, msg);
         return rc;
     }
-    if (!strcmp(a->opt, "--label") && label_owned(words[0])) {
-        snprintf(err, errlen, "%s: --label %s: the sweep gives each run its labels run, "
-                 "series and sweep; name yours otherwise", where, words[0]);
+    if (!strcmp(a->opt, "--label") && label_owned(words[0], where, err, errlen))
         rc = NPU_ERR_INVAL;
-    }
     if (rc || (rc = check_owned(words + 1, n - 1, where, err, errlen)) ||
         !(v->words = malloc((size_t)n * sizeof(*v->words)))) {
         sweep_free_words(words, n);

@@ -74,8 +74,8 @@ int exec_kv_pull(struct exec_model *m, const struct exec_kv_pull *p)
     assert(p->bounce_bytes >= row);
     /* HAZARD: the bounce buffer overlays the residual tiles (xt...), whose copies back to
        HBM may still run on the second DMA queue, and the NoC reads into it are not chain
-       descriptors: drain first */
-    int rc = exec_drain(m);
+       descriptors: wait for what touches it first */
+    int rc = exec_wait_for(m, p->bounce, p->bounce_bytes);
     for (uint32_t l = l0; rc == NPU_OK && l < l0 + m->plan->stage_layers; l++)
         for (uint32_t v = 0; rc == NPU_OK && v < 2; v++)
             for (uint32_t at = 0; rc == NPU_OK && at < rows;) {

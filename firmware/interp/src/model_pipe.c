@@ -43,15 +43,17 @@ static int send(struct exec_model *m, uint32_t core, uint64_t src, uint64_t at, 
 int exec_pipe_send(struct exec_model *m, uint32_t row0, uint32_t rows)
 {
     assert(m->pipe.stage + 1 < m->pipe.stages);
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     /* in HBM, the rows' last copies back run on the second DMA queue, which a flush does
        not wait for: the next stage copies them from there once signalled */
-    int rc = m->buf.x_in_sram ? exec_flush(m) : exec_drain(m);
+    int rc = exec_flush(m);
+    if (rc == NPU_OK && !m->buf.x_in_sram)
+        rc = exec_wait_for(m, m->buf.x_all + row0 * row, rows * row);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
     const uint32_t next = m->pipe.core[m->pipe.stage + 1];
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     if (m->buf.x_in_sram) {
         rc = send(m, next, m->buf.x_all + row0 * row, 0, rows * row, SEM_PIPE, false);
     } else { /* in HBM, where they are: the next stage copies them */
