@@ -146,9 +146,42 @@ static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t
     return NPU_OK;
 }
 
-static int group_copy(struct exec_model *m, uint32_t row0, uint32_t n, bool in)
+/* The group buffers of a fused MoE layer: xt, and with the MoE over the layer a second
+   (npu_act_layout's xg_attn or xg_comb, by pass), so that the next group's rows load
+   while this one computes. */
+struct group_bufs {
+    uint64_t buf[2];
+    uint32_t next;   /* the buffer the next group takes */
+    bool loaded;     /* the next group's rows are already loading into it */
+};
+
+static void group_bufs_init(struct group_bufs *b, uint64_t xt, uint64_t second)
 {
-    return rows_copy(m, m->buf.a.xt, row0, n, in);
+    b->buf[0] = xt, b->buf[1] = second; /* xt: none */
+    b->next = 0, b->loaded = false;
+}
+
+/* The buffer of the next group, rows [row0, row0 + n) of x_all: loaded now unless already
+   loading. */
+static int group_take(struct exec_model *m, struct group_bufs *b, uint32_t row0, uint32_t n,
+                      uint64_t *buf)
+{
+    *buf = b->buf[b->next];
+    b->next ^= 1;
+    const bool was = b->loaded;
+    b->loaded = false;
+    return was ? NPU_OK : rows_copy(m, *buf, row0, n, true);
+}
+
+/* Starts loading the group after the one just taken (rows [row0, row0 + n)) into the other
+   buffer, when there is one: on the second DMA queue, behind the copy back of the group
+   that last used it. */
+static int group_prefetch(struct exec_model *m, struct group_bufs *b, uint32_t row0, uint32_t n)
+{
+    if (b->buf[0] == b->buf[1] || b->loaded || !n)
+        return NPU_OK;
+    b->loaded = true;
+    return rows_copy(m, b->buf[b->next], row0, n, true);
 }
 
 /* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
@@ -170,23 +203,28 @@ static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, u
 }
 
 /* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
-   experts once, then each group's combine into its residual rows. Runs in full under tile
-   reuse (not recorded). */
+   experts once, then each group's combine into its residual rows (the next group's loading
+   meanwhile into the other buffer). Runs in full under tile reuse (not recorded). */
 static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
                              uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
+    struct group_bufs bufs, *const b = &bufs;
+    group_bufs_init(b, m->buf.a.xt, m->buf.a.xg_comb);
     int rc = exec_moe_wide_serve_slices(m, l);
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
-        const uint32_t gn = w1 - g0 < G ? w1 - g0 : G;
-        rc = group_copy(m, row0 + g0, gn, true);
+        const uint32_t gn = w1 - g0 < G ? w1 - g0 : G, g1 = g0 + gn;
+        uint64_t buf;
+        rc = group_take(m, b, row0 + g0, gn, &buf);
+        if (rc == NPU_OK)
+            rc = group_prefetch(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G);
         make_tile(runs, nruns, g0, gn, tile);
-        tile->xt = m->buf.a.xt, tile->in_xt = true;
+        tile->xt = buf, tile->in_xt = true;
         if (rc == NPU_OK)
             rc = exec_moe_wide_combine_group(m, l, tile, g0 / G);
         if (rc == NPU_OK)
-            rc = group_copy(m, row0 + g0, gn, false);
+            rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
     exec_moe_wide_start_wave(m);
     return rc;
@@ -197,7 +235,7 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
    tile reuse the group is the unit recorded and replayed), else tile by tile. */
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
                            const struct exec_run *runs, uint32_t nruns, uint32_t g0,
-                           uint32_t gn, uint64_t x)
+                           uint32_t gn, uint64_t x, uint64_t buf)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows, step = m->tp > 1 ? gn : T;
@@ -207,16 +245,18 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
     int rc = NPU_OK;
     for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += step) {
         make_tile(runs, nruns, t0, g0 + gn - t0 < step ? g0 + gn - t0 : step, tile);
-        tile->xt = m->buf.a.xt + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
+        tile->xt = buf + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
         rc = run_tile(m, &tile_op, tile, x + (uint64_t)(t0 - g0) * row);
     }
     return rc;
 }
 
 /* The layer's attention op and then its MoE op, group by group (layer_fused), or with the
-   MoE over the layer (layer_wide) in three passes. The groups are whole tiles (moe_rows
-   rounded down to tile_rows; fewer rows than a MoE group holds): attention's tiles keep the
-   op-row alignment split attention's window slots assume. */
+   MoE over the layer (layer_wide) in three passes, where the next group's rows load into
+   the second buffer while this group computes, unless the next group starts a new wave
+   (the wave's combines come between). The groups are whole tiles (moe_rows rounded down
+   to tile_rows; fewer rows than a MoE group holds): attention's tiles keep the op-row
+   alignment split attention's window slots assume. */
 static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
                           const struct exec_run *runs, uint32_t nruns, uint32_t row0,
                           uint32_t rows)
@@ -225,28 +265,36 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     const uint32_t G = npu_moe_group_rows(m->plan);
     const bool wide = layer_wide(m, rows);
     struct exec_tile *const tile = &op_tiles[0];
+    struct group_bufs b;
+    group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
     int rc = NPU_OK;
     exec_set_layer(m, op->layer);
     uint32_t wave = 0; /* the first op row of the wave */
     if (wide)
         exec_moe_wide_begin_layer(m);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
-        const uint32_t gn = rows - g0 < G ? rows - g0 : G;
+        const uint32_t gn = rows - g0 < G ? rows - g0 : G, g1 = g0 + gn;
+        const uint32_t gn1 = rows - g1 < G ? rows - g1 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
         if (wide && g0 > wave && !exec_moe_wide_has_room(m, gn)) {
             rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, g0);
             wave = g0;
+            group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
         }
+        uint64_t buf = 0;
         if (rc == NPU_OK)
-            rc = group_copy(m, row0 + g0, gn, true);
+            rc = group_take(m, &b, row0 + g0, gn, &buf);
+        /* the next group's rows, unless its wave ends first (the spill grows linearly) */
+        if (rc == NPU_OK && wide && g1 < rows && exec_moe_wide_has_room(m, gn + gn1))
+            rc = group_prefetch(m, &b, row0 + g1, gn1);
         if (rc == NPU_OK)
-            rc = group_attention(m, op, runs, nruns, g0, gn, x);
+            rc = group_attention(m, op, runs, nruns, g0, gn, x, buf);
         make_tile(runs, nruns, g0, gn, tile);
-        tile->xt = m->buf.a.xt, tile->in_xt = true;
+        tile->xt = buf, tile->in_xt = true;
         if (rc == NPU_OK)
             rc = group_moe(m, op->layer, tile, x, wide);
         if (rc == NPU_OK)
-            rc = group_copy(m, row0 + g0, gn, false);
+            rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
     if (rc == NPU_OK && wide)
         rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, rows);

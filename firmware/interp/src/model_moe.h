@@ -88,6 +88,11 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
                         uint32_t block, uint32_t w);
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan);
+/* The same with this rank's outputs from row from_row of ep_recv (the dispatch's layout,
+   shifted): the MoE over the layer loads the next group's outputs beside them. */
+int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
+                            const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
+                            uint64_t from_row);
 /* Disaggregated (plan.disagg), on the expert instance: one dispatch round of layer l (one
    micro-batch of every replica at once) taken over the pair group, every slice this rank
    holds served over its rows, and the outputs sent back; the replicas' ranks run

@@ -23,6 +23,7 @@
  * (a slice's bytes); every rank counts the routed tokens from the slices' totals, which the
  * dispatch's count exchange gives every rank.
  */
+#include <assert.h>
 #include <stdio.h>
 
 #include "model_moe.h"
@@ -265,11 +266,23 @@ static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint3
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
 {
+    return moe_ep_combine_add_from(m, tile, x, plan, 0);
+}
+
+int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
+                            const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
+                            uint64_t from_row)
+{
     const uint32_t d = m->cfg->hidden_size, n = tile->n;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, n, &r0, &nr, &slice);
     struct noc_alltoallv_args a = dispatch_args(m, n);
+    if (from_row) { /* the buffer's rows from there (the group's worst case sized a) */
+        const uint64_t rows = (m->buf.a.ep_out - m->buf.a.ep_recv) / row;
+        assert(from_row < rows && "the outputs start inside ep_recv");
+        a.recv += from_row * row, a.recv_capacity = (rows - from_row) * d;
+    }
     exec_set_cat(m, EXEC_CAT_COLL);
     int rc = noc_alltoallv_combine(ep_comm(m), &a, plan);
     exec_set_cat(m, EXEC_CAT_FFN);

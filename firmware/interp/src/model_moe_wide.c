@@ -15,7 +15,8 @@
  *      keeps them across the chunks);
  *   3. per group again: its rows (now outputs) and the dispatch's plan back, its choices sorted
  *      again (the routing model's draws, or the stashed top-k), the combine, and the sum
- *      into the group's residual rows.
+ *      into the group's residual rows; the next group's outputs load (second DMA queue)
+ *      into ep_recv beside this group's where it has room, while this one combines.
  * The spill holds moe_spill_rows rows: when the wave's groups' worst cases and the next
  * group's (npu_moe_spill_group_rows) would pass it, the groups before it are served and
  * combined first (a wave; its slices are loaded again in the next).
@@ -79,10 +80,19 @@ static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s,
     return (uint32_t *)(uintptr_t)(record_addr(m, s, g) + s->runs);
 }
 
+/* The third pass's outputs in ep_recv: group `group`'s from row `at`, loaded or loading on
+   the second DMA queue (set), so that the next group's load beside this one's combine. */
+static struct {
+    uint32_t group;
+    uint64_t at;
+    bool set;
+} staged;
+
 void exec_moe_wide_begin_layer(struct exec_model *m)
 {
     (void)m;
     wide.first = wide.groups = 0, wide.rows = wide.reserved = 0;
+    staged.set = false;
 }
 
 bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t n)
@@ -95,6 +105,7 @@ void exec_moe_wide_start_wave(struct exec_model *m)
 {
     (void)m;
     wide.first = wide.groups, wide.rows = wide.reserved = 0;
+    staged.set = false;
 }
 
 /* Functional mode: the top-k of the rank's nr rows, to the record (in) or back. */
@@ -235,8 +246,39 @@ int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
     return exec_flush(m);
 }
 
+/* Group g's outputs from the spill into ep_recv from row `at` (second DMA queue). */
+static void stage_outputs(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
+                          uint64_t at)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const struct wide_record *rec = record(m, s, g);
+    if (rec->rows)
+        exec_copy_side(m, m->buf.a.ep_recv + at * row, spill_base(m) + s->rows +
+                       rec->first_row * row, rec->rows * row);
+    staged.group = g, staged.at = at, staged.set = true;
+}
+
+/* Group g's outputs (rows [at, at + n) of ep_recv) are loaded or loading: the next
+   group's start loading after them where ep_recv has room, else before them where they
+   fit there, else as that group's combine starts. ep_recv holds a group's worst case;
+   a Qwen3-30B-A3B prefill-2048 rank receives about a third of it. */
+static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
+                       uint64_t at)
+{
+    if (g + 1 >= wide.groups)
+        return;
+    const uint64_t cap = npu_moe_spill_group_rows(m->cfg, m->plan, m->plan->moe_rows);
+    const uint64_t n = record(m, s, g)->rows, n1 = record(m, s, g + 1)->rows;
+    if (at + n + n1 <= cap)
+        stage_outputs(m, s, g + 1, at + n);
+    else if (n1 <= at)
+        stage_outputs(m, s, g + 1, 0);
+}
+
+/* The group's outputs staged as above (the combine waits for their load by range), its
+   dispatch plan and top-k back, its choices sorted again, the combine and the sum. */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                         uint32_t group)
+                                uint32_t group)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -245,18 +287,21 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const struct wide_record *rec = record(m, &s, group);
-    const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
+    const uint64_t mat = plan_bytes(m, x);
     exec_set_cat(m, EXEC_CAT_FFN);
-    if (bytes)
-        exec_copy(m, m->buf.a.ep_recv, spill_base(m) + s.rows + rec->first_row * row, 1,
-                  bytes, bytes, bytes);
+    if (!staged.set || staged.group != group)
+        stage_outputs(m, &s, group, 0);
+    const uint64_t at = staged.at;
+    stage_next(m, &s, group, at);
     exec_copy(m, m->buf.a.ep_matrix, record_addr(m, &s, group) + s.counts, 1, mat, mat, mat);
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     copy_topk(m, &s, group, nr, false);
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
+    if (rc == NPU_OK && rec->rows) /* and the combine sends the outputs */
+        rc = exec_wait_for(m, m->buf.a.ep_recv + at * row, rec->rows * row);
     if (rc != NPU_OK)
         return rc;
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-    return moe_ep_combine_add(m, tile, x, &plan);
+    return moe_ep_combine_add_from(m, tile, x, &plan, at);
 }

@@ -80,6 +80,15 @@ struct npu_act_layout {
                                       ep_recv, or its own); else ytmp */
     uint64_t yqkv;                 /* eb: with yo of its own, the QKV GEMM's chunks
                                       [rank][T][qd + 2 kvd] after it; else ytmp */
+    /* The MoE over the layer (npu_moe_layer_wide): a second buffer of a group's residual
+       rows ([G][d] eb, G = npu_moe_group_rows), so that the next group's rows load while
+       this one computes, laid over buffers idle in that pass (no SRAM of its own); xt
+       itself (no second buffer) where they are too small or the layer is not wide. */
+    uint64_t xg_attn;              /* while groups' attention and dispatch run: over ep_out
+                                      (the combine's, idle until the third pass) */
+    uint64_t xg_comb;              /* while their combines run: over attention's tile
+                                      buffers q .. vblk (idle then; not the window, which
+                                      a later wave's groups of the layer still read) */
     uint64_t bytes;                /* the arena */
 };
 

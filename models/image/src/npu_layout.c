@@ -150,7 +150,10 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
        the hazard tracker orders the rest), else their own. */
     const uint64_t steps = (o->vblk - o->kblk) + blk * kvd * eb; /* kblk and vblk */
     if (deep && o->ep_out - o->ep_recv >= od + qkvd) {
-        o->yo = o->ep_recv, o->yqkv = o->ep_recv + od;
+        /* at its end: a MoE group's received rows fill it from the start, and the spill
+           that copies them to HBM (the MoE over the layer) then runs beside the next
+           group's QKV GEMM unless they reach these chunks (the hazard tracker's ranges) */
+        o->yo = (o->ep_out - od - qkvd) & ~63ull, o->yqkv = o->yo + od;
     } else if (deep) { /* the QKV chunks over the step buffers where they fit: the steps'
                           loads and GEMMs come before the next tile's QKV GEMM and after
                           its unchunking on their in-order queues anyway */
@@ -169,6 +172,13 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     o->logits = take(&at, b * (split_head ? c->vocab_size / p->tp : c->vocab_size) * eb);
     o->argmax = take(&at, b * 4);
     o->lm_picks = take(&at, split_head ? (uint64_t)p->tp * b * 8 : 0);
+    /* HAZARD: both overlays are written while the buffers beneath are idle only because
+       the firmware's passes say so (model_layer_ops.c, layer_op_fused); the hazard tracker
+       orders the copies against the last and next users of the bytes beneath. */
+    const uint64_t gx = (uint64_t)npu_moe_group_rows(p) * d * eb;
+    const bool layer_wide = npu_moe_layer_wide(p);
+    o->xg_attn = layer_wide && p_ep * slice * d * eb >= gx ? o->ep_out : o->xt;
+    o->xg_comb = layer_wide && o->kwin - o->q >= gx ? o->q : o->xt;
     o->bytes = at;
 }
 

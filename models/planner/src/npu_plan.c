@@ -425,7 +425,7 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
     if (p->attn_deep) {
         struct npu_act_layout a;
         npu_act_layout(pl->cfg, p, &a);
-        const bool recv = a.ep_out > a.ep_recv && a.yo == a.ep_recv;
+        const bool recv = a.yo >= a.ep_recv && a.yo < a.ep_out;
         fprintf(f, "  attention: two tiles in flight, the O and QKV GEMMs' chunks outside "
                 "attention's scratch (%s)\n", recv ? "over the MoE dispatch's receive buffer"
                 : a.yqkv == a.kblk ? "O's in a buffer of its own, QKV's over the step buffers"
@@ -453,13 +453,20 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
                 pl->contiguous ? "; contiguous because the balanced map did not fit" : "");
     struct npu_moe_spill spill;
     npu_moe_spill_layout(pl->cfg, p, &spill);
-    if (spill.bytes)
+    if (spill.bytes) {
+        struct npu_act_layout a;
+        npu_act_layout(pl->cfg, p, &a);
+        const bool two = a.xg_attn != a.xt, three = a.xg_comb != a.xt;
         fprintf(f, "  MoE over the layer: up to %u groups of %u rows dispatched first, their "
                 "rows kept in HBM (%llu rows, %.2f MiB per core%s), each expert slice served "
-                "once a layer over all of them, then combined group by group\n",
+                "once a layer over all of them, then combined group by group; the next "
+                "group's residual rows load beside this one's %s\n",
                 spill.groups, npu_moe_group_rows(p), (unsigned long long)spill.cap,
                 MIB(spill.bytes), pl->spill_halvings ? "; halved for HBM: a layer may take "
-                "several waves, each loading the slices again" : "");
+                "several waves, each loading the slices again" : "",
+                two && three ? "in both passes" : two ? "in the first pass only"
+                : three ? "in the combines only" : "in neither pass (no idle buffer holds a group)");
+    }
     if (p->moe_units_rows)
         fprintf(f, "  MoE by units: a MoE op of at most %u rows runs on every rank over all "
                 "its rows, each touched expert in units of %u columns dealt round the ranks "
