@@ -252,11 +252,16 @@ uint64_t matrix_gemm_batch_cycles(const struct matrix_engine_cfg *cfg, uint32_t 
     }
     uint64_t fk = ceil_div(k, cfg->rows), fn = ceil_div(n, cfg->cols);
     r.folds = sat_mul(fk * fn, nb); /* fk * fn < 2^64: each factor < 2^32 */
-    /* A fold streams M rows but cannot switch before the next fold's R weight rows are in. */
-    uint64_t per_fold = m > cfg->rows ? m : cfg->rows;
-    uint64_t fill_drain = (uint64_t)cfg->rows + cfg->cols - 2;
-    r.stream_cycles = sat_mul(r.folds, per_fold);
-    r.compute_cycles = sat_add(sat_add(cfg->rows, r.stream_cycles), fill_drain);
+    /* A fold streams M rows but cannot switch before the next fold's weight rows are in:
+       R of them, or K mod R for the last K-fold of an N-fold (matrix_engine.h). */
+    const uint64_t kr = k % cfg->rows, full = k / cfg->rows;
+    const uint64_t per_fold = m > cfg->rows ? m : cfg->rows;
+    const uint64_t per_part = kr == 0 ? 0 : m > kr ? m : kr;
+    const uint64_t per_nfold = sat_add(sat_mul(full, per_fold), per_part);
+    const uint64_t first_load = k < cfg->rows ? k : cfg->rows;
+    const uint64_t fill_drain = (uint64_t)cfg->rows + cfg->cols - 2;
+    r.stream_cycles = sat_mul(sat_mul(fn, per_nfold), nb);
+    r.compute_cycles = sat_add(sat_add(first_load, r.stream_cycles), fill_drain);
     r.sram_bytes = sat_mul(gemm_sram_bytes(m, n, k, fk, fn, dtype, flags), nb);
     r.sram_cycles = ceil_div(r.sram_bytes, cfg->sram_bytes_per_cycle);
     r.cycles = r.compute_cycles > r.sram_cycles ? r.compute_cycles : r.sram_cycles;

@@ -98,7 +98,7 @@ int matrix_engine_cfg_check(const struct matrix_engine_cfg *cfg);
 struct matrix_gemm_timing {
     uint64_t cycles;         /* max(compute_cycles, sram_cycles) */
     uint64_t compute_cycles; /* the array's schedule */
-    uint64_t stream_cycles;  /* its folds alone, folds * max(M, R): what the command costs
+    uint64_t stream_cycles;  /* its folds alone (the FN * ... term below): what the command costs
                                 when it follows an independent one through the array */
     uint64_t sram_cycles;    /* ceil(sram_bytes / sram_bytes_per_cycle) */
     uint64_t sram_bytes;     /* bytes read + written in SRAM */
@@ -114,16 +114,20 @@ struct matrix_gemm_timing {
  * Transposes cost nothing (the operand fetch reads either layout at full bandwidth).
  *
  *   FK = ceil(K / R), FN = ceil(N / C), folds = FK * FN
- *   The weight operand op(B) is cut into folds of R (along K) x C (along N); a partial fold
- *   is padded and costs as much as a full one. Fold order: N-folds outer, K-folds inner.
+ *   The weight operand op(B) is cut into folds of R (along K) x C (along N); a fold
+ *   narrower than C costs as much as a full one, and the last K-fold of each N-fold holds
+ *   KR = K mod R weight rows when KR > 0. Fold order: N-folds outer, K-folds inner.
  *   Per fold, the M rows of op(A)'s K-slice stream through the array: M cycles. Weights are
- *   double-buffered: the R cycles that load the next fold's weights overlap the current
- *   fold, so a fold lasts max(M, R) cycles (with M < R the array waits for weights: GEMV is
- *   weight-load bound). The switch to the next fold's weights travels down the array with
- *   the wavefront (as in the TPU's staggered weight switch), so consecutive folds follow
- *   each other without draining; the first weight load (R cycles) and one fill/drain of
+ *   double-buffered and shift in a row a cycle: the cycles that load the next fold's weight
+ *   rows (R, or KR) overlap the current fold, so a fold lasts max(M, R), a partial one
+ *   max(M, KR) (with M < R the array waits for weights: GEMV is weight-load bound, and a
+ *   half-height fold loads in half the time; its unused rows still cost MACs when M is
+ *   large). The switch to the next fold's weights travels down the array with the
+ *   wavefront (as in the TPU's staggered weight switch), so consecutive folds follow each
+ *   other without draining; the first weight load (min(K, R) cycles) and one fill/drain of
  *   the wavefront (R + C - 2 cycles) are exposed once per command:
- *     compute_cycles = R + folds * max(M, R) + (R + C - 2)
+ *     compute_cycles = min(K, R) + FN * (floor(K / R) * max(M, R) + [KR > 0] max(M, KR))
+ *                      + (R + C - 2)
  *   This is the NPU paper's section 3.1 form, T = N_tiles * T_cycles + T_inject. (SCALE-Sim
  *   charges 2R + C + M - 2 per fold: no overlap of folds at all.)
  *
@@ -154,7 +158,7 @@ uint64_t matrix_gemm_cycles(const struct matrix_engine_cfg *cfg, uint32_t m, uin
  * each other through the array as one GEMM's do (no operand of one is the output of
  * another, so nothing waits for a drain), so the first weight load and the fill/drain are
  * exposed once:
- *   compute_cycles = R + batch * folds * max(M, R) + (R + C - 2)
+ *   compute_cycles = min(K, R) + batch * (one GEMM's fold term) + (R + C - 2)
  * and sram_bytes, folds and flops are batch times one GEMM's. batch 0 counts as 1. The
  * attention of a decode row (a few query rows against each KV head's keys) is the case:
  * per head, one fold that costs about four times its streaming in weight load and drain.

@@ -353,6 +353,17 @@ static void test_timing_hand_computed(void **state)
     expect_timing(&arr4, 1, 8, 8, MATRIX_BF16_FP32, 0, 4, 26, 256, 26);
     /* M = 9 > R: folds of 9 cycles: 4 + 4 * 9 + 6. A 2 * 9 * 8 * 2, B 128, C 72 * 12. */
     expect_timing(&arr4, 9, 8, 8, MATRIX_BF16_FP32, 0, 4, 46, 1280, 46);
+    /* A partial K-fold loads only its rows: M = 1, K = 6 = 4 + 2, N = 8: per N-fold
+       max(1, 4) + max(1, 2) = 6 cycles, 4 + 2 * 6 + 6 = 22 (a padded fold would make it 26).
+       A 2 * 1 * 6 * 2 = 24, B 96, C 8 * (8 + 4) = 96. */
+    expect_timing(&arr4, 1, 8, 6, MATRIX_BF16_FP32, 0, 4, 22, 216, 22);
+    /* K = 2 < R: the first load is 2 rows, each fold max(1, 2): 2 + 2 * 2 + 6 = 12.
+       A 2 * 1 * 2 * 2 = 8, B 32, C 8 * 4 = 32. */
+    expect_timing(&arr4, 1, 8, 2, MATRIX_BF16_FP32, 0, 2, 12, 72, 12);
+    /* M >= R: a partial fold still streams all M rows (its idle array rows cost MACs):
+       M = 9, K = 6: per N-fold 9 + 9, 4 + 2 * 18 + 6 = 46, as with K = 8. A 2 * 9 * 6 * 2
+       = 216, B 96, C 72 * 12 = 864. */
+    expect_timing(&arr4, 9, 8, 6, MATRIX_BF16_FP32, 0, 4, 46, 1176, 46);
 }
 
 /* A batch: its folds follow each other, one weight load and one fill/drain exposed. */
