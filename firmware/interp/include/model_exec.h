@@ -490,6 +490,9 @@ void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t b
    that may write src, drain, or wait for src's range (exec_wait_for_collective, which reads
    the loads table); exec_flush alone does not order it. */
 void exec_copy_side(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
+/* Whether the second DMA queue has finished all it was given (its loads then hold up
+   nothing queued behind them). */
+bool exec_side_idle(struct exec_model *m);
 /* Where block `block` (an expert's id) of this rank's share of (layer, kind) is in SRAM, or
    0 if it must be streamed from HBM (the LM head of a non-resident plan). */
 uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
@@ -599,6 +602,7 @@ struct exec_tile {
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
                                 group, model_layer_ops.c): no copies from and to HBM */
     uint64_t pre_dst, pre_src, pre_bytes; /* EXEC_OP_PREFETCH: the next tile's rows */
+    bool whole;              /* every row of its runs: the op's only tile */
 };
 /* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's
    attention op carrying its FFN over the same tile, whose rows come in ahead (in xt) and

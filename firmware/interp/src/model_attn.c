@@ -245,6 +245,36 @@ static void attn_softmax_update(struct exec_model *m, const struct attn_state *s
         attn_rescale_state(m, st, first_row, rows, m_old, m_new);
 }
 
+/* A unit's PV GEMM held back until the next unit's scores GEMM and softmax are issued, so
+   that the array runs that scores GEMM while the vector engine runs this unit's softmax,
+   and each GEMM finds the next one ready behind it (docs/engines.md: it then streams
+   without its weight load and drain). Held only while two units' scores and
+   probabilities fit in their buffers (the halves: decode rows' units are a few rows
+   each), never across units of the same state rows (the next one's rescale of acc must
+   follow this GEMM), nor past a load over the V rows it reads (attn_pv_flush_over), nor
+   out of exec_attention_steps. */
+static struct {
+    bool held;
+    struct exec_gemm_args pv;
+    uint32_t row, h0, slot; /* its segment's first tile row, first KV head, buffer half */
+    uint64_t v_lo, v_hi;    /* the V rows it reads */
+} attn_pv;
+
+static void attn_pv_flush(struct exec_model *m)
+{
+    if (attn_pv.held)
+        exec_gemm_many(m, &attn_pv.pv);
+    attn_pv.held = false;
+}
+
+/* Flush before a load into [lo, hi) of the V buffer: the held GEMM reads what it
+   overwrites, and issued after the load it would read the new rows. */
+static void attn_pv_flush_over(struct exec_model *m, uint64_t lo, uint64_t hi)
+{
+    if (attn_pv.held && lo < attn_pv.v_hi && attn_pv.v_lo < hi)
+        attn_pv_flush(m);
+}
+
 /*
  * KV heads [h0, h0 + hb) of segment g against step s: each head's query heads as one matrix
  * of count x group rows (row t * group + j is row t's j-th head of the group, whose
@@ -252,7 +282,8 @@ static void attn_softmax_update(struct exec_model *m, const struct attn_state *s
  * (max, sum, acc). m_old/m_new: this step's parity of the max buffers. The heads' two GEMMs
  * are one batched command each (scores and probabilities of head h0 + i at i x rows x nb):
  * a decode row's GEMM is one fold of the array, whose weight load and drain cost about
- * four times its streaming, and a batch pays them once (docs/engines.md).
+ * four times its streaming, and a batch pays them once (docs/engines.md). The PV GEMM goes
+ * after the next unit's scores where attn_pv allows.
  */
 static void attn_heads_step(struct exec_model *m, const struct attn_state *st,
                             const struct exec_seg *g, uint32_t h0, uint32_t hb,
@@ -265,34 +296,46 @@ static void attn_heads_step(struct exec_model *m, const struct attn_state *st,
     const uint32_t group = c->num_heads / c->num_kv_heads, rows = g->count * group;
     const uint64_t eb = m->buf.eb, row0 = h0 * st->span + (uint64_t)g->row * group;
     const uint64_t sc = (uint64_t)rows * nb; /* a head's scores (and probabilities) */
+    const uint64_t half = (uint64_t)m->plan->tile_rows * group * m->plan->attn_block / 2;
+    const bool two = sc * hb <= half; /* two units fit the buffers */
+    if (attn_pv.held && (!two || (attn_pv.row == g->row && attn_pv.h0 == h0)))
+        attn_pv_flush(m);
+    const uint32_t slot = attn_pv.held ? attn_pv.slot ^ 1 : 0;
+    const uint64_t scores = a->scores + slot * half * 4, probs = a->probs_blk + slot * half * eb;
     /* scores_i[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T, h = h0 + i */
     exec_gemm_many(m, &(struct exec_gemm_args){
-                          .c = a->scores, .a = a->qg + row0 * hd * eb,
+                          .c = scores, .a = a->qg + row0 * hd * eb,
                           .b = kv.k + (uint64_t)h0 * hd * eb, .rows = rows, .n = nb, .k = hd,
                           .lda = hd, .ldb = kvd, .ldc = nb, .trans_b = true, .f32_out = true,
                           .batch = hb, .stride_a = st->span * hd * eb, .stride_b = hd * eb,
                           .stride_c = sc * 4 });
-    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = a->scores,
-                                             .out = a->scores, .rows = hb * rows, .cols = nb,
+    attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = scores,
+                                             .out = scores, .rows = hb * rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) });
     for (uint32_t i = 0; i < hb; i++) {
-        const uint64_t sco = a->scores + i * sc * 4; /* head h0 + i's */
+        const uint64_t sco = scores + i * sc * 4; /* head h0 + i's */
         /* row t sees positions up to pos + t, with a window the last `window` only */
         if (s->mask)
             attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_MASK, .x = sco,
                                                      .out = sco, .rows = rows, .cols = nb,
                                                      .k = group, .pos = g->pos - s->p0,
                                                      .scalar = (float)window });
-        attn_softmax_update(m, st, sco, a->probs_blk + i * sc * eb, row0 + i * st->span, rows,
-                            nb, first, m_old, m_new);
+        attn_softmax_update(m, st, sco, probs + i * sc * eb, row0 + i * st->span, rows, nb,
+                            first, m_old, m_new);
     }
     /* acc_h[rows][hd] (+)= P_i[rows][nb] V_step,h[nb][hd] */
-    exec_gemm_many(m, &(struct exec_gemm_args){
-                          .c = a->acc + row0 * hd * 4, .a = a->probs_blk,
-                          .b = kv.v + (uint64_t)h0 * hd * eb, .rows = rows, .n = hd, .k = nb,
-                          .lda = nb, .ldb = kvd, .ldc = hd, .f32_out = true,
-                          .accumulate = !first, .batch = hb, .stride_a = sc * eb,
-                          .stride_b = hd * eb, .stride_c = st->span * hd * 4 });
+    const struct exec_gemm_args pv = {
+        .c = a->acc + row0 * hd * 4, .a = probs, .b = kv.v + (uint64_t)h0 * hd * eb,
+        .rows = rows, .n = hd, .k = nb, .lda = nb, .ldb = kvd, .ldc = hd, .f32_out = true,
+        .accumulate = !first, .batch = hb, .stride_a = sc * eb, .stride_b = hd * eb,
+        .stride_c = st->span * hd * 4 };
+    attn_pv_flush(m); /* the held unit's, behind this unit's scores and softmax */
+    if (!two) {
+        exec_gemm_many(m, &pv);
+        return;
+    }
+    attn_pv.held = true, attn_pv.pv = pv, attn_pv.row = g->row, attn_pv.h0 = h0;
+    attn_pv.slot = slot, attn_pv.v_lo = kv.v, attn_pv.v_hi = kv.v + (uint64_t)nb * kvd * eb;
 }
 
 /* How many KV heads of a segment of `count` rows one step of nb positions batches: as many
@@ -324,9 +367,9 @@ static struct attn_kv attn_step_rows(struct exec_model *m, uint32_t nb)
 }
 
 /* K and V of local rows [lr, lr + nb) into the step's rows `to`: one copy per contiguous
-   piece. */
+   piece (side: on the second DMA queue). */
 static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_kv_cache *k,
-                           uint32_t lr, uint32_t nb, struct attn_kv to)
+                           uint32_t lr, uint32_t nb, struct attn_kv to, bool side)
 {
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
     for (uint32_t at = lr, n; at < lr + nb; at += n) {
@@ -334,9 +377,33 @@ static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_k
         uint64_t kd = exec_kv_addr(m, k, l, false, at, &contig);
         uint64_t vd = exec_kv_addr(m, k, l, true, at, &contig);
         n = lr + nb - at < contig ? lr + nb - at : contig;
+        if (side) {
+            exec_copy_side(m, to.k + (at - lr) * row, kd, n * row);
+            exec_copy_side(m, to.v + (at - lr) * row, vd, n * row);
+            continue;
+        }
         exec_copy(m, to.k + (at - lr) * row, kd, 1, n * row, n * row, n * row);
         exec_copy(m, to.v + (at - lr) * row, vd, 1, n * row, n * row, n * row);
     }
+}
+
+/* The steps attn_prefetch loaded, in the order the attention takes them. */
+#define ATTN_PRE_MAX 8u
+static struct {
+    uint32_t layer, n, used;
+    struct attn_kv kv[ATTN_PRE_MAX];
+    uint32_t lr[ATTN_PRE_MAX], nb[ATTN_PRE_MAX];
+} attn_pre;
+
+/* The next step's rows if it was prefetched (the same rows of the same layer). */
+static bool attn_pre_take(uint32_t l, uint32_t lr, uint32_t nb, struct attn_kv *kv)
+{
+    if (attn_pre.used >= attn_pre.n || attn_pre.layer != l)
+        return false;
+    const uint32_t i = attn_pre.used++;
+    assert(attn_pre.lr[i] == lr && attn_pre.nb[i] == nb && "the attention's own order");
+    *kv = attn_pre.kv[i];
+    return true;
 }
 
 /* Whether every row of g sees every position in [first, last]: row t sees [pos + t -
@@ -448,8 +515,12 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
     uint32_t parity = 1 ^ ((steps - 1) & 1); /* parity 1 writes the new maxima to m_a */
     for (uint32_t lr = r0; lr < r1; parity ^= 1) {
         const struct attn_step s = attn_step_next(m, g, window, lr, r1);
-        const struct attn_kv kv = attn_step_rows(m, s.nb);
-        attn_gather_kv(m, l, &k, s.lr, s.nb, kv);
+        struct attn_kv kv;
+        if (!attn_pre_take(l, s.lr, s.nb, &kv)) {
+            kv = attn_step_rows(m, s.nb);
+            attn_pv_flush_over(m, kv.v, kv.v + (uint64_t)s.nb * npu_kv_row_bytes(c, m->plan));
+            attn_gather_kv(m, l, &k, s.lr, s.nb, kv, false);
+        }
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0, hb = attn_heads_batch(m, g->count, s.nb); h < c->num_kv_heads;
              h += hb)
@@ -601,6 +672,7 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
     const uint32_t wn = npu_kv_window_rows(m->plan), n = tile->n;
     const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan), slot = tile->t0 % wn;
     assert(slot + n <= wn && "the window is a multiple of tile rows");
+    attn_pv_flush(m); /* a part's state rows lie inside a segment's, at another first row */
     exec_copy(m, a->kwin + slot * row, a->knew, 1, n * row, n * row, n * row);
     exec_copy(m, a->vwin + slot * row, a->vnew, 1, n * row, n * row, n * row);
     static struct exec_seg parts[EXEC_RUNS_MAX];
@@ -624,6 +696,7 @@ static void attn_run_window(struct exec_model *m, const struct attn_state *st,
             np++;
         }
         if (attn_window_is_decode(m, tile, parts, np, window)) {
+            attn_pv_flush(m); /* it uses the buffers' first halves */
             attn_window_decode(m, st, tile, parts, np, h, any);
             continue;
         }
@@ -685,10 +758,81 @@ static int attn_combine(struct exec_model *m, const struct attn_state *st, bool 
     return exec_collective(m, false, NOC_REDUCE_SUM, a->acc, R * hd + R, NPU_DTYPE_FP32, after);
 }
 
+/* Whether a step's nb ring rows from k miss every prefetched step's. */
+static bool attn_pre_apart(const struct exec_model *m, uint64_t k, uint32_t nb)
+{
+    const uint64_t row = npu_kv_row_bytes(m->cfg, m->plan);
+    for (uint32_t i = 0; i < attn_pre.n; i++)
+        if (k < attn_pre.kv[i].k + attn_pre.nb[i] * row && attn_pre.kv[i].k < k + nb * row)
+            return false;
+    return true;
+}
+
+/* Whether a tile's steps may load before its QKV GEMM: split attention (the steps then read
+   only positions before the window, which earlier iterations wrote), and the QKV GEMM's
+   chunks not over the step ring (npu_layout.c, attn_deep: that GEMM comes between the
+   loads and their steps). */
+static bool attn_prefetch_allowed(const struct exec_model *m)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    const struct model_config *c = m->cfg;
+    const uint64_t ring_end = a->vblk + (uint64_t)m->plan->attn_block *
+                                            npu_kv_row_bytes(c, m->plan);
+    const uint64_t qkv_end = a->yqkv + (uint64_t)m->plan->tile_rows * m->buf.eb *
+                                           (c->num_heads + 2 * c->num_kv_heads) * c->head_dim;
+    return npu_kv_is_split(m->plan) && (a->yqkv >= ring_end || a->kblk >= qkv_end);
+}
+
+/*
+ * The first steps of layer l's attention over the op's only tile: their cached keys and
+ * values loaded into the step ring where the steps will look for them, as the attention
+ * starts, so that they load beside the norm, the QKV GEMM and its collectives, which leave
+ * HBM idle (Qwen3-8B decode-b64 waited 38 us a layer for its steps' loads), and within
+ * the tile, so that tile reuse records them. On the second DMA queue when it is idle, as
+ * many steps as the ring holds without overwriting one another; when it is still loading
+ * the next layer's weights (which have time to spare), one step on the first queue: behind
+ * those loads the steps would wait longer than the QKV phase's DMA copies can wait behind
+ * one step (Qwen3-8B decode-b8: 3.55 ms with every early step behind the weights, 3.41
+ * with one on the first queue).
+ */
+static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    assert(attn_pre.n == 0 && "the last prefetch was taken");
+    if (!attn_prefetch_allowed(m))
+        return;
+    /* the attention's window: the program's op flags follow model_is_sliding_layer */
+    const uint32_t window = model_is_sliding_layer(m->cfg, l) ? m->cfg->sliding_window : 0;
+    const bool side = exec_side_idle(m);
+    attn_pre.layer = l, attn_pre.used = 0;
+    for (uint32_t i = 0; i < tile->nsegs; i++) {
+        const struct exec_seg *g = &tile->segs[i];
+        const uint32_t wfirst = attn_window_first(m, tile, g), lo = attn_seg_lo(g, window);
+        const struct exec_kv_cache k = attn_run_cache(m, g->run);
+        uint32_t r0, r1;
+        if (wfirst <= lo || !attn_kv_local_range(m, g->req, lo, wfirst - 1, &r0, &r1))
+            continue;
+        for (uint32_t lr = r0; lr < r1;) {
+            const struct attn_step s = attn_step_next(m, g, window, lr, r1);
+            const uint32_t at = m->kv_step_at;
+            const struct attn_kv kv = attn_step_rows(m, s.nb);
+            if (attn_pre.n == (side ? ATTN_PRE_MAX : 1) || !attn_pre_apart(m, kv.k, s.nb)) {
+                m->kv_step_at = at; /* the attention takes it from here */
+                return;
+            }
+            attn_gather_kv(m, l, &k, s.lr, s.nb, kv, side);
+            attn_pre.kv[attn_pre.n] = kv, attn_pre.lr[attn_pre.n] = s.lr;
+            attn_pre.nb[attn_pre.n++] = s.nb;
+            lr += s.nb;
+        }
+    }
+}
+
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
+    if (tile->whole)
+        attn_prefetch(m, l, tile);
     exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), tile->n,
                  m->cfg->hidden_size);
     /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T: the GEMM now */
@@ -750,6 +894,9 @@ int exec_attention_steps(struct exec_model *m, uint32_t l, bool sliding,
         cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);
     if (npu_kv_is_split(m->plan))
         attn_run_window(m, &st, tile, window, cached);
+    attn_pv_flush(m);
+    assert(attn_pre.used == attn_pre.n && "every prefetched step taken");
+    attn_pre.n = attn_pre.used = 0;
     return NPU_OK;
 }
 

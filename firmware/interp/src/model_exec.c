@@ -321,6 +321,12 @@ void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t b
     load_on(m, false, dst, src, bytes);
 }
 
+bool exec_side_idle(struct exec_model *m)
+{
+    (void)m;
+    return hz_idle(HZ_DMA2);
+}
+
 void exec_copy_side(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes)
 {
     load_on(m, true, dst, src, bytes);

@@ -260,6 +260,15 @@ int hz_make_room_on(enum hz_engine x, uint32_t most)
     return rc;
 }
 
+bool hz_idle(enum hz_engine e)
+{
+    if (issued[e] > done[e]) {
+        const uint32_t now = hal_sem_read(engine_sem[e]);
+        done[e] = now > done[e] ? now : done[e];
+    }
+    return issued[e] <= done[e];
+}
+
 int hz_wait_all(void)
 {
     int rc = NPU_OK;

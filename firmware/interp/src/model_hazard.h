@@ -69,6 +69,8 @@ int hz_make_room(uint32_t most);
 /* The same for engine e alone (a collective's agreement refuses more than
    NOC_COMM_QUEUED_MAX queued vector descriptors). */
 int hz_make_room_on(enum hz_engine e, uint32_t most);
+/* Whether every descriptor issued to engine e so far is complete (reads its semaphore). */
+bool hz_idle(enum hz_engine e);
 /* Waits until every descriptor issued so far is complete, side ones too (the engines idle,
    as a recording or replay of the chip needs); 0 or the wait's error. */
 int hz_wait_all(void);

@@ -156,9 +156,12 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
         o->yo = (o->ep_out - od - qkvd) & ~63ull, o->yqkv = o->yo + od;
     } else if (deep) { /* the QKV chunks over the step buffers where they fit: the steps'
                           loads and GEMMs come before the next tile's QKV GEMM and after
-                          its unchunking on their in-order queues anyway */
+                          its unchunking on their in-order queues anyway; not where every
+                          iteration is one tile, whose steps' loads start in the layer
+                          before (firmware exec_attention_prefetch), ahead of the QKV GEMM */
+        const bool one_tile = p->max_tokens <= t && npu_kv_is_split(p);
         o->yo = take(&at, od);
-        o->yqkv = steps >= qkvd ? o->kblk : take(&at, qkvd);
+        o->yqkv = steps >= qkvd && !one_tile ? o->kblk : take(&at, qkvd);
     }
     o->ep_counts = take(&at, p_ep ? p->expert_map_slices * 4ull : 0); /* per slice */
     /* the all-to-all-v's plan: what this rank learns of the counts (noc/coll_sizes.h) */
