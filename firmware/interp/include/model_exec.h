@@ -560,6 +560,10 @@ int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dt
    above are its common cases. */
 int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
                     uint64_t count, enum npu_dtype dt, bool after);
+/* In place, summing: rank r's chunk of y (count elements, the NoC driver's chunks) then
+   holds the sum over the ranks; when, as exec_collective's. */
+int exec_reduce_scatter(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt,
+                        bool after);
 /* Whether the FFN's up GEMMs are MN and its down GEMM K over several ranks (expert: the
    experts' GEMMs): then its hidden activations stay split and only the output is reduced. */
 bool exec_ffn_paired(const struct exec_model *m, bool expert);

@@ -372,6 +372,23 @@ int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, ui
     return rc;
 }
 
+int exec_reduce_scatter(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt,
+                        bool after)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    const uint64_t bytes = count * (dt == NPU_DTYPE_BF16 ? 2 : 4);
+    int rc = after ? exec_wait_for_collective(m, y, bytes) : exec_flush(m);
+    if (rc != NPU_OK)
+        return rc;
+    enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    rc = noc_reduce_scatter(m->comm, &(struct noc_coll_args){ .buf = y, .count = count,
+                                                              .dtype = dt });
+    exec_set_cat(m, was);
+    return rc;
+}
+
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
     return exec_collective(m, false, NOC_REDUCE_SUM, y, count, dt, false);
