@@ -14,9 +14,10 @@
 #include "npu/hal.h"
 
 /* Scratch tiles of the op loops below (not model state; a tile holds a segment per run, too
-   large for the hart's stack): an op uses [0], or [0] and [1] for two tiles in flight;
-   the MoE over the layer's finishing pass [1] inside layer_op_fused's [0]. */
-static struct exec_tile op_tiles[2];
+   large for the hart's stack): an op uses [0], or [0] and [1] for two tiles in flight
+   (attn_tiles: three); the MoE over the layer's finishing pass [1] inside layer_op_fused's
+   [0]. */
+static struct exec_tile op_tiles[3];
 
 /* The segments of the runs inside tile rows [t0, t0 + n). */
 static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, uint32_t n,
@@ -481,35 +482,53 @@ static void make_tile_at(const struct exec_run *runs, uint32_t nruns, uint32_t b
     tile->t0 = t0;
 }
 
+/* The tile of op rows [t0, t0 + T) of attn_tiles' [lo, hi): its segments, rows, norm and
+   QKV GEMM issued (*started: exec_attention_begin's). */
+static void attn_tile_begin(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                            uint32_t nruns, uint32_t base, uint32_t lo, uint32_t hi, uint64_t x,
+                            bool in_xt, uint32_t t0, struct exec_tile *tile, bool *started)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t T = m->plan->tile_rows;
+    make_tile_at(runs, nruns, base, t0, hi - t0 < T ? hi - t0 : T, tile);
+    tile->xt = x + (uint64_t)(t0 - lo) * row, tile->in_xt = in_xt;
+    *started = exec_attention_begin(m, l, tile);
+}
+
 /* Attention over op rows [lo, hi), whose residual rows start at x (row lo's), tiles
    overlapped (and with attn_deep two in flight); runs[0] starts at op row base; in_xt: the
-   rows are a group's in xt. */
+   rows are a group's in xt. With attn_deep, per tile i: its gather or combine and O GEMM,
+   tile i + 1's QKV collectives (beside that GEMM) and steps, tile i + 2's norm and QKV GEMM,
+   then tile i's O collective, beside those steps and that GEMM (the hart waits in each
+   collective, so what is to run beside one is issued before it). Tile i + 2's norm rewrites
+   xb after tile i + 1's QKV GEMM is issued (attn_deep_next issues it when begin did not). */
 static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
                       const struct exec_run *runs, uint32_t nruns, uint32_t base, uint32_t lo,
                       uint32_t hi, uint64_t x, bool in_xt)
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t T = m->plan->tile_rows;
     const bool deep = m->plan->attn_deep; /* two tiles in flight (npu_layout.h, yo) */
     struct exec_tile *const tiles = op_tiles;
-    bool started[2];
-    make_tile_at(runs, nruns, base, lo, hi - lo < T ? hi - lo : T, &tiles[0]);
-    tiles[0].xt = x, tiles[0].in_xt = in_xt;
-    started[0] = exec_attention_begin(m, l, &tiles[0]);
+    bool started[3];
+    attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo, &tiles[0], &started[0]);
     int rc = deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : NPU_OK;
-    for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += T, i ^= 1) {
-        const uint32_t next = t0 + tiles[i].n;
-        if (!deep)
+    if (deep && lo + tiles[0].n < hi)
+        attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n, &tiles[1],
+                        &started[1]);
+    for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += tiles[i].n, i = (i + 1) % 3) {
+        const uint32_t j = (i + 1) % 3, next = t0 + tiles[i].n; /* tile i + 1 */
+        if (!deep) {
             rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
-        if (rc == NPU_OK && next < hi) {
-            make_tile_at(runs, nruns, base, next, hi - next < T ? hi - next : T, &tiles[i ^ 1]);
-            tiles[i ^ 1].xt = x + (uint64_t)(next - lo) * row, tiles[i ^ 1].in_xt = in_xt;
-            started[i ^ 1] = exec_attention_begin(m, l, &tiles[i ^ 1]);
-        }
-        if (rc == NPU_OK && deep)
+            if (rc == NPU_OK && next < hi)
+                attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, next, &tiles[j],
+                                &started[j]);
+        } else {
             rc = exec_attention_out(m, l, sliding, &tiles[i], true, true);
-        if (rc == NPU_OK && deep && next < hi)
-            rc = attn_deep_next(m, l, sliding, &tiles[i ^ 1], started[i ^ 1]);
+            if (rc == NPU_OK && next < hi)
+                rc = attn_deep_next(m, l, sliding, &tiles[j], started[j]);
+            if (rc == NPU_OK && next < hi && next + tiles[j].n < hi)
+                attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, next + tiles[j].n,
+                                &tiles[(i + 2) % 3], &started[(i + 2) % 3]);
+        }
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, &tiles[i], true);
     }
