@@ -25,10 +25,6 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
 {
     tile->t0 = t0, tile->n = n, tile->nsegs = 0;
     uint32_t row = 0;
-    for (uint32_t i = 0; i < nruns; i++)
-        row += runs[i].count;
-    tile->whole = t0 == 0 && n == row;
-    row = 0;
     for (uint32_t i = 0; i < nruns; i++) {
         uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
         uint32_t hi = end < t0 + n ? end : t0 + n;
@@ -38,6 +34,7 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
                 .row = lo - t0, .count = hi - lo };
         row = end;
     }
+    tile->whole = t0 == 0 && n == row; /* row: every run's rows */
 }
 
 void exec_make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t n,

@@ -355,38 +355,38 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
         exec_gemm(m, y, x, w, rows, n, t->cols, ldx, t->cols, n, true, false, false);
 }
 
-int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
-                    uint64_t count, enum npu_dtype dt, bool after)
+/* What exec_collective and exec_reduce_scatter share: once the queued work is done (after:
+   the queued work on a's buffer), `call` over the ranks, counted as collective time. */
+static int exec_coll_call(struct exec_model *m,
+                          int (*call)(struct noc_comm *, const struct noc_coll_args *),
+                          const struct noc_coll_args *a, bool after)
 {
     if (m->tp == 1)
         return NPU_OK;
-    const uint64_t bytes = count * (dt == NPU_DTYPE_BF16 ? 2 : 4);
-    int rc = after ? exec_wait_for_collective(m, y, bytes) : exec_flush(m);
+    const uint64_t bytes = a->count * (a->dtype == NPU_DTYPE_BF16 ? 2 : 4);
+    int rc = after ? exec_wait_for_collective(m, a->buf, bytes) : exec_flush(m);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_COLL);
-    struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt, .op = op };
-    rc = gather ? noc_allgather(m->comm, &a) : noc_allreduce(m->comm, &a);
+    rc = call(m->comm, a);
     exec_set_cat(m, was);
     return rc;
+}
+
+int exec_collective(struct exec_model *m, bool gather, enum noc_reduce_op op, uint64_t y,
+                    uint64_t count, enum npu_dtype dt, bool after)
+{
+    const struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt, .op = op };
+    return exec_coll_call(m, gather ? noc_allgather : noc_allreduce, &a, after);
 }
 
 int exec_reduce_scatter(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt,
                         bool after)
 {
-    if (m->tp == 1)
-        return NPU_OK;
-    const uint64_t bytes = count * (dt == NPU_DTYPE_BF16 ? 2 : 4);
-    int rc = after ? exec_wait_for_collective(m, y, bytes) : exec_flush(m);
-    if (rc != NPU_OK)
-        return rc;
-    enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_COLL);
-    rc = noc_reduce_scatter(m->comm, &(struct noc_coll_args){ .buf = y, .count = count,
-                                                              .dtype = dt });
-    exec_set_cat(m, was);
-    return rc;
+    const struct noc_coll_args a = { .buf = y, .count = count, .dtype = dt,
+                                     .op = NOC_REDUCE_SUM };
+    return exec_coll_call(m, noc_reduce_scatter, &a, after);
 }
 
 int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)

@@ -157,8 +157,8 @@ void npu_act_layout(const struct model_config *c, const struct npu_plan *p,
     } else if (deep) { /* the QKV chunks over the step buffers where they fit: the steps'
                           loads and GEMMs come before the next tile's QKV GEMM and after
                           its unchunking on their in-order queues anyway; not where every
-                          iteration is one tile, whose steps' loads start in the layer
-                          before (firmware exec_attention_prefetch), ahead of the QKV GEMM */
+                          iteration is one tile, whose first steps load before its QKV GEMM
+                          (firmware attn_prefetch) */
         const bool one_tile = p->max_tokens <= t && npu_kv_is_split(p);
         o->yo = take(&at, od);
         o->yqkv = steps >= qkvd && !one_tile ? o->kblk : take(&at, qkvd);
