@@ -412,6 +412,12 @@ struct exec_tile;
 int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x);
 int exec_reuse_tile_flush(struct exec_model *m);
+/* A MoE layer's combines that wait for the next layer's first pass (model_layer_ops.c,
+   layer_op_fused): run them now (before any op but the next layer's over the same rows);
+   whether some wait. */
+int exec_layer_settle(struct exec_model *m);
+bool exec_layer_pending(void);
+void exec_layer_forget(void); /* after a failed pass */
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
    the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its
    shape instead (tile reuse, model_reuse_tile.c). The op loops: model_layer_ops.c. */
@@ -482,6 +488,10 @@ struct exec_gemm_args {
     uint64_t stride_a, stride_b, stride_c;
 };
 void exec_gemm_many(struct exec_model *m, const struct exec_gemm_args *g);
+/* bytes from src to dst whose values matter in performance mode too (state the firmware
+   reads back, such as a dispatch's plan words): DMA copies that move their bytes in every
+   mode (KEEP_DATA, in pieces of NPU_KEEP_DATA_MAX), on the chain's queue or the second. */
+void exec_copy_kept(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes, bool side);
 /* Copies bytes from HBM in pieces the DMA takes (model_exec.c). */
 void exec_load_rows(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes);
 /* bytes from src to dst on the second DMA queue: beside the chain (exec_flush does not
@@ -501,6 +511,12 @@ uint64_t exec_share_addr(struct exec_model *m, const struct npu_image_tensor *t,
    loading its first `bytes` (the expert slice it holds) through the ring if staged. */
 uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
                                 uint32_t block, uint64_t bytes);
+/* An expert ring slot of at least `bytes` as scratch while no expert GEMM will read the
+   ring before the next loads into it (the MoE over the layer's first pass, whose
+   dispatches do not prefetch): the slot the ring fills last, no longer holding a matrix;
+   0 without a ring or where a slot is smaller. The loads into it wait for its readers and
+   writers by their data (model_hazard.h). */
+uint64_t exec_ring_scratch(struct exec_model *m, uint64_t bytes);
 /* A piece of an expert tensor for the ring: rows of row_bytes at src (global HBM address),
    src_stride apart, named (t, block, part) in the ring (part 0: a whole slice of t's block
    `block`, block0-based as the map numbers it; others a piece of it). */

@@ -272,9 +272,11 @@ void exec_vec(struct exec_model *m, struct vector_op_args v)
 }
 
 /* A copy on the chain's DMA queue, or with `side` a load on the second queue that runs
-   ahead of the chain (exec_flush does not wait for it; its readers wait by their data). */
-static void copy_on(struct exec_model *m, bool side, uint64_t dst, uint64_t src, uint64_t rows,
-                    uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
+   ahead of the chain (exec_flush does not wait for it; its readers wait by their data);
+   keep: its bytes move in performance mode too (at most NPU_KEEP_DATA_MAX). */
+static void copy_kept(struct exec_model *m, bool side, uint64_t dst, uint64_t src,
+                      uint64_t rows, uint64_t row_bytes, uint64_t src_stride,
+                      uint64_t dst_stride, bool keep)
 {
     const struct hz_access h = { .rd = { hz_span(src, rows, src_stride, row_bytes) },
                                  .wr = { hz_span(dst, rows, dst_stride, row_bytes) } };
@@ -283,7 +285,23 @@ static void copy_on(struct exec_model *m, bool side, uint64_t dst, uint64_t src,
                                .src_stride = (uint32_t)src_stride,
                                .dst_stride = (uint32_t)dst_stride, .second_queue = side };
     struct npu_desc *d = push(m, side ? HZ_DMA2 : HZ_DMA, &h, side, &a.sync);
+    assert((!keep || rows * row_bytes <= NPU_KEEP_DATA_MAX) && "a kept copy's bytes");
+    a.sync.keep_data = keep;
     dma_copy_desc(d, &a);
+}
+
+static void copy_on(struct exec_model *m, bool side, uint64_t dst, uint64_t src, uint64_t rows,
+                    uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
+{
+    copy_kept(m, side, dst, src, rows, row_bytes, src_stride, dst_stride, false);
+}
+
+void exec_copy_kept(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t bytes, bool side)
+{
+    for (uint64_t at = 0; at < bytes; at += NPU_KEEP_DATA_MAX) {
+        const uint64_t piece = bytes - at < NPU_KEEP_DATA_MAX ? bytes - at : NPU_KEEP_DATA_MAX;
+        copy_kept(m, side, dst + at, src + at, 1, piece, piece, piece, true);
+    }
 }
 
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
@@ -452,6 +470,16 @@ uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
     m->acct.stats[l].expert_bytes += bytes;
     return dst;
+}
+
+uint64_t exec_ring_scratch(struct exec_model *m, uint64_t bytes)
+{
+    const uint32_t n = m->w.map.ring_slots;
+    if (!n || m->w.map.ring_span < bytes)
+        return 0;
+    const uint32_t s = (m->w.ring.next + n - 1) % n; /* the last the next loads reach */
+    m->w.ring.held[s].t = NULL;
+    return m->w.stage + m->w.map.experts + s * m->w.map.ring_span;
 }
 
 /* The first `bytes` of block `block` (block0-based, as the map numbers it) of t: an expert

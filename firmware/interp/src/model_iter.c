@@ -179,6 +179,15 @@ bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b)
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
             uint32_t *out, float *logit)
 {
+    /* a layer's waiting combines run first, except beside the next layer's staging and
+       inside its pass (exec_layer_op) */
+    const bool layer = exec_op_has_rows(op, b) && op->kind != NPU_OP_HEAD &&
+                       op->kind != NPU_OP_SEND && op->kind != NPU_OP_RECV;
+    if (!layer && op->kind != NPU_OP_STAGE) {
+        int rc = exec_layer_settle(m);
+        if (rc != NPU_OK)
+            return rc;
+    }
     if (op->kind == NPU_OP_HEAD)
         return exec_head(m, b, out, logit);
     if (!exec_op_has_rows(op, b))
@@ -254,6 +263,7 @@ void exec_pass_start(struct exec_model *m)
 
 void exec_pass_end(struct exec_model *m)
 {
+    assert(!exec_layer_pending() && "the last layer's combines ran (layer_defers)");
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     m->acct.iterations++;
@@ -315,6 +325,8 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
                         : run_parts(m, ops, nops, b, rows, parts, out, logit, &messages);
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
+    if (rc != NPU_OK)
+        exec_layer_forget(); /* a failed pass leaves its combines */
     exec_pass_end(m);
     return rc;
 }

@@ -204,17 +204,17 @@ static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, u
     return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile) : rc;
 }
 
-/* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
-   experts once, then each group's combine into its residual rows (the next group's loading
-   meanwhile into the other buffer). Runs in full under tile reuse (not recorded). */
-static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
-                             uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
+/* The MoE over the layer's third pass for the wave of op rows [w0, w1): each group's
+   combine into its residual rows (the next group's loading meanwhile into the other
+   buffer). Runs in full under tile reuse (not recorded). */
+static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                               uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
     struct group_bufs bufs, *const b = &bufs;
     group_bufs_init(b, m->buf.a.xt, m->buf.a.xg_comb);
-    int rc = exec_moe_wide_serve_slices(m, l);
+    int rc = NPU_OK;
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G, g1 = g0 + gn;
         uint64_t buf;
@@ -224,12 +224,96 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
         if (rc == NPU_OK)
-            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G);
+            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G, true);
         if (rc == NPU_OK)
             rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
-    exec_moe_wide_start_wave(m);
+    exec_moe_wide_start_wave(m, l);
     return rc;
+}
+
+/* The MoE over the layer's second and third passes for the wave of op rows [w0, w1): the
+   experts once, then the combines. */
+static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                             uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
+{
+    int rc = exec_moe_wide_serve_slices(m, l);
+    return rc == NPU_OK ? layer_wide_combines(m, l, runs, nruns, row0, w0, w1) : rc;
+}
+
+/*
+ * A layer's combines left to the next layer's first pass (layer_op_fused): layer `layer`
+ * over op rows [0, rows) from row0 of `runs`, one wave, its experts served. The next
+ * layer's pass over the same rows runs group g's combine right before group g's
+ * attention, on the rows it has just loaded: each residual row then comes in and goes back
+ * once a layer instead of twice (Qwen3-30B-A3B prefill-2048 on large-64: 16 of a rank's 55
+ * MiB of HBM traffic a layer), and the combines' collectives come between attention's
+ * work instead of in a pass of their own with the matrix idle. Layer l + 1's attention of
+ * group g reads its own rows and the keys and values of groups <= g, all of layer l's
+ * output by then, so no result changes. Anything else runs the combines first
+ * (exec_layer_settle). The per-layer statistics charge a layer's combines to the next.
+ */
+static struct {
+    bool set;
+    uint32_t layer, row0, rows, nruns;
+    const struct exec_run *runs;
+} pending;
+
+int exec_layer_settle(struct exec_model *m)
+{
+    if (!pending.set)
+        return NPU_OK;
+    pending.set = false;
+    const uint32_t was = m->acct.layer;
+    exec_set_layer(m, pending.layer);
+    int rc = layer_wide_combines(m, pending.layer, pending.runs, pending.nruns, pending.row0,
+                                 0, pending.rows);
+    exec_set_layer(m, was);
+    return rc;
+}
+
+bool exec_layer_pending(void)
+{
+    return pending.set;
+}
+
+void exec_layer_forget(void)
+{
+    pending.set = false;
+}
+
+/* Whether layer l's combines wait for layer l + 1's first pass: all of its rows in one
+   wave, and layer l + 1 next on this core's stage; not under layer reuse (a recorded layer
+   would carry its neighbour's combines, a replayed one none). */
+static bool layer_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
+{
+    const uint32_t G = npu_moe_group_rows(m->plan);
+    if (m->lreuse.enabled || l + 1 >= m->cfg->num_layers || (l + 1) % m->plan->stage_layers == 0)
+        return false;
+    uint64_t worst = 0;
+    for (uint32_t g0 = 0; g0 < rows; g0 += G)
+        worst += npu_moe_spill_group_rows(m->cfg, m->plan, rows - g0 < G ? rows - g0 : G);
+    return worst <= m->plan->moe_spill_rows;
+}
+
+/* Whether layer l's pass over op rows [0, rows) from row0 of runs takes the pending
+   combines. */
+static bool layer_takes_pending(uint32_t l, const struct exec_run *runs, uint32_t nruns,
+                                uint32_t row0, uint32_t rows)
+{
+    return pending.set && pending.layer + 1 == l && pending.runs == runs &&
+           pending.nruns == nruns && pending.row0 == row0 && pending.rows == rows;
+}
+
+/* Layer l - 1's combine of the group of op rows [g0, g0 + gn), its rows in buf: charged to
+   layer l (exec_set_layer would wait for the engines). */
+static int group_combine_prev(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                              uint32_t nruns, uint32_t g0, uint32_t gn, uint64_t buf)
+{
+    struct exec_tile *const tile = &op_tiles[1]; /* free until the group's attention */
+    make_tile(runs, nruns, g0, gn, tile);
+    tile->xt = buf, tile->in_xt = true;
+    return exec_moe_wide_combine_group(m, l - 1, tile, g0 / npu_moe_group_rows(m->plan), false);
 }
 
 /* The attention tiles of the group of op rows [g0, g0 + gn) in xt (x: its rows in x_all):
@@ -264,22 +348,27 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
                           uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t G = npu_moe_group_rows(m->plan);
+    const uint32_t G = npu_moe_group_rows(m->plan), l = op->layer;
     const bool wide = layer_wide(m, rows);
+    const bool take = layer_takes_pending(l, runs, nruns, row0, rows);
     struct exec_tile *const tile = &op_tiles[0];
+    /* taking combines, the second buffer is an expert ring slot where one holds a group
+       (xg_attn lies over their ep_out), else xt alone */
+    const uint64_t ring = take ? exec_ring_scratch(m, (uint64_t)G * row) : 0;
     struct group_bufs b;
-    group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
-    int rc = NPU_OK;
-    exec_set_layer(m, op->layer);
+    group_bufs_init(&b, m->buf.a.xt, !take ? m->buf.a.xg_attn : ring ? ring : m->buf.a.xt);
+    int rc = take ? NPU_OK : exec_layer_settle(m);
+    pending.set = false;
+    exec_set_layer(m, l);
     uint32_t wave = 0; /* the first op row of the wave */
     if (wide)
-        exec_moe_wide_begin_layer(m);
+        exec_moe_wide_begin_layer(m, l);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
         const uint32_t gn = rows - g0 < G ? rows - g0 : G, g1 = g0 + gn;
         const uint32_t gn1 = rows - g1 < G ? rows - g1 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
-        if (wide && g0 > wave && !exec_moe_wide_has_room(m, gn)) {
-            rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, g0);
+        if (wide && g0 > wave && !exec_moe_wide_has_room(m, l, gn)) {
+            rc = layer_wide_finish(m, l, runs, nruns, row0, wave, g0);
             wave = g0;
             group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
         }
@@ -287,19 +376,28 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         if (rc == NPU_OK)
             rc = group_take(m, &b, row0 + g0, gn, &buf);
         /* the next group's rows, unless its wave ends first (the spill grows linearly) */
-        if (rc == NPU_OK && wide && g1 < rows && exec_moe_wide_has_room(m, gn + gn1))
+        if (rc == NPU_OK && wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1))
             rc = group_prefetch(m, &b, row0 + g1, gn1);
+        if (rc == NPU_OK && take)
+            rc = group_combine_prev(m, l, runs, nruns, g0, gn, buf);
         if (rc == NPU_OK)
             rc = group_attention(m, op, runs, nruns, g0, gn, x, buf);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
         if (rc == NPU_OK)
-            rc = group_moe(m, op->layer, tile, x, wide);
+            rc = group_moe(m, l, tile, x, wide);
         if (rc == NPU_OK)
             rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
-    if (rc == NPU_OK && wide)
-        rc = layer_wide_finish(m, op->layer, runs, nruns, row0, wave, rows);
+    if (take)
+        exec_moe_wide_start_wave(m, l - 1);
+    if (rc == NPU_OK && wide && wave == 0 && layer_defers(m, l, rows)) {
+        rc = exec_moe_wide_serve_slices(m, l);
+        pending.set = rc == NPU_OK, pending.layer = l, pending.runs = runs;
+        pending.nruns = nruns, pending.row0 = row0, pending.rows = rows;
+    } else if (rc == NPU_OK && wide) {
+        rc = layer_wide_finish(m, l, runs, nruns, row0, wave, rows);
+    }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
@@ -545,12 +643,15 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     if (op->kind == NPU_OP_ATTENTION && layer_fused(m))
-        return layer_op_fused(m, op, runs, nruns, row0, rows);
+        return layer_op_fused(m, op, runs, nruns, row0, rows); /* takes or settles */
     if (op->kind == NPU_OP_MOE && layer_fused(m))
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
+    int rc0 = exec_layer_settle(m);
+    if (rc0 != NPU_OK)
+        return rc0;
+    exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
         return !m->treuse.enabled && exec_ffn_pipelined(m)
                    ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)

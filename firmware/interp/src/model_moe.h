@@ -99,20 +99,22 @@ int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
    moe_ep_route_dispatch and moe_ep_combine_add of the same round. */
 int exec_moe_ep_serve_round(struct exec_model *m, uint32_t l);
 
-/* model_moe_wide.c: the MoE over the layer (npu_moe_layer_wide). A fused layer calls
+/* model_moe_wide.c: the MoE over the layer (npu_moe_layer_wide). A fused layer l calls
    begin_layer, then dispatch_group for each group (its rows in tile->xt after attention) in
    row order, serve_slices once, then combine_group for each group again in the same order
    (its residual rows in tile->xt, to which the MoE output is added); groups are numbered
-   from 0 in the layer. */
-void exec_moe_wide_begin_layer(struct exec_model *m);
+   from 0 in the layer. Layers l and l + 1 keep separate state (and spill halves), so
+   layer l's combines may come between layer l + 1's dispatches (without `ahead`: the
+   next group's outputs are not staged, ep_recv takes layer l + 1's rows meanwhile). */
+void exec_moe_wide_begin_layer(struct exec_model *m, uint32_t l);
 /* Whether the spill still has room for a group of n rows' worst case; if not, serve and
    finish the groups recorded so far, then start the next wave. */
-bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t n);
-void exec_moe_wide_start_wave(struct exec_model *m);
+bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n);
+void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                         uint32_t group);
+                                uint32_t group, bool ahead);
 
 /* Layer l's first expert slices, in the order the MoE group will serve them, loaded into
    the expert ring while the NoC dispatches the group's rows (the dispatch's `prefetch`):

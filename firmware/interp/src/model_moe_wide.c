@@ -24,7 +24,8 @@
  * 2048-row prefill of Qwen3-30B-A3B on large-64: 4 groups of 512 rows, 203 GB of HBM for 58
  * GB of weights), and balanced placement, which spreads a hot expert over several ranks,
  * made that worse. Modelled: the spill's DMA traffic and the records' copies (engine
- * descriptors, chip time). Not modelled: the hart's reads and writes of a record's header and
+ * descriptors, chip time); the count matrix's copies move their bytes in performance mode
+ * too (exec_copy_kept), since each combine runs on its own group's plan. Not modelled: the hart's reads and writes of a record's header and
  * runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
  * matrix with its totals (moe_ep_plan: a group's combine restores its matrix and sums the
  * totals again). A group's spill copies run on the second DMA queue (exec_copy_side), which
@@ -46,10 +47,18 @@
    actual rows (every rank could sum them from the count matrices) would cost each hart a
    pass over the matrix per group, which 64 harts on 2 host cores made 3x slower to
    simulate. */
-static struct {
+struct wide_state {
     uint32_t first, groups;
     uint64_t rows, reserved;
-} wide;
+};
+/* Per layer parity, as the spill's halves: a layer's combines may wait while the next
+   layer's first pass runs (model_layer_ops.c, layer_op_fused). */
+static struct wide_state wides[2];
+
+static struct wide_state *wide_of(uint32_t l)
+{
+    return &wides[l & 1];
+}
 
 /* A group's record, at the start of its stash entry (hart-written; then the runs). */
 struct wide_record {
@@ -57,63 +66,66 @@ struct wide_record {
     uint64_t rows;      /* rows it spilled: its runs' sum */
 };
 
-static uint64_t spill_base(const struct exec_model *m)
+/* Layer l's half of the spill (npu_layout.h). */
+static uint64_t spill_base(const struct exec_model *m, const struct npu_moe_spill *s,
+                           uint32_t l)
 {
-    return m->buf.x_all + npu_moe_x_rows_bytes(m->cfg, m->plan);
+    return m->buf.x_all + npu_moe_x_rows_bytes(m->cfg, m->plan) + (l & 1) * s->half;
 }
 
 static uint64_t record_addr(const struct exec_model *m, const struct npu_moe_spill *s,
-                            uint32_t g)
+                            uint32_t l, uint32_t g)
 {
-    return spill_base(m) + s->stash + (uint64_t)g * s->stride;
+    return spill_base(m, s, l) + s->stash + (uint64_t)g * s->stride;
 }
 
 static struct wide_record *record(const struct exec_model *m, const struct npu_moe_spill *s,
-                                  uint32_t g)
+                                  uint32_t l, uint32_t g)
 {
-    return (struct wide_record *)(uintptr_t)record_addr(m, s, g);
+    return (struct wide_record *)(uintptr_t)record_addr(m, s, l, g);
 }
 
 /* [held slices][2]: (rows, offset in the group's rows) of each slice this rank holds */
-static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s, uint32_t g)
+static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                      uint32_t g)
 {
-    return (uint32_t *)(uintptr_t)(record_addr(m, s, g) + s->runs);
+    return (uint32_t *)(uintptr_t)(record_addr(m, s, l, g) + s->runs);
 }
 
 /* The third pass's outputs in ep_recv: group `group`'s from row `at`, loaded or loading on
    the second DMA queue (set), so that the next group's load beside this one's combine. */
 static struct {
-    uint32_t group;
+    uint32_t layer, group;
     uint64_t at;
     bool set;
 } staged;
 
-void exec_moe_wide_begin_layer(struct exec_model *m)
+void exec_moe_wide_begin_layer(struct exec_model *m, uint32_t l)
 {
     (void)m;
-    wide.first = wide.groups = 0, wide.rows = wide.reserved = 0;
-    staged.set = false;
+    *wide_of(l) = (struct wide_state){ 0 };
 }
 
-bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t n)
+bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n)
 {
-    return wide.reserved + npu_moe_spill_group_rows(m->cfg, m->plan, n) <=
+    return wide_of(l)->reserved + npu_moe_spill_group_rows(m->cfg, m->plan, n) <=
            m->plan->moe_spill_rows;
 }
 
-void exec_moe_wide_start_wave(struct exec_model *m)
+void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l)
 {
     (void)m;
-    wide.first = wide.groups, wide.rows = wide.reserved = 0;
+    struct wide_state *w = wide_of(l);
+    w->first = w->groups, w->rows = w->reserved = 0;
     staged.set = false;
 }
 
 /* Functional mode: the top-k of the rank's nr rows, to the record (in) or back. */
-static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
-                      uint32_t nr, bool out)
+static void copy_topk(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                      uint32_t g, uint32_t nr, bool out)
 {
     const uint64_t bytes = (uint64_t)nr * m->cfg->experts_per_token * 4;
-    const uint64_t rec = record_addr(m, s, g), a[2] = { m->buf.a.topk_val, m->buf.a.topk_idx };
+    const uint64_t rec = record_addr(m, s, l, g), a[2] = { m->buf.a.topk_val, m->buf.a.topk_idx };
     const uint64_t r[2] = { rec + s->topk_val, rec + s->topk_idx };
     for (int i = 0; bytes && !m->plan->mode && i < 2; i++)
         exec_copy(m, out ? r[i] : a[i], out ? a[i] : r[i], 1, bytes, bytes, bytes);
@@ -132,39 +144,45 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     npu_moe_spill_layout(m->cfg, m->plan, &s);
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
-    assert(wide.groups < s.groups && "the planner's group count");
+    struct wide_state *w = wide_of(l);
+    assert(w->groups < s.groups && "the planner's group count");
     /* the previous group's spill copies (second DMA queue) have read ep_recv and the count
-       matrix before this dispatch's peers write them */
-    int rc = wide.groups > wide.first ? exec_drain(m) : NPU_OK;
+       matrix before this dispatch's peers write them; for a layer's first group, those of
+       the layer before where its combines wait for this pass (its wave still open) */
+    const struct wide_state *prev = wide_of(l + 1); /* layer l - 1's parity */
+    int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
     /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
     rc = rc == NPU_OK ? moe_ep_route_dispatch(m, l, tile, x, &plan, false) : rc;
     if (rc != NPU_OK)
         return rc;
     const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
     const uint64_t row = (uint64_t)d * m->buf.eb;
-    struct wide_record *rec = record(m, &s, wide.groups);
-    uint32_t *run = runs(m, &s, wide.groups);
-    rec->first_row = wide.rows, rec->rows = 0;
+    struct wide_record *rec = record(m, &s, l, w->groups);
+    uint32_t *run = runs(m, &s, l, w->groups);
+    rec->first_row = w->rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
         const uint64_t elems = moe_ep_slice_elems(&plan, i);
         run[2 * (i - lo)] = (uint32_t)(elems / d);
         run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, 0, i) / d);
         rec->rows += elems / d;
     }
-    assert(wide.rows + rec->rows <= s.cap && rec->rows <=
+    assert(w->rows + rec->rows <= s.cap && rec->rows <=
            npu_moe_spill_group_rows(m->cfg, m->plan, tile->n) && "a row picks an expert once");
     exec_set_cat(m, EXEC_CAT_FFN);
     const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
     /* beside the next group's attention (second DMA queue): in the chain's queue they held
        up its first loads with the matrix idle */
     if (bytes)
-        exec_copy_side(m, spill_base(m) + s.rows + wide.rows * row, m->buf.a.ep_recv, bytes);
-    exec_copy_side(m, record_addr(m, &s, wide.groups) + s.counts, m->buf.a.ep_matrix, mat);
+        exec_copy_side(m, spill_base(m, &s, l) + s.rows + w->rows * row, m->buf.a.ep_recv,
+                       bytes);
+    /* kept: the combine reads them back in every mode */
+    exec_copy_kept(m, record_addr(m, &s, l, w->groups) + s.counts, m->buf.a.ep_matrix, mat,
+                   true);
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
-    copy_topk(m, &s, wide.groups, nr, true);
-    wide.rows += rec->rows, wide.groups++;
-    wide.reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
+    copy_topk(m, &s, l, w->groups, nr, true);
+    w->rows += rec->rows, w->groups++;
+    w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
     return NPU_OK;
 }
 
@@ -173,19 +191,19 @@ struct cursor {
     uint32_t g, done;
 };
 
-/* Rows of slice j (the rank's j-th) between the spill and buf (ep_recv or xt): up to
-   `want` from the cursor, into buf (in) or back; returns the rows moved. */
-static uint32_t move_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t j,
-                          struct cursor *c, uint32_t want, bool in, uint64_t buf)
+/* Rows of slice j (the rank's j-th) of layer l between the spill and buf (ep_recv or xt):
+   up to `want` from the cursor, into buf (in) or back; returns the rows moved. */
+static uint32_t move_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                          uint32_t j, struct cursor *c, uint32_t want, bool in, uint64_t buf)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint64_t rows = spill_base(m) + s->rows;
+    const uint64_t rows = spill_base(m, s, l) + s->rows;
     uint32_t moved = 0;
-    for (; c->g < wide.groups && moved < want; c->g++, c->done = 0) { /* the wave's */
-        const uint32_t *run = runs(m, s, c->g), n = run[2 * j];
+    for (; c->g < wide_of(l)->groups && moved < want; c->g++, c->done = 0) { /* the wave's */
+        const uint32_t *run = runs(m, s, l, c->g), n = run[2 * j];
         const uint32_t take = n - c->done < want - moved ? n - c->done : want - moved;
         if (take) {
-            const uint64_t at = rows + (record(m, s, c->g)->first_row + run[2 * j + 1] +
+            const uint64_t at = rows + (record(m, s, l, c->g)->first_row + run[2 * j + 1] +
                                         c->done) * row;
             const uint64_t to = buf + (uint64_t)moved * row, b = take * row;
             exec_copy(m, in ? to : at, in ? at : to, 1, b, b, b);
@@ -204,12 +222,13 @@ struct chunk {
 };
 
 /* The chunk after (*j, *at), loaded into buf: false after the last slice's last. */
-static bool next_chunk(struct exec_model *m, const struct npu_moe_spill *s, uint32_t slices,
-                       uint32_t *j, struct cursor *at, uint64_t buf, struct chunk *c)
+static bool next_chunk(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                       uint32_t slices, uint32_t *j, struct cursor *at, uint64_t buf,
+                       struct chunk *c)
 {
-    for (; *j < slices; ++*j, *at = (struct cursor){ wide.first, 0 }) {
+    for (; *j < slices; ++*j, *at = (struct cursor){ wide_of(l)->first, 0 }) {
         c->from = *at;
-        c->n = move_rows(m, s, *j, at, m->plan->moe_rows, true, buf);
+        c->n = move_rows(m, s, l, *j, at, m->plan->moe_rows, true, buf);
         if (c->n) {
             c->j = *j;
             return true;
@@ -234,69 +253,78 @@ int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
     const uint64_t bufs[2] = { m->buf.a.ep_recv, m->buf.a.xt };
     exec_set_cat(m, EXEC_CAT_FFN);
     uint32_t j = 0;
-    struct cursor at = { wide.first, 0 };
+    struct cursor at = { wide_of(l)->first, 0 };
     struct chunk cur, nx;
-    bool have = next_chunk(m, &s, hi - lo, &j, &at, bufs[0], &cur);
+    bool have = next_chunk(m, &s, l, hi - lo, &j, &at, bufs[0], &cur);
     for (uint32_t k = 0; have; k ^= 1) {
-        const bool more = next_chunk(m, &s, hi - lo, &j, &at, bufs[k ^ 1], &nx);
+        const bool more = next_chunk(m, &s, l, hi - lo, &j, &at, bufs[k ^ 1], &nx);
         moe_ep_serve_slice(m, l, bufs[k], cur.n, cur.j, x->width[lo + cur.j]);
-        move_rows(m, &s, cur.j, &cur.from, cur.n, false, bufs[k]);
+        move_rows(m, &s, l, cur.j, &cur.from, cur.n, false, bufs[k]);
         cur = nx, have = more;
     }
     return exec_flush(m);
 }
 
-/* Group g's outputs from the spill into ep_recv from row `at` (second DMA queue). */
-static void stage_outputs(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
-                          uint64_t at)
+/* Layer l's group g's outputs from the spill into ep_recv from row `at`: on the second
+   DMA queue (beside the combine before), or with `now` on the chain's, where the second
+   queue is busy with the residual rows' copies (a combine inside the next layer's pass). */
+static void stage_outputs(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                          uint32_t g, uint64_t at, bool now)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const struct wide_record *rec = record(m, s, g);
-    if (rec->rows)
-        exec_copy_side(m, m->buf.a.ep_recv + at * row, spill_base(m) + s->rows +
-                       rec->first_row * row, rec->rows * row);
-    staged.group = g, staged.at = at, staged.set = true;
+    const struct wide_record *rec = record(m, s, l, g);
+    const uint64_t dst = m->buf.a.ep_recv + at * row, bytes = rec->rows * row;
+    const uint64_t src = spill_base(m, s, l) + s->rows + rec->first_row * row;
+    if (bytes && now)
+        exec_load_rows(m, dst, src, bytes);
+    else if (bytes)
+        exec_copy_side(m, dst, src, bytes);
+    staged.layer = l, staged.group = g, staged.at = at, staged.set = true;
 }
 
 /* Group g's outputs (rows [at, at + n) of ep_recv) are loaded or loading: the next
    group's start loading after them where ep_recv has room, else before them where they
    fit there, else as that group's combine starts. ep_recv holds a group's worst case;
    a Qwen3-30B-A3B prefill-2048 rank receives about a third of it. */
-static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint32_t g,
-                       uint64_t at)
+static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                       uint32_t g, uint64_t at)
 {
-    if (g + 1 >= wide.groups)
+    if (g + 1 >= wide_of(l)->groups)
         return;
     const uint64_t cap = npu_moe_spill_group_rows(m->cfg, m->plan, m->plan->moe_rows);
-    const uint64_t n = record(m, s, g)->rows, n1 = record(m, s, g + 1)->rows;
+    const uint64_t n = record(m, s, l, g)->rows, n1 = record(m, s, l, g + 1)->rows;
     if (at + n + n1 <= cap)
-        stage_outputs(m, s, g + 1, at + n);
+        stage_outputs(m, s, l, g + 1, at + n, false);
     else if (n1 <= at)
-        stage_outputs(m, s, g + 1, 0);
+        stage_outputs(m, s, l, g + 1, 0, false);
 }
 
-/* The group's outputs staged as above (the combine waits for their load by range), its
-   dispatch plan and top-k back, its choices sorted again, the combine and the sum. */
+/* The group's outputs staged as above (the combine waits for their load by range; with
+   `ahead` the next group's start loading beside it), its dispatch plan and top-k back, its
+   choices sorted again, the combine and the sum. */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                uint32_t group)
+                                uint32_t group, bool ahead)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
-    assert(group >= wide.first && group < wide.groups && "a group of the wave");
+    const struct wide_state *w = wide_of(l);
+    assert(group >= w->first && group < w->groups && "a group of the wave");
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const struct wide_record *rec = record(m, &s, group);
+    const struct wide_record *rec = record(m, &s, l, group);
     const uint64_t mat = plan_bytes(m, x);
     exec_set_cat(m, EXEC_CAT_FFN);
-    if (!staged.set || staged.group != group)
-        stage_outputs(m, &s, group, 0);
+    if (!staged.set || staged.layer != l || staged.group != group)
+        stage_outputs(m, &s, l, group, 0, !ahead);
     const uint64_t at = staged.at;
-    stage_next(m, &s, group, at);
-    exec_copy(m, m->buf.a.ep_matrix, record_addr(m, &s, group) + s.counts, 1, mat, mat, mat);
+    staged.set = false;
+    if (ahead)
+        stage_next(m, &s, l, group, at);
+    exec_copy_kept(m, m->buf.a.ep_matrix, record_addr(m, &s, l, group) + s.counts, mat, false);
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
-    copy_topk(m, &s, group, nr, false);
+    copy_topk(m, &s, l, group, nr, false);
     int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
     if (rc == NPU_OK && rec->rows) /* and the combine sends the outputs */
         rc = exec_wait_for(m, m->buf.a.ep_recv + at * row, rec->rows * row);

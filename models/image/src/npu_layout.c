@@ -345,7 +345,8 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
     uint64_t at = 0;
     o->rows = take(&at, o->cap * d * eb);
     o->stash = take(&at, o->groups * o->stride);
-    o->bytes = at;
+    o->half = at; /* take keeps it 64-byte aligned */
+    o->bytes = 2 * o->half; /* a half per layer parity */
 }
 
 uint32_t npu_kv_window_rows(const struct npu_plan *p)
