@@ -248,10 +248,15 @@ static void test_ep_spill_rows(void **state)
     npu_moe_spill_layout(&moe.cfg, &full, &s);
     assert_int_equal(full.moe_spill_rows, npu_moe_spill_group_rows(&moe.cfg, &full, 4096));
     npu_built_image_free(&img);
-    struct npu_plan_chip small = mesh4x4; /* room for about half of every core's rows */
-    small.hbm_bytes = end - s.stash * 16 / 2; /* the records after the rows do not shrink */
+    assert_int_equal(full.moe_spill_parity, 1); /* a half per layer parity where HBM allows */
+    assert_int_equal(s.bytes, 2 * s.half);
+    /* room for one half of about half of every core's rows: the planner drops the second
+       half before it halves the spill */
+    struct npu_plan_chip small = mesh4x4;
+    small.hbm_bytes = end - s.half * 16 - s.stash * 16 / 2; /* the records do not shrink */
     img = build_summary(&moe, &small, &req, text, sizeof(text));
     const struct npu_plan *p = &hdr(&img)->plan;
+    assert_int_equal(p->moe_spill_parity, 0);
     const uint64_t least = npu_moe_spill_group_rows(&moe.cfg, p, npu_moe_group_rows(p));
     assert_true(p->moe_spill_rows < full.moe_spill_rows && p->moe_spill_rows >= least);
     if (!strstr(text, "halved for HBM"))

@@ -293,7 +293,8 @@ static bool layer_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     const bool skewed = m->plan->mode && m->plan->routing == NPU_ROUTING_SKEWED;
-    if (m->lreuse.enabled || skewed || l + 1 >= m->cfg->num_layers ||
+    if (!m->plan->moe_spill_parity || m->lreuse.enabled || skewed ||
+        l + 1 >= m->cfg->num_layers ||
         (l + 1) % m->plan->stage_layers == 0)
         return false;
     uint64_t worst = 0;

@@ -70,7 +70,8 @@ struct wide_record {
 static uint64_t spill_base(const struct exec_model *m, const struct npu_moe_spill *s,
                            uint32_t l)
 {
-    return m->buf.x_all + npu_moe_x_rows_bytes(m->cfg, m->plan) + (l & 1) * s->half;
+    const uint64_t half = m->plan->moe_spill_parity ? (l & 1) * s->half : 0;
+    return m->buf.x_all + npu_moe_x_rows_bytes(m->cfg, m->plan) + half;
 }
 
 static uint64_t record_addr(const struct exec_model *m, const struct npu_moe_spill *s,

@@ -200,11 +200,15 @@ struct npu_plan {
        replica's iteration runs in micro_batches parts that ping-pong with the experts
        (model_disagg.c). 0: every core runs attention and its experts. */
     uint32_t disagg;
-    uint32_t reserved_plan1;     /* 0 */
+    /* The MoE over the layer: 1: the spill has a half per layer parity, so that a layer's
+       combines may run inside the next layer's first pass (npu_layout.h,
+       npu_moe_spill_layout); the planner sets it unless HBM is short (then one half) or
+       routing is skewed (performance mode: the firmware does not defer there). 0: one. */
+    uint32_t moe_spill_parity;
 };
 _Static_assert(offsetof(struct npu_plan, routing_seed) ==
                        offsetof(struct npu_plan, micro_batches) + 4 &&
-                   sizeof(struct npu_plan) == offsetof(struct npu_plan, reserved_plan1) + 4,
+                   sizeof(struct npu_plan) == offsetof(struct npu_plan, moe_spill_parity) + 4,
                "struct npu_plan has no padding (the planner compares plans with memcmp)");
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u

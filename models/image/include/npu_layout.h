@@ -154,9 +154,9 @@ uint32_t npu_moe_group_rows(const struct npu_plan *p);
  * NPU_MOE_WIDE_GROUPS_MAX), under balanced placement, dispatch every group first, keeping
  * each group's received rows in HBM, then serve each expert slice once over the rows of all
  * groups, then combine group by group. The HBM after the residual rows (at x_off +
- * npu_moe_x_rows_bytes) holds two halves of `half` bytes, layer l's in half l mod 2 (a
- * layer's combines may run group by group inside the next layer's first pass, which
- * spills beside them), each:
+ * npu_moe_x_rows_bytes) holds, with plan.moe_spill_parity, two halves of `half` bytes,
+ * layer l's in half l mod 2 (a layer's combines may run group by group inside the next
+ * layer's first pass, which spills beside them), else one, each:
  *   rows:  [cap][d] eb, the groups' received rows one after the other (a group's by slice),
  *          cap = moe_spill_rows (the planner's: max_tokens x min(fan-out, the rank's slices),
  *          less where HBM is short; a group of G rows needs at most G x that minimum, and
@@ -188,7 +188,7 @@ struct npu_moe_spill {
     uint32_t groups;               /* records */
     uint64_t half;                 /* bytes of one layer parity's spill (offsets above
                                       are inside a half) */
-    uint64_t bytes;                /* both halves; 0 when the plan is not layer-wide */
+    uint64_t bytes;                /* its halves; 0 when the plan is not layer-wide */
 };
 void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p,
                           struct npu_moe_spill *out);

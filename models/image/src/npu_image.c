@@ -137,7 +137,11 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: %u micro-batches: at most max_tokens "
                     "(%u), and more than one only over pipeline stages (%u) or disaggregated",
                     p->micro_batches, p->max_tokens, p->stages);
-    if (p->disagg > 1 || p->reserved_plan1 ||
+    if (p->moe_spill_parity > 1 || (p->moe_spill_parity && !p->moe_spill_rows))
+        return fail(err, errlen, NPU_ERR_FORMAT, "plan: moe_spill_parity %u: 0, or 1 with the "
+                    "MoE over the layer's spill (moe_spill_rows %u)", p->moe_spill_parity,
+                    p->moe_spill_rows);
+    if (p->disagg > 1 ||
         (p->disagg && (p->instances < 2 || !ep || p->stages != 1 || !p->x_in_sram ||
                        p->micro_batches > NPU_DISAGG_PARTS_MAX ||
                        p->rect_cols != p->instance_cols ||

@@ -346,7 +346,7 @@ void npu_moe_spill_layout(const struct model_config *c, const struct npu_plan *p
     o->rows = take(&at, o->cap * d * eb);
     o->stash = take(&at, o->groups * o->stride);
     o->half = at; /* take keeps it 64-byte aligned */
-    o->bytes = 2 * o->half; /* a half per layer parity */
+    o->bytes = (p->moe_spill_parity ? 2 : 1) * o->half; /* a half per layer parity */
 }
 
 uint32_t npu_kv_window_rows(const struct npu_plan *p)

@@ -463,7 +463,9 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
                 "group's residual rows load beside this one's %s\n",
                 spill.groups, npu_moe_group_rows(p), (unsigned long long)spill.cap,
                 MIB(spill.bytes), pl->spill_halvings ? "; halved for HBM: a layer may take "
-                "several waves, each loading the slices again" : "",
+                "several waves, each loading the slices again" : p->moe_spill_parity ?
+                "; a half per layer parity: a layer's combines run in the next layer's "
+                "first pass" : "",
                 two && three ? "in both passes" : two ? "in the first pass only"
                 : three ? "in the combines only" : "in neither pass (no idle buffer holds a group)");
     }
@@ -815,6 +817,13 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
     rc = write_image(pl, config_text, cores, ops, *nops, out);
     /* HBM short (write_image's NOMEM): the MoE spill halved while more than a group's worth
        (the layer then serves and combines in waves); a smaller spill needs no more SRAM */
+    if (rc == NPU_ERR_NOMEM && pl->plan.moe_spill_parity) { /* one half first */
+        pl->spill_single = true;
+        rc = npu_planner_cores(pl, cores, ops, nops);
+        if (rc != NPU_OK)
+            return rc;
+        rc = write_image(pl, config_text, cores, ops, *nops, out);
+    }
     while (rc == NPU_ERR_NOMEM && !pl->spill_request && pl->spill_halvings < 32 &&
            pl->plan.moe_spill_rows >
                npu_moe_spill_group_rows(pl->cfg, &pl->plan, npu_moe_group_rows(&pl->plan))) {
@@ -906,6 +915,7 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         /* a balanced map's blocks are as wide as a rank's widest slice, so it can need more
            HBM (and SRAM) than contiguous whole experts: place those instead */
         pl.plan = before, pl.contiguous = true, pl.spill_halvings = 0;
+        pl.spill_single = false;
         rc = place_experts(&pl, req);
         if (rc == NPU_OK)
             rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);

@@ -144,6 +144,10 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
     core->x_off = pl->plan.x_in_sram ? at : NPU_IMAGE_NOWHERE;
     at += pl->plan.x_in_sram ? xb : 0;
     pl->plan.moe_spill_rows = spill_rows(pl);
+    /* a half per layer parity where the firmware may defer a layer's combines (not under
+       skewed routing in performance mode) and HBM allows */
+    pl->plan.moe_spill_parity = pl->plan.moe_spill_rows && !pl->spill_single &&
+                                !(p->mode && p->routing == NPU_ROUTING_SKEWED);
     struct npu_moe_spill spill; /* in HBM after the residual rows (the MoE over the layer) */
     npu_moe_spill_layout(c, p, &spill);
     const uint64_t least = npu_moe_spill_group_rows(c, p, npu_moe_group_rows(p));

@@ -56,6 +56,7 @@ struct planner {
     int deep_request;               /* the request's attn_deep (-1: the default, widen_deep) */
     uint32_t spill_halvings;        /* the MoE spill halved this often for HBM (at least a
                                        group's worth stays) */
+    bool spill_single;              /* HBM short: one spill half, not one per layer parity */
     const char *fallback_why;       /* conservative: why the planner's choices failed */
     char *err;
     size_t errlen;
