@@ -417,6 +417,9 @@ int exec_reuse_tile_flush(struct exec_model *m);
    whether some wait. */
 int exec_layer_settle(struct exec_model *m);
 bool exec_layer_pending(void);
+/* Whether op may run while a layer's combines wait: the next layer's staging, or a fused
+   MoE layer's ops (its attention takes them or runs them first, its MoE op is empty). */
+bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op);
 void exec_layer_forget(void); /* after a failed pass */
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
    the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its

@@ -179,11 +179,8 @@ bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b)
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
             uint32_t *out, float *logit)
 {
-    /* a layer's waiting combines run first, except beside the next layer's staging and
-       inside its pass (exec_layer_op) */
-    const bool layer = exec_op_has_rows(op, b) && op->kind != NPU_OP_HEAD &&
-                       op->kind != NPU_OP_SEND && op->kind != NPU_OP_RECV;
-    if (!layer && op->kind != NPU_OP_STAGE) {
+    /* a layer's waiting combines run first, unless this op keeps them waiting */
+    if (!(exec_op_has_rows(op, b) && exec_op_keeps_combines(m, op))) {
         int rc = exec_layer_settle(m);
         if (rc != NPU_OK)
             return rc;

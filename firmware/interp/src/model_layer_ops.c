@@ -272,6 +272,12 @@ int exec_layer_settle(struct exec_model *m)
     return rc;
 }
 
+bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op)
+{
+    return op->kind == NPU_OP_STAGE ||
+           ((op->kind == NPU_OP_ATTENTION || op->kind == NPU_OP_MOE) && layer_fused(m));
+}
+
 bool exec_layer_pending(void)
 {
     return pending.set;
@@ -655,9 +661,6 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
         return layer_op_fused(m, op, runs, nruns, row0, rows); /* takes or settles */
     if (op->kind == NPU_OP_MOE && layer_fused(m))
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
-    int rc0 = exec_layer_settle(m);
-    if (rc0 != NPU_OK)
-        return rc0;
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
         return !m->treuse.enabled && exec_ffn_pipelined(m)

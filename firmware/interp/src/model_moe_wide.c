@@ -25,8 +25,8 @@
  * GB of weights), and balanced placement, which spreads a hot expert over several ranks,
  * made that worse. Modelled: the spill's DMA traffic and the records' copies (engine
  * descriptors, chip time); the count matrix's copies move their bytes in performance mode
- * too (exec_copy_kept), since each combine runs on its own group's plan. Not modelled: the hart's reads and writes of a record's header and
- * runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
+ * too (exec_copy_kept), since each combine runs on its own group's plan. Not modelled: the
+ * hart's reads and writes of a record's header and runs (a few words per group). HAZARD: the passes share ep_recv, moe_pairs and the count
  * matrix with its totals (moe_ep_plan: a group's combine restores its matrix and sums the
  * totals again). A group's spill copies run on the second DMA queue (exec_copy_side), which
  * exec_flush does not wait for: the next group's dispatch drains first (exec_drain), so

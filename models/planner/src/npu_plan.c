@@ -467,7 +467,8 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
                 "; a half per layer parity: a layer's combines run in the next layer's "
                 "first pass" : "",
                 two && three ? "in both passes" : two ? "in the first pass only"
-                : three ? "in the combines only" : "in neither pass (no idle buffer holds a group)");
+                : three ? "in the combines only"
+                        : "in neither pass (no idle buffer holds a group)");
     }
     if (p->moe_units_rows)
         fprintf(f, "  MoE by units: a MoE op of at most %u rows runs on every rank over all "
@@ -815,19 +816,18 @@ static int fit_and_write(struct planner *pl, const struct npu_plan_request *req,
     if (rc != NPU_OK)
         return rc;
     rc = write_image(pl, config_text, cores, ops, *nops, out);
-    /* HBM short (write_image's NOMEM): the MoE spill halved while more than a group's worth
-       (the layer then serves and combines in waves); a smaller spill needs no more SRAM */
-    if (rc == NPU_ERR_NOMEM && pl->plan.moe_spill_parity) { /* one half first */
-        pl->spill_single = true;
-        rc = npu_planner_cores(pl, cores, ops, nops);
-        if (rc != NPU_OK)
-            return rc;
-        rc = write_image(pl, config_text, cores, ops, *nops, out);
-    }
-    while (rc == NPU_ERR_NOMEM && !pl->spill_request && pl->spill_halvings < 32 &&
-           pl->plan.moe_spill_rows >
-               npu_moe_spill_group_rows(pl->cfg, &pl->plan, npu_moe_group_rows(&pl->plan))) {
-        pl->spill_halvings++;
+    /* HBM short (write_image's NOMEM): first one spill half instead of one per layer
+       parity, then the MoE spill halved while more than a group's worth (the layer then
+       serves and combines in waves); a smaller spill needs no more SRAM */
+    while (rc == NPU_ERR_NOMEM &&
+           (pl->plan.moe_spill_parity ||
+            (!pl->spill_request && pl->spill_halvings < 32 &&
+             pl->plan.moe_spill_rows > npu_moe_spill_group_rows(pl->cfg, &pl->plan,
+                                                                 npu_moe_group_rows(&pl->plan))))) {
+        if (pl->plan.moe_spill_parity)
+            pl->spill_single = true;
+        else
+            pl->spill_halvings++;
         rc = npu_planner_cores(pl, cores, ops, nops);
         if (rc != NPU_OK)
             return rc;
