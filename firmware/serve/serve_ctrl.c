@@ -6,7 +6,7 @@
  * event is printed as a `SERVE ...` line (rt/lines.h) for npuctl serve to turn into
  * metrics. When nothing can run the control core sleeps until the next arrival; the chip
  * clock jumps there. Bootargs: image_bytes=, trace_bytes=, sched=NAME, chunk=, groups=,
- * group_tokens=, budget=, prefill_units=, engine_trace.
+ * group_tokens=, budget=, prefill_units=, engine_trace, prefix_cache.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -112,6 +112,40 @@ static int make_requests(void)
     return NPU_OK;
 }
 
+/* Request req's prompt hashes from the trace blob (rt_sched_prefix_fn). */
+static void blob_prefix(const void *blob, uint32_t req, struct rt_kv_prefix *p)
+{
+    const struct rt_blob_header *h = blob;
+    const struct rt_blob_req *b = &rt_blob_reqs(blob)[req];
+    *p = (struct rt_kv_prefix){ .hash = b->nhash ? rt_blob_hashes(blob) + b->hash_first : NULL,
+                                .nhash = b->nhash, .hash_block = h->hash_block,
+                                .input_len = b->input_len };
+}
+
+/* --prefix-cache: a prefix index for each scheduler's KV cache, and the blob's hashes as
+   the schedulers' source (serving.md, "Prefix caching"). */
+static int attach_prefix_caches(char *err, size_t errlen)
+{
+    if (!hal_bootarg_has("prefix_cache"))
+        return NPU_OK;
+    if (sv.pd_mode) {
+        snprintf(err, errlen, "prefix caching is not built for pd-disagg");
+        return NPU_ERR_INVAL;
+    }
+    const uint32_t n = sv.disagg ? sv.nrep : 1;
+    sv.prefix_cache = true;
+    for (uint32_t i = 0; i < n; i++) {
+        struct rt_kvc_index *px = malloc(sizeof(*px)); /* kvc_prefix_attach clears it */
+        if (!px) {
+            snprintf(err, errlen, "no memory for the prefix index of instance %" PRIu32, i);
+            return NPU_ERR_NOMEM;
+        }
+        kvc_prefix_attach(&sv.inst[i].kvc, px);
+        sched_prefix_source(sv.disagg ? &sv.dsched[i] : &sv.sched, blob_prefix, sv.blob);
+    }
+    return NPU_OK;
+}
+
 /* Every instance's KV manager, then the scheduler from the image's plan and the bootargs. */
 static int make_scheduler(uint32_t layers)
 {
@@ -149,6 +183,8 @@ static int make_scheduler(uint32_t layers)
         rc = NPU_ERR_INVAL;
     } else if (rc == NPU_OK)
         rc = sched_init(&sv.sched, &sp, sv.reqs, sv.nreqs, &sv.inst[0].kvc, err, sizeof(err));
+    if (rc == NPU_OK)
+        rc = attach_prefix_caches(err, sizeof(err));
     if (rc != NPU_OK)
         serve_print_abort("bad_sched", "%s", err);
     else
@@ -290,7 +326,8 @@ static void announce(struct serve *v, uint32_t r, const struct rt_kv_seq *kv)
         return;
     v->announced[r] = true;
     lines_print_serve_admit(&(struct lines_serve_admit){
-        .id = r, .t = hal_time_ps(), .blocks = kv->reserved, .ring = kv->ring_rows });
+        .id = r, .t = hal_time_ps(), .blocks = kv->reserved, .ring = kv->ring_rows,
+        .cached = v->reqs[r].cached, .absent = { .cached = !v->prefix_cache } });
 }
 
 /* Admit lines of the requests just admitted (pd-disagg: to a prefill instance). */

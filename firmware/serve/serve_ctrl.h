@@ -46,6 +46,7 @@ struct serve {
     uint32_t iterations;              /* iterations posted, over every instance */
     uint32_t answers;                 /* RT_SEM_DONE answers taken */
     bool engine_trace;
+    bool prefix_cache;                /* --prefix-cache on: admit lines say what was cached */
     const char *abort_reason;         /* the first abort's reason, NULL if none */
     bool begun;                       /* the begin line is printed (requests are known) */
 };

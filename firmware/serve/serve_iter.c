@@ -42,7 +42,7 @@ static bool write_run(struct serve *sv, uint32_t i, const struct rt_run *run, ui
     const struct rt_kv_seq *q, *src;
     const struct rt_kvc *src_kvc;
     run_caches(sv, run, &q, &src_kvc, &src);
-    const uint32_t held = q->blocks, pulled = src ? src->blocks : 0;
+    const uint32_t held = kvc_seq_nblocks(q), pulled = src ? kvc_seq_nblocks(src) : 0;
     if (*ntok + run->count > RT_MB_TOKENS_MAX || *nblk + held + pulled > RT_MB_BLOCKS_MAX)
         return false;
     in->mb->runs[k] = (struct rt_mb_run){

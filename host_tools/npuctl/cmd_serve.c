@@ -111,7 +111,7 @@ static int write_served_trace(const struct serve_opts *o, struct rt_trace *t, ui
         e->input_ids = malloc(e->input_length * sizeof(*e->input_ids));
         if (!e->input_ids)
             return npuctl_usage_error("out of memory");
-        trace_synth_ids(o->seed, i, e->input_length, vocab, e->input_ids);
+        trace_synth_ids(o->seed, i, e, o->hash_block, e->input_length, vocab, e->input_ids);
     }
     snprintf(path, sizeof(path), "%s/trace.jsonl", o->out);
     return trace_write_jsonl(path, t, err, sizeof(err)) ? npuctl_usage_error("%s", err) : 0;
@@ -169,8 +169,14 @@ static int write_blob(const struct serve_opts *o, const struct npu_image_header 
     size_t bytes = 0;
     const bool functional = h->plan.mode == NPU_IMAGE_FUNCTIONAL;
     const bool loaded = o->load.num_prompts || o->load.rate != 0;
-    rc = trace_blob_build(t, functional, cfg->vocab_size, o->seed, room, &blob, &bytes, err,
-                          sizeof(err)) ? npuctl_usage_error("%s: %s", o->trace, err) : 0;
+    const struct rt_blob_opts bo = { .with_ids = functional, .vocab = cfg->vocab_size,
+                                     .seed = o->seed, .room = room,
+                                     .hash_block = o->hash_block };
+    if (functional && o->prefix_cache &&
+        trace_check_hash_ids(t, o->hash_block, err, sizeof(err)) != NPU_OK)
+        return npuctl_usage_error("%s: %s", o->trace, err);
+    rc = trace_blob_build(t, &bo, &blob, &bytes, err, sizeof(err))
+             ? npuctl_usage_error("%s: %s", o->trace, err) : 0;
     if (rc == 0 && (functional || loaded))
         rc = write_served_trace(o, t, cfg->vocab_size, functional);
     snprintf(path, sizeof(path), "%s/trace.bin", o->out);
@@ -239,7 +245,8 @@ static int write_outputs(const struct serve_opts *o, const struct npu_image_head
         { "sched", rt_sched_kind_name(o->sched.kind) }, { "sched_params", sched_params },
         { "mode", h->plan.mode ? "performance" : "functional" }, { "trace", o->trace },
         { "request_rate", rate }, { "layer_reuse", serve_reuse_names[o->layer_reuse] },
-        { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" } };
+        { "decode_cores", o->decode_cores.set ? o->decode_cores.spec : "-" },
+        { "prefix_cache", o->prefix_cache ? "on" : "off" } };
     struct rt_label labels[sizeof(own) / sizeof(own[0]) + SERVE_LABELS_MAX];
     size_t nlabels = sizeof(own) / sizeof(own[0]); /* serve's own, then --label's */
     memcpy(labels, own, sizeof(own));

@@ -73,6 +73,31 @@ static void print_lengths(FILE *f, const char *what, const struct rt_trace *t, b
     fprintf(f, "  (clamped to %" PRIu32 "..%" PRIu32 ")\n", target->min, target->max);
 }
 
+static int u64_cmp(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* hash_ids (prefix caching): how many requests have them, and how many of those begin
+   with a hash id another one begins with (a prefix cache can serve at most those). */
+static void print_hashes(FILE *f, const struct rt_trace *t)
+{
+    size_t n = 0, repeats = 0;
+    uint64_t *first = malloc((t->n ? t->n : 1) * sizeof(*first));
+    for (size_t i = 0; first && i < t->n; i++)
+        if (t->e[i].hash_ids && t->e[i].nhash)
+            first[n++] = t->e[i].hash_ids[0];
+    if (first)
+        qsort(first, n, sizeof(*first), u64_cmp);
+    for (size_t k = 1; first && k < n; k++)
+        repeats += first[k] == first[k - 1];
+    free(first);
+    if (n)
+        fprintf(f, "  hashes hash_ids on %zu of %zu requests, %zu of them beginning with one "
+                "another begins with\n", n, t->n, repeats);
+}
+
 static void print_summary(FILE *f, const struct rt_trace *t, const struct rt_len_dist *in,
                           const struct rt_len_dist *out)
 {
@@ -93,6 +118,7 @@ static void print_summary(FILE *f, const struct rt_trace *t, const struct rt_len
     print_lengths(f, "input", t, false, in);
     print_lengths(f, "output", t, true, out);
     fprintf(f, "  ids    input_ids on %zu of %zu requests\n", with_ids, t->n);
+    print_hashes(f, t);
 }
 
 static int trace_show(int argc, char **argv)

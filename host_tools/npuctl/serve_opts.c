@@ -57,6 +57,7 @@ enum serve_opt {
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
     SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY, SV_FORCE, SV_LABEL,
+    SV_PREFIX_CACHE, SV_HASH_BLOCK,
 };
 
 /* The scheduler and its parameters. */
@@ -87,6 +88,14 @@ static int apply_sched_opt(void *ctx, const struct npuctl_opt *opt, const char *
     case SV_BUDGET: return parse_count(name, v, &s->budget);
     case SV_PREFILL_UNITS: return parse_count(name, v, &s->prefill_units);
     case SV_PREFILL_INSTANCES: return parse_count(name, v, &o->prefill_instances);
+    case SV_PREFIX_CACHE: {
+        int k = npuctl_opt_word_index(opt, v);
+        if (k < 0)
+            return bad(name, v, "off or on");
+        o->prefix_cache = k == 1;
+        return 0;
+    }
+    case SV_HASH_BLOCK: return npuctl_parse_u32(name, v, 1, NPU_REQUEST_TOKENS_MAX, &o->hash_block);
     case SV_DECODE_CORES: {
         int rc = serve_hetero_parse(v, &o->decode_cores); /* resets decode_cores */
         o->decode_cores.spec = v;
@@ -137,7 +146,7 @@ static int apply_run_opt(struct serve_opts *o, const struct npuctl_opt *opt, con
 /* The label keys serve writes itself: a --label cannot stand for one of them. */
 static const char *const own_label_keys[] = {
     "chip", "model", "sched", "sched_params", "mode", "trace", "request_rate", "layer_reuse",
-    "decode_cores",
+    "decode_cores", "prefix_cache",
 };
 
 /* --label KEY=VALUE: KEY of a-z, 0-9 and _, not one of serve's own, given once. */
@@ -270,6 +279,13 @@ static const struct npuctl_opt sched_table[] = {
     { "--prefill-instances", NULL, "N", NULL,
       "pd-disagg: instances of the plan that prefill, the others decode (default: half of "
       "--instances)", SV_PREFILL_INSTANCES, C_SERVE },
+    { "--prefix-cache", NULL, "off|on", "off",
+      "reuse the KV blocks of prompts whose first hash blocks (the trace's hash_ids) match "
+      "an earlier prompt's (docs/serving.md, \"Prefix caching\"); not with pd-disagg",
+      SV_PREFIX_CACHE, C_SERVE },
+    { "--hash-block", NULL, "N", "512",
+      "prompt tokens one of the trace's hash_ids names (Mooncake's 512); synthetic prompt "
+      "ids follow the hash ids either way", SV_HASH_BLOCK, C_SERVE },
     { "--decode-cores", NULL, "SPEC", NULL,
       "pd-disagg: other engine sizes for the decode instances' cores, "
       "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N,cost=X,power=MW (any of "
@@ -302,6 +318,7 @@ static void set_defaults(struct serve_opts *o)
     o->image.req.kv_sram_blocks = -1;  /* an SRAM block pool, the ring in HBM */
     o->sched = (struct rt_sched_params){ .kind = RT_SCHED_CHUNKED, .chunk = 512,
                                          .group_tokens = 512 };
+    o->hash_block = 512; /* Mooncake's traces */
 }
 
 /* Defaults, then the options; 0 or a refusal (in err, or printed). */
@@ -336,6 +353,12 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
     }
     if (o->decode_cores.set && o->sched.kind != RT_SCHED_PD_DISAGG) {
         npuctl_print_error("--decode-cores: only --sched pd-disagg has decode cores");
+        return NPUCTL_EXIT_USAGE;
+    }
+    if (o->prefix_cache && o->sched.kind == RT_SCHED_PD_DISAGG) {
+        npuctl_print_error("--prefix-cache on: not built for pd-disagg (the decode instances "
+                           "take the prompt's KV over the NoC; docs/serving.md, \"Prefix "
+                           "caching\")");
         return NPUCTL_EXIT_USAGE;
     }
     if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.budget)

@@ -103,10 +103,10 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h, b
     snprintf(timeout, sizeof(timeout), "%" PRIu32, o->timeout_s);
     const struct rt_sched_params *s = &o->sched;
     snprintf(params, sizeof(params), "sched=%s chunk=%u groups=%u group_tokens=%u budget=%u "
-             "prefill_units=%u prefill_instances=%u max_concurrency=%u%s%s",
+             "prefill_units=%u prefill_instances=%u max_concurrency=%u%s%s%s",
              rt_sched_kind_name(s->kind), s->chunk, s->groups, s->group_tokens, s->budget,
              s->prefill_units, serve_opts_prefill_instances(o, h->plan.instances),
-             o->max_concurrency,
+             o->max_concurrency, o->prefix_cache ? " prefix_cache" : "",
              o->engine_trace ? " engine_trace" : "",
              (const char *const[]){ "", " layer_reuse", " reuse_shapes",
                                     " reuse_tiles" }[o->layer_reuse]);

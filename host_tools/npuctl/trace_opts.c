@@ -18,7 +18,8 @@
 #include "opts.h"
 
 enum {
-    G_COUNT, G_RATE, G_ARRIVAL, G_CV, G_LENGTHS, G_SEED, G_OUT,
+    G_COUNT, G_RATE, G_ARRIVAL, G_CV, G_LENGTHS, G_SEED, G_OUT, G_PREFIXES, G_PREFIX_TOKENS,
+    G_PREFIX_SHARE, G_HASH_BLOCK,
     G_OV, /* G_OV + TRACE_OV_COUNT x (0 input, 1 output) + field: the overrides */
 };
 
@@ -65,6 +66,12 @@ static int apply_gen_opt(void *ctx, const struct npuctl_opt *opt, const char *v,
     case G_CV: o->cv_set = true; return parse_num(name, v, false, &o->p.cv);
     case G_SEED: return npuctl_parse_uint(name, v, 0, UINT64_MAX, &o->p.seed);
     case G_LENGTHS: o->lengths = v; return 0;
+    case G_PREFIXES: return npuctl_parse_u32(name, v, 1, NPU_TRACE_REQUESTS_MAX, &o->p.prefixes);
+    case G_PREFIX_TOKENS:
+        return npuctl_parse_u32(name, v, 1, NPU_REQUEST_TOKENS_MAX, &o->p.prefix_tokens);
+    case G_PREFIX_SHARE: return npuctl_parse_real(name, v, 0.0, 1.0, &o->p.prefix_share);
+    case G_HASH_BLOCK:
+        return npuctl_parse_u32(name, v, 1, NPU_REQUEST_TOKENS_MAX, &o->p.hash_block);
     case G_OUT: o->out = v; return 0;
     case G_ARRIVAL:
         if (strcmp(v, "poisson") && strcmp(v, "gamma"))
@@ -103,6 +110,18 @@ static const struct npuctl_opt gen_table[] = {
     OVERRIDE(output, 1, p90, "P", "90th percentile", TRACE_OV_P90),
     OVERRIDE(output, 1, min, "A", "least value", TRACE_OV_MIN),
     OVERRIDE(output, 1, max, "B", "largest value", TRACE_OV_MAX),
+    { "--prefixes", NULL, "G", NULL,
+      "shared prompt prefixes (prefix caching): --prefix-share of the requests begin with "
+      "one of G prefixes of --prefix-tokens, and every request gets hash_ids (default: "
+      "none)", G_PREFIXES, C_GEN },
+    { "--prefix-tokens", NULL, "N", NULL,
+      "with --prefixes: tokens of each shared prefix, added to the drawn input length",
+      G_PREFIX_TOKENS, C_GEN },
+    { "--prefix-share", NULL, "F", "1", "with --prefixes: the share of requests that have one",
+      G_PREFIX_SHARE, C_GEN },
+    { "--hash-block", NULL, "N", "512",
+      "with --prefixes: tokens per hash id (Mooncake's 512; serve's --hash-block must match)",
+      G_HASH_BLOCK, C_GEN },
     { "--seed", NULL, "S", "1", "seed: the same options give the same file on every machine",
       G_SEED, C_GEN },
     { "-o", "--out", "FILE", NULL, "the trace, JSON lines ('-': standard output); required",
@@ -128,7 +147,8 @@ static int parse_gen_only(int argc, char **argv, struct trace_gen_opts *o, bool 
 {
     void *const ctx[NPUCTL_GROUPS_MAX] = { o };
     struct npuctl_args args;
-    *o = (struct trace_gen_opts){ .lengths = "sharegpt", .p.seed = 1 };
+    *o = (struct trace_gen_opts){ .lengths = "sharegpt", .p.seed = 1, .p.hash_block = 512,
+                                  .p.prefix_share = 1.0 };
     for (int w = 0; w < 2; w++)
         for (int k = 0; k < TRACE_OV_COUNT; k++)
             o->ov[w][k] = NAN;
@@ -150,6 +170,8 @@ static int check_gen(struct trace_gen_opts *o)
             "--arrival gamma needs --cv C (the gaps' coefficient of variation)");
     if (o->p.arrival == RT_ARRIVAL_POISSON && o->cv_set)
         return npuctl_usage_error("--cv applies to --arrival gamma only (Poisson gaps have cv 1)");
+    if (!o->p.prefixes != !o->p.prefix_tokens)
+        return npuctl_usage_error("--prefixes G and --prefix-tokens N go together");
     if (trace_len_preset(o->lengths, &o->p.input, &o->p.output))
         return npuctl_usage_error("--lengths: unknown preset '%s' (sharegpt, arxiv or tiny)",
                                   o->lengths);

@@ -16,10 +16,13 @@ static void blob_round(const struct rt_trace *t)
     void *blob = NULL;
     size_t bytes = 0;
     char err[512];
-    if (trace_blob_build(t, true, 1000, 7, 64u << 20, &blob, &bytes, err, sizeof(err)) == 0 &&
+    const struct rt_blob_opts o = { .with_ids = true, .vocab = 1000, .seed = 7,
+                                    .room = 64u << 20, .hash_block = 16 };
+    if (trace_blob_build(t, &o, &blob, &bytes, err, sizeof(err)) == 0 &&
         rt_blob_check(blob, bytes, err, sizeof(err)) != 0)
         abort(); /* a blob the builder made must pass the chip's check */
     free(blob);
+    (void)trace_check_hash_ids(t, 16, err, sizeof(err));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -7,6 +7,7 @@
  * reclamation with frees out of order; NOMEM taking nothing and succeeding after a free;
  * never-fits refused with RANGE; kvc_check catching hand-made corruptions; a fixed-seed
  * LCG stress of admit/grow/free with kvc_check after every step and nothing leaked.
+ * Prefix caching is test_kvc_prefix.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,49 +19,7 @@
 
 #include "npu_enums.h"
 #include "rt/kvc.h"
-
-static struct rt_kvc kv;  /* ~90 KiB: not on the stack */
-static char err[160];
-
-static void setup_kvc(uint32_t block_tokens, uint32_t sram_blocks, uint64_t ring_rows)
-{
-    struct rt_kvc_config c = { .block_tokens = block_tokens, .sram_blocks = sram_blocks,
-                               .ring_rows = ring_rows };
-    assert_int_equal(kvc_init(&kv, &c), NPU_OK);
-}
-
-/* kvc_check over up to 4 sequences given inline (NULL: none). */
-static int check_seqs(struct rt_kv_seq *a, struct rt_kv_seq *b, struct rt_kv_seq *c,
-                      struct rt_kv_seq *d)
-{
-    const struct rt_kv_seq *list[4];
-    uint32_t n = 0;
-    struct rt_kv_seq *all[4] = { a, b, c, d };
-    for (uint32_t i = 0; i < 4; i++)
-        if (all[i])
-            list[n++] = all[i];
-    err[0] = '\0';
-    return kvc_check(&kv, list, n, err, sizeof(err));
-}
-
-static void assert_ok(struct rt_kv_seq *a, struct rt_kv_seq *b, struct rt_kv_seq *c,
-                      struct rt_kv_seq *d)
-{
-    int rc = check_seqs(a, b, c, d);
-    if (rc != NPU_OK)
-        fail_msg("kvc_check: %s", err);
-}
-
-static void assert_empty(void)
-{
-    assert_ok(NULL, NULL, NULL, NULL);
-    assert_int_equal(kvc_blocks_used(&kv), 0);
-    assert_int_equal(kvc_ring_rows_used(&kv), 0);
-    assert_int_equal(kv.free_count, kv.cfg.sram_blocks);
-    assert_int_equal(kv.unreserved, kv.cfg.sram_blocks);
-    assert_int_equal(kv.nsegs, 0);
-    assert_int_equal(kv.ring_head, 0);
-}
+#include "kvc_fixture.h"
 
 static void test_init_refuses(void **state)
 {
@@ -275,7 +234,6 @@ static void test_never_fits(void **state)
     assert_empty();
 }
 
-static void expect_corrupt(struct rt_kv_seq *a, struct rt_kv_seq *b);
 
 /* Split attention: blocks are stripes of 32 positions dealt over 8 cores (4 each); a
    segment holds a core's own rows, ceil(len / 32) x 4, and the ring's size is in those. */
@@ -309,11 +267,6 @@ static void test_split_ranks(void **state)
     assert_empty();
 }
 
-static void expect_corrupt(struct rt_kv_seq *a, struct rt_kv_seq *b)
-{
-    assert_int_equal(check_seqs(a, b, NULL, NULL), NPU_ERR_STATE);
-    assert_true(strlen(err) > 0);
-}
 
 /* a: 2 of 3 reserved blocks; b: 5 blocks and a 40-row segment; 1 block free. */
 static void setup_two(struct rt_kv_seq *a, struct rt_kv_seq *b)
@@ -407,13 +360,6 @@ static void test_check_catches_counts(void **state)
 
 #define STRESS_SEQS 24u
 
-static uint32_t lcg_state;
-
-static uint32_t lcg_next(void)
-{
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return lcg_state >> 8;
-}
 
 static void stress_check(struct rt_kv_seq *seqs)
 {
@@ -490,6 +436,8 @@ static void test_stress(void **state)
     run_stress(777u, 16, 20, 1000);
     run_stress(2024u, 1, 100, 300);
 }
+
+/* ---- prefix caching (kvc_prefix.c) ------------------------------------------------------ */
 
 int main(void)
 {

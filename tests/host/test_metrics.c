@@ -189,6 +189,12 @@ static void test_summary(void **state)
     expect_near("energy/output token", s.energy_per_output_token_j, 0.37 / 9);
     assert_int_equal(s.iterations, 3);
     expect_near("mean decode batch", s.mean_decode_batch, 2.5);
+    /* the admit lines' cached= (request 2 found 8 of its 16 prompt tokens) over the
+       admitted prompts' 8 + 4 + 16 tokens */
+    assert_true(s.prefix_cache);
+    assert_int_equal(s.prefix_hit_tokens, 8);
+    assert_int_equal(s.prefix_query_tokens, 28);
+    expect_near("prefix hit rate", s.prefix_hit_rate, 8.0 / 28);
     assert_true(s.done);
     serve_log_free(&log);
 }
@@ -223,14 +229,14 @@ static void test_csv(void **state)
     assert_string_equal(req,
         "id,arrival_ms,admit_ms,first_token_ms,finish_ms,ttft_ms,mean_tbt_ms,max_tbt_ms,"
         "e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason,queue_ms,tpot_ms,"
-        "run\n"
+        "cached_tokens,run\n"
         "0,0.000000,0.000000,10.000000,20.000000,10.000000,5.000000,5.000000,20.000000,"
-        "8,3,3,1,finished,,0.000000,5.000000,\"rate=2,\"\"x\"\"\"\n"
+        "8,3,3,1,finished,,0.000000,5.000000,0,\"rate=2,\"\"x\"\"\"\n"
         "1,2.000000,2.000000,12.000000,30.000000,10.000000,18.000000,18.000000,28.000000,"
-        "4,2,2,0,finished,,0.000000,18.000000,\"rate=2,\"\"x\"\"\"\n"
+        "4,2,2,0,finished,,0.000000,18.000000,0,\"rate=2,\"\"x\"\"\"\n"
         "2,4.000000,6.000000,24.000000,36.000000,20.000000,4.000000,4.000000,32.000000,"
-        "16,4,4,1,finished,,2.000000,4.000000,\"rate=2,\"\"x\"\"\"\n"
-        "3,5.000000,,,5.000000,,,,,100000,10,0,0,rejected,too_long,,,\"rate=2,\"\"x\"\"\"\n");
+        "16,4,4,1,finished,,2.000000,4.000000,8,\"rate=2,\"\"x\"\"\"\n"
+        "3,5.000000,,,5.000000,,,,,100000,10,0,0,rejected,too_long,,,,\"rate=2,\"\"x\"\"\"\n");
     assert_non_null(strstr(tok, "id,n,t_ms,token\n0,0,10.000000,101\n"));
     assert_non_null(strstr(tok, "\n2,3,36.000000,304\n"));
     size_t lines = 0;
@@ -298,6 +304,8 @@ static void test_summary_json(void **state)
     expect_near("energy_j.total", json_num(json_object_get(o, "energy_j"), "total"), 0.37);
     expect_near("energy_per_token_j", json_num(o, "energy_per_token_j"), 0.01);
     expect_near("slo_attainment", json_num(o, "slo_attainment"), 0.5);
+    expect_near("prefix_cache_hit_rate", json_num(o, "prefix_cache_hit_rate"), 8.0 / 28);
+    expect_near("prefix_cache_hit_tokens", json_num(o, "prefix_cache_hit_tokens"), 8);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
                                                           "sched")), "fcfs");
     assert_true(json_is_true(json_object_get(o, "complete")));

@@ -13,9 +13,12 @@
  * differing by at most one, and identical prefill runs through a cycle. At the end every
  * request is FINISHED (all its tokens, its whole prompt) or REJECTED for the expected
  * reason, and the KV cache is empty.
- * Exact small scenarios pin static, continuous, chunked and pd-fusion plans, the adaptive
- * layer-group count (a 2048-token prompt: 4 groups of 512; capped at num_layers), the
- * rejection reasons and names, and sched_init's refusals and messages.
+ * Exact small scenarios are test_sched_exact.c.
+ * Prefix caching (sched_prefix_source, kvc_prefix_attach): under every policy a second
+ * request sharing a finished prompt's prefix starts prefilled at its cached blocks and
+ * prefills only the rest, and nothing is cached without an index or before the prompt is
+ * written in every layer; whole-prompt and layered-chunked admission count only the
+ * uncached rest against the rows; the simulator over traces with shared hash ids.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -30,91 +33,7 @@
 #include "rt/kvc.h"
 #include "rt/request.h"
 #include "rt/sched.h"
-
-#define SIM_REQS_MAX 160u
-#define MS 1000000000ull  /* picoseconds */
-#define US 1000000ull
-
-static struct rt_request reqs[SIM_REQS_MAX];
-static uint32_t nreqs;
-static struct rt_kvc kvc;
-static struct rt_sched sch;
-static struct rt_iter_plan plan;
-static char err[200];
-
-static uint32_t lcg_state;
-
-static uint32_t lcg_next(void)
-{
-    lcg_state = lcg_state * 1664525u + 1013904223u;
-    return lcg_state >> 8;
-}
-
-/* ---- setup ------------------------------------------------------------------------------- */
-
-static struct rt_sched_params params(enum rt_sched_kind kind)
-{
-    struct rt_sched_params p = { .kind = kind, .num_layers = 8, .max_batch = 8,
-                                 .max_tokens = 512, .chunk = 256, .groups = 0,
-                                 .group_tokens = 128, .budget = 24, .prefill_units = 8 };
-    if (kind == RT_SCHED_PD_FUSION)
-        p.chunk = 64;
-    if (kind == RT_SCHED_LAYERED_CHUNKED)
-        p.chunk = 200;
-    return p;
-}
-
-static void add_req(uint64_t arrival_ps, uint32_t input, uint32_t output)
-{
-    assert_true(nreqs < SIM_REQS_MAX);
-    struct rt_request *r = &reqs[nreqs];
-    memset(r, 0, sizeof(*r));
-    r->id = nreqs++;
-    r->arrival_ps = arrival_ps;
-    r->input_len = input;
-    r->output_len = output;
-}
-
-static void start(const struct rt_sched_params *p, uint32_t block_tokens, uint32_t blocks,
-                  uint64_t ring)
-{
-    struct rt_kvc_config c = { .block_tokens = block_tokens, .sram_blocks = blocks,
-                               .ring_rows = ring };
-    assert_int_equal(kvc_init(&kvc, &c), NPU_OK);
-    int rc = sched_init(&sch, p, reqs, nreqs, &kvc, err, sizeof(err));
-    if (rc != NPU_OK)
-        fail_msg("sched_init: %s", err);
-}
-
-/* Requests at random times (0..4 ms apart) with mostly ordinary lengths, and every so often
-   one that is empty, too long, can never fit the KV cache, or has a long prompt. */
-static void make_trace(uint32_t seed, uint32_t n)
-{
-    uint64_t t = 0;
-    nreqs = 0;
-    lcg_state = seed;
-    for (uint32_t i = 0; i < n; i++) {
-        t += (lcg_next() % 4000) * US;
-        uint32_t in = 1 + lcg_next() % 480, out = 1 + lcg_next() % 24;
-        if (i % 17 == 5)
-            in = 600 + lcg_next() % 300;  /* past max_tokens */
-        if (i % 23 == 7)
-            in = 0;
-        if (i % 29 == 11)
-            out = 0;
-        if (i % 31 == 13) {
-            in = 3000;
-            out = 2000;  /* past max_seq 4096 */
-        }
-        if (i % 37 == 17) {
-            in = 1500;
-            out = 700;  /* 2199 positions: past the SRAM and the ring */
-        }
-        add_req(t, in, out);
-    }
-}
-
-/* ---- the simulator's checks -------------------------------------------------------------- */
+#include "sched_fixture.h"
 
 struct sim {
     uint32_t max_seq;
@@ -129,6 +48,7 @@ struct sim {
     uint32_t cycle_nruns, cycle_groups, next_group, next_layer, min_size, max_size;
     /* coverage */
     uint64_t iterations, admit_iters, mixed_iters, cycles, multi_group_cycles, max_ring;
+    uint32_t cached_reqs;                    /* admitted with a cached prefix */
     uint32_t finished, rejected[RT_REJECT_COUNT];
 };
 
@@ -205,6 +125,19 @@ static void snapshot(void)
     }
 }
 
+/* A request just admitted starts prefilled where its shared prefix ends: whole blocks
+   short of its last position, none without a prefix index. */
+static void check_cached(const struct rt_request *r)
+{
+    const uint32_t b = kvc.cfg.block_tokens;
+    assert_int_equal(r->prefilled, r->cached);
+    assert_int_equal(r->cached, r->kv.shared * b);
+    assert_true(r->cached < r->input_len);
+    if (!kvc.px)
+        assert_int_equal(r->cached, 0);
+    sim.cached_reqs += r->cached > 0;
+}
+
 /* Admissions happen in index order, never past a request still queued. */
 static void check_admissions(void)
 {
@@ -215,6 +148,7 @@ static void check_admissions(void)
         if (sim.before[i] != RT_REQ_QUEUED || reqs[i].state == RT_REQ_QUEUED)
             continue;
         assert_int_equal(reqs[i].state, RT_REQ_RUNNING);
+        check_cached(&reqs[i]);
         assert_true(sim.last_admitted == UINT32_MAX || i > sim.last_admitted);
         for (uint32_t j = 0; j < i; j++)
             assert_int_not_equal(reqs[j].state, RT_REQ_QUEUED);
@@ -271,13 +205,15 @@ static void check_stall_free(void)
     assert_int_equal(plan.decode_tokens, decoding);
 }
 
+/* New prompts run whole: all that the prefix cache left of them. */
 static void check_whole_new_prompts(void)
 {
     assert_int_equal(plan.nprefill, sim.admitted);
     for (uint32_t i = 0; i < plan.nprefill; i++) {
+        const struct rt_request *r = &reqs[plan.runs[i].req];
         assert_int_equal(sim.before[plan.runs[i].req], RT_REQ_QUEUED);
-        assert_int_equal(plan.runs[i].pos, 0);
-        assert_int_equal(plan.runs[i].count, reqs[plan.runs[i].req].input_len);
+        assert_int_equal(plan.runs[i].pos, r->cached);
+        assert_int_equal(plan.runs[i].count, r->input_len - r->cached);
     }
 }
 
@@ -441,7 +377,9 @@ static void check_end(void)
     assert_int_equal(rejected, sch.rejected);
     assert_int_equal(sch.nrunning, 0);
     assert_int_equal(sched_queue_len(&sch), 0);
-    assert_int_equal(kvc_blocks_used(&kvc), 0);
+    /* Only the prefix index's idle blocks remain, and they are unreserved. */
+    assert_int_equal(kvc_blocks_used(&kvc), kvc.px ? kvc.px->cached : 0);
+    assert_true(!kvc.px || kvc.px->evictable == kvc.px->cached);
     assert_int_equal(kvc_ring_rows_used(&kvc), 0);
     assert_int_equal(kvc.nsegs, 0);
     assert_int_equal(kvc.unreserved, kvc.cfg.sram_blocks);
@@ -558,492 +496,235 @@ static void test_sim_pd_fusion(void **state)
 
 /* ---- exact scenarios ------------------------------------------------------------------- */
 
-static void expect_run(uint32_t i, uint32_t req, uint32_t pos, uint32_t count, bool wants)
+/* ---- prefix caching ---------------------------------------------------------------------- */
+
+#define PX_HASHES 32u
+
+/* The requests' prompt hashes, handed to the scheduler as its prefix source's context. */
+struct px_table {
+    uint64_t hash[SIM_REQS_MAX][PX_HASHES];
+    uint32_t nhash[SIM_REQS_MAX];
+    uint32_t hash_block;
+};
+
+static struct px_table pxt;
+static struct rt_kvc_index pxi;  /* ~270 KiB: not on the stack */
+
+/* rt_sched_prefix_fn over the table given as ctx. */
+static void px_source(const void *ctx, uint32_t req, struct rt_kv_prefix *p)
 {
-    assert_true(i < plan.nruns);
-    const struct rt_run *run = &plan.runs[i];
-    assert_int_equal(run->req, req);
-    assert_int_equal(run->pos, pos);
-    assert_int_equal(run->count, count);
-    assert_int_equal(run->prefill, i < plan.nprefill);
-    assert_int_equal(run->wants_token, wants);
+    const struct px_table *t = ctx;
+    assert_true(req < nreqs);
+    *p = (struct rt_kv_prefix){ .hash = t->hash[req], .nhash = t->nhash[req],
+                                .hash_block = t->hash_block, .input_len = reqs[req].input_len };
 }
 
-/* sched_next must plan nruns runs of which nprefill are prefill runs. */
-static void next_plan(uint32_t nruns, uint32_t nprefill)
+/* Request req's hash ids: family fam's (fam * 1000 + block) for its first `shared`, then
+   its own. */
+static void px_hashes(uint32_t req, uint32_t fam, uint32_t shared, uint32_t nhash)
 {
-    assert_true(sched_next(&sch, &plan));
-    assert_int_equal(plan.nruns, nruns);
-    assert_int_equal(plan.nprefill, nprefill);
+    assert_true(req < SIM_REQS_MAX && nhash <= PX_HASHES);
+    for (uint32_t i = 0; i < nhash; i++)
+        pxt.hash[req][i] = i < shared ? fam * 1000u + i : 1000000u + req * PX_HASHES + i;
+    pxt.nhash[req] = nhash;
 }
 
-/* Two layers, 64 rows, a roomy KV cache, every request arrived at 0. chunk, budget and
-   prefill_units: 0 keeps params()'s. */
-static void small_start(enum rt_sched_kind kind, uint32_t max_batch, uint32_t chunk,
-                        uint32_t budget, uint32_t prefill_units)
+/* Starts policy `kind` (2 layers, max_tokens rows, blocks and hash blocks of 4 tokens)
+   with the hash table as its prefix source, and a prefix index only if `attach`. */
+static void px_start(enum rt_sched_kind kind, uint32_t max_tokens, bool attach)
 {
     struct rt_sched_params p = params(kind);
     p.num_layers = 2;
-    p.max_batch = max_batch;
-    p.max_tokens = 64;
-    p.chunk = chunk ? chunk : p.chunk;
-    p.budget = budget ? budget : p.budget;
-    p.prefill_units = prefill_units ? prefill_units : p.prefill_units;
-    start(&p, 4, 256, 0);
-    assert_int_equal(sched_arrive(&sch, 0, 4096), nreqs);
-}
-
-static void test_static_exact(void **state)
-{
-    (void)state;
-    nreqs = 0;
-    add_req(0, 10, 3);
-    add_req(0, 20, 1);
-    add_req(0, 5, 2);
-    small_start(RT_SCHED_STATIC, 2, 0, 0, 0);
-    next_plan(2, 2);  /* the batch: both prompts, whole */
-    expect_run(0, 0, 0, 10, true);
-    expect_run(1, 1, 0, 20, true);
-    sched_complete(&sch, &plan);
-    assert_int_equal(reqs[1].state, RT_REQ_FINISHED);
-    next_plan(1, 0);  /* a slot is free, but the batch has not drained */
-    expect_run(0, 0, 10, 1, true);
-    assert_int_equal(reqs[2].state, RT_REQ_QUEUED);
-    sched_complete(&sch, &plan);
-    next_plan(1, 0);
-    expect_run(0, 0, 11, 1, true);
-    sched_complete(&sch, &plan);
-    assert_int_equal(reqs[0].state, RT_REQ_FINISHED);
-    next_plan(1, 1);
-    expect_run(0, 2, 0, 5, true);
-    sched_complete(&sch, &plan);
-    next_plan(1, 0);
-    expect_run(0, 2, 5, 1, true);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
-    assert_false(sched_next(&sch, &plan));
-    assert_int_equal(kvc_blocks_used(&kvc), 0);
-}
-
-static void test_continuous_exact(void **state)
-{
-    (void)state;
-    nreqs = 0;
-    add_req(0, 10, 3);
-    add_req(0, 30, 2);
-    add_req(MS, 4, 2);
-    struct rt_sched_params p = params(RT_SCHED_CONTINUOUS);
-    p.num_layers = 2;
     p.max_batch = 4;
-    p.max_tokens = 32;
+    p.max_tokens = max_tokens;
+    p.groups = kind == RT_SCHED_LAYERED || kind == RT_SCHED_LAYERED_CHUNKED ? 2 : 0;
+    p.chunk = kind == RT_SCHED_LAYERED_CHUNKED ? 16 : kind == RT_SCHED_PD_FUSION ? 8 : 64;
+    pxt.hash_block = 4;
     start(&p, 4, 256, 0);
-    assert_int_equal(sched_arrive(&sch, 0, 4096), 2);
-    next_plan(1, 1);  /* 10 + 30 rows do not fit 32: r1 waits for the next iteration */
-    expect_run(0, 0, 0, 10, true);
-    sched_complete(&sch, &plan);
-    next_plan(1, 1);  /* prefill first: r0 does not decode beside the new prompt */
-    expect_run(0, 1, 0, 30, true);
-    sched_complete(&sch, &plan);
+    if (attach)
+        kvc_prefix_attach(&kvc, &pxi);
+    sched_prefix_source(&sch, px_source, &pxt);
+}
+
+/* Plans and completes iterations (checking the KV cache after each) until one has a run of
+   request `req`; that plan is left in `plan`, not completed. The index of the run. */
+static uint32_t px_until_run_of(uint32_t req)
+{
+    for (uint32_t guard = 0; guard < 100; guard++) {
+        assert_true(sched_next(&sch, &plan));
+        check_kvc();
+        for (uint32_t i = 0; i < plan.nruns; i++)
+            if (plan.runs[i].req == req)
+                return i;
+        sched_complete(&sch, &plan);
+        check_kvc();
+    }
+    fail_msg("request %u never ran", req);
+    return 0;
+}
+
+/* Runs what is left to the end: every request finished, only idle cached blocks left. */
+static void px_finish(void)
+{
+    do {
+        sched_complete(&sch, &plan);
+        check_kvc();
+    } while (sched_next(&sch, &plan));
+    assert_true(sched_done(&sch));
+    for (uint32_t i = 0; i < nreqs; i++)
+        assert_int_equal(reqs[i].state, RT_REQ_FINISHED);
+    assert_int_equal(kvc_blocks_used(&kvc), kvc.px ? kvc.px->cached : 0);
+    assert_int_equal(kvc.unreserved, kvc.cfg.sram_blocks);
+}
+
+/* r0 (30 tokens, 7 hash ids) finishes its prefill, then r1 (26 tokens) arrives sharing its
+   first 5 hash blocks: 5 blocks (20 tokens) cached, 6 left to prefill, from position 20.
+   Without an index (or for pd-fusion's and layered-chunked's chunks) nothing else moves. */
+static void px_second_request(enum rt_sched_kind kind, bool attach)
+{
+    nreqs = 0;
+    add_req(0, 30, 3);
+    add_req(MS, 26, 2);
+    px_hashes(0, 1, 7, 7);
+    px_hashes(1, 1, 5, 7);
+    px_start(kind, 64, attach);
+    assert_int_equal(sched_arrive(&sch, 0, 4096), 1);
+    while (reqs[0].prefilled < 30) {
+        px_until_run_of(0);
+        sched_complete(&sch, &plan);
+        check_kvc();
+        /* Published only once written in every layer (layered: after the last group). */
+        if (reqs[0].prefilled < 30)
+            assert_int_equal(kvc.px ? kvc.px->cached : 0, 0);
+    }
+    assert_int_equal(kvc.px ? kvc.px->cached : 0, attach ? 7 : 0);  /* 28 of 29 positions */
     assert_int_equal(sched_arrive(&sch, MS, 4096), 1);
-    next_plan(1, 1);
-    expect_run(0, 2, 0, 4, true);
-    sched_complete(&sch, &plan);
-    next_plan(3, 0);
-    expect_run(0, 0, 10, 1, true);
-    expect_run(1, 1, 30, 1, true);
-    expect_run(2, 2, 4, 1, true);
-    sched_complete(&sch, &plan);
-    next_plan(1, 0);
-    expect_run(0, 0, 11, 1, true);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
+    const uint32_t i = px_until_run_of(1), cached = attach ? 20 : 0;
+    const uint32_t chunk = kind == RT_SCHED_LAYERED_CHUNKED ? 16
+                           : kind == RT_SCHED_PD_FUSION      ? 8
+                                                             : 26;
+    const uint32_t count = 26 - cached < chunk ? 26 - cached : chunk;
+    assert_int_equal(reqs[1].cached, cached);
+    assert_int_equal(reqs[1].prefilled, cached);
+    assert_int_equal(reqs[1].kv.shared, cached / 4);
+    assert_true(plan.runs[i].prefill);
+    assert_int_equal(plan.runs[i].pos, cached);
+    assert_int_equal(plan.runs[i].count, count);
+    assert_int_equal(plan.prefill_tokens, count);
+    px_finish();
+    assert_int_equal(reqs[1].cached, cached);  /* kept for the metrics */
+    /* r1's sixth block (its own hash id) joins the index under r0's fifth. */
+    assert_int_equal(kvc.px ? kvc.px->cached : 0, attach ? 8 : 0);
 }
 
-static void test_chunked_exact(void **state)
+static void test_prefix_second_request(void **state)
 {
     (void)state;
-    nreqs = 0;
-    add_req(0, 20, 3);
-    add_req(0, 5, 2);
-    small_start(RT_SCHED_CHUNKED, 2, 8, 0, 0);
-    next_plan(1, 1);  /* r0's first chunk takes the whole budget: r1 is not admitted */
-    expect_run(0, 0, 0, 8, false);
-    assert_int_equal(reqs[1].state, RT_REQ_QUEUED);
-    sched_complete(&sch, &plan);
-    next_plan(1, 1);
-    expect_run(0, 0, 8, 8, false);
-    sched_complete(&sch, &plan);
-    next_plan(2, 2);  /* the rest of r0's prompt, then r1's first chunk */
-    expect_run(0, 0, 16, 4, true);
-    expect_run(1, 1, 0, 4, false);
-    sched_complete(&sch, &plan);
-    next_plan(2, 1);  /* r0 decodes first in the budget; prefill runs still come first */
-    expect_run(0, 1, 4, 1, true);
-    expect_run(1, 0, 20, 1, true);
-    sched_complete(&sch, &plan);
-    next_plan(2, 0);
-    expect_run(0, 0, 21, 1, true);
-    expect_run(1, 1, 5, 1, true);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
-    /* The budget's last token still admits a request. */
-    nreqs = 0;
-    add_req(0, 1, 2);
-    add_req(0, 5, 1);
-    small_start(RT_SCHED_CHUNKED, 2, 2, 0, 0);
-    next_plan(2, 2);
-    expect_run(0, 0, 0, 1, true);
-    expect_run(1, 1, 0, 1, false);
-    sched_complete(&sch, &plan);
-    next_plan(2, 1);  /* r0's decode leaves r1 one token */
-    expect_run(0, 1, 1, 1, false);
-    expect_run(1, 0, 1, 1, true);
-}
-
-static void test_pd_fusion_exact(void **state)
-{
-    (void)state;
-    nreqs = 0;
-    add_req(0, 10, 3);
-    add_req(0, 3, 2);
-    add_req(0, 6, 2);
-    small_start(RT_SCHED_PD_FUSION, 3, 4, 4, 2);
-    next_plan(2, 2);  /* 4 units: two chunks */
-    expect_run(0, 0, 0, 4, false);
-    expect_run(1, 1, 0, 3, true);
-    sched_complete(&sch, &plan);
-    next_plan(2, 1);  /* one decode: 3 units left, one chunk */
-    expect_run(0, 0, 4, 4, false);
-    expect_run(1, 1, 3, 1, true);
-    sched_complete(&sch, &plan);
-    assert_int_equal(reqs[1].state, RT_REQ_FINISHED);
-    next_plan(2, 2);
-    expect_run(0, 0, 8, 2, true);
-    expect_run(1, 2, 0, 4, false);
-    sched_complete(&sch, &plan);
-    next_plan(2, 1);
-    expect_run(0, 2, 4, 2, true);
-    expect_run(1, 0, 10, 1, true);
-    sched_complete(&sch, &plan);
-    next_plan(2, 0);
-    expect_run(0, 0, 11, 1, true);
-    expect_run(1, 2, 6, 1, true);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
-}
-
-/* One layered cycle over `layers` layers; checks each group's range against the expected
-   starts (bounds[g] .. bounds[g + 1]). */
-static void expect_cycle(const uint32_t *bounds, uint32_t groups, uint32_t prompt)
-{
-    for (uint32_t g = 0; g < groups; g++) {
-        next_plan(1, 1);
-        assert_int_equal(plan.group, g);
-        assert_int_equal(plan.groups, groups);
-        assert_int_equal(plan.layer0, bounds[g]);
-        assert_int_equal(plan.layer1, bounds[g + 1]);
-        expect_run(0, 0, 0, prompt, g + 1 == groups);
-        sched_complete(&sch, &plan);
-        assert_int_equal(reqs[0].prefilled, g + 1 == groups ? prompt : 0);
+    static const enum rt_sched_kind kinds[] = { RT_SCHED_CHUNKED, RT_SCHED_CONTINUOUS,
+                                                RT_SCHED_LAYERED, RT_SCHED_LAYERED_CHUNKED,
+                                                RT_SCHED_STATIC, RT_SCHED_PD_FUSION };
+    for (uint32_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        px_second_request(kinds[k], true);
+        px_second_request(kinds[k], false);
     }
 }
 
-static void layered_one(uint32_t layers, uint32_t groups_param, uint32_t prompt)
+/* r2 (30 tokens) shares r0's 7 blocks, so 2 tokens are left: after r1's 10 it fits what
+   is left of the iteration's 32 rows (whole prompts) or of a 16-token chunk (layered-
+   chunked), which its full length would not. */
+static void px_rest_fits(enum rt_sched_kind kind, bool attach)
 {
     nreqs = 0;
-    add_req(0, prompt, 2);
-    struct rt_sched_params p = params(RT_SCHED_LAYERED);
-    p.num_layers = layers;
-    p.max_tokens = 4096;
-    p.group_tokens = 512;
-    p.groups = groups_param;
-    start(&p, 16, 512, 0);
-    assert_int_equal(sched_arrive(&sch, 0, 8192), 1);
-}
-
-static void test_layered_groups(void **state)
-{
-    (void)state;
-    static const uint32_t four[] = { 0, 8, 16, 24, 32 };
-    layered_one(32, 0, 2048);  /* adaptive: ceil(2048 / 512) = 4 groups of 8 layers */
-    expect_cycle(four, 4, 2048);
-    next_plan(1, 0);  /* after the cycle: a decode over every layer */
-    assert_true(plan.layer0 == 0 && plan.layer1 == 32 && plan.group == 0 && plan.groups == 1);
-    expect_run(0, 0, 2048, 1, true);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
-    static const uint32_t five[] = { 0, 7, 14, 20, 26, 32 };
-    layered_one(32, 0, 2049);  /* 5 groups: 7, 7, 6, 6, 6 */
-    expect_cycle(five, 5, 2049);
-    static const uint32_t capped[] = { 0, 1, 2, 3 };
-    layered_one(3, 0, 2048);  /* capped at num_layers */
-    expect_cycle(capped, 3, 2048);
-    static const uint32_t one[] = { 0, 3 };
-    layered_one(3, 0, 100);  /* a short prompt: one group */
-    expect_cycle(one, 1, 100);
-    static const uint32_t fixed[] = { 0, 3, 6, 8, 10 };
-    layered_one(10, 4, 100);  /* fixed N_lg = 4 over 10 layers: 3, 3, 2, 2 */
-    expect_cycle(fixed, 4, 100);
-}
-
-/* Concurrent prompts merge into one cycle while they fit the rows; the running decodes
-   count against the rows too. */
-static void test_layered_merge(void **state)
-{
-    (void)state;
-    nreqs = 0;
-    add_req(0, 40, 3);
-    add_req(0, 50, 5);
-    add_req(0, 99, 2);
-    struct rt_sched_params p = params(RT_SCHED_LAYERED);
-    p.num_layers = 4;
-    p.groups = 2;
-    p.max_batch = 4;
-    p.max_tokens = 100;
-    start(&p, 4, 256, 0);
-    sched_arrive(&sch, 0, 4096);
-    for (uint32_t g = 0; g < 2; g++) {
-        next_plan(2, 2);  /* 40 + 50 fit 100 rows, + 99 does not */
-        assert_int_equal(plan.layer0, 2 * g);
-        expect_run(0, 0, 0, 40, g == 1);
-        expect_run(1, 1, 0, 50, g == 1);
+    add_req(0, 30, 2);
+    add_req(MS, 10, 2);
+    add_req(MS, 30, 2);
+    px_hashes(0, 1, 7, 7);
+    px_hashes(1, 2, 0, 0);
+    px_hashes(2, 1, 7, 7);
+    px_start(kind, 32, attach);
+    assert_int_equal(sched_arrive(&sch, 0, 4096), 1);
+    while (reqs[0].prefilled < 30) {
+        px_until_run_of(0);
         sched_complete(&sch, &plan);
     }
-    for (uint32_t i = 0; i < 2; i++) {
-        next_plan(2, 0);  /* 99 rows + 2 decodes pass 100: r2 waits, no cycle */
-        assert_true(plan.layer0 == 0 && plan.layer1 == 4 && plan.groups == 1);
-        expect_run(0, 0, 40 + i, 1, true);
-        expect_run(1, 1, 50 + i, 1, true);
-        sched_complete(&sch, &plan);
-    }
-    assert_int_equal(reqs[0].state, RT_REQ_FINISHED);
-    for (uint32_t g = 0; g < 2; g++) {
-        next_plan(2, 1);  /* 99 + r1's decode fit: r2's cycle, r1 decoding in each group */
-        expect_run(0, 2, 0, 99, g == 1);
-        expect_run(1, 1, 52 + g, 1, true);
-        sched_complete(&sch, &plan);
-    }
+    assert_int_equal(sched_arrive(&sch, MS, 4096), 2);
+    const bool decodes = kind != RT_SCHED_CONTINUOUS;  /* r0 decodes beside the prompts */
+    next_plan((attach ? 2 : 1) + decodes, attach ? 2 : 1);
+    assert_true(plan.runs[0].req == 1 && plan.runs[0].pos == 0 && plan.runs[0].count == 10);
+    if (attach)
+        assert_true(plan.runs[1].req == 2 && plan.runs[1].pos == 28 &&
+                    plan.runs[1].count == 2);
+    assert_int_equal(reqs[2].state, attach ? RT_REQ_RUNNING : RT_REQ_QUEUED);
+    assert_int_equal(plan.prefill_tokens, attach ? 12 : 10);
+    check_kvc();
+    px_finish();
 }
 
-static void test_layered_chunked_exact(void **state)
+static void test_prefix_rest_fits_rows(void **state)
 {
     (void)state;
-    nreqs = 0;
-    add_req(0, 40, 3);
-    add_req(0, 6, 2);
-    add_req(0, 8, 2);
-    struct rt_sched_params p = params(RT_SCHED_LAYERED_CHUNKED);
-    p.num_layers = 4;
-    p.groups = 2;
-    p.chunk = 16;
-    p.max_batch = 4;
-    p.max_tokens = 64;
-    start(&p, 4, 256, 0);
-    sched_arrive(&sch, 0, 4096);
-    static const uint32_t pos[] = { 0, 16, 32 }, cnt[] = { 16, 16, 8 };
-    for (uint32_t c = 0; c < 3; c++) {
-        for (uint32_t g = 0; g < 2; g++) {
-            next_plan(1, 1);  /* r0's chunks; r1 does not merge (6 more passes 16) */
-            expect_run(0, 0, pos[c], cnt[c], c == 2 && g == 1);
-            sched_complete(&sch, &plan);
-        }
-    }
-    for (uint32_t g = 0; g < 2; g++) {
-        next_plan(3, 2);  /* r1 and r2 merged: 6 + 8 fit one chunk */
-        expect_run(0, 1, 0, 6, g == 1);
-        expect_run(1, 2, 0, 8, g == 1);
-        expect_run(2, 0, 40 + g, 1, true);
-        sched_complete(&sch, &plan);
+    static const enum rt_sched_kind kinds[] = { RT_SCHED_CONTINUOUS, RT_SCHED_LAYERED,
+                                                RT_SCHED_LAYERED_CHUNKED };
+    for (uint32_t k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++) {
+        px_rest_fits(kinds[k], true);
+        px_rest_fits(kinds[k], false);
     }
 }
 
-/* The decodes of running requests shrink a chunk so the rows fit max_tokens. */
-static void test_layered_chunked_rows(void **state)
+/* Prompts of 4 families sharing their first hash blocks, the rest their own. */
+static void px_make_hashes(uint32_t seed)
 {
-    (void)state;
-    nreqs = 0;
-    add_req(0, 2, 5);
-    add_req(0, 20, 1);
-    struct rt_sched_params p = params(RT_SCHED_LAYERED_CHUNKED);
-    p.num_layers = 1;
-    p.groups = 1;
-    p.chunk = 10;
-    p.max_batch = 2;
-    p.max_tokens = 10;
-    start(&p, 4, 256, 0);
-    sched_arrive(&sch, 0, 4096);
-    next_plan(1, 1);  /* r1's first chunk (10) does not fit beside r0's 2 tokens */
-    expect_run(0, 0, 0, 2, true);
-    sched_complete(&sch, &plan);
-    static const uint32_t pos[] = { 0, 9, 18 }, cnt[] = { 9, 9, 2 };
-    for (uint32_t c = 0; c < 3; c++) {
-        next_plan(2, 1);  /* chunks of 9: r0's decode takes a row */
-        expect_run(0, 1, pos[c], cnt[c], c == 2);
-        expect_run(1, 0, 2 + c, 1, true);
-        sched_complete(&sch, &plan);
+    lcg_state = seed;
+    pxt.hash_block = 16;
+    for (uint32_t i = 0; i < nreqs; i++) {
+        uint32_t n = (reqs[i].input_len + 15) / 16;
+        n = n < PX_HASHES ? n : PX_HASHES;
+        px_hashes(i, lcg_next() % 4, lcg_next() % (PX_HASHES + 1), n);
     }
-    assert_int_equal(reqs[1].state, RT_REQ_FINISHED);
 }
 
-static void test_rejections(void **state)
+/* The simulator over a synthetic trace, with the hashes as the prefix source and a prefix
+   index if `attach`: every check of run_policy holds, admitted prompts start at their
+   cached blocks (check_cached), and with an index many do. */
+static void run_policy_px(struct rt_sched_params p, uint32_t seed, uint32_t blocks,
+                          uint64_t ring, bool attach)
+{
+    make_trace(seed, 120);
+    px_make_hashes(seed + 1);
+    start(&p, 16, blocks, ring);
+    if (attach)
+        kvc_prefix_attach(&kvc, &pxi);
+    sched_prefix_source(&sch, px_source, &pxt);
+    simulate(4096);
+    assert_true(sim.finished > 60);
+    assert_int_equal(sim.cached_reqs > 10, attach);
+    if (attach && blocks < 64)
+        assert_true(pxi.evictions > 0);  /* a short pool reuses idle cached blocks */
+}
+
+static void test_prefix_sim(void **state)
 {
     (void)state;
-    for (int chunked = 0; chunked < 2; chunked++) {
-        nreqs = 0;
-        add_req(0, 0, 5);   /* empty */
-        add_req(0, 5, 0);   /* empty */
-        add_req(0, 60, 50); /* 110 > max_seq 100 */
-        add_req(0, 40, 20); /* 59 positions: 15 blocks of 8, and past the 50-row ring */
-        add_req(0, 30, 5);  /* prompt 30 > max_tokens 20 (fits the ring) */
-        add_req(0, 5, 3);
-        add_req(0, 5, 3);
-        reqs[6].state = RT_REQ_REJECTED;  /* the loader found a bad token */
-        reqs[6].reject = RT_REJECT_BAD_TOKEN;
-        struct rt_sched_params p = params(chunked ? RT_SCHED_CHUNKED : RT_SCHED_CONTINUOUS);
-        p.max_batch = 2;
-        p.max_tokens = 20;
-        p.chunk = 8;
-        start(&p, 4, 8, 50);
-        assert_int_equal(sched_arrive(&sch, 0, 100), 7);
-        static const enum rt_reject_reason want[] = {
-            RT_REJECT_EMPTY, RT_REJECT_EMPTY, RT_REJECT_TOO_LONG, RT_REJECT_KV_NEVER,
-            RT_REJECT_PROMPT_ROWS, RT_REJECT_NONE, RT_REJECT_BAD_TOKEN,
-        };
-        for (uint32_t i = 0; i < 7; i++) {
-            enum rt_reject_reason w = want[i];
-            if (chunked && w == RT_REJECT_PROMPT_ROWS)
-                w = RT_REJECT_NONE;  /* chunks need no whole prompt in one iteration */
-            assert_int_equal(reqs[i].reject, w);
-            assert_int_equal(reqs[i].state, w == RT_REJECT_NONE ? RT_REQ_QUEUED
-                                                                : RT_REQ_REJECTED);
-        }
-        assert_int_equal(sched_queue_len(&sch), chunked ? 2 : 1);
-        while (sched_next(&sch, &plan))
-            sched_complete(&sch, &plan);
-        assert_true(sched_done(&sch));
-        assert_int_equal(sch.finished, chunked ? 2 : 1);
-        assert_int_equal(sch.rejected, chunked ? 5 : 6);
+    for (int k = RT_SCHED_STATIC; k <= RT_SCHED_PD_FUSION; k++) {
+        struct rt_sched_params p = params((enum rt_sched_kind)k);
+        run_policy_px(p, 11u, 64, 2048, true);
+        run_policy_px(p, 12u, 24, 700, true);
+        run_policy_px(p, 11u, 64, 2048, false);
     }
-    assert_string_equal(rt_reject_reason_name(RT_REJECT_EMPTY), "empty");
-    assert_string_equal(rt_reject_reason_name(RT_REJECT_TOO_LONG), "too_long");
-    assert_string_equal(rt_reject_reason_name(RT_REJECT_KV_NEVER), "kv_never_fits");
-    assert_string_equal(rt_reject_reason_name(RT_REJECT_PROMPT_ROWS), "prompt_rows");
-    assert_string_equal(rt_reject_reason_name(RT_REJECT_BAD_TOKEN), "bad_token");
-}
-
-/* Nothing to run before the first arrival; the clock jumps to it. */
-static void test_idle_until_arrival(void **state)
-{
-    (void)state;
-    nreqs = 0;
-    add_req(5 * MS, 4, 1);
-    add_req(9 * MS, 4, 1);
-    struct rt_sched_params p = params(RT_SCHED_CONTINUOUS);
-    start(&p, 4, 64, 0);
-    assert_int_equal(sched_arrive(&sch, 0, 4096), 0);
-    assert_false(sched_next(&sch, &plan));
-    assert_int_equal(sched_next_arrival_ps(&sch), 5 * MS);
-    assert_int_equal(sched_arrive(&sch, 5 * MS, 4096), 1);
-    assert_int_equal(sched_next_arrival_ps(&sch), 9 * MS);
-    next_plan(1, 1);
-    sched_complete(&sch, &plan);
-    assert_int_equal(reqs[0].state, RT_REQ_FINISHED);
-    assert_false(sched_done(&sch));
-    assert_false(sched_next(&sch, &plan));
-    assert_int_equal(sched_arrive(&sch, UINT64_MAX, 4096), 1);
-    assert_int_equal(sched_next_arrival_ps(&sch), UINT64_MAX);
-    next_plan(1, 1);
-    sched_complete(&sch, &plan);
-    assert_true(sched_done(&sch));
-}
-
-static void expect_refused(struct rt_sched_params p, int rc, const char *words)
-{
-    err[0] = '\0';
-    assert_int_equal(sched_init(&sch, &p, reqs, 0, &kvc, err, sizeof(err)), rc);
-    if (!strstr(err, words))
-        fail_msg("message \"%s\" lacks \"%s\"", err, words);
-}
-
-static void test_init_refuses(void **state)
-{
-    (void)state;
-    struct rt_sched_params p = params(RT_SCHED_CHUNKED);
-    p.chunk = 0;
-    expect_refused(p, NPU_ERR_INVAL, "chunked: chunk 0 must be >= max_batch 8");
-    p.chunk = 7;
-    expect_refused(p, NPU_ERR_INVAL, "chunk 7");
-    expect_refused(params(RT_SCHED_PD_DISAGG), NPU_ERR_STATE, "pd-disagg: planned by pd_init");
-    p = params(RT_SCHED_STATIC);
-    p.max_batch = RT_SCHED_RUNNING_MAX + 1;
-    p.max_tokens = 4096;
-    expect_refused(p, NPU_ERR_INVAL, "max_batch 65");
-    p.max_batch = 0;
-    expect_refused(p, NPU_ERR_INVAL, "max_batch 0");
-    p = params(RT_SCHED_CONTINUOUS);
-    p.max_tokens = 4;
-    expect_refused(p, NPU_ERR_INVAL, "max_batch 8 must be <= max_tokens 4");
-    p.max_tokens = 0;
-    expect_refused(p, NPU_ERR_INVAL, "max_tokens 0");
-    p = params(RT_SCHED_LAYERED);
-    p.num_layers = 0;
-    expect_refused(p, NPU_ERR_INVAL, "num_layers 0");
-    p = params(RT_SCHED_LAYERED);
-    p.group_tokens = 0;
-    expect_refused(p, NPU_ERR_INVAL, "layered: group_tokens");
-    p.groups = 4;  /* fixed groups need no group_tokens */
-    start(&p, 4, 8, 0);
-    p = params(RT_SCHED_LAYERED_CHUNKED);
-    p.chunk = 0;
-    expect_refused(p, NPU_ERR_INVAL, "layered-chunked: chunk 0");
-    p = params(RT_SCHED_PD_FUSION);
-    p.budget = 7;
-    expect_refused(p, NPU_ERR_INVAL, "pd-fusion: budget 7 must be >= max_batch 8");
-    p.budget = 8;
-    p.prefill_units = 9;
-    expect_refused(p, NPU_ERR_INVAL, "budget 8 must be >= prefill_units 9");
-    p.prefill_units = 0;
-    expect_refused(p, NPU_ERR_INVAL, "prefill_units 0");
-    p.prefill_units = 8;
-    p.chunk = 0;
-    expect_refused(p, NPU_ERR_INVAL, "pd-fusion: chunk 0");
-}
-
-static void test_kind_names(void **state)
-{
-    (void)state;
-    static const char *const names[] = { "static", "continuous", "chunked", "layered",
-                                         "layered-chunked", "pd-fusion", "pd-disagg" };
-    for (int k = 0; k < (int)RT_SCHED_KIND_COUNT; k++) {
-        assert_string_equal(rt_sched_kind_name((enum rt_sched_kind)k), names[k]);
-        assert_int_equal(rt_sched_kind_parse(names[k]), k);
-    }
-    assert_int_equal(rt_sched_kind_parse("layered_chunked"), -1);
-    assert_int_equal(rt_sched_kind_parse(""), -1);
-    assert_int_equal(rt_sched_kind_parse(NULL), -1);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_kind_names),
-        cmocka_unit_test(test_init_refuses),
-        cmocka_unit_test(test_rejections),
-        cmocka_unit_test(test_idle_until_arrival),
-        cmocka_unit_test(test_static_exact),
-        cmocka_unit_test(test_continuous_exact),
-        cmocka_unit_test(test_chunked_exact),
-        cmocka_unit_test(test_pd_fusion_exact),
-        cmocka_unit_test(test_layered_groups),
-        cmocka_unit_test(test_layered_merge),
-        cmocka_unit_test(test_layered_chunked_exact),
-        cmocka_unit_test(test_layered_chunked_rows),
         cmocka_unit_test(test_sim_static),
         cmocka_unit_test(test_sim_continuous),
         cmocka_unit_test(test_sim_chunked),
         cmocka_unit_test(test_sim_layered),
         cmocka_unit_test(test_sim_layered_chunked),
         cmocka_unit_test(test_sim_pd_fusion),
+        cmocka_unit_test(test_prefix_second_request),
+        cmocka_unit_test(test_prefix_rest_fits_rows),
+        cmocka_unit_test(test_prefix_sim),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,10 @@
  * log-normal fit against the presets over 20000 draws; the blob built and checked, and
  * rt_blob_check refusing a flipped byte, a truncation and hand-made bad blobs (checksum
  * fixed) naming the request; the bundled traces in models/traces/.
+ * Hash ids: synthetic tokens follow equal hash ids over filled hash blocks (and stay the
+ * old request-seeded ones without them); trace_check_hash_ids accepting agreeing ids and
+ * naming both requests when they differ; blob v2 carrying each request's hash ids
+ * (truncated to its hash blocks) and rt_blob_check refusing bad hash fields.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -486,28 +490,32 @@ static void test_blob_build(void **state)
     void *blob;
     size_t bytes;
     assert_int_equal(trace_read_jsonl(data("good.jsonl"), &t, err, sizeof(err)), 0);
-    assert_int_equal(trace_blob_build(&t, false, 0, 0, 0, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, &(struct rt_blob_opts){ 0 }, &blob, &bytes, err,
+                                      sizeof(err)), 0);
     assert_int_equal(bytes, sizeof(struct rt_blob_header) + 3 * sizeof(struct rt_blob_req));
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     assert_int_equal(rt_blob_reqs(blob)[1].arrival_ps, 12500000000ull);
     assert_int_equal(rt_blob_reqs(blob)[1].ids_first, RT_BLOB_NO_IDS);
     free(blob);
     /* With ids: request 0's own, request 1's synthesised below the vocabulary. */
-    assert_int_equal(trace_blob_build(&t, true, 512, 9, 0, &blob, &bytes, err, sizeof(err)), 0);
+    const struct rt_blob_opts ids_on = { .with_ids = true, .vocab = 512, .seed = 9 };
+    assert_int_equal(trace_blob_build(&t, &ids_on, &blob, &bytes, err, sizeof(err)), 0);
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     const struct rt_blob_header *h = blob;
     assert_int_equal(h->ids_count, 7);
     const uint32_t *ids = rt_blob_ids(blob);
     assert_memory_equal(ids, t.e[0].input_ids, 4 * sizeof(uint32_t));
     uint32_t synth[3];
-    trace_synth_ids(9, 1, 3, 512, synth);
+    trace_synth_ids(9, 1, NULL, 0, 3, 512, synth);
     assert_int_equal(rt_blob_reqs(blob)[1].ids_first, 4);
     assert_memory_equal(ids + 4, synth, sizeof(synth));
     for (int k = 0; k < 3; k++)
         assert_true(synth[k] < 512);
     free(blob);
     /* An id beyond the vocabulary is refused before anything is built. */
-    assert_int_equal(trace_blob_build(&t, true, 100, 9, 0, &blob, &bytes, err, sizeof(err)),
+    assert_int_equal(trace_blob_build(&t, &(struct rt_blob_opts){ .with_ids = true,
+                                                                  .vocab = 100, .seed = 9 },
+                                      &blob, &bytes, err, sizeof(err)),
                      NPU_ERR_RANGE);
     assert_null(blob);
     trace_free(&t);
@@ -538,7 +546,9 @@ static void test_blob_check_refuses(void **state)
     size_t bytes;
     struct rt_trace_gen_params p = gen_params("tiny", 5, 50.0, 1);
     assert_int_equal(trace_gen(&p, &t, err, sizeof(err)), 0);
-    assert_int_equal(trace_blob_build(&t, true, 512, 1, 0, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(trace_blob_build(&t, &(struct rt_blob_opts){ .with_ids = true,
+                                                                  .vocab = 512, .seed = 1 },
+                                      &blob, &bytes, err, sizeof(err)), 0);
     trace_free(&t);
     uint8_t *b = blob;
     struct rt_blob_req *r = (struct rt_blob_req *)(b + sizeof(struct rt_blob_header));
@@ -547,7 +557,7 @@ static void test_blob_check_refuses(void **state)
     b[bytes - 1] ^= 0x10;
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     expect_check_error(blob, bytes - 4, "were loaded");
-    expect_check_error(blob, 16, "shorter than its 40-byte header");
+    expect_check_error(blob, 16, "shorter than its 48-byte header");
     uint64_t keep = r[2].arrival_ps;
     r[2].arrival_ps = r[1].arrival_ps - 1;
     blob_reseal(blob);
@@ -561,6 +571,251 @@ static void test_blob_check_refuses(void **state)
     assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
     ((struct rt_blob_header *)blob)->magic ^= 1;
     expect_check_error(blob, bytes, "magic");
+    free(blob);
+}
+
+/* ---- hash ids: synthetic prompts, their check, the blob's copy --------------------------- */
+
+#define VOCAB_BIG (1u << 20) /* few chance equalities: differing tokens differ */
+
+/* trace_synth_ids as it was before hash ids (request-seeded only), written out again so
+   that a change of the ids of traces without hashes shows. */
+static void old_synth_ids(uint64_t seed, size_t i, uint32_t len, uint32_t vocab, uint32_t *ids)
+{
+    const uint64_t golden = 0x9e3779b97f4a7c15ull;
+    uint64_t m = (uint64_t)i + golden, base;
+    m = (m ^ (m >> 30)) * 0xbf58476d1ce4e5b9ull;
+    m = (m ^ (m >> 27)) * 0x94d049bb133111ebull;
+    base = seed ^ (m ^ (m >> 31));
+    base = (base ^ (base >> 30)) * 0xbf58476d1ce4e5b9ull;
+    base = (base ^ (base >> 27)) * 0x94d049bb133111ebull;
+    base ^= base >> 31;
+    for (uint32_t k = 0; k < len; k++) {
+        uint64_t z = base + (uint64_t)k * golden;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        ids[k] = vocab ? (uint32_t)((z ^ (z >> 31)) % vocab) : 0;
+    }
+}
+
+static void assert_tokens_differ(const uint32_t *a, const uint32_t *b, uint32_t n)
+{
+    for (uint32_t k = 0; k < n; k++)
+        if (a[k] == b[k])
+            fail_msg("token %u is the same (%u)", k, a[k]);
+}
+
+/* Tokens follow the hash ids over the hash blocks a prompt fills, wherever they sit and
+   whatever the request's index; elsewhere they are the request's own. */
+static void test_synth_ids_by_hash(void **state)
+{
+    (void)state;
+    static uint64_t ha[] = { 5, 6, 7 }, hb[] = { 5, 9, 7 }, hc[] = { 6, 5 };
+    const struct rt_trace_entry a = { .input_length = 40, .hash_ids = ha, .nhash = 3 },
+                                b = { .input_length = 40, .hash_ids = hb, .nhash = 3 },
+                                c = { .input_length = 32, .hash_ids = hc, .nhash = 2 };
+    uint32_t ia[40], ib[40], ic[32], old[40];
+    trace_synth_ids(3, 0, &a, 16, 40, VOCAB_BIG, ia);
+    trace_synth_ids(3, 7, &b, 16, 40, VOCAB_BIG, ib);
+    assert_memory_equal(ia, ib, 16 * sizeof(ia[0]));   /* hash 5 */
+    assert_tokens_differ(ia + 16, ib + 16, 16);        /* 6 against 9 */
+    assert_tokens_differ(ia + 32, ib + 32, 8);         /* 7, but 40 tokens fill 2 blocks */
+    old_synth_ids(3, 0, 40, VOCAB_BIG, old);
+    assert_memory_equal(ia + 32, old + 32, 8 * sizeof(ia[0]));
+    assert_tokens_differ(ia, old, 32);
+    trace_synth_ids(3, 2, &c, 16, 32, VOCAB_BIG, ic);  /* the same ids, other places */
+    assert_memory_equal(ic, ia + 16, 16 * sizeof(ic[0]));
+    assert_memory_equal(ic + 16, ia, 16 * sizeof(ic[0]));
+    trace_synth_ids(4, 0, &a, 16, 40, VOCAB_BIG, ib);  /* the seed still matters */
+    assert_tokens_differ(ia, ib, 40);
+    trace_synth_ids(3, 0, &a, 16, 40, 7, ia);
+    for (uint32_t k = 0; k < 40; k++)
+        assert_true(ia[k] < 7);
+}
+
+/* Without hash blocks to follow, an entry's tokens are the old request-seeded ones. */
+static void test_synth_ids_without_hashes(void **state)
+{
+    (void)state;
+    static uint64_t h[] = { 5, 6, 7 };
+    const struct rt_trace_entry with = { .input_length = 40, .hash_ids = h, .nhash = 3 },
+                                none = { .input_length = 40 },
+                                shorter = { .input_length = 15, .hash_ids = h, .nhash = 3 };
+    uint32_t ids[40], old[40];
+    static const size_t idx[] = { 0, 1, 5, 1000 };
+    for (size_t k = 0; k < sizeof(idx) / sizeof(idx[0]); k++) {
+        old_synth_ids(9, idx[k], 40, 512, old);
+        trace_synth_ids(9, idx[k], NULL, 16, 40, 512, ids);
+        assert_memory_equal(ids, old, sizeof(ids));
+        trace_synth_ids(9, idx[k], &with, 0, 40, 512, ids);  /* hash_block 0 */
+        assert_memory_equal(ids, old, sizeof(ids));
+        trace_synth_ids(9, idx[k], &none, 16, 40, 512, ids);
+        assert_memory_equal(ids, old, sizeof(ids));
+        trace_synth_ids(9, idx[k], &shorter, 16, 15, 512, ids);  /* no hash block filled */
+        assert_memory_equal(ids, old, 15 * sizeof(ids[0]));
+    }
+    trace_synth_ids(9, 0, &with, 16, 40, 0, ids);  /* no vocabulary: zeros */
+    for (uint32_t k = 0; k < 40; k++)
+        assert_int_equal(ids[k], 0);
+}
+
+/* Two 40-token prompts with their own ids, hash blocks of 16: hash 1 shared (block 0),
+   block 1 named differently, hash 3 shared over a block 40 tokens do not fill. */
+static uint32_t cid[2][40];
+static uint64_t chash[2][3] = { { 1, 2, 3 }, { 1, 4, 3 } };
+static struct rt_trace_entry cent[2];
+
+static struct rt_trace check_trace(void)
+{
+    for (uint32_t r = 0; r < 2; r++) {
+        for (uint32_t k = 0; k < 40; k++)
+            cid[r][k] = k < 16 ? k : 100 * (r + 1) + k;
+        cent[r] = (struct rt_trace_entry){ .input_length = 40, .output_length = 1,
+                                           .input_ids = cid[r], .hash_ids = chash[r],
+                                           .nhash = 3 };
+    }
+    return (struct rt_trace){ .e = cent, .n = 2 };
+}
+
+static void expect_hash_mismatch(const struct rt_trace *t, uint32_t hash_block)
+{
+    err[0] = '\0';
+    assert_int_equal(trace_check_hash_ids(t, hash_block, err, sizeof(err)), NPU_ERR_FORMAT);
+    if (!strstr(err, "request 1") || !strstr(err, "request 0"))
+        fail_msg("'%s' does not name both requests", err);
+}
+
+static void test_check_hash_ids(void **state)
+{
+    (void)state;
+    struct rt_trace t = check_trace();
+    assert_int_equal(trace_check_hash_ids(&t, 16, err, sizeof(err)), 0);
+    cid[1][5] ^= 1;  /* inside hash 1's block */
+    expect_hash_mismatch(&t, 16);
+    assert_int_equal(trace_check_hash_ids(&t, 0, err, sizeof(err)), 0);  /* no hash blocks */
+    cid[1][5] ^= 1;
+    cent[1].input_ids = NULL;  /* synthetic ids cannot be those of request 0 */
+    expect_hash_mismatch(&t, 16);
+    cent[0].input_ids = NULL;  /* both synthetic: they follow the hashes */
+    assert_int_equal(trace_check_hash_ids(&t, 16, err, sizeof(err)), 0);
+    /* ids trace_synth_ids makes agree with their hashes. */
+    t = check_trace();
+    chash[1][1] = 2;
+    for (uint32_t r = 0; r < 2; r++)
+        trace_synth_ids(1, r, &cent[r], 16, 40, VOCAB_BIG, cid[r]);
+    assert_int_equal(trace_check_hash_ids(&t, 16, err, sizeof(err)), 0);
+    chash[1][1] = 4;
+}
+
+/* Four requests: 40 tokens with 5 hash ids (3 hash blocks: 2 ids dropped), 16 with 1, 20
+   with none, 33 with 2 (of 3 hash blocks). */
+static uint64_t bh0[] = { 1, 2, 3, 4, 5 }, bh1[] = { 1 }, bh3[] = { 1, 2 };
+static struct rt_trace_entry bent[4];
+
+static struct rt_trace hash_trace(void)
+{
+    static const uint32_t len[4] = { 40, 16, 20, 33 };
+    static uint64_t *const hash[4] = { bh0, bh1, NULL, bh3 };
+    static const uint32_t nhash[4] = { 5, 1, 0, 2 };
+    for (uint32_t i = 0; i < 4; i++)
+        bent[i] = (struct rt_trace_entry){ .timestamp_ms = i, .input_length = len[i],
+                                           .output_length = 2, .hash_ids = hash[i],
+                                           .nhash = nhash[i] };
+    return (struct rt_trace){ .e = bent, .n = 4 };
+}
+
+/* The blob's ids are trace_synth_ids' by the hashes (requests 0 and 1 share hash 1's). */
+static void expect_blob_ids(const void *blob, const struct rt_trace *t, uint32_t hash_block)
+{
+    const struct rt_blob_req *r = rt_blob_reqs(blob);
+    uint32_t want[40];
+    for (uint32_t i = 0; i < t->n; i++) {
+        trace_synth_ids(5, i, &t->e[i], hash_block, t->e[i].input_length, 1000, want);
+        assert_memory_equal(rt_blob_ids(blob) + r[i].ids_first, want,
+                            t->e[i].input_length * sizeof(want[0]));
+    }
+}
+
+static void test_blob_hashes(void **state)
+{
+    (void)state;
+    struct rt_trace t = hash_trace();
+    void *blob;
+    size_t bytes;
+    struct rt_blob_opts o = { .with_ids = true, .vocab = 1000, .seed = 5, .hash_block = 16 };
+    assert_int_equal(trace_blob_build(&t, &o, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    const struct rt_blob_header *h = blob;
+    const struct rt_blob_req *r = rt_blob_reqs(blob);
+    assert_int_equal(h->version, 2);
+    assert_int_equal(h->hash_block, 16);
+    assert_int_equal(h->hash_count, 6);
+    assert_int_equal(h->ids_count, 109);
+    assert_int_equal(bytes, sizeof(*h) + 4 * sizeof(*r) + 6 * sizeof(uint64_t) + 109 * 4);
+    static const uint32_t nhash[] = { 3, 1, 0, 2 }, first[] = { 0, 3, 0, 4 };
+    static const uint64_t hashes[] = { 1, 2, 3, 1, 1, 2 };
+    for (uint32_t i = 0; i < 4; i++) {
+        assert_int_equal(r[i].nhash, nhash[i]);
+        assert_int_equal(r[i].hash_first, first[i]);
+        assert_int_equal(r[i].reserved, 0);
+    }
+    assert_memory_equal(rt_blob_hashes(blob), hashes, sizeof(hashes));
+    expect_blob_ids(blob, &t, 16);
+    assert_memory_equal(rt_blob_ids(blob) + r[1].ids_first, rt_blob_ids(blob), 16 * 4);
+    free(blob);
+    o.hash_block = 0;  /* no hash ids carried, ids request-seeded */
+    assert_int_equal(trace_blob_build(&t, &o, &blob, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+    h = blob;
+    r = rt_blob_reqs(blob);
+    assert_true(h->hash_block == 0 && h->hash_count == 0);
+    assert_int_equal(bytes, sizeof(*h) + 4 * sizeof(*r) + 109 * 4);
+    for (uint32_t i = 0; i < 4; i++)
+        assert_true(r[i].nhash == 0 && r[i].hash_first == 0);
+    expect_blob_ids(blob, &t, 0);
+    free(blob);
+}
+
+/* rt_blob_check on hash ids edited by hand (checksum resealed): each edit refused, each
+   undo accepted again. */
+static void expect_hash_edit(void *blob, uint64_t bytes, uint64_t *field, uint64_t value,
+                             const char *want)
+{
+    const uint64_t keep = *field;
+    *field = value;
+    blob_reseal(blob);
+    expect_check_error(blob, bytes, want);
+    *field = keep;
+    blob_reseal(blob);
+    assert_int_equal(rt_blob_check(blob, bytes, err, sizeof(err)), 0);
+}
+
+static void test_blob_check_hashes(void **state)
+{
+    (void)state;
+    struct rt_trace t = hash_trace();
+    void *blob;
+    size_t bytes;
+    const struct rt_blob_opts o = { .hash_block = 16 };
+    assert_int_equal(trace_blob_build(&t, &o, &blob, &bytes, err, sizeof(err)), 0);
+    struct rt_blob_header *h = blob;
+    struct rt_blob_req *r = (struct rt_blob_req *)rt_blob_reqs(blob);
+    uint64_t nhash = r[1].nhash;  /* 32-bit fields edited through a copy */
+    r[1].nhash = 2;  /* 16 tokens: one hash block */
+    blob_reseal(blob);
+    expect_check_error(blob, bytes, "request 1: hash ids [3, 5)");
+    r[1].nhash = (uint32_t)nhash;
+    expect_hash_edit(blob, bytes, &r[3].hash_first, 5, "request 3: hash ids [5, 7)");
+    expect_hash_edit(blob, bytes, &r[2].hash_first, 1, "request 2: reserved field or");
+    r[2].reserved = 1;
+    blob_reseal(blob);
+    expect_check_error(blob, bytes, "request 2: reserved field");
+    r[2].reserved = 0;
+    blob_reseal(blob);
+    h->hash_block = 0;
+    expect_check_error(blob, bytes, "6 hash ids without a hash block size");
+    h->hash_block = 16;
+    expect_hash_edit(blob, bytes, &h->hash_count, 5, "5 hash ids and");
     free(blob);
 }
 
@@ -605,6 +860,9 @@ int main(void)
         cmocka_unit_test(test_load_knobs),
         cmocka_unit_test(test_blob_build),         cmocka_unit_test(test_blob_check_refuses),
         cmocka_unit_test(test_bundled_traces),
+        cmocka_unit_test(test_synth_ids_by_hash),  cmocka_unit_test(test_synth_ids_without_hashes),
+        cmocka_unit_test(test_check_hash_ids),     cmocka_unit_test(test_blob_hashes),
+        cmocka_unit_test(test_blob_check_hashes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

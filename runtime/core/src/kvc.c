@@ -7,8 +7,9 @@
  * spill of the positions past a sequence's SRAM reservation into one contiguous segment of
  * its maximum length in an HBM ring, allocated in FIFO order and reclaimed from the oldest
  * end (a segment freed out of order stays dead until every older one is freed too).
- * Not modelled: eviction, preemption, prefix sharing, compaction of the ring, moving a
- * sequence between SRAM and HBM. No allocation: the manager is one fixed-size struct.
+ * The prefix index (shared prompt blocks, their eviction) is kvc_prefix.c.
+ * Not modelled: preemption, compaction of the ring, moving a sequence between SRAM and
+ * HBM. No allocation: the manager is one fixed-size struct (and the index the caller's).
  */
 #include "rt/kvc.h"
 
@@ -16,9 +17,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kvc_internal.h"
 #include "npu_enums.h"
 
-static uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len)
+uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len)
 {
     return (uint32_t)(((uint64_t)len + k->cfg.block_tokens - 1) / k->cfg.block_tokens);
 }
@@ -107,31 +109,58 @@ static void kvc_ring_free(struct rt_kvc *k, uint64_t row, uint64_t rows)
     }
 }
 
-int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len)
+/* Admission with a shared prefix of `hit` index blocks ending at `tail`, `idle` of which no
+   sequence holds yet (taking them uses up unreserved space: kvc_prefix_find keeps idle
+   within it). */
+static int kvc_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len,
+                     const struct kvc_hit *hit)
 {
-    assert(k && s && id != UINT32_MAX);  /* s may be uninitialised: it is overwritten */
+    /* owner[] holds id + 1, and RT_KVC_CACHED (UINT32_MAX) marks the prefix index's */
+    assert(k && s && id < UINT32_MAX - 1);  /* s may be uninitialised: it is overwritten */
     if (!kvc_seq_fits_ever(k, max_len))
         return NPU_ERR_RANGE;
-    uint32_t need = kvc_blocks_for(k, max_len);
+    assert(hit->idle <= k->unreserved && hit->blocks <= kvc_blocks_for(k, max_len));
+    const uint32_t room = k->unreserved - hit->idle;
+    uint32_t need = kvc_blocks_for(k, max_len) - hit->blocks;
     uint64_t ring_row = RT_KVC_NO_RING, ring_rows = 0;
-    if (need > k->unreserved) {
+    if (need > room) {
         ring_rows = kvc_ring_rows_for(k, max_len);
         ring_row = kvc_ring_find(k, ring_rows);
         if (ring_row == RT_KVC_NO_RING)
             return NPU_ERR_NOMEM;
         kvc_ring_push(k, ring_row, ring_rows);
-        need = k->unreserved;
+        need = room;
     }
-    k->unreserved -= need;
     memset(s, 0, sizeof(*s));
     s->id = id;
     s->head = s->tail = RT_KVC_NONE;
+    s->prefix_tail = RT_KVC_NONE;
+    if (hit->blocks)
+        kvc_prefix_take(k, s, hit);  /* unreserved -= hit->idle */
+    k->unreserved -= need;
     s->reserved = need;
     s->capacity = max_len;
     s->ring_row = ring_row;
     s->ring_rows = ring_rows;
     s->admitted = true;
     return NPU_OK;
+}
+
+int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len)
+{
+    return kvc_admit(k, s, id, max_len, &(struct kvc_hit){ .tail = RT_KVC_NONE });
+}
+
+int kvc_seq_admit_prefix(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len,
+                         const struct rt_kv_prefix *p, uint32_t *hit_blocks)
+{
+    assert(k && p && hit_blocks);
+    struct kvc_hit hit = { .tail = RT_KVC_NONE };
+    if (k->px)
+        kvc_prefix_find(k, p, &hit);
+    int rc = kvc_admit(k, s, id, max_len, &hit);
+    *hit_blocks = rc == NPU_OK ? hit.blocks : 0;
+    return rc;
 }
 
 void kvc_seq_grow(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t new_len)
@@ -141,10 +170,14 @@ void kvc_seq_grow(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t new_len)
         return;
     s->len = new_len;
     uint32_t want = kvc_blocks_for(k, new_len);
+    want = want > s->shared ? want - s->shared : 0;
     if (want > s->reserved)
         want = s->reserved;
     while (s->blocks < want) {
-        /* Reserved blocks are counted in free_count, so the free list cannot be empty. */
+        /* Reserved blocks are free or evictable (unreserved counts both): an empty free
+           list means the prefix index gives one back. */
+        if (k->free_head == RT_KVC_NONE)
+            kvc_prefix_evict(k);
         uint32_t b = k->free_head;
         assert(b != RT_KVC_NONE && k->owner[b] == 0);
         k->free_head = k->next[b];
@@ -175,6 +208,8 @@ void kvc_seq_free(struct rt_kvc *k, struct rt_kv_seq *s)
     }
     k->free_count += s->blocks;
     k->unreserved += s->reserved;
+    if (s->shared)
+        kvc_prefix_release(k, s);
     if (s->ring_row != RT_KVC_NO_RING)
         kvc_ring_free(k, s->ring_row, s->ring_rows);
     memset(s, 0, sizeof(*s));
@@ -186,7 +221,7 @@ uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, ui
                            uint32_t max)
 {
     assert(k && s && (ids || max == 0));
-    uint32_t n = 0;
+    uint32_t n = s->shared ? kvc_prefix_ids(k, s, ids, max) : 0;
     for (uint32_t b = s->head; b != RT_KVC_NONE && n < max; b = k->next[b])
         ids[n++] = b;
     return n;
@@ -204,7 +239,7 @@ uint64_t kvc_ring_rows_used(const struct rt_kvc *k)
 
 /* ---- invariant checks ------------------------------------------------------------------ */
 
-static int kvc_fail(char *err, size_t errlen, const char *what, uint64_t a, uint64_t b)
+int kvc_fail(char *err, size_t errlen, const char *what, uint64_t a, uint64_t b)
 {
     if (err && errlen)
         snprintf(err, errlen, "kvc: %s (%llu, %llu)", what, (unsigned long long)a,
@@ -292,11 +327,12 @@ static int kvc_check_seq(const struct rt_kvc *k, const struct rt_kv_seq *s, char
     if (len != s->blocks)
         return kvc_fail(err, errlen, "sequence list length differs from blocks", len, s->blocks);
     uint32_t want = kvc_blocks_for(k, s->len);
+    want = want > s->shared ? want - s->shared : 0;
     if (s->blocks != (want < s->reserved ? want : s->reserved) || s->len > s->capacity)
-        return kvc_fail(err, errlen, "sequence blocks differ from min(reserved, len/B) (id, "
-                        "blocks)", s->id, s->blocks);
+        return kvc_fail(err, errlen, "sequence blocks differ from min(reserved, len/B - "
+                        "shared) (id, blocks)", s->id, s->blocks);
     bool ring = s->ring_row != RT_KVC_NO_RING;
-    if (!ring && (uint64_t)s->reserved * k->cfg.block_tokens < s->capacity)
+    if (!ring && ((uint64_t)s->reserved + s->shared) * k->cfg.block_tokens < s->capacity)
         return kvc_fail(err, errlen, "sequence capacity past its SRAM and no ring (id, cap)",
                         s->id, s->capacity);
     if (ring && (s->ring_rows != kvc_ring_rows_for(k, s->capacity) ||
@@ -356,11 +392,15 @@ int kvc_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs, uint3
     }
     if ((rc = kvc_check_owners(k, seqs, nseqs, err, errlen)) != NPU_OK)
         return rc;
-    if ((uint64_t)free_len + listed != k->cfg.sram_blocks)
-        return kvc_fail(err, errlen, "blocks on no list (free + held, pool)", free_len + listed,
-                        k->cfg.sram_blocks);
-    if (promised + k->unreserved != k->free_count)
-        return kvc_fail(err, errlen, "reservations do not add up (promised + unreserved, free)",
-                        promised + k->unreserved, k->free_count);
+    uint32_t cached = 0, evictable = 0;
+    if (k->px && (rc = kvc_prefix_check(k, seqs, nseqs, &cached, &evictable, err, errlen)))
+        return rc;
+    if ((uint64_t)free_len + listed + cached != k->cfg.sram_blocks)
+        return kvc_fail(err, errlen, "blocks on no list (free + held + cached, pool)",
+                        free_len + listed + cached, k->cfg.sram_blocks);
+    if (promised + k->unreserved != (uint64_t)k->free_count + evictable)
+        return kvc_fail(err, errlen, "reservations do not add up (promised + unreserved, "
+                        "free + evictable)", promised + k->unreserved,
+                        k->free_count + evictable);
     return kvc_check_ring(k, err, errlen);
 }

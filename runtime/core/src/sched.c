@@ -143,12 +143,19 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
         }
         r->state = RT_REQ_FUTURE;
         r->reject = RT_REJECT_NONE;
-        r->prefilled = r->generated = 0;
+        r->prefilled = r->generated = r->cached = 0;
         memset(&r->kv, 0, sizeof(r->kv));
         r->kv.head = r->kv.tail = RT_KVC_NONE;
         r->kv.ring_row = RT_KVC_NO_RING;
     }
     return NPU_OK;
+}
+
+void sched_prefix_source(struct rt_sched *s, rt_sched_prefix_fn fn, const void *ctx)
+{
+    assert(s);
+    s->prefix_of = fn;
+    s->prefix_ctx = ctx;
 }
 
 /* ---- arrivals ---------------------------------------------------------------------------- */
@@ -235,6 +242,12 @@ void sched_complete(struct rt_sched *s, const struct rt_iter_plan *it)
         if (run->prefill && all_layers) {
             assert(run->pos == r->prefilled && r->prefilled + run->count <= r->input_len);
             r->prefilled += run->count;
+            /* The whole prompt is in the cache: its blocks can serve other prompts. */
+            if (r->prefilled == r->input_len && s->kvc->px && s->prefix_of) {
+                struct rt_kv_prefix p;
+                s->prefix_of(s->prefix_ctx, run->req, &p);
+                kvc_seq_publish(s->kvc, &r->kv, &p);
+            }
         }
         if (run->wants_token) {
             assert(r->generated < r->output_len);

@@ -38,21 +38,42 @@ static uint32_t sched_queue_head(struct rt_sched *s)
     return s->queue_first < s->next_arrival ? s->queue_first : SCHED_NONE;
 }
 
-/* Admits request q if the batch and the KV cache allow it now. */
+/* Request q's prompt hashes: none without prefix caching or a source. */
+static void sched_prefix(const struct rt_sched *s, uint32_t q, struct rt_kv_prefix *p)
+{
+    *p = (struct rt_kv_prefix){ .input_len = s->reqs[q].input_len };
+    if (s->kvc->px && s->prefix_of)
+        s->prefix_of(s->prefix_ctx, q, p);
+}
+
+/* Admits request q if the batch and the KV cache allow it now. With prefix caching, the
+   prompt's cached blocks count as prefilled (sched_prompt_left said how many). */
 static bool sched_admit(struct rt_sched *s, uint32_t q)
 {
     struct rt_request *r = &s->reqs[q];
     assert(r->state == RT_REQ_QUEUED);
     if (s->nrunning >= s->p.max_batch)
         return false;
-    int rc = kvc_seq_admit(s->kvc, &r->kv, q, rt_request_max_len(r));
+    uint32_t hit = 0;
+    struct rt_kv_prefix p;
+    sched_prefix(s, q, &p);
+    int rc = kvc_seq_admit_prefix(s->kvc, &r->kv, q, rt_request_max_len(r), &p, &hit);
     /* NPU_ERR_RANGE cannot happen: sched_arrive rejected what can never fit. */
     assert(rc == NPU_OK || rc == NPU_ERR_NOMEM);
     if (rc != NPU_OK)
         return false;
+    r->prefilled = r->cached = hit * s->kvc->cfg.block_tokens;
     r->state = RT_REQ_RUNNING;
     s->running[s->nrunning++] = q;
     return true;
+}
+
+/* Prompt tokens queued request q would still have to prefill if admitted now. */
+static uint32_t sched_prompt_left(const struct rt_sched *s, uint32_t q)
+{
+    struct rt_kv_prefix p;
+    sched_prefix(s, q, &p);
+    return s->reqs[q].input_len - kvc_prefix_hit(s->kvc, &p) * s->kvc->cfg.block_tokens;
 }
 
 static uint32_t sched_decoding_count(const struct rt_sched *s)
@@ -121,14 +142,16 @@ static bool plan_finish(struct rt_sched *s, struct rt_iter_plan *it)
     return true;
 }
 
-/* Admits FCFS while each whole prompt fits `rows`; plans those prompts. Rows left. */
+/* Admits FCFS while each whole prompt (what the prefix cache leaves of it) fits `rows`;
+   plans those prompts. Rows left. */
 static uint32_t plan_admit_whole(struct rt_sched *s, struct rt_iter_plan *it, uint32_t rows)
 {
     uint32_t q;
-    while ((q = sched_queue_head(s)) != SCHED_NONE && s->reqs[q].input_len <= rows &&
+    while ((q = sched_queue_head(s)) != SCHED_NONE && sched_prompt_left(s, q) <= rows &&
            sched_admit(s, q)) {
-        rows -= s->reqs[q].input_len;
-        plan_prefill(s, it, q, s->reqs[q].input_len);
+        const struct rt_request *r = &s->reqs[q];
+        rows -= r->input_len - r->prefilled;
+        plan_prefill(s, it, q, r->input_len - r->prefilled);
     }
     return rows;
 }
@@ -149,7 +172,8 @@ static void plan_chunks(struct rt_sched *s, struct rt_iter_plan *it, uint32_t to
         chunks--;
     }
     while (tokens && chunks && (q = sched_queue_head(s)) != SCHED_NONE && sched_admit(s, q)) {
-        uint32_t c = min_u32(min_u32(s->reqs[q].input_len, chunk), tokens);
+        const struct rt_request *r = &s->reqs[q];
+        uint32_t c = min_u32(min_u32(r->input_len - r->prefilled, chunk), tokens);
         plan_prefill(s, it, q, c);
         tokens -= c;
         chunks--;
@@ -244,8 +268,9 @@ static void layered_admit_chunk(struct rt_sched *s, struct rt_iter_plan *tmp)
         }
     }
     while ((q = sched_queue_head(s)) != SCHED_NONE &&
-           tmp->prefill_tokens + min_u32(s->reqs[q].input_len, cap) <= cap && sched_admit(s, q))
-        plan_prefill(s, tmp, q, min_u32(s->reqs[q].input_len, cap));
+           tmp->prefill_tokens + min_u32(sched_prompt_left(s, q), cap) <= cap &&
+           sched_admit(s, q))
+        plan_prefill(s, tmp, q, min_u32(s->reqs[q].input_len - s->reqs[q].prefilled, cap));
 }
 
 /* One layer group of the open cycle (same prefill runs every time), then every decode. A

@@ -50,13 +50,44 @@ static int blob_check_header(const struct rt_blob_header *h, uint64_t bytes, cha
                  h->count, (uint32_t)RT_BLOB_REQUESTS_MAX);
         return NPU_ERR_FORMAT;
     }
-    /* count is bounded above, so only ids_count can overflow the sum. */
+    if (h->hash_block == 0 && h->hash_count) {
+        snprintf(err, errlen, "trace blob: %" PRIu64 " hash ids without a hash block size",
+                 h->hash_count);
+        return NPU_ERR_FORMAT;
+    }
+    /* count is bounded above, so only the two counts can overflow the sum. */
     uint64_t fixed = hdr + (uint64_t)h->count * sizeof(struct rt_blob_req);
-    if (fixed > bytes || h->ids_count > (bytes - fixed) / sizeof(uint32_t) ||
-        fixed + h->ids_count * sizeof(uint32_t) != bytes) {
+    uint64_t left = fixed <= bytes ? bytes - fixed : 0;
+    if (fixed > bytes || h->hash_count > left / sizeof(uint64_t) ||
+        h->ids_count > (left - h->hash_count * sizeof(uint64_t)) / sizeof(uint32_t) ||
+        fixed + h->hash_count * sizeof(uint64_t) + h->ids_count * sizeof(uint32_t) != bytes) {
         snprintf(err, errlen, "trace blob: %" PRIu64 " bytes do not hold a %" PRIu64
-                 "-byte header, %" PRIu32 " requests and %" PRIu64 " ids exactly", bytes, hdr,
-                 h->count, h->ids_count);
+                 "-byte header, %" PRIu32 " requests, %" PRIu64 " hash ids and %" PRIu64
+                 " ids exactly", bytes, hdr, h->count, h->hash_count, h->ids_count);
+        return NPU_ERR_FORMAT;
+    }
+    return NPU_OK;
+}
+
+/* Request i's hash ids: inside the blob's, and no more than its prompt has hash blocks. */
+static int blob_check_hashes(const struct rt_blob_header *h, const struct rt_blob_req *r,
+                             uint32_t i, char *err, size_t errlen)
+{
+    if (r->reserved || (r->nhash == 0 && r->hash_first)) {
+        snprintf(err, errlen, "trace blob: request %" PRIu32 ": reserved field or hash_first "
+                 "set without hash ids", i);
+        return NPU_ERR_FORMAT;
+    }
+    if (r->nhash == 0)
+        return NPU_OK;
+    uint64_t blocks = h->hash_block ? ((uint64_t)r->input_len + h->hash_block - 1) /
+                                      h->hash_block : 0;
+    if (r->nhash > blocks || r->hash_first > h->hash_count ||
+        r->nhash > h->hash_count - r->hash_first) {
+        snprintf(err, errlen, "trace blob: request %" PRIu32 ": hash ids [%" PRIu64 ", %"
+                 PRIu64 ") outside the blob's %" PRIu64 ", or more than its %" PRIu64
+                 " hash blocks of %" PRIu32 " tokens", i, r->hash_first,
+                 r->hash_first + r->nhash, h->hash_count, blocks, h->hash_block);
         return NPU_ERR_FORMAT;
     }
     return NPU_OK;
@@ -90,6 +121,9 @@ static int blob_check_requests(const void *blob, char *err, size_t errlen)
                      first + r[i].input_len, h->ids_count);
             return NPU_ERR_FORMAT;
         }
+        int rc = blob_check_hashes(h, &r[i], i, err, errlen);
+        if (rc)
+            return rc;
     }
     return NPU_OK;
 }

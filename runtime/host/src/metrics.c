@@ -124,6 +124,11 @@ static void summarise_counts(const struct rt_serve_log *log, struct rt_summary *
             first = r->arrival_ps < first ? r->arrival_ps : first;
             last_arrival = r->arrival_ps > last_arrival ? r->arrival_ps : last_arrival;
         }
+        if (r->admitted && r->cache_known) {
+            s->prefix_cache = true;
+            s->prefix_hit_tokens += r->cached;
+            s->prefix_query_tokens += r->input_len;
+        }
         if (r->ntokens && r->token_ps[r->ntokens - 1] > last_token)
             last_token = r->token_ps[r->ntokens - 1];
         if (r->rejected) {
@@ -139,6 +144,9 @@ static void summarise_counts(const struct rt_serve_log *log, struct rt_summary *
             s->unfinished++;
         }
     }
+    s->prefix_hit_rate = s->prefix_query_tokens
+                             ? (double)s->prefix_hit_tokens / (double)s->prefix_query_tokens
+                             : 0.0;
     first = arrivals ? first : 0;
     uint64_t end = last_token ? last_token : log->end_ps;
     s->duration_s = end > first ? (double)(end - first) / 1e12 : 0.0;

@@ -108,6 +108,12 @@ static void summary_chip(json_t *o, const struct rt_summary *s)
     set_real(o, "energy_per_output_token_j", s->energy_per_output_token_j);
     set_int(o, "iterations", s->iterations);
     set_real(o, "mean_decode_batch", s->mean_decode_batch);
+    /* null without a prefix cache: "no cache" is not "no hits" */
+    set_real(o, "prefix_cache_hit_rate", s->prefix_cache ? s->prefix_hit_rate : NAN);
+    if (s->prefix_cache)
+        set_int(o, "prefix_cache_hit_tokens", s->prefix_hit_tokens);
+    else
+        json_object_set_new(o, "prefix_cache_hit_tokens", json_null());
 }
 
 /* vLLM's per-request arrays, in request order: lengths (output: tokens generated), the
@@ -261,6 +267,9 @@ static void csv_request(FILE *f, const struct rt_req_record *r, const struct rt_
     fputc(',', f);
     csv_ms(f, r->arrived && r->admitted, ms_of(r->admit_ps) - arrival);
     csv_ms(f, n > 1, n > 1 ? (last - first) / (double)(n - 1) : 0.0); /* vLLM's TPOT */
+    if (r->admitted && r->cache_known)
+        fprintf(f, "%u", r->cached);
+    fputc(',', f);
     csv_text(f, run ? run : "");
     fputc('\n', f);
 }
@@ -286,7 +295,7 @@ int metrics_write_requests_csv(const char *path, const char *tokens_path,
     }
     fprintf(f, "id,arrival_ms,admit_ms,first_token_ms,finish_ms,ttft_ms,mean_tbt_ms,"
                "max_tbt_ms,e2e_ms,input_tokens,output_tokens,generated,slo_met,state,reason,"
-               "queue_ms,tpot_ms,run\n");
+               "queue_ms,tpot_ms,cached_tokens,run\n");
     for (size_t i = 0; i < log->nreqs; i++)
         csv_request(f, &log->reqs[i], slo, run);
     int rc = csv_close(f, path, err, errlen);
@@ -355,5 +364,9 @@ void metrics_print_report(FILE *f, const struct rt_summary *s, const struct rt_s
             s->tbt_attainment * 100.0, s->jain_fairness);
     fprintf(f, "  traffic        expert load %.3f GB, HBM %.3f GB\n",
             (double)s->expert_load_bytes / 1e9, (double)s->hbm_bytes / 1e9);
+    if (s->prefix_cache)
+        fprintf(f, "  prefix cache   %llu of %llu prompt tokens found (%.1f%%)\n",
+                (unsigned long long)s->prefix_hit_tokens,
+                (unsigned long long)s->prefix_query_tokens, s->prefix_hit_rate * 100.0);
     report_energy(f, s);
 }

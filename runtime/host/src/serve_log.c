@@ -129,6 +129,8 @@ static int on_admit(struct parse_ctx *c, const struct lines_value *v)
     saw_time(c, v->serve_admit.t);
     r->admit_ps = v->serve_admit.t;
     r->admitted = true;
+    r->cache_known = !v->serve_admit.absent.cached;
+    r->cached = r->cache_known ? v->serve_admit.cached : 0;
     return 0;
 }
 

@@ -174,6 +174,11 @@ static int gen_check_params(const struct rt_trace_gen_params *p, char *err, size
         snprintf(err, errlen, "unknown arrival process %d", (int)p->arrival);
     else if (p->arrival == RT_ARRIVAL_GAMMA && (!(p->cv > 0) || !isfinite(p->cv)))
         snprintf(err, errlen, "gamma arrivals: cv %g must be positive", p->cv);
+    else if (p->prefixes && (p->prefix_tokens == 0 || p->hash_block == 0 ||
+                             !(p->prefix_share >= 0 && p->prefix_share <= 1)))
+        snprintf(err, errlen, "%u shared prefixes need prefix_tokens and hash_block of at "
+                 "least 1 and a share in [0, 1] (%u, %u, %g)", p->prefixes, p->prefix_tokens,
+                 p->hash_block, p->prefix_share);
     else
         return gen_check_dist("input", &p->input, err, errlen) ||
                        gen_check_dist("output", &p->output, err, errlen)
@@ -241,6 +246,28 @@ int trace_apply_load(struct rt_trace *t, const struct rt_trace_load *l, char *er
     return gen_arrivals(&p, t, err, errlen);
 }
 
+/* Request i's shared prefix (if its draw says so) and hash ids: the prefix's hash blocks
+   are numbered 1 + g * per + b for prefix g; every other hash block gets the next id from
+   *next (which starts past all of the prefixes'). */
+static int gen_prefix(const struct rt_trace_gen_params *p, struct gen_rng *r,
+                      struct rt_trace_entry *e, uint64_t *next)
+{
+    const uint32_t per = p->prefix_tokens / p->hash_block; /* hash blocks it fills */
+    bool shared = gen_uniform(r) < p->prefix_share;
+    uint32_t g = (uint32_t)(gen_next(r) % p->prefixes);
+    if (shared) {
+        uint64_t len = (uint64_t)e->input_length + p->prefix_tokens;
+        e->input_length = len < NPU_REQUEST_TOKENS_MAX ? (uint32_t)len : NPU_REQUEST_TOKENS_MAX;
+    }
+    e->nhash = (uint32_t)(((uint64_t)e->input_length + p->hash_block - 1) / p->hash_block);
+    e->hash_ids = malloc((e->nhash ? e->nhash : 1) * sizeof(uint64_t));
+    if (!e->hash_ids)
+        return NPU_ERR_NOMEM;
+    for (uint32_t b = 0; b < e->nhash; b++)
+        e->hash_ids[b] = shared && b < per ? 1 + (uint64_t)g * per + b : (*next)++;
+    return 0;
+}
+
 int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err,
               size_t errlen)
 {
@@ -261,7 +288,16 @@ int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err
         t->e[i].input_length = gen_length(&inputs, &p->input);
         t->e[i].output_length = gen_length(&outputs, &p->output);
     }
-    rc = gen_arrivals(p, t, err, errlen);
+    struct gen_rng prefix; /* a stream of its own: lengths and arrivals stay as without */
+    gen_rng_seed(&prefix, p->seed, 4);
+    uint64_t next = 1 + (uint64_t)p->prefixes * (p->prefix_tokens / (p->hash_block ? p->hash_block : 1));
+    for (uint32_t i = 0; p->prefixes && i < p->count && rc == 0; i++)
+        if (gen_prefix(p, &prefix, &t->e[i], &next)) {
+            snprintf(err, errlen, "%u requests' hash ids: out of memory", p->count);
+            rc = NPU_ERR_NOMEM;
+        }
+    if (rc == 0)
+        rc = gen_arrivals(p, t, err, errlen);
     if (rc)
         trace_free(t);
     return rc;

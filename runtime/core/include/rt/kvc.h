@@ -16,7 +16,16 @@
  * Admission reserves what a sequence may need (its maximum length), so growing never
  * fails: SRAM blocks are taken from the reservation as the sequence grows. A sequence that
  * can never fit is refused (kvc_seq_fits_ever); one that does not fit now waits.
- * Not modelled: eviction, preemption, prefix sharing (hash_ids are carried, not used).
+ *
+ * Prefix caching (optional, docs/serving.md "Prefix caching"; kvc_prefix_attach): a
+ * prompt's whole SRAM blocks are published into an index once its prefill is done, keyed
+ * by the block before them and the prompt's hash ids over their positions (Mooncake's
+ * hash_ids). A later prompt whose first blocks match takes them as its shared prefix
+ * (reference-counted, read-only: nobody writes below a sequence's prefilled positions) and
+ * prefills only the rest. A cached block no sequence holds stays until its space is
+ * wanted: then the least recently used one without cached successors is evicted. Such
+ * blocks count as unreserved, so caching never makes a sequence wait.
+ * Not modelled: preemption, sharing of HBM ring positions (only SRAM blocks are cached).
  */
 #ifndef RT_KVC_H
 #define RT_KVC_H
@@ -31,6 +40,8 @@
 #define RT_KVC_SEGS_MAX 1024u    /* live HBM ring segments */
 #define RT_KVC_NONE 0xffffffffu  /* no block (list end) */
 #define RT_KVC_NO_RING UINT64_MAX
+#define RT_KVC_CACHED UINT32_MAX /* owner[] of a block in the prefix index */
+#define RT_KVC_BUCKETS 4096u     /* prefix index hash buckets (a power of two) */
 
 struct rt_kvc_config {
     uint32_t block_tokens;  /* positions per block id (npu_kv_stripe: the plan's kv_block,
@@ -45,14 +56,17 @@ struct rt_kvc_config {
 struct rt_kv_seq {
     uint32_t id;            /* owner id (request id), for the invariant checks */
     uint32_t head, tail;    /* its SRAM block list (RT_KVC_NONE: empty) */
-    uint32_t blocks;        /* SRAM blocks held */
-    uint32_t reserved;      /* SRAM blocks reserved: positions [0, reserved * B) are in
-                               SRAM, the rest in the ring segment */
+    uint32_t shared;        /* prefix blocks taken from the prefix index: positions
+                               [0, shared * B), read-only */
+    uint32_t prefix_tail;   /* the last of them (the chain runs back through parent[]) */
+    uint32_t blocks;        /* SRAM blocks held (its own, after the shared ones) */
+    uint32_t reserved;      /* own SRAM blocks reserved: positions [0, (shared + reserved)
+                               * B) are in SRAM, the rest in the ring segment */
     uint32_t capacity;      /* positions it may hold (its maximum length) */
     uint32_t len;           /* positions grown to so far */
+    bool admitted;
     uint64_t ring_row;      /* first row of its ring segment, RT_KVC_NO_RING if none */
     uint64_t ring_rows;     /* rows of that segment (its maximum length), 0 if none */
-    bool admitted;
 };
 
 struct rt_kvc_seg {          /* a ring segment, in allocation order */
@@ -60,12 +74,39 @@ struct rt_kvc_seg {          /* a ring segment, in allocation order */
     bool live;
 };
 
+/* A prompt's prefix hashes (Mooncake's hash_ids): hash[i] names the tokens of positions
+   [i * hash_block, (i + 1) * hash_block); only hash blocks the prompt fills are used. */
+struct rt_kv_prefix {
+    const uint64_t *hash;    /* [nhash], NULL if none */
+    uint32_t nhash;
+    uint32_t hash_block;     /* tokens per hash id, 0: no hashes */
+    uint32_t input_len;      /* the prompt's length */
+};
+
+/* The prefix index (kvc_prefix_attach): per block, valid while owner[b] == RT_KVC_CACHED. */
+struct rt_kvc_index {
+    uint32_t parent[RT_KVC_BLOCKS_MAX];   /* the block before it, RT_KVC_NONE: first */
+    uint32_t ref[RT_KVC_BLOCKS_MAX];      /* admitted sequences whose prefix holds it */
+    uint32_t children[RT_KVC_BLOCKS_MAX]; /* cached blocks whose parent it is */
+    uint32_t hnext[RT_KVC_BLOCKS_MAX];    /* next block of its hash bucket */
+    uint64_t key[RT_KVC_BLOCKS_MAX];      /* its positions' hashes and its end position */
+    uint32_t used[RT_KVC_BLOCKS_MAX];     /* last use, on the index's clock */
+    uint32_t bucket[RT_KVC_BUCKETS];      /* first block of each bucket */
+    uint32_t cached;                      /* blocks in the index */
+    uint32_t evictable;                   /* of them, held by no sequence (ref 0) */
+    uint32_t clock;                       /* advances when a sequence takes a prefix,
+                                             publishes, or frees one (3 per request at
+                                             most) */
+    uint64_t evictions;                   /* blocks evicted so far */
+};
+
 struct rt_kvc {
     struct rt_kvc_config cfg;
+    struct rt_kvc_index *px;           /* the prefix index, NULL: no prefix caching */
     uint32_t next[RT_KVC_BLOCKS_MAX];  /* next block of the same list */
     uint32_t owner[RT_KVC_BLOCKS_MAX]; /* owning sequence id + 1; 0: free */
     uint32_t free_head, free_count;
-    uint32_t unreserved;               /* free blocks no sequence has reserved */
+    uint32_t unreserved;               /* free or evictable blocks no sequence has reserved */
     struct rt_kvc_seg segs[RT_KVC_SEGS_MAX]; /* FIFO: [seg_first, seg_first + nsegs) mod */
     uint32_t seg_first, nsegs;
     uint64_t ring_head;                /* next free row after the newest segment */
@@ -75,6 +116,35 @@ struct rt_kvc {
 /* 0, or NPU_ERR_RANGE (more blocks than RT_KVC_BLOCKS_MAX, block_tokens 0 or not a
    multiple of ranks). */
 int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg);
+
+/* Turns prefix caching on for a fresh manager (no sequence admitted yet): px is the
+   index's storage, owned by the caller for the manager's life. */
+void kvc_prefix_attach(struct rt_kvc *k, struct rt_kvc_index *px);
+
+/* Blocks of prefix p (whole SRAM blocks of B = block_tokens positions, each inside hash
+   blocks the prompt fills, and short of its last position, which must be computed for
+   its first token) that the index could key. */
+uint32_t kvc_prefix_blocks(const struct rt_kvc *k, const struct rt_kv_prefix *p);
+
+/* Blocks of p's prefix that kvc_seq_admit_prefix would take from the index now (0 without
+   an index). */
+uint32_t kvc_prefix_hit(const struct rt_kvc *k, const struct rt_kv_prefix *p);
+
+/* kvc_seq_admit for a prompt with prefix p: takes kvc_prefix_hit's blocks as s's shared
+   prefix (*hit_blocks, 0 if none) and reserves the rest. Same returns as kvc_seq_admit. */
+int kvc_seq_admit_prefix(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len,
+                         const struct rt_kv_prefix *p, uint32_t *hit_blocks);
+
+/* s has its whole prompt p in the cache (s->len >= p->input_len): its keyable own blocks
+   join the index (and s's shared prefix) in position order, up to the first one the index
+   already has under the same predecessor. Blocks published; 0 without an index. */
+uint32_t kvc_seq_publish(struct rt_kvc *k, struct rt_kv_seq *s, const struct rt_kv_prefix *p);
+
+/* SRAM blocks s's positions run through: its shared prefix and its own. */
+static inline uint32_t kvc_seq_nblocks(const struct rt_kv_seq *s)
+{
+    return s->shared + s->blocks;
+}
 
 /* Whether a sequence of max_len positions could be admitted into an empty manager. */
 bool kvc_seq_fits_ever(const struct rt_kvc *k, uint32_t max_len);
@@ -89,10 +159,12 @@ int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t m
    a programming error asserts. */
 void kvc_seq_grow(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t new_len);
 
-/* Returns s's blocks to the free list and its ring segment to the ring. */
+/* Returns s's blocks to the free list, its ring segment to the ring and its hold on its
+   shared prefix to the index. */
 void kvc_seq_free(struct rt_kvc *k, struct rt_kv_seq *s);
 
-/* s's block ids in position order into ids[max]; how many were written. */
+/* s's block ids in position order (its shared prefix, then its own) into ids[max]; how
+   many were written. */
 uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, uint32_t *ids,
                            uint32_t max);
 
@@ -102,8 +174,9 @@ uint32_t kvc_blocks_used(const struct rt_kvc *k);
 uint64_t kvc_ring_rows_for(const struct rt_kvc *k, uint32_t len);
 uint64_t kvc_ring_rows_used(const struct rt_kvc *k);
 
-/* Invariants, given every admitted sequence: each block is free (on the free list once) or
-   on exactly one sequence's list; counts and reservations add up; ring segments lie inside
+/* Invariants, given every admitted sequence: each block is free (on the free list once), on
+   exactly one sequence's list or in the prefix index (found under its key, its references
+   and successors counted right); counts and reservations add up; ring segments lie inside
    the ring and do not overlap. 0, or NPU_ERR_STATE with what is wrong in err. */
 int kvc_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs, uint32_t nseqs,
               char *err, size_t errlen);

@@ -36,6 +36,8 @@ const char *rt_reject_reason_name(enum rt_reject_reason r);
 
 struct rt_request {
     uint32_t id;                /* index in the trace */
+    uint32_t cached;            /* prompt tokens found in the prefix cache at admission
+                                   (counted in prefilled) */
     uint64_t arrival_ps;        /* chip time of arrival (held: when it is sent) */
     bool held;                  /* --max-concurrency held it back: its arrival_ps moves */
     uint32_t input_len, output_len;

@@ -93,8 +93,14 @@ struct rt_iter_plan {
     uint32_t prefill_tokens, decode_tokens;
 };
 
+/* Request req's prompt hashes, for prefix caching (the control core reads them from the
+   trace blob). */
+typedef void (*rt_sched_prefix_fn)(const void *ctx, uint32_t req, struct rt_kv_prefix *p);
+
 struct rt_sched {
     struct rt_sched_params p;
+    rt_sched_prefix_fn prefix_of;   /* NULL: no prompt has hashes */
+    const void *prefix_ctx;
     struct rt_request *reqs;     /* all requests, in arrival order */
     uint32_t nreqs;
     uint32_t nown;               /* of them, this scheduler's (sched_owns) */
@@ -118,6 +124,12 @@ struct rt_sched {
    own scheduler (rt/sched_pd.h). */
 int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_request *reqs,
                uint32_t nreqs, struct rt_kvc *kvc, char *err, size_t errlen);
+
+/* Prefix caching (the KV cache has a prefix index, kvc_prefix_attach): where the requests'
+   prompt hashes come from. A request admitted with a cached prefix starts with those
+   positions prefilled (rt_request.cached); its whole prompt, once prefilled, is published
+   for later ones. Call after sched_init. */
+void sched_prefix_source(struct rt_sched *s, rt_sched_prefix_fn fn, const void *ctx);
 
 /* Requests whose arrival_ps <= now_ps become QUEUED, or REJECTED at once if they can never
    run (empty, too long for the KV cache, a whole prompt passing max_tokens where the policy

@@ -67,6 +67,10 @@ struct rt_summary {
     double energy_per_output_token_j;
     uint64_t iterations;
     double mean_decode_batch;
+    bool prefix_cache;           /* the run had a prefix cache (its admit lines said) */
+    uint64_t prefix_hit_tokens;  /* admitted prompts' tokens found in it */
+    uint64_t prefix_query_tokens; /* admitted prompts' tokens */
+    double prefix_hit_rate;      /* hit / query (0 with no admission) */
     struct rt_reason_count reasons[RT_REASONS_MAX];
     size_t nreasons;
 };

@@ -12,7 +12,8 @@
  *   SERVE arrive id=I t=PS input=IN output=OUT  (one per request at its arrival, before
  *         its admit or reject)
  *   SERVE reject id=I t=PS reason=WORD
- *   SERVE admit id=I t=PS blocks=B ring=R      (reserved SRAM blocks, ring rows)
+ *   SERVE admit id=I t=PS blocks=B ring=R [cached=C]  (reserved SRAM blocks, ring rows,
+ *                                               prompt tokens found in the prefix cache)
  *   SERVE token id=I n=K t=PS token=T          (K-th output token of request I, from 0)
  *   SERVE finish id=I t=PS
  *   SERVE iter n=N t0=PS t1=PS runs=R prefill=P decode=D group=G groups=NG queue=Q
@@ -43,6 +44,8 @@ struct rt_req_record {
     bool arrived;                /* its arrive line was seen (arrival_ps, lengths valid) */
     char reason[32];             /* rejected: the reason word; failed: the run's cause */
     uint64_t admit_ps, finish_ps; /* finish_ps of a rejected request: its reject line's t */
+    uint32_t cached;             /* prompt tokens its admission found in the prefix cache */
+    bool cache_known;            /* its admit line said (the run had --prefix-cache on) */
     uint32_t ntokens;
     uint64_t *token_ps;          /* [ntokens] chip time of each output token */
     uint32_t *tokens;            /* [ntokens] token ids */

@@ -99,6 +99,13 @@ struct rt_trace_gen_params {
     double cv;                 /* gamma: coefficient of variation of inter-arrival times */
     struct rt_len_dist input, output;
     uint64_t seed;
+    /* Shared prefixes (prefix caching studies): with prefixes > 0, a prefix_share of the
+       requests (each drawn from its own stream) begins with one of `prefixes` prompts of
+       prefix_tokens tokens (drawn uniformly), added to its drawn input length; every
+       request gets hash_ids of hash_block tokens each: the prefix's for the hash blocks
+       the prefix fills, its own after. 0 prefixes: no hash_ids, as before. */
+    uint32_t prefixes, prefix_tokens, hash_block;
+    double prefix_share;       /* in [0, 1] */
 };
 
 /* Presets: "sharegpt", "arxiv" (layered-prefill paper, Table 4). 0 or NPU_ERR_NOTFOUND. */
@@ -126,15 +133,34 @@ int trace_apply_load(struct rt_trace *t, const struct rt_trace_load *l, char *er
    rejects those per request), input_ids below vocab. 0 or NPU_ERR_RANGE naming the entry. */
 int trace_check_ids(const struct rt_trace *t, uint32_t vocab, char *err, size_t errlen);
 
-/* Prompt ids for entry i when the trace has none (functional runs): deterministic in
-   (seed, i, position), below vocab. */
-void trace_synth_ids(uint64_t seed, size_t i, uint32_t len, uint32_t vocab, uint32_t *ids);
+/* Prompt ids for entry i of `len` tokens when the trace has none (functional runs), below
+   vocab: the tokens of a hash block the prompt fills (hash_block > 0 and e has a hash id
+   for it) are deterministic in (seed, that hash id, position in the block), so prompts
+   with equal hash ids share their tokens there as the trace says; the others in (seed, i,
+   position). e may be NULL (no hash ids). */
+void trace_synth_ids(uint64_t seed, size_t i, const struct rt_trace_entry *e,
+                     uint32_t hash_block, uint32_t len, uint32_t vocab, uint32_t *ids);
 
-/* The chip's blob (rt/trace_blob.h); with_ids: include input_ids (synthesised with
-   trace_synth_ids(seed, ...) where the trace has none). A blob of more than `room` bytes
-   (the control core's DRAM from NPU_TRACE_DRAM_OFFSET; 0: no limit) is refused with
-   NPU_ERR_RANGE before anything is allocated. *blob is malloc'ed. */
-int trace_blob_build(const struct rt_trace *t, bool with_ids, uint32_t vocab, uint64_t seed,
-                     uint64_t room, void **blob, size_t *bytes, char *err, size_t errlen);
+/* Whether the trace's own input_ids agree with its hash_ids: the tokens of every filled
+   hash block named by one hash id are the same wherever it occurs (prefix caching reuses
+   one prompt's KV for the other). 0, or NPU_ERR_FORMAT naming both requests. */
+int trace_check_hash_ids(const struct rt_trace *t, uint32_t hash_block, char *err,
+                         size_t errlen);
+
+/* The chip's blob (rt/trace_blob.h). */
+struct rt_blob_opts {
+    bool with_ids;         /* include input_ids (trace_synth_ids where the trace has none) */
+    uint32_t vocab;        /* the model's (with_ids) */
+    uint64_t seed;         /* of the synthetic ids */
+    uint64_t room;         /* bytes the chip has for the blob: the control core's DRAM from
+                              NPU_TRACE_DRAM_OFFSET; 0: no limit */
+    uint32_t hash_block;   /* tokens per hash id: carry the trace's hash_ids (as many as
+                              the prompt has hash blocks) and synthesise ids by them; 0:
+                              leave them out */
+};
+/* A blob of more than o->room bytes is refused with NPU_ERR_RANGE before anything is
+   allocated. *blob is malloc'ed. */
+int trace_blob_build(const struct rt_trace *t, const struct rt_blob_opts *o, void **blob,
+                     size_t *bytes, char *err, size_t errlen);
 
 #endif

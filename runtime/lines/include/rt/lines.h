@@ -157,12 +157,13 @@ struct lines_list {
     F(S, id, "id", U32, REQ) \
     F(S, t, "t", U64, REQ) \
     F(S, reason, "reason", WORD, REQ)
-/* reserved SRAM blocks, ring rows */
+/* reserved SRAM blocks, ring rows, prompt tokens found in the prefix cache */
 #define LINES_FIELDS_serve_admit(F, S) \
     F(S, id, "id", U32, REQ) \
     F(S, t, "t", U64, REQ) \
     F(S, blocks, "blocks", U32, OPT) \
-    F(S, ring, "ring", U64, OPT)
+    F(S, ring, "ring", U64, OPT) \
+    F(S, cached, "cached", U32, OPT)
 /* the n-th output token (from 0) of request id */
 #define LINES_FIELDS_serve_token(F, S) \
     F(S, id, "id", U32, REQ) \
