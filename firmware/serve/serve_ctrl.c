@@ -151,6 +151,7 @@ static int make_scheduler(uint32_t layers)
 {
     const struct npu_plan *p = &sv.image->plan;
     struct rt_kvc_config kc = rt_kvc_config_of_plan(p);
+    kc.ring_paged = hal_bootarg_has("prefix_cache"); /* its ring blocks are shared too */
     const char *name = hal_bootarg_value("sched");
     char kind[24] = "chunked", err[160] = "";
     if (name)

@@ -65,6 +65,7 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
     static struct rt_sched sched;
     struct rt_request none = { 0 };
     struct rt_kvc_config kc = rt_kvc_config_of_plan(&h->plan);
+    kc.ring_paged = o->prefix_cache; /* as the control core does (serve_ctrl.c) */
     struct rt_sched_params sp = o->sched;
     char err[NPUCTL_ERR_MAX];
     sp.num_layers = layers, sp.max_batch = h->plan.max_batch, sp.max_tokens = h->plan.max_tokens;
@@ -76,6 +77,16 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
         return npuctl_usage_error(
             "the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
             kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
+    /* A paged ring lists every position's block in the mailbox: a full batch of the
+       longest sequences must fit its block list. */
+    const uint64_t seq_blocks = (h->plan.max_seq + kc.block_tokens - 1) / kc.block_tokens;
+    if (kc.ring_paged && (uint64_t)h->plan.max_batch * seq_blocks > RT_MB_BLOCKS_MAX)
+        return npuctl_usage_error(
+            "--prefix-cache on: %u requests of %u positions take %llu KV blocks of %u in one "
+            "iteration, the mailbox lists at most %u (a larger --kv-block, --kv-split on, or "
+            "a smaller --max-batch or --max-seq)", h->plan.max_batch, h->plan.max_seq,
+            (unsigned long long)(h->plan.max_batch * seq_blocks), kc.block_tokens,
+            RT_MB_BLOCKS_MAX);
     if (sp.kind == RT_SCHED_PD_DISAGG && h->plan.disagg)
         return npuctl_usage_error("--roles disagg: its replicas run one of the other "
                                   "schedulers, not pd-disagg");

@@ -524,7 +524,7 @@ static uint64_t pxs_fold(const struct rt_kv_prefix *p, uint32_t j)
 static uint32_t pxs_cached(const struct rt_kv_prefix *p, uint32_t j)
 {
     const uint64_t c = pxs_fold(p, j);
-    for (uint32_t b = 0; b < kv.cfg.sram_blocks; b++)
+    for (uint32_t b = 0; b < kv.cfg.sram_blocks + kv.ring_blocks; b++)
         if (kv.owner[b] == RT_KVC_CACHED && pxs_content[b] == c)
             return b;
     return RT_KVC_NONE;
@@ -655,12 +655,26 @@ static void pxs_step(struct pxs_seq *q, uint32_t id, uint32_t hash_block, struct
         kvc_seq_free(&kv, s);
 }
 
-static void run_px_stress(uint32_t seed, uint32_t block_tokens, uint32_t hash_block)
+/* The index over a paged ring too (rt_kvc_config.ring_paged): ring blocks are ids after
+   the pool's and are shared and evicted like them. */
+static void setup_px_paged(uint32_t block_tokens, uint32_t sram_blocks, uint64_t ring_rows)
+{
+    struct rt_kvc_config c = { .block_tokens = block_tokens, .sram_blocks = sram_blocks,
+                               .ring_rows = ring_rows, .ring_paged = true };
+    assert_int_equal(kvc_init(&kv, &c), NPU_OK);
+    kvc_prefix_attach(&kv, &pxi);
+}
+
+static void run_px_stress(uint32_t seed, uint32_t block_tokens, uint32_t hash_block,
+                          bool paged)
 {
     struct pxs_stats st = { 0 };
     lcg_state = seed;
     memset(pxs, 0, sizeof(pxs));
-    setup_px(block_tokens, 12, 120);
+    if (paged) /* 4 SRAM blocks and 8 of the ring: the same 12 in all */
+        setup_px_paged(block_tokens, 4, 8 * block_tokens + block_tokens / 2);
+    else
+        setup_px(block_tokens, 12, 120);
     for (uint32_t step = 0; step < 4000; step++) {
         const uint32_t i = lcg_next() % PXS_SEQS;
         pxs_step(&pxs[i], i, hash_block, &st);
@@ -671,20 +685,61 @@ static void run_px_stress(uint32_t seed, uint32_t block_tokens, uint32_t hash_bl
             kvc_seq_free(&kv, &pxs[i].kv);
     pxs_check();
     /* Only idle cached blocks are left, and they are all unreserved. */
-    assert_int_equal(kvc_blocks_used(&kv), pxi.cached);
+    assert_int_equal(kvc_blocks_used(&kv) + kvc_ring_rows_used(&kv) / block_tokens,
+                     pxi.cached);
     assert_int_equal(pxi.evictable, pxi.cached);
     assert_int_equal(kv.unreserved, 12);
     /* The stress must have reached the interesting paths. */
-    assert_true(st.hits > 150 && st.publishes > 30 && st.nomem > 100);
-    assert_true(st.cuts > 10 && st.dups > 2 && pxi.evictions > 50);
+    /* (Without segments every reservation is of blocks, so cut hits are rare when paged.) */
+    if (!(st.hits > 150 && st.publishes > 30 && st.nomem > 100 && (paged || st.cuts > 10) &&
+          st.dups > 2 && pxi.evictions > 50))
+        fail_msg("seed %u: hits %u publishes %u nomem %u cuts %u dups %u evictions %llu",
+                 seed, (unsigned)st.hits, (unsigned)st.publishes, (unsigned)st.nomem,
+                 (unsigned)st.cuts, (unsigned)st.dups, (unsigned long long)pxi.evictions);
 }
 
 static void test_prefix_stress(void **state)
 {
     (void)state;
-    run_px_stress(31u, 4, 4);
-    run_px_stress(32u, 4, 8);   /* blocks inside hash blocks */
-    run_px_stress(33u, 8, 4);   /* blocks over two hash blocks */
+    run_px_stress(31u, 4, 4, false);
+    run_px_stress(32u, 4, 8, false);   /* blocks inside hash blocks */
+    run_px_stress(33u, 8, 4, false);   /* blocks over two hash blocks */
+    run_px_stress(34u, 4, 4, true);    /* the same over SRAM and ring blocks */
+    run_px_stress(35u, 8, 4, true);
+}
+
+/* A paged ring: a sequence's positions run through SRAM blocks, then ring blocks (ids from
+   sram_blocks on); a prompt's ring blocks are published and shared; freed blocks return
+   to their own memory's free list, so SRAM blocks are still handed out first. */
+static void test_prefix_paged_ring(void **state)
+{
+    (void)state;
+    static const uint64_t h[] = { 1, 2, 3, 4, 5 };
+    const struct rt_kv_prefix p = prompt(h, 5, 16, 80);
+    struct rt_kv_seq a, b;
+    uint32_t ids[8];
+    setup_px_paged(16, 2, 64 + 8);           /* 2 SRAM blocks, 4 of the ring (8 rows spare) */
+    assert_int_equal(kv.ring_blocks, 4);
+    assert_true(kvc_seq_fits_ever(&kv, 96) && !kvc_seq_fits_ever(&kv, 97));
+    assert_int_equal(prefill_publish(&a, 0, 81, &p, 0), 4);  /* 79 / 16 */
+    assert_int_equal(kvc_seq_block_ids(&kv, &a, ids, 8), 5);  /* 80 positions */
+    const uint32_t want[] = { 0, 1, 2, 3, 4, 5 };
+    assert_memory_equal(ids, want, 5 * sizeof(uint32_t));
+    assert_int_equal(a.ring_row, RT_KVC_NO_RING);
+    assert_int_equal(kvc_blocks_used(&kv), 2);
+    assert_int_equal(kvc_ring_rows_used(&kv), 48);
+    assert_ok(&a, NULL, NULL, NULL);
+    kvc_seq_free(&kv, &a);                   /* block 4 back, 0..3 cached and idle */
+    assert_ok(NULL, NULL, NULL, NULL);
+    admit_hit(&b, 1, 81, &p, 4);             /* SRAM and ring blocks shared */
+    kvc_seq_grow(&kv, &b, 81);
+    assert_int_equal(kvc_seq_block_ids(&kv, &b, ids, 8), 6);
+    assert_memory_equal(ids, want, sizeof(want)); /* its own: the ring's free 4 and 5 */
+    assert_int_equal(kvc_ring_rows_used(&kv), 64);
+    assert_ok(&b, NULL, NULL, NULL);
+    kvc_seq_free(&kv, &b);
+    assert_ok(NULL, NULL, NULL, NULL);
+    assert_int_equal(kv.unreserved, 6);
 }
 
 int main(void)
@@ -702,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_prefix_duplicate_publish),
         cmocka_unit_test(test_prefix_check_catches),
         cmocka_unit_test(test_prefix_stress),
+        cmocka_unit_test(test_prefix_paged_ring),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

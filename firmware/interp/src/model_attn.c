@@ -95,13 +95,21 @@ static bool attn_kv_local_range(const struct exec_model *m, uint32_t req, uint32
 uint64_t exec_kv_addr(const struct exec_model *m, const struct exec_kv_cache *k, uint32_t l,
                       bool v, uint32_t row, uint32_t *span)
 {
-    const uint32_t B = m->plan->kv_block, blk = row / B;
+    const uint32_t B = m->plan->kv_block, blk = row / B, S = m->plan->kv_sram_blocks;
     if (blk < k->nblocks) {
+        /* Ids from S on are blocks of the ring (a paged ring, rt/kvc.h): ring rows
+           [(id - S) x B, + B). A span stays in one memory. */
+        const uint32_t id = k->blocks[blk];
+        const bool ring = id >= S;
         uint32_t last = blk;
-        while (last + 1 < k->nblocks && k->blocks[last + 1] == k->blocks[last] + 1)
+        while (last + 1 < k->nblocks && k->blocks[last + 1] == k->blocks[last] + 1 &&
+               (k->blocks[last + 1] >= S) == ring)
             last++;
         *span = (last + 1 - blk) * B - row % B;
-        return k->pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, k->blocks[blk], row % B);
+        if (ring)
+            return k->ring + npu_kv_ring_offset(m->cfg, m->plan, v, l,
+                                                (uint64_t)(id - S) * B + row % B);
+        return k->pool + npu_kv_pool_offset(m->cfg, m->plan, v, l, id, row % B);
     }
     *span = UINT32_MAX;
     return k->ring + npu_kv_ring_offset(m->cfg, m->plan, v, l, k->ring_row + row);

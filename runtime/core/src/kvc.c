@@ -25,6 +25,19 @@ uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len)
     return (uint32_t)(((uint64_t)len + k->cfg.block_tokens - 1) / k->cfg.block_tokens);
 }
 
+uint32_t kvc_ids(const struct rt_kvc *k)
+{
+    return k->cfg.sram_blocks + k->ring_blocks;
+}
+
+/* Ascending ids [first, end) linked as a free list; its head. */
+static uint32_t kvc_link_free(struct rt_kvc *k, uint32_t first, uint32_t end)
+{
+    for (uint32_t b = first; b < end; b++)
+        k->next[b] = b + 1 < end ? b + 1 : RT_KVC_NONE;
+    return first < end ? first : RT_KVC_NONE;
+}
+
 int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg)
 {
     assert(k && cfg);
@@ -33,18 +46,48 @@ int kvc_init(struct rt_kvc *k, const struct rt_kvc_config *cfg)
         return NPU_ERR_RANGE;
     memset(k, 0, sizeof(*k));
     k->cfg = *cfg;
-    /* Ascending ids on the free list so a fresh manager hands out 0, 1, 2, ... */
-    for (uint32_t b = 0; b < cfg->sram_blocks; b++)
-        k->next[b] = b + 1 < cfg->sram_blocks ? b + 1 : RT_KVC_NONE;
-    k->free_head = cfg->sram_blocks ? 0 : RT_KVC_NONE;
-    k->free_count = cfg->sram_blocks;
-    k->unreserved = cfg->sram_blocks;
+    if (cfg->ring_paged) {
+        uint64_t w = cfg->block_tokens / (cfg->ranks > 1 ? cfg->ranks : 1);
+        uint64_t n = cfg->ring_rows / w, room = RT_KVC_BLOCKS_MAX - cfg->sram_blocks;
+        k->ring_blocks = (uint32_t)(n < room ? n : room);
+    }
+    /* Ascending ids on the free lists so a fresh manager hands out 0, 1, 2, ... */
+    k->free_head = kvc_link_free(k, 0, cfg->sram_blocks);
+    k->free_ring_head = kvc_link_free(k, cfg->sram_blocks, kvc_ids(k));
+    k->free_ring_count = k->ring_blocks;
+    k->free_count = kvc_ids(k);
+    k->unreserved = kvc_ids(k);
     return NPU_OK;
+}
+
+void kvc_push_free(struct rt_kvc *k, uint32_t b)
+{
+    uint32_t *head = &k->free_head;
+    if (b >= k->cfg.sram_blocks)
+        head = &k->free_ring_head, k->free_ring_count++;
+    k->next[b] = *head;
+    *head = b;
+    k->free_count++;
+}
+
+/* A free block, SRAM's first; RT_KVC_NONE if both lists are empty. */
+static uint32_t kvc_pop_free(struct rt_kvc *k)
+{
+    uint32_t *head = k->free_head != RT_KVC_NONE ? &k->free_head : &k->free_ring_head;
+    uint32_t b = *head;
+    if (b == RT_KVC_NONE)
+        return b;
+    *head = k->next[b];
+    k->free_count--;
+    k->free_ring_count -= b >= k->cfg.sram_blocks;
+    return b;
 }
 
 bool kvc_seq_fits_ever(const struct rt_kvc *k, uint32_t max_len)
 {
     /* Into an empty manager: every block is unreserved and the ring starts at row 0. */
+    if (k->cfg.ring_paged)
+        return kvc_blocks_for(k, max_len) <= kvc_ids(k);
     return kvc_blocks_for(k, max_len) <= k->cfg.sram_blocks ||
            kvc_ring_rows_for(k, max_len) <= k->cfg.ring_rows;
 }
@@ -123,6 +166,8 @@ static int kvc_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_
     const uint32_t room = k->unreserved - hit->idle;
     uint32_t need = kvc_blocks_for(k, max_len) - hit->blocks;
     uint64_t ring_row = RT_KVC_NO_RING, ring_rows = 0;
+    if (need > room && k->cfg.ring_paged)
+        return NPU_ERR_NOMEM; /* the ring's blocks are in the count already */
     if (need > room) {
         ring_rows = kvc_ring_rows_for(k, max_len);
         ring_row = kvc_ring_find(k, ring_rows);
@@ -176,12 +221,10 @@ void kvc_seq_grow(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t new_len)
     while (s->blocks < want) {
         /* Reserved blocks are free or evictable (unreserved counts both): an empty free
            list means the prefix index gives one back. */
-        if (k->free_head == RT_KVC_NONE)
+        if (k->free_count == 0)
             kvc_prefix_evict(k);
-        uint32_t b = k->free_head;
+        uint32_t b = kvc_pop_free(k);
         assert(b != RT_KVC_NONE && k->owner[b] == 0);
-        k->free_head = k->next[b];
-        k->free_count--;
         k->next[b] = RT_KVC_NONE;
         k->owner[b] = s->id + 1;
         if (s->tail == RT_KVC_NONE)
@@ -201,12 +244,18 @@ void kvc_seq_free(struct rt_kvc *k, struct rt_kv_seq *s)
         k->owner[b] = 0;
     }
     /* Splice the whole list in front of the free list: the most recently used blocks are
-       handed out first, deterministically. */
-    if (s->head != RT_KVC_NONE) {
+       handed out first, deterministically. A paged ring's blocks go back one by one, each
+       to its memory's list. */
+    if (k->cfg.ring_paged) {
+        for (uint32_t b = s->head, n; b != RT_KVC_NONE; b = n) {
+            n = k->next[b];
+            kvc_push_free(k, b);
+        }
+    } else if (s->head != RT_KVC_NONE) {
         k->next[s->tail] = k->free_head;
         k->free_head = s->head;
+        k->free_count += s->blocks;
     }
-    k->free_count += s->blocks;
     k->unreserved += s->reserved;
     if (s->shared)
         kvc_prefix_release(k, s);
@@ -229,12 +278,15 @@ uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, ui
 
 uint32_t kvc_blocks_used(const struct rt_kvc *k)
 {
-    return k->cfg.sram_blocks - k->free_count;
+    return k->cfg.sram_blocks - (k->free_count - k->free_ring_count);
 }
 
 uint64_t kvc_ring_rows_used(const struct rt_kvc *k)
 {
-    return k->ring_used;
+    if (!k->cfg.ring_paged)
+        return k->ring_used;
+    const uint32_t w = k->cfg.block_tokens / (k->cfg.ranks > 1 ? k->cfg.ranks : 1);
+    return (uint64_t)(k->ring_blocks - k->free_ring_count) * w;
 }
 
 /* ---- invariant checks ------------------------------------------------------------------ */
@@ -254,12 +306,12 @@ static int kvc_check_list(const struct rt_kvc *k, uint32_t head, uint32_t owner,
 {
     uint32_t n = 0;
     for (uint32_t b = head; b != RT_KVC_NONE; b = k->next[b]) {
-        if (b >= k->cfg.sram_blocks)
+        if (b >= kvc_ids(k))
             return kvc_fail(err, errlen, "block id out of the pool (block, owner)", b, owner);
         if (k->owner[b] != owner)
             return kvc_fail(err, errlen, "block on a list it does not belong to (block, owner)",
                             b, k->owner[b]);
-        if (++n > k->cfg.sram_blocks)
+        if (++n > kvc_ids(k))
             return kvc_fail(err, errlen, "list loops (owner, length)", owner, n);
     }
     *len = n;
@@ -378,12 +430,23 @@ int kvc_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs, uint3
     /* Owners tie each block to one list: a block on two lists has a wrong owner on one of
        them, or makes a list loop. Lists being disjoint, their lengths adding up to the pool
        means every block is on one. */
+    uint32_t ring_free_len;
     int rc = kvc_check_list(k, k->free_head, 0, &free_len, err, errlen);
+    if (rc == NPU_OK)
+        rc = kvc_check_list(k, k->free_ring_head, 0, &ring_free_len, err, errlen);
     if (rc)
         return rc;
-    if (free_len != k->free_count)
-        return kvc_fail(err, errlen, "free list length differs from free_count", free_len,
-                        k->free_count);
+    free_len += ring_free_len;
+    if (free_len != k->free_count || ring_free_len != k->free_ring_count)
+        return kvc_fail(err, errlen, "free list lengths differ from the counts (free, ring "
+                        "free)", free_len, ring_free_len);
+    for (uint32_t b = k->free_head; b != RT_KVC_NONE; b = k->next[b])
+        if (b >= k->cfg.sram_blocks)
+            return kvc_fail(err, errlen, "a ring block on the SRAM free list (block, 0)", b, 0);
+    for (uint32_t b = k->free_ring_head; b != RT_KVC_NONE; b = k->next[b])
+        if (b < k->cfg.sram_blocks)
+            return kvc_fail(err, errlen, "an SRAM block on the ring's free list (block, 0)", b,
+                            0);
     for (uint32_t i = 0; i < nseqs; i++) {
         if ((rc = kvc_check_seq(k, seqs[i], err, errlen)) != NPU_OK)
             return rc;
@@ -395,9 +458,9 @@ int kvc_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs, uint3
     uint32_t cached = 0, evictable = 0;
     if (k->px && (rc = kvc_prefix_check(k, seqs, nseqs, &cached, &evictable, err, errlen)))
         return rc;
-    if ((uint64_t)free_len + listed + cached != k->cfg.sram_blocks)
+    if ((uint64_t)free_len + listed + cached != kvc_ids(k))
         return kvc_fail(err, errlen, "blocks on no list (free + held + cached, pool)",
-                        free_len + listed + cached, k->cfg.sram_blocks);
+                        free_len + listed + cached, kvc_ids(k));
     if (promised + k->unreserved != (uint64_t)k->free_count + evictable)
         return kvc_fail(err, errlen, "reservations do not add up (promised + unreserved, "
                         "free + evictable)", promised + k->unreserved,

@@ -17,6 +17,10 @@ struct kvc_hit {
 
 /* Blocks of B positions that len positions need. */
 uint32_t kvc_blocks_for(const struct rt_kvc *k, uint32_t len);
+/* Block ids the manager has: the SRAM pool's, then a paged ring's. */
+uint32_t kvc_ids(const struct rt_kvc *k);
+/* Puts free block b (owner cleared) on its memory's free list. */
+void kvc_push_free(struct rt_kvc *k, uint32_t b);
 
 /* The longest chain of index blocks p's keys match, cut so that its idle blocks fit the
    unreserved ones. k->px must be set. */

@@ -11,9 +11,10 @@
  * positions with its end position; its parent covers everything before it, so equal
  * (parent, key) means equal tokens at every position up to its end, whether or not the
  * trace's hash ids are themselves chained over the prefix (Mooncake's are).
+ * Blocks of a paged ring (rt_kvc_config.ring_paged) are shared like SRAM's; positions in
+ * a ring segment are not (without paging nothing past a sequence's SRAM blocks is shared).
  * Not modelled: partial blocks (a block is shared only when every position in it is
- * named by a hash block the prompt fills), sharing of HBM ring positions, the cost of the
- * index's own bookkeeping. Deterministic: no clock but the index's own counter.
+ * named by a hash block the prompt fills), the cost of the index's own bookkeeping. Deterministic: no clock but the index's own counter.
  */
 #include <assert.h>
 #include <string.h>
@@ -156,7 +157,7 @@ void kvc_prefix_evict(struct rt_kvc *k)
     /* A scan of the pool: eviction happens only when the free list is empty, and an idle
        block's successors are idle too, so an idle leaf exists. */
     uint32_t best = RT_KVC_NONE;
-    for (uint32_t b = 0; b < k->cfg.sram_blocks; b++)
+    for (uint32_t b = 0; b < kvc_ids(k); b++)
         if (k->owner[b] == RT_KVC_CACHED && px->ref[b] == 0 && px->children[b] == 0 &&
             (best == RT_KVC_NONE || px->used[b] < px->used[best]))
             best = b;
@@ -166,9 +167,7 @@ void kvc_prefix_evict(struct rt_kvc *k)
         px->children[px->parent[best]]--;
     px->cached--, px->evictable--, px->evictions++;
     k->owner[best] = 0;
-    k->next[best] = k->free_head;
-    k->free_head = best;
-    k->free_count++;
+    kvc_push_free(k, best);
 }
 
 uint32_t kvc_seq_publish(struct rt_kvc *k, struct rt_kv_seq *s, const struct rt_kv_prefix *p)
@@ -229,7 +228,7 @@ static int px_check_buckets(const struct rt_kvc *k, uint32_t cached, char *err, 
     uint32_t filed = 0;
     for (uint32_t h = 0; h < RT_KVC_BUCKETS; h++)
         for (uint32_t b = px->bucket[h]; b != RT_KVC_NONE; b = px->hnext[b]) {
-            if (b >= k->cfg.sram_blocks || k->owner[b] != RT_KVC_CACHED)
+            if (b >= kvc_ids(k) || k->owner[b] != RT_KVC_CACHED)
                 return kvc_fail(err, errlen, "index bucket holds a block not cached (bucket, "
                                 "block)", h, b);
             if (px_bucket(px->parent[b], px->key[b]) != h)
@@ -254,7 +253,7 @@ static int px_holders(const struct rt_kvc *k, const struct rt_kv_seq *const *seq
     for (uint32_t i = 0; i < nseqs; i++) {
         uint32_t c = seqs[i]->prefix_tail;
         for (uint32_t n = 0; n < seqs[i]->shared; n++, c = k->px->parent[c]) {
-            if (c >= k->cfg.sram_blocks || k->owner[c] != RT_KVC_CACHED)
+            if (c >= kvc_ids(k) || k->owner[c] != RT_KVC_CACHED)
                 return kvc_fail(err, errlen, "shared prefix through a block not cached (id, "
                                 "block)", seqs[i]->id, c);
             *holders += c == b;
@@ -272,10 +271,10 @@ static int px_check_block(const struct rt_kvc *k, const struct rt_kv_seq *const 
 {
     const struct rt_kvc_index *px = k->px;
     uint32_t p = px->parent[b], kids = 0, holders;
-    if (p != RT_KVC_NONE && (p >= k->cfg.sram_blocks || k->owner[p] != RT_KVC_CACHED))
+    if (p != RT_KVC_NONE && (p >= kvc_ids(k) || k->owner[p] != RT_KVC_CACHED))
         return kvc_fail(err, errlen, "cached block's parent is not cached (block, parent)", b,
                         p);
-    for (uint32_t c = 0; c < k->cfg.sram_blocks; c++)
+    for (uint32_t c = 0; c < kvc_ids(k); c++)
         kids += k->owner[c] == RT_KVC_CACHED && px->parent[c] == b;
     if (kids != px->children[b])
         return kvc_fail(err, errlen, "cached block's successor count is wrong (block, count)",
@@ -293,7 +292,7 @@ int kvc_prefix_check(const struct rt_kvc *k, const struct rt_kv_seq *const *seqs
 {
     const struct rt_kvc_index *px = k->px;
     *cached = *evictable = 0;
-    for (uint32_t b = 0; b < k->cfg.sram_blocks; b++) {
+    for (uint32_t b = 0; b < kvc_ids(k); b++) {
         if (k->owner[b] != RT_KVC_CACHED)
             continue;
         int rc = px_check_block(k, seqs, nseqs, b, err, errlen);

@@ -13,6 +13,10 @@
  * core), and ring rows are a core's own rows: a segment for max_len positions is
  * ceil(max_len / block_tokens) x block_tokens / ranks rows (npu_kv_local_rows).
  *
+ * Paged ring (rt_kvc_config.ring_paged, with prefix caching): the ring is cut into blocks
+ * too, with ids after the SRAM pool's, and a sequence's positions are all in blocks (SRAM
+ * ones taken first); there are no segments, so blocks in HBM can be shared like SRAM's.
+ *
  * Admission reserves what a sequence may need (its maximum length), so growing never
  * fails: SRAM blocks are taken from the reservation as the sequence grows. A sequence that
  * can never fit is refused (kvc_seq_fits_ever); one that does not fit now waits.
@@ -25,7 +29,8 @@
  * prefills only the rest. A cached block no sequence holds stays until its space is
  * wanted: then the least recently used one without cached successors is evicted. Such
  * blocks count as unreserved, so caching never makes a sequence wait.
- * Not modelled: preemption, sharing of HBM ring positions (only SRAM blocks are cached).
+ * Not modelled: preemption, sharing positions of a ring segment (a paged ring's blocks are
+ * shared like SRAM's).
  */
 #ifndef RT_KVC_H
 #define RT_KVC_H
@@ -50,6 +55,10 @@ struct rt_kvc_config {
     uint64_t ring_rows;     /* rows of the HBM ring (positions, unless split), may be 0 */
     uint32_t ranks;         /* cores a block's positions are dealt over (0 or 1: none);
                                divides block_tokens */
+    bool ring_paged;        /* the ring as blocks too (prefix caching shares them): ids
+                               sram_blocks + h are ring rows [h x W, (h + 1) x W), W =
+                               block_tokens / ranks, as many as the ring holds within
+                               RT_KVC_BLOCKS_MAX ids; no segments */
 };
 
 /* One sequence's KV space (embedded in struct rt_request). */
@@ -105,7 +114,9 @@ struct rt_kvc {
     struct rt_kvc_index *px;           /* the prefix index, NULL: no prefix caching */
     uint32_t next[RT_KVC_BLOCKS_MAX];  /* next block of the same list */
     uint32_t owner[RT_KVC_BLOCKS_MAX]; /* owning sequence id + 1; 0: free */
-    uint32_t free_head, free_count;
+    uint32_t free_head, free_count;    /* free_count: both free lists */
+    uint32_t ring_blocks;              /* ring_paged: the ring's blocks (ids after SRAM's) */
+    uint32_t free_ring_head, free_ring_count; /* ring_paged: the free ring blocks */
     uint32_t unreserved;               /* free or evictable blocks no sequence has reserved */
     struct rt_kvc_seg segs[RT_KVC_SEGS_MAX]; /* FIFO: [seg_first, seg_first + nsegs) mod */
     uint32_t seg_first, nsegs;
@@ -168,7 +179,8 @@ void kvc_seq_free(struct rt_kvc *k, struct rt_kv_seq *s);
 uint32_t kvc_seq_block_ids(const struct rt_kvc *k, const struct rt_kv_seq *s, uint32_t *ids,
                            uint32_t max);
 
-/* Blocks in use (held by sequences) and ring rows in live segments. */
+/* SRAM blocks in use (held or cached), and ring rows in live segments (paged: in ring
+   blocks in use). */
 uint32_t kvc_blocks_used(const struct rt_kvc *k);
 /* Ring rows a sequence of len positions needs (len unless split). */
 uint64_t kvc_ring_rows_for(const struct rt_kvc *k, uint32_t len);
