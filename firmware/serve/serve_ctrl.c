@@ -128,21 +128,23 @@ static int attach_prefix_caches(char *err, size_t errlen)
 {
     if (!hal_bootarg_has("prefix_cache"))
         return NPU_OK;
-    if (sv.pd_mode) {
-        snprintf(err, errlen, "prefix caching is not built for pd-disagg");
-        return NPU_ERR_INVAL;
-    }
-    const uint32_t n = sv.disagg ? sv.nrep : 1;
+    /* pd-disagg: the prefill instances' caches (a decode instance takes whole prompts) */
+    const uint32_t n = sv.pd_mode ? sv.ninst : sv.disagg ? sv.nrep : 1;
     sv.prefix_cache = true;
     for (uint32_t i = 0; i < n; i++) {
+        if (sv.pd_mode && sv.pd.inst[i].role != RT_PD_PREFILL)
+            continue;
         struct rt_kvc_index *px = malloc(sizeof(*px)); /* kvc_prefix_attach clears it */
         if (!px) {
             snprintf(err, errlen, "no memory for the prefix index of instance %" PRIu32, i);
             return NPU_ERR_NOMEM;
         }
         kvc_prefix_attach(&sv.inst[i].kvc, px);
-        sched_prefix_source(sv.disagg ? &sv.dsched[i] : &sv.sched, blob_prefix, sv.blob);
+        if (!sv.pd_mode)
+            sched_prefix_source(sv.disagg ? &sv.dsched[i] : &sv.sched, blob_prefix, sv.blob);
     }
+    if (sv.pd_mode)
+        pd_prefix_source(&sv.pd, blob_prefix, sv.blob);
     return NPU_OK;
 }
 

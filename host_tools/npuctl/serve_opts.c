@@ -281,7 +281,7 @@ static const struct npuctl_opt sched_table[] = {
       "--instances)", SV_PREFILL_INSTANCES, C_SERVE },
     { "--prefix-cache", NULL, "off|on", "off",
       "reuse the KV blocks of prompts whose first hash blocks (the trace's hash_ids) match "
-      "an earlier prompt's (docs/serving.md, \"Prefix caching\"); not with pd-disagg",
+      "an earlier prompt's (docs/serving.md, section 3a; pd-disagg: on the prefill instances)",
       SV_PREFIX_CACHE, C_SERVE },
     { "--hash-block", NULL, "N", "512",
       "prompt tokens one of the trace's hash_ids names (Mooncake's 512); synthetic prompt "
@@ -353,12 +353,6 @@ int serve_opts_parse(int argc, char **argv, struct serve_opts *o)
     }
     if (o->decode_cores.set && o->sched.kind != RT_SCHED_PD_DISAGG) {
         npuctl_print_error("--decode-cores: only --sched pd-disagg has decode cores");
-        return NPUCTL_EXIT_USAGE;
-    }
-    if (o->prefix_cache && o->sched.kind == RT_SCHED_PD_DISAGG) {
-        npuctl_print_error("--prefix-cache on: not built for pd-disagg (the decode instances "
-                           "take the prompt's KV over the NoC; docs/serving.md, \"Prefix "
-                           "caching\")");
         return NPUCTL_EXIT_USAGE;
     }
     if (o->sched.kind == RT_SCHED_PD_FUSION && !o->sched.budget)

@@ -148,6 +148,65 @@ static void test_exact_two_instances(void **state)
     assert_int_equal(kvc_blocks_used(&kvcs[0]) + kvc_blocks_used(&kvcs[1]), 0);
 }
 
+/* ---- prefix caching ---------------------------------------------------------------------- */
+
+static const uint64_t pd_hashes[] = { 1, 2, 3 };
+static struct rt_kvc_index pdx[2]; /* the two prefill instances' indexes (~270 KiB each) */
+
+/* Requests 1 and 2 share three hash blocks of 16 tokens; request 0 has none. */
+static void pd_prefix_of(const void *ctx, uint32_t req, struct rt_kv_prefix *p)
+{
+    (void)ctx;
+    *p = (struct rt_kv_prefix){ .hash = req ? pd_hashes : NULL, .nhash = req ? 3 : 0,
+                                .hash_block = 16, .input_len = reqs[req].input_len };
+}
+
+/* Instances P D D P, one request a batch. Request 0 takes prefill instance 0, request 1
+   instance 3, which publishes its prompt; request 2 then shares it: instance 0, asked
+   first, leaves it to instance 3, where 2 blocks of 16 are found (39 / 16) and its
+   prefill starts at position 32. Without the source, instance 0 takes it and finds none. */
+static void pd_prefix_run(bool source)
+{
+    struct rt_iter_plan it[4];
+    nreqs = 0;
+    add_req(0, 40, 2);
+    add_req(0, 40, 2);
+    add_req(1, 40, 2);
+    struct rt_pd_params p = params(4, 2);
+    p.max_batch = 1;
+    assert_int_equal(start(&p, 64, 0), NPU_OK);
+    kvc_prefix_attach(&kvcs[0], &pdx[0]);
+    kvc_prefix_attach(&kvcs[3], &pdx[1]);
+    if (source)
+        pd_prefix_source(&pd, pd_prefix_of, NULL);
+    assert_int_equal(pd_arrive(&pd, 0, 4096), 2);
+    assert_true(pd_next(&pd, 0, &it[0]) && pd_next(&pd, 3, &it[3]));
+    assert_true(pinst[0] == 0 && pinst[1] == 3 && reqs[1].cached == 0);
+    pd_complete(&pd, 0, &it[0]);
+    pd_complete(&pd, 3, &it[3]);
+    assert_int_equal(pdx[1].cached, source ? 2 : 0);
+    assert_int_equal(pd_arrive(&pd, 1, 4096), 1);
+    const bool zero_takes = pd_next(&pd, 0, &it[0]);
+    assert_int_equal(zero_takes, !source);
+    if (source)
+        assert_true(pd_next(&pd, 3, &it[3]));
+    const struct rt_iter_plan *pl = &it[source ? 3 : 0];
+    assert_int_equal(pinst[2], source ? 3 : 0);
+    assert_int_equal(reqs[2].cached, source ? 32 : 0);
+    assert_int_equal(reqs[2].prefilled, reqs[2].cached);
+    assert_true(pl->nruns == 1 && pl->runs[0].req == 2);
+    assert_int_equal(pl->runs[0].pos, reqs[2].cached);
+    assert_int_equal(pl->runs[0].count, 40 - reqs[2].cached);
+    assert_int_equal(kvc_seq_nblocks(&pkv[2]), 3); /* 2 shared + its own last one */
+}
+
+static void test_prefix_affinity(void **state)
+{
+    (void)state;
+    pd_prefix_run(true);
+    pd_prefix_run(false);
+}
+
 /* ---- the simulator ----------------------------------------------------------------------- */
 
 struct sim {
@@ -316,6 +375,7 @@ int main(void)
         cmocka_unit_test(test_roles),
         cmocka_unit_test(test_init_refuses),
         cmocka_unit_test(test_exact_two_instances),
+        cmocka_unit_test(test_prefix_affinity),
         cmocka_unit_test(test_sim_1p1d),
         cmocka_unit_test(test_sim_2p2d_spill),
         cmocka_unit_test(test_sim_3p1d),

@@ -2,22 +2,25 @@
 # SPDX-License-Identifier: MIT
 # Prefix caching (docs/serving.md, "Prefix caching"): one trace of prompts sharing their
 # first hash blocks (data/prefix-16.jsonl: half of them a 48-token prefix, a quarter a
-# 32-token one), served with --prefix-cache off and on, under chunked and layered prefill.
+# 32-token one), served with --prefix-cache off and on, under chunked and layered prefill
+# and PD disaggregation (two prefill instances: the cache-aware choice of instance).
 # With it on: the sharers' admissions find their shared blocks (cached_tokens in
 # requests.csv, prefix_cache_hit_rate in summary.json), the others find none, the mean TTFT
 # is lower, and every token is the one the run without the cache gave (the host reference
-# is serve_match.sh's business). Also refused before a run: --prefix-cache on with
-# pd-disagg, and a functional trace whose own input_ids differ under one hash id.
+# is serve_match.sh's business). Also refused before a run: a functional trace whose own
+# input_ids differ under one hash id.
 #   serve_prefix.sh NPUCTL TRACE
 set -eu
 npuctl=$1 trace=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 common="--model tiny-moe --trace $trace --hash-block 16 --kv-block 16 --kv-split off"
-for sched in chunked layered; do
+for sched in chunked layered pd-disagg; do
+    extra=""
+    [ "$sched" = pd-disagg ] && extra="--instances 4 --prefill-instances 2 --chunk 24"
     for pc in off on; do
         # shellcheck disable=SC2086
-        "$npuctl" serve $common --sched "$sched" --prefix-cache "$pc" \
+        "$npuctl" serve $common --sched "$sched" $extra --prefix-cache "$pc" \
             --out "$tmp/$sched-$pc" >"$tmp/$sched-$pc.log" 2>&1 ||
             { tail -n 30 "$tmp/$sched-$pc.log"; echo "FAIL: $sched, prefix cache $pc"; exit 1; }
     done
@@ -34,7 +37,7 @@ for i, e in enumerate(entries):
         sharers.add(i)
     seen.add(e["hash_ids"][0])
 problems = []
-for sched in ("chunked", "layered"):
+for sched in ("chunked", "layered", "pd-disagg"):
     off = json.load(open(f"{tmp}/{sched}-off/summary.json"))
     on = json.load(open(f"{tmp}/{sched}-on/summary.json"))
     rows = {int(r["id"]): r for r in csv.DictReader(open(f"{tmp}/{sched}-on/requests.csv"))}
@@ -69,12 +72,10 @@ refused() { # refused WHAT EXPECTED-TEXT ARGS...
         { cat "$tmp/refused.log"; echo "FAIL: $what: no '$want'"; exit 1; }
     rm -rf "$tmp/refused"
 }
-refused "pd-disagg" "not built for pd-disagg" --sched pd-disagg --instances 2 \
-    --prefix-cache on --trace "$trace"
 printf '%s\n' \
     '{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": [5], "input_ids": [1, 2, 3, 4]}' \
     '{"timestamp": 1, "input_length": 4, "output_length": 2, "hash_ids": [5], "input_ids": [1, 2, 3, 9]}' \
     >"$tmp/clash.jsonl"
 refused "ids that differ under one hash id" "request 1: hash_ids\[0\] = 5 also names request 0" \
     --trace "$tmp/clash.jsonl" --hash-block 4 --prefix-cache on
-echo "prefix caching: hits, lower TTFT, same tokens; refusals named"
+echo "prefix caching: hits, lower TTFT, same tokens; the refusal named"

@@ -77,7 +77,7 @@ int pd_init(struct rt_pd *pd, const struct rt_pd_params *p, struct rt_request *r
             continue;
         }
         r->state = RT_REQ_FUTURE, r->reject = RT_REJECT_NONE;
-        r->prefilled = r->generated = 0;
+        r->prefilled = r->generated = r->cached = 0;
         memset(&r->kv, 0, sizeof(r->kv));
         r->kv.head = r->kv.tail = RT_KVC_NONE, r->kv.ring_row = RT_KVC_NO_RING;
         pkv[i] = r->kv;
@@ -131,19 +131,54 @@ uint64_t pd_next_arrival_ps(const struct rt_pd *pd)
 
 /* ---- planning ---------------------------------------------------------------------------- */
 
+void pd_prefix_source(struct rt_pd *pd, rt_sched_prefix_fn fn, const void *ctx)
+{
+    assert(pd);
+    pd->prefix_of = fn, pd->prefix_ctx = ctx;
+}
+
+/* Request id's prompt hashes (none without prefix caching). */
+static void pd_prefix(const struct rt_pd *pd, uint32_t id, struct rt_kv_prefix *p)
+{
+    *p = (struct rt_kv_prefix){ .input_len = pd->reqs[id].input_len };
+    if (pd->prefix_of)
+        pd->prefix_of(pd->prefix_ctx, id, p);
+}
+
+/* Whether a prefill instance after i, idle and with room (it is asked next this round),
+   holds more of prompt p than i does: then it takes the queue's head. */
+static bool pd_later_holds_more(const struct rt_pd *pd, uint32_t i,
+                                const struct rt_kv_prefix *p)
+{
+    if (!pd->prefix_of || !p->hash)
+        return false;
+    const uint32_t mine = kvc_prefix_hit(pd->inst[i].kvc, p);
+    for (uint32_t j = i + 1; j < pd->p.instances; j++) {
+        const struct rt_pd_inst *o = &pd->inst[j];
+        if (o->role == RT_PD_PREFILL && !o->busy && o->nrunning < pd->p.max_batch &&
+            kvc_prefix_hit(o->kvc, p) > mine)
+            return true;
+    }
+    return false;
+}
+
 /* Prefill instance i admits queued requests in order while its batch and cache allow. */
 static void pd_admit_prefill(struct rt_pd *pd, uint32_t i)
 {
     struct rt_pd_inst *in = &pd->inst[i];
     while (pd->queue_first < pd->next_arrival && in->nrunning < pd->p.max_batch) {
-        uint32_t id = pd->queue_first;
+        uint32_t id = pd->queue_first, hit = 0;
         struct rt_request *r = &pd->reqs[id];
         if (r->state != RT_REQ_QUEUED) {
             pd->queue_first++;
             continue;
         }
-        if (kvc_seq_admit(in->kvc, &pd->pkv[id], id, r->input_len) != NPU_OK)
+        struct rt_kv_prefix p;
+        pd_prefix(pd, id, &p);
+        if (pd_later_holds_more(pd, i, &p) ||
+            kvc_seq_admit_prefix(in->kvc, &pd->pkv[id], id, r->input_len, &p, &hit) != NPU_OK)
             return; /* first come first served: the head waits, so does the rest */
+        r->prefilled = r->cached = hit * in->kvc->cfg.block_tokens;
         r->state = RT_REQ_RUNNING;
         pd->pinst[id] = (uint8_t)i;
         in->running[in->nrunning++] = id;
@@ -244,6 +279,11 @@ static void pd_complete_prefill(struct rt_pd *pd, uint32_t i, const struct rt_ru
     r->prefilled += run->count;
     if (!run->wants_token)
         return;
+    if (pd->prefix_of && pd->inst[i].kvc->px) { /* the whole prompt is written: publish */
+        struct rt_kv_prefix p;
+        pd_prefix(pd, run->req, &p);
+        kvc_seq_publish(pd->inst[i].kvc, &pd->pkv[run->req], &p);
+    }
     r->generated = 1;
     pd_leave(&pd->inst[i], run->req);
     if (r->output_len == 1) { /* nothing to decode: the prompt's cache goes at once */

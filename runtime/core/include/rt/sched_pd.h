@@ -18,8 +18,16 @@
  * columns, and rt_pd_roles gives the bands at the two sides to prefill and the centre to
  * decode, as the paper's PP-prioritised placement does. Decode cores with other engine
  * sizes are the chip's business (npuctl serve --decode-cores writes the chip file), not the
- * scheduler's. Not modelled: instances of different shapes, KV transfer overlapped with the
- * decode iteration before it.
+ * scheduler's.
+ *
+ * Prefix caching (pd_prefix_source; each prefill instance's cache with a prefix index): a
+ * prompt admitted by a prefill instance starts at the blocks that instance's index holds,
+ * its whole prompt is published there once prefilled (before the pull frees its own hold),
+ * and the pull copies the shared blocks with the rest. The queue's head goes to the prefill
+ * instance that holds most of its prefix among those free to take it now (Mooncake's
+ * cache-aware choice, without its estimate of the queueing delay).
+ * Not modelled: instances of different shapes, KV transfer overlapped with the decode
+ * iteration before it.
  */
 #ifndef RT_SCHED_PD_H
 #define RT_SCHED_PD_H
@@ -64,6 +72,8 @@ struct rt_pd {
     struct rt_pd_inst inst[RT_PD_INSTANCES_MAX];
     uint32_t finished, rejected;
     uint64_t iterations;
+    rt_sched_prefix_fn prefix_of;   /* NULL: no prefix caching */
+    const void *prefix_ctx;
 };
 
 /* The prefill instances when none are asked for: half of them (at least 1 of 2). */
@@ -94,6 +104,10 @@ bool pd_next(struct rt_pd *pd, uint32_t i, struct rt_iter_plan *it);
 /* Instance i's iteration `it` ran: prompts advance, first tokens hand requests over to
    the decode side, pulled prompts free their prefill cache, finished requests free theirs. */
 void pd_complete(struct rt_pd *pd, uint32_t i, const struct rt_iter_plan *it);
+
+/* Prefix caching: where the prompts' hashes come from (the prefill instances' caches have
+   prefix indexes). Call after pd_init. */
+void pd_prefix_source(struct rt_pd *pd, rt_sched_prefix_fn fn, const void *ctx);
 
 bool pd_done(const struct rt_pd *pd);
 uint32_t pd_queue_len(const struct rt_pd *pd);
