@@ -39,6 +39,8 @@ struct serve {
        expert instance the last; `arrived`: requests whose arrive line is out */
     bool disagg;
     uint32_t nrep, arrived;
+    enum rt_dispatch dispatch;        /* how arrivals are dealt to the replicas */
+    uint8_t *owner;                   /* [nreqs] with dispatch load or prefix, else NULL */
     struct rt_sched dsched[RT_MB_INSTANCES_MAX];
     struct rt_pd pd;
     struct serve_inst inst[RT_MB_INSTANCES_MAX];

@@ -2,17 +2,21 @@
 /*
  * Serve image, control core: attention/expert disaggregation (plan.disagg; docs/serving.md,
  * "Disaggregated experts"). Each attention replica has a scheduler of its own (the policy
- * the bootargs name, over the requests i with i mod replicas == its index: a stateless
- * round-robin dispatch, as MegaScale-Infer's attention nodes are plain data-parallel
- * replicas) and its own KV cache. A round: every replica's scheduler plans its iteration,
+ * the bootargs name, over the requests dealt to it: i mod replicas by default, a stateless
+ * round robin, as MegaScale-Infer's attention nodes are plain data-parallel replicas; with
+ * dispatch=load or prefix, dealt at arrival to the least loaded replica or the one whose
+ * prefix cache holds most of the prompt, sched_dispatch) and its own KV cache. A round: every replica's scheduler plans its iteration,
  * then every replica and the expert instance start together, because an iteration's MoE
  * rounds are collectives of both roles (model_disagg.c): a replica with nothing to run takes
  * part with no rows. The round ends when every instance answered; each replica's iteration
  * then completes as a lone instance's does (tokens, finish lines, its iteration line).
- * Not modelled: replicas that run their iterations out of step, a dispatcher that balances
- * the replicas' load, prefill on other cores (PD disaggregation beside it).
+ * Not modelled: replicas that run their iterations out of step, prefill on other cores
+ * (PD disaggregation beside it).
  */
 #include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "npu/hal.h"
 #include "npu/wait.h"
@@ -24,17 +28,56 @@ int serve_disagg_init(struct serve *sv, const struct rt_sched_params *sp, char *
 {
     sv->disagg = true;
     sv->nrep = sv->ninst - 1; /* the image check: 2 or more instances */
+    const char *name = hal_bootarg_value("dispatch");
+    char word[16] = "rr";
+    if (name)
+        snprintf(word, sizeof(word), "%.*s", (int)strcspn(name, " "), name);
+    const int d = rt_dispatch_parse(word);
+    if (d < 0) {
+        snprintf(err, errlen, "dispatch=%s: rr, load or prefix", word);
+        return NPU_ERR_INVAL;
+    }
+    sv->dispatch = (enum rt_dispatch)d;
+    uint8_t *owner = NULL;
+    if (sv->dispatch != RT_DISPATCH_RR) {
+        owner = malloc(sv->nreqs ? sv->nreqs : 1);
+        if (!owner) {
+            snprintf(err, errlen, "dispatch: no memory for %" PRIu32 " requests", sv->nreqs);
+            return NPU_ERR_NOMEM;
+        }
+        /* dealt at arrival; one the loader refused goes where round robin puts it */
+        for (uint32_t i = 0; i < sv->nreqs; i++)
+            owner[i] = sv->reqs[i].state == RT_REQ_REJECTED ? (uint8_t)(i % sv->nrep)
+                                                            : RT_SCHED_UNDEALT;
+    }
+    sv->owner = owner;
     int rc = NPU_OK;
     for (uint32_t k = 0; rc == NPU_OK && k < sv->nrep; k++) {
         struct rt_sched_params p = *sp;
-        p.replica = k, p.replicas = sv->nrep;
+        p.replica = k, p.replicas = sv->nrep, p.owner = owner;
         rc = sched_init(&sv->dsched[k], &p, sv->reqs, sv->nreqs, &sv->inst[k].kvc, err, errlen);
     }
     return rc;
 }
 
+/* Requests due by now that no replica has yet are dealt (not under round robin). */
+static void deal_arrivals(struct serve *sv, uint64_t now)
+{
+    struct rt_sched *s[RT_MB_INSTANCES_MAX];
+    for (uint32_t k = 0; k < sv->nrep; k++)
+        s[k] = &sv->dsched[k];
+    for (uint32_t i = sv->arrived; sv->owner && i < sv->nreqs &&
+                                   sv->reqs[i].arrival_ps <= now; i++)
+        if (sv->owner[i] == RT_SCHED_UNDEALT) {
+            const uint32_t k = sched_dispatch(s, sv->nrep, i, sv->dispatch);
+            sv->owner[i] = (uint8_t)k;
+            sched_dealt(s[k], i);
+        }
+}
+
 uint32_t serve_disagg_arrive(struct serve *sv, uint64_t now)
 {
+    deal_arrivals(sv, now);
     for (uint32_t k = 0; k < sv->nrep; k++) /* each takes its own; all stop where this does */
         sched_arrive(&sv->dsched[k], now, sv->max_seq);
     uint32_t n = 0;
@@ -60,12 +103,10 @@ uint32_t serve_disagg_rejected(const struct serve *sv)
     return n;
 }
 
+/* Every request ended (each counted by the one replica it was dealt to). */
 static bool all_done(const struct serve *sv)
 {
-    for (uint32_t k = 0; k < sv->nrep; k++)
-        if (!sched_done(&sv->dsched[k]))
-            return false;
-    return true;
+    return serve_disagg_finished(sv) + serve_disagg_rejected(sv) == sv->nreqs;
 }
 
 /* The round's iterations (has[k]: replica k runs its[k], else no rows) on every replica and

@@ -87,6 +87,9 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
             "a smaller --max-batch or --max-seq)", h->plan.max_batch, h->plan.max_seq,
             (unsigned long long)(h->plan.max_batch * seq_blocks), kc.block_tokens,
             RT_MB_BLOCKS_MAX);
+    if (o->dispatch != RT_DISPATCH_RR && !h->plan.disagg)
+        return npuctl_usage_error("--dispatch %s: only --roles disagg has replicas to deal "
+                                  "requests to", rt_dispatch_name(o->dispatch));
     if (sp.kind == RT_SCHED_PD_DISAGG && h->plan.disagg)
         return npuctl_usage_error("--roles disagg: its replicas run one of the other "
                                   "schedulers, not pd-disagg");

@@ -57,7 +57,7 @@ enum serve_opt {
     SV_ENGINE_TRACE, SV_LAYER_REUSE, SV_FAULT, SV_SCHED, SV_CHUNK, SV_GROUPS,
     SV_GROUP_TOKENS, SV_BUDGET, SV_PREFILL_UNITS, SV_PREFILL_INSTANCES, SV_DECODE_CORES,
     SV_NUM_PROMPTS, SV_REQUEST_RATE, SV_BURSTINESS, SV_MAX_CONCURRENCY, SV_FORCE, SV_LABEL,
-    SV_PREFIX_CACHE, SV_HASH_BLOCK,
+    SV_PREFIX_CACHE, SV_HASH_BLOCK, SV_DISPATCH,
 };
 
 /* The scheduler and its parameters. */
@@ -96,6 +96,13 @@ static int apply_sched_opt(void *ctx, const struct npuctl_opt *opt, const char *
         return 0;
     }
     case SV_HASH_BLOCK: return npuctl_parse_u32(name, v, 1, NPU_REQUEST_TOKENS_MAX, &o->hash_block);
+    case SV_DISPATCH: {
+        int d = rt_dispatch_parse(v);
+        if (d < 0)
+            return bad(name, v, "rr, load or prefix");
+        o->dispatch = (enum rt_dispatch)d;
+        return 0;
+    }
     case SV_DECODE_CORES: {
         int rc = serve_hetero_parse(v, &o->decode_cores); /* resets decode_cores */
         o->decode_cores.spec = v;
@@ -286,6 +293,10 @@ static const struct npuctl_opt sched_table[] = {
     { "--hash-block", NULL, "N", "512",
       "prompt tokens one of the trace's hash_ids names (Mooncake's 512); synthetic prompt "
       "ids follow the hash ids either way", SV_HASH_BLOCK, C_SERVE },
+    { "--dispatch", NULL, "rr|load|prefix", "rr",
+      "--roles disagg: how arriving requests are dealt to the attention replicas: round "
+      "robin, the least loaded (tokens left to run), or the one whose prefix cache holds "
+      "most of the prompt, then the least loaded", SV_DISPATCH, C_SERVE },
     { "--decode-cores", NULL, "SPEC", NULL,
       "pd-disagg: other engine sizes for the decode instances' cores, "
       "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N,cost=X,power=MW (any of "

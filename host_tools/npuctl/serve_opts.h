@@ -58,6 +58,7 @@ struct serve_opts {
     enum serve_reuse layer_reuse;     /* --layer-reuse (performance mode) */
     bool prefix_cache;                /* --prefix-cache on */
     uint32_t hash_block;              /* --hash-block: prompt tokens per trace hash id */
+    enum rt_dispatch dispatch;        /* --dispatch (--roles disagg) */
     struct serve_hetero decode_cores; /* --decode-cores (pd-disagg) */
     struct serve_label labels[SERVE_LABELS_MAX]; /* --label, in the order given */
     uint32_t nlabels;

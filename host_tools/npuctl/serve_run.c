@@ -91,7 +91,7 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h, b
                  uint64_t image_bytes, uint64_t blob_bytes)
 {
     char img[NPUCTL_PATH_MAX + 96], blob[NPUCTL_PATH_MAX + 96], stats[NPUCTL_PATH_MAX + 16];
-    char chip[NPUCTL_PATH_MAX], timeout[16], watchdog[16], append[600], params[256];
+    char chip[NPUCTL_PATH_MAX], timeout[16], watchdog[16], append[640], params[320];
     snprintf(img, sizeof(img), "loader,file=%s/model.img,addr=%#" PRIx64 ",force-raw=on",
              o->out, (uint64_t)NPU_MAP_HBM_BASE);
     snprintf(blob, sizeof(blob), "loader,file=%s/trace.bin,addr=%#" PRIx64 ",force-raw=on",
@@ -103,10 +103,11 @@ int serve_launch(const struct serve_opts *o, const struct npu_image_header *h, b
     snprintf(timeout, sizeof(timeout), "%" PRIu32, o->timeout_s);
     const struct rt_sched_params *s = &o->sched;
     snprintf(params, sizeof(params), "sched=%s chunk=%u groups=%u group_tokens=%u budget=%u "
-             "prefill_units=%u prefill_instances=%u max_concurrency=%u%s%s%s",
+             "prefill_units=%u prefill_instances=%u max_concurrency=%u dispatch=%s%s%s%s",
              rt_sched_kind_name(s->kind), s->chunk, s->groups, s->group_tokens, s->budget,
              s->prefill_units, serve_opts_prefill_instances(o, h->plan.instances),
-             o->max_concurrency, o->prefix_cache ? " prefix_cache" : "",
+             o->max_concurrency, rt_dispatch_name(o->dispatch),
+             o->prefix_cache ? " prefix_cache" : "",
              o->engine_trace ? " engine_trace" : "",
              (const char *const[]){ "", " layer_reuse", " reuse_shapes",
                                     " reuse_tiles" }[o->layer_reuse]);

@@ -3,7 +3,8 @@
 # Prefix caching (docs/serving.md, "Prefix caching"): one trace of prompts sharing their
 # first hash blocks (data/prefix-16.jsonl: half of them a 48-token prefix, a quarter a
 # 32-token one), served with --prefix-cache off and on, under chunked and layered prefill
-# and PD disaggregation (two prefill instances: the cache-aware choice of instance).
+# and PD disaggregation (two prefill instances: the cache-aware choice of instance); and
+# under attention/expert disaggregation, dealt to replicas round robin and by prefix.
 # With it on: the sharers' admissions find their shared blocks (cached_tokens in
 # requests.csv, prefix_cache_hit_rate in summary.json), the others find none, the mean TTFT
 # is lower, and every token is the one the run without the cache gave (the host reference
@@ -24,6 +25,15 @@ for sched in chunked layered pd-disagg; do
             --out "$tmp/$sched-$pc" >"$tmp/$sched-$pc.log" 2>&1 ||
             { tail -n 30 "$tmp/$sched-$pc.log"; echo "FAIL: $sched, prefix cache $pc"; exit 1; }
     done
+done
+# Attention/expert disaggregation, three replicas: requests dealt round robin, then to the
+# replica holding their prefix.
+for d in rr prefix; do
+    "$npuctl" serve --model tiny-moe --trace "$trace" --hash-block 16 --kv-block 16 \
+        --kv-split off --chip mesh-4x4 --tp 4 --instances 4 --roles disagg --micro-batches 2 \
+        --max-tokens 32 --max-seq 256 --kv-sram-blocks 3 --chunk 24 --prefix-cache on \
+        --dispatch "$d" --out "$tmp/disagg-$d" >"$tmp/disagg-$d.log" 2>&1 ||
+        { tail -n 30 "$tmp/disagg-$d.log"; echo "FAIL: disagg, dispatch $d"; exit 1; }
 done
 python3 - "$tmp" "$trace" <<'PY'
 import csv, json, sys
@@ -58,6 +68,16 @@ for sched in ("chunked", "layered", "pd-disagg"):
                         f"{off['mean_ttft_ms']} without")
     print(f"{sched}: hit rate {on['prefix_cache_hit_rate']:.3f}, mean TTFT "
           f"{on['mean_ttft_ms']:.4f} ms against {off['mean_ttft_ms']:.4f}")
+# Dealt to the replica holding its prefix, every sharer finds it; dealt round robin, fewer do.
+rr, px = (json.load(open(f"{tmp}/disagg-{d}/summary.json")) for d in ("rr", "prefix"))
+rows = {int(r["id"]): r for r in csv.DictReader(open(f"{tmp}/disagg-prefix/requests.csv"))}
+hit = {i for i, r in rows.items() if int(r["cached_tokens"]) > 0}
+if hit != sharers or not px["prefix_cache_hit_rate"] > rr["prefix_cache_hit_rate"]:
+    problems.append(f"disagg: dispatch prefix hits {sorted(hit)} (rate "
+                    f"{px['prefix_cache_hit_rate']}), round robin rate "
+                    f"{rr['prefix_cache_hit_rate']}")
+print(f"disagg: hit rate {px['prefix_cache_hit_rate']:.3f} dealt by prefix, "
+      f"{rr['prefix_cache_hit_rate']:.3f} round robin")
 for p in problems:
     print("FAIL", p)
 sys.exit(1 if problems else 0)

@@ -98,6 +98,8 @@ static int sched_check_policy(const struct rt_sched_params *p, const char *kind,
     return NPU_OK;
 }
 
+static void sched_take(struct rt_sched *s, uint32_t i);
+
 int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_request *reqs,
                uint32_t nreqs, struct rt_kvc *kvc, char *err, size_t errlen)
 {
@@ -132,23 +134,34 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
             snprintf(err, errlen, "scheduler: replica %u of %u", p->replica, p->replicas);
         return NPU_ERR_INVAL;
     }
-    for (uint32_t i = 0; i < nreqs; i++) {
-        struct rt_request *r = &reqs[i];
-        if (!sched_owns(s, i))
-            continue; /* another replica's */
-        s->nown++;
-        if (r->state == RT_REQ_REJECTED) {
-            s->rejected++;
-            continue;
-        }
-        r->state = RT_REQ_FUTURE;
-        r->reject = RT_REJECT_NONE;
-        r->prefilled = r->generated = r->cached = 0;
-        memset(&r->kv, 0, sizeof(r->kv));
-        r->kv.head = r->kv.tail = RT_KVC_NONE;
-        r->kv.ring_row = RT_KVC_NO_RING;
-    }
+    for (uint32_t i = 0; i < nreqs; i++)
+        if (sched_owns(s, i)) /* else another replica's, or not dealt yet */
+            sched_take(s, i);
     return NPU_OK;
+}
+
+/* Request i is this scheduler's: counted, and its life starts (unless the loader rejected
+   it). */
+static void sched_take(struct rt_sched *s, uint32_t i)
+{
+    struct rt_request *r = &s->reqs[i];
+    s->nown++;
+    if (r->state == RT_REQ_REJECTED) {
+        s->rejected++;
+        return;
+    }
+    r->state = RT_REQ_FUTURE;
+    r->reject = RT_REJECT_NONE;
+    r->prefilled = r->generated = r->cached = 0;
+    memset(&r->kv, 0, sizeof(r->kv));
+    r->kv.head = r->kv.tail = RT_KVC_NONE;
+    r->kv.ring_row = RT_KVC_NO_RING;
+}
+
+void sched_dealt(struct rt_sched *s, uint32_t i)
+{
+    assert(s && i < s->nreqs && i >= s->next_arrival && sched_owns(s, i));
+    sched_take(s, i);
 }
 
 void sched_prefix_source(struct rt_sched *s, rt_sched_prefix_fn fn, const void *ctx)
@@ -187,6 +200,7 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq)
     while (s->next_arrival < s->nreqs && s->reqs[s->next_arrival].arrival_ps <= now_ps) {
         const uint32_t i = s->next_arrival++;
         struct rt_request *r = &s->reqs[i];
+        assert(!s->p.owner || s->p.owner[i] != RT_SCHED_UNDEALT); /* dealt on arrival */
         if (!sched_owns(s, i))
             continue; /* another replica's scheduler takes it */
         n++;
@@ -206,7 +220,7 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq)
 uint64_t sched_next_arrival_ps(const struct rt_sched *s)
 {
     uint32_t i = s->next_arrival;
-    while (i < s->nreqs && !sched_owns(s, i)) /* at most replicas - 1 steps */
+    while (i < s->nreqs && !sched_may_own(s, i)) /* at most replicas - 1 steps (dealt) */
         i++;
     return i < s->nreqs ? s->reqs[i].arrival_ps : UINT64_MAX;
 }

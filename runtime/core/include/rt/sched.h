@@ -70,10 +70,26 @@ struct rt_sched_params {
     uint32_t prefill_units;  /* pd-fusion: units of one prefill chunk */
     /* Attention/expert disaggregation (docs/serving.md, "Disaggregated experts"): this
        scheduler is replica `replica` of `replicas` and schedules request i only when
-       i mod replicas == replica (the others are the other replicas'). 0 or 1 replicas:
-       every request. */
+       i mod replicas == replica (the others are the other replicas'), or, with `owner`,
+       when owner[i] == replica: a dispatcher deals each request at its arrival
+       (sched_dispatch), RT_SCHED_UNDEALT before. 0 or 1 replicas: every request. */
     uint32_t replica, replicas;
+    const uint8_t *owner;    /* [nreqs] or NULL */
 };
+
+#define RT_SCHED_UNDEALT 0xffu
+
+/* How a dispatcher deals arriving requests to replicas (sched_dispatch). */
+enum rt_dispatch {
+    RT_DISPATCH_RR,      /* request i to replica i mod replicas (no owner array) */
+    RT_DISPATCH_LOAD,    /* to the replica with the fewest tokens left to run */
+    RT_DISPATCH_PREFIX,  /* to the replica whose prefix cache holds most of its prompt,
+                            then the least loaded */
+    RT_DISPATCH_COUNT,
+};
+/* "rr", "load", "prefix"; and back (-1 if unknown). */
+const char *rt_dispatch_name(enum rt_dispatch d);
+int rt_dispatch_parse(const char *name);
 
 /* One run of an iteration. */
 struct rt_run {
@@ -139,8 +155,25 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq);
 /* Whether request i is this scheduler's (rt_sched_params.replica). */
 static inline bool sched_owns(const struct rt_sched *s, uint32_t i)
 {
-    return s->p.replicas <= 1 || i % s->p.replicas == s->p.replica;
+    if (s->p.replicas <= 1)
+        return true;
+    return s->p.owner ? s->p.owner[i] == s->p.replica : i % s->p.replicas == s->p.replica;
 }
+
+/* Whether request i is, or may be dealt to, this scheduler. */
+static inline bool sched_may_own(const struct rt_sched *s, uint32_t i)
+{
+    return sched_owns(s, i) || (s->p.owner && s->p.owner[i] == RT_SCHED_UNDEALT);
+}
+
+/* The replica a dispatcher of policy d deals request i to, among the n schedulers s[] of
+   one request array (replica k is s[k]): load counts each replica's queued and running
+   requests' prompt and output tokens still to run; prefix, the blocks each replica's
+   prefix index holds of i's prompt (kvc_prefix_hit), ties by load; ties by the lowest
+   index. The caller sets the owner array and calls sched_dealt. */
+uint32_t sched_dispatch(struct rt_sched *const *s, uint32_t n, uint32_t i, enum rt_dispatch d);
+/* Request i (undealt, not yet arrived for s) is s's now. */
+void sched_dealt(struct rt_sched *s, uint32_t i);
 
 /* Chip time of the next arrival, UINT64_MAX if every request has arrived. */
 uint64_t sched_next_arrival_ps(const struct rt_sched *s);
