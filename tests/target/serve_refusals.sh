@@ -58,6 +58,10 @@ pd-instances)
         "$npuctl" serve --trace "$t" --sched pd-disagg --instances 2 --roles disagg \
         --out "$tmp/out"
     not_run
+    # only replicas are dealt requests
+    expect 2 "--dispatch load: only --roles disagg has replicas" \
+        "$npuctl" serve --trace "$t" --dispatch load --out "$tmp/out"
+    not_run
     expect 2 "pd-disagg: prefill instances 2 must be in \\[1, 1\\]" "$npuctl" serve \
         --trace "$t" --sched pd-disagg --instances 2 --prefill-instances 2 --out "$tmp/out"
     not_run ;;
