@@ -33,6 +33,8 @@ static const struct column {
     { "expert_load_gb", "expert GB", "expert_load_bytes", 1e-9, "%.3f" },
     { "duration_s", "chip s", "duration", 1, "%.4f" },
     { "iterations", "iters", "iterations", 1, "%.0f" },
+    /* empty without a prefix cache (the summary's null) */
+    { "prefix_hit_pct", "prefix hit %", "prefix_cache_hit_rate", 100, "%.1f" },
 };
 #define NCOLUMNS (sizeof(columns) / sizeof(columns[0]))
 
