@@ -5,7 +5,8 @@
  * the bootargs name, over the requests dealt to it: i mod replicas by default, a stateless
  * round robin, as MegaScale-Infer's attention nodes are plain data-parallel replicas; with
  * dispatch=load or prefix, dealt at arrival to the least loaded replica or the one whose
- * prefix cache holds most of the prompt, sched_dispatch) and its own KV cache. A round: every replica's scheduler plans its iteration,
+ * prefix cache holds most of the prompt, sched_dispatch) and its own KV cache. A round:
+ * every replica's scheduler plans its iteration,
  * then every replica and the expert instance start together, because an iteration's MoE
  * rounds are collectives of both roles (model_disagg.c): a replica with nothing to run takes
  * part with no rows. The round ends when every instance answered; each replica's iteration
@@ -71,7 +72,7 @@ static void deal_arrivals(struct serve *sv, uint64_t now)
         if (sv->owner[i] == RT_SCHED_UNDEALT) {
             const uint32_t k = sched_dispatch(s, sv->nrep, i, sv->dispatch);
             sv->owner[i] = (uint8_t)k;
-            sched_dealt(s[k], i);
+            sched_accept_request(s[k], i);
         }
 }
 

@@ -34,7 +34,7 @@ static void run_caches(const struct serve *sv, const struct rt_run *run,
 }
 
 /* The mailbox's copy of run k of instance i; false if the mailbox's arrays are full (not
-   expected: the plan bounds rows and blocks). */
+   expected: the plan bounds rows, and npuctl serve the blocks a full batch lists). */
 static bool write_run(struct serve *sv, uint32_t i, const struct rt_run *run, uint32_t k,
                       uint32_t *ntok, uint32_t *nblk)
 {

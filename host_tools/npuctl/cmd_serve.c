@@ -78,15 +78,18 @@ static int check_sched(const struct serve_opts *o, const struct npu_image_header
             "the plan's KV cache (%u blocks of %u) is beyond the runtime's %u blocks",
             kc.sram_blocks, kc.block_tokens, RT_KVC_BLOCKS_MAX);
     /* A paged ring lists every position's block in the mailbox: a full batch of the
-       longest sequences must fit its block list. */
+       longest sequences must fit its block list, twice under pd-disagg (a decode run that
+       pulls lists the prompt's blocks on the prefill side too). */
     const uint64_t seq_blocks = (h->plan.max_seq + kc.block_tokens - 1) / kc.block_tokens;
-    if (kc.ring_paged && (uint64_t)h->plan.max_batch * seq_blocks > RT_MB_BLOCKS_MAX)
+    const uint64_t listed = (sp.kind == RT_SCHED_PD_DISAGG ? 2u : 1u) * h->plan.max_batch *
+                            seq_blocks;
+    if (kc.ring_paged && listed > RT_MB_BLOCKS_MAX)
         return npuctl_usage_error(
-            "--prefix-cache on: %u requests of %u positions take %llu KV blocks of %u in one "
-            "iteration, the mailbox lists at most %u (a larger --kv-block, --kv-split on, or "
-            "a smaller --max-batch or --max-seq)", h->plan.max_batch, h->plan.max_seq,
-            (unsigned long long)(h->plan.max_batch * seq_blocks), kc.block_tokens,
-            RT_MB_BLOCKS_MAX);
+            "--prefix-cache on: %u requests of %u positions list %llu KV blocks of %u in "
+            "one iteration%s, the mailbox lists at most %u (a larger --kv-block, --kv-split "
+            "on, or a smaller --max-batch or --max-seq)", h->plan.max_batch, h->plan.max_seq,
+            (unsigned long long)listed, kc.block_tokens,
+            sp.kind == RT_SCHED_PD_DISAGG ? " with their pulls" : "", RT_MB_BLOCKS_MAX);
     if (o->dispatch != RT_DISPATCH_RR && !h->plan.disagg)
         return npuctl_usage_error("--dispatch %s: only --roles disagg has replicas to deal "
                                   "requests to", rt_dispatch_name(o->dispatch));

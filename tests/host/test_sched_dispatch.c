@@ -69,7 +69,7 @@ static uint32_t arrive(uint32_t i, enum rt_dispatch d)
 {
     const uint32_t k = sched_dispatch(sp, 2, i, d);
     owner[i] = (uint8_t)k;
-    sched_dealt(sp[k], i);
+    sched_accept_request(sp[k], i);
     for (uint32_t r = 0; r < 2; r++)
         sched_arrive(sp[r], reqs[i].arrival_ps, 4096);
     return k;
@@ -108,6 +108,31 @@ static void test_load(void **state)
     assert_int_equal(scheds[0].nown + scheds[1].nown, 3);
 }
 
+/* A burst: six requests due at once are dealt in one pass before either replica takes any
+   in (as the control core deals a round's arrivals); load must count the ones just dealt,
+   or every one would go to replica 0. */
+static void test_load_burst(void **state)
+{
+    (void)state;
+    start(false);
+    for (uint32_t i = 0; i < NREQ; i++)
+        reqs[i].arrival_ps = 0;
+    uint32_t on[2] = { 0, 0 };
+    for (uint32_t i = 0; i < NREQ; i++) {
+        const uint32_t k = sched_dispatch(sp, 2, i, RT_DISPATCH_LOAD);
+        owner[i] = (uint8_t)k;
+        sched_accept_request(sp[k], i);
+        on[k]++;
+    }
+    /* request 0 (204 tokens) alone on replica 0, the other five (190 in all) on 1 */
+    assert_int_equal(owner[0], 0);
+    assert_int_equal(on[0], 1);
+    assert_int_equal(on[1], 5);
+    for (uint32_t r = 0; r < 2; r++)
+        assert_int_equal(sched_arrive(sp[r], 0, 4096), on[r]); /* its own arrivals */
+    assert_int_equal(sched_queue_len(sp[0]) + sched_queue_len(sp[1]), NREQ);
+}
+
 /* Prefix: request 2's prompt is published on replica 1, where load dealt it. With replica
    0 idle and replica 1 given request 3 (round robin), requests 4 and 5 still go to replica
    1, the busier, which holds their prefix, and find 2 blocks; load would deal them to 0. */
@@ -140,6 +165,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names),
         cmocka_unit_test(test_load),
+        cmocka_unit_test(test_load_burst),
         cmocka_unit_test(test_prefix),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -207,6 +207,37 @@ static void test_prefix_affinity(void **state)
     pd_prefix_run(false);
 }
 
+/* The instance holding the prefix has no KV room left (3 blocks, all request 1's: two
+   published, one its own, held until a decode instance pulls it): instance 0 takes the
+   queue's head itself rather than leave it to an instance that cannot admit it. */
+static void test_prefix_affinity_full(void **state)
+{
+    (void)state;
+    struct rt_iter_plan it[4];
+    nreqs = 0;
+    add_req(0, 40, 2);
+    add_req(0, 40, 2);
+    add_req(1, 40, 2);
+    struct rt_pd_params p = params(4, 2);
+    p.max_batch = 1;
+    assert_int_equal(start(&p, 64, 0), NPU_OK);
+    const struct rt_kvc_config small = { .block_tokens = 16, .sram_blocks = 3 };
+    assert_int_equal(kvc_init(&kvcs[3], &small), NPU_OK);
+    kvc_prefix_attach(&kvcs[0], &pdx[0]);
+    kvc_prefix_attach(&kvcs[3], &pdx[1]);
+    pd_prefix_source(&pd, pd_prefix_of, NULL);
+    assert_int_equal(pd_arrive(&pd, 0, 4096), 2);
+    assert_true(pd_next(&pd, 0, &it[0]) && pd_next(&pd, 3, &it[3]));
+    pd_complete(&pd, 0, &it[0]);
+    pd_complete(&pd, 3, &it[3]);
+    assert_int_equal(pdx[1].cached, 2);
+    assert_int_equal(kvcs[3].unreserved, 0);
+    assert_int_equal(pd_arrive(&pd, 1, 4096), 1);
+    assert_true(pd_next(&pd, 0, &it[0]));
+    assert_int_equal(pinst[2], 0);
+    assert_int_equal(reqs[2].cached, 0);
+}
+
 /* ---- the simulator ----------------------------------------------------------------------- */
 
 struct sim {
@@ -376,6 +407,7 @@ int main(void)
         cmocka_unit_test(test_init_refuses),
         cmocka_unit_test(test_exact_two_instances),
         cmocka_unit_test(test_prefix_affinity),
+        cmocka_unit_test(test_prefix_affinity_full),
         cmocka_unit_test(test_sim_1p1d),
         cmocka_unit_test(test_sim_2p2d_spill),
         cmocka_unit_test(test_sim_3p1d),

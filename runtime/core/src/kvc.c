@@ -2,11 +2,12 @@
 /*
  * KV-cache manager (rt/kvc.h; the NPU paper, section 4.2).
  *
- * Modelled: the SRAM block pool as linked lists of block ids (one free list, one list per
+ * Modelled: the SRAM block pool as linked lists of block ids (a free list, one list per
  * sequence, all through next[]); reservations at admission so that growing never fails; a
  * spill of the positions past a sequence's SRAM reservation into one contiguous segment of
  * its maximum length in an HBM ring, allocated in FIFO order and reclaimed from the oldest
- * end (a segment freed out of order stays dead until every older one is freed too).
+ * end (a segment freed out of order stays dead until every older one is freed too); or a
+ * paged ring, cut into blocks with a free list of their own (ring_paged).
  * The prefix index (shared prompt blocks, their eviction) is kvc_prefix.c.
  * Not modelled: preemption, compaction of the ring, moving a sequence between SRAM and
  * HBM. No allocation: the manager is one fixed-size struct (and the index the caller's).
@@ -106,14 +107,14 @@ static struct rt_kvc_seg *kvc_seg_at(struct rt_kvc *k, uint32_t i)
 
 /* First row of a free contiguous range of `rows` rows, RT_KVC_NO_RING if none now. The
    live rows are [oldest, head) when not wrapped, [oldest, end) + [0, head) when wrapped. */
-static uint64_t kvc_ring_find(struct rt_kvc *k, uint64_t rows)
+static uint64_t kvc_ring_find(const struct rt_kvc *k, uint64_t rows)
 {
     uint64_t end = k->cfg.ring_rows;
     if (k->nsegs == 0)
         return rows <= end ? 0 : RT_KVC_NO_RING;
     if (k->nsegs == RT_KVC_SEGS_MAX)
         return RT_KVC_NO_RING;
-    uint64_t oldest = kvc_seg_at(k, 0)->row;
+    uint64_t oldest = k->segs[k->seg_first % RT_KVC_SEGS_MAX].row;
     if (k->ring_head > oldest) {
         if (rows <= end - k->ring_head)
             return k->ring_head;
@@ -189,6 +190,21 @@ static int kvc_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_
     s->ring_rows = ring_rows;
     s->admitted = true;
     return NPU_OK;
+}
+
+bool kvc_seq_can_admit(const struct rt_kvc *k, uint32_t max_len, const struct rt_kv_prefix *p)
+{
+    assert(k && p);
+    struct kvc_hit hit = { .tail = RT_KVC_NONE };
+    if (k->px)
+        kvc_prefix_find(k, p, &hit);
+    if (!kvc_seq_fits_ever(k, max_len))
+        return false;
+    if (kvc_blocks_for(k, max_len) - hit.blocks <= k->unreserved - hit.idle)
+        return true;
+    /* the rest of the way: a ring segment (kvc_ring_find only reads) */
+    return !k->cfg.ring_paged &&
+           kvc_ring_find(k, kvc_ring_rows_for(k, max_len)) != RT_KVC_NO_RING;
 }
 
 int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len)

@@ -14,7 +14,8 @@
  * Blocks of a paged ring (rt_kvc_config.ring_paged) are shared like SRAM's; positions in
  * a ring segment are not (without paging nothing past a sequence's SRAM blocks is shared).
  * Not modelled: partial blocks (a block is shared only when every position in it is
- * named by a hash block the prompt fills), the cost of the index's own bookkeeping. Deterministic: no clock but the index's own counter.
+ * named by a hash block the prompt fills), the cost of the index's own bookkeeping.
+ * Deterministic: no clock but the index's own counter.
  */
 #include <assert.h>
 #include <string.h>
@@ -33,7 +34,7 @@ static uint64_t px_mix(uint64_t z)
 
 void kvc_prefix_attach(struct rt_kvc *k, struct rt_kvc_index *px)
 {
-    assert(k && px && !k->px && kvc_blocks_used(k) == 0);
+    assert(k && px && !k->px && k->free_count == kvc_ids(k)); /* a fresh manager */
     memset(px, 0, sizeof(*px));
     for (uint32_t h = 0; h < RT_KVC_BUCKETS; h++)
         px->bucket[h] = RT_KVC_NONE;

@@ -158,7 +158,7 @@ static void sched_take(struct rt_sched *s, uint32_t i)
     r->kv.ring_row = RT_KVC_NO_RING;
 }
 
-void sched_dealt(struct rt_sched *s, uint32_t i)
+void sched_accept_request(struct rt_sched *s, uint32_t i)
 {
     assert(s && i < s->nreqs && i >= s->next_arrival && sched_owns(s, i));
     sched_take(s, i);
@@ -220,7 +220,8 @@ uint32_t sched_arrive(struct rt_sched *s, uint64_t now_ps, uint32_t max_seq)
 uint64_t sched_next_arrival_ps(const struct rt_sched *s)
 {
     uint32_t i = s->next_arrival;
-    while (i < s->nreqs && !sched_may_own(s, i)) /* at most replicas - 1 steps (dealt) */
+    /* round robin: at most replicas - 1 steps; dealt: past the others' requests */
+    while (i < s->nreqs && !sched_may_own(s, i))
         i++;
     return i < s->nreqs ? s->reqs[i].arrival_ps : UINT64_MAX;
 }

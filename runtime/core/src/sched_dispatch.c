@@ -31,22 +31,28 @@ int rt_dispatch_parse(const char *name)
 }
 
 /* Tokens s has left to run: its running requests' prompt rows and output tokens still to
-   come, and its queued ones' whole lengths. */
-static uint64_t sched_load(const struct rt_sched *s)
+   come, and the whole lengths of its queued ones and of those dealt to it that it has not
+   taken in yet (dealt in this same round of arrivals: they follow next_arrival). */
+static uint64_t sched_count_load(const struct rt_sched *s)
 {
     uint64_t n = 0;
     for (uint32_t k = 0; k < s->nrunning; k++) {
         const struct rt_request *r = &s->reqs[s->running[k]];
         n += (uint64_t)(r->input_len - r->prefilled) + (r->output_len - r->generated);
     }
-    for (uint32_t i = s->queue_first; i < s->next_arrival; i++)
-        if (sched_owns(s, i) && s->reqs[i].state == RT_REQ_QUEUED)
+    for (uint32_t i = s->queue_first; i < s->nreqs; i++) {
+        const bool arrived = i < s->next_arrival;
+        if (!arrived && (!s->p.owner || s->p.owner[i] == RT_SCHED_UNDEALT))
+            break; /* dealing follows arrival order: nothing later is dealt */
+        const enum rt_req_state st = s->reqs[i].state;
+        if (sched_owns(s, i) && (arrived ? st == RT_REQ_QUEUED : st == RT_REQ_FUTURE))
             n += (uint64_t)s->reqs[i].input_len + s->reqs[i].output_len;
+    }
     return n;
 }
 
 /* Blocks of request i's prompt that s's prefix index holds (0 without one). */
-static uint32_t sched_held(const struct rt_sched *s, uint32_t i)
+static uint32_t sched_count_held(const struct rt_sched *s, uint32_t i)
 {
     if (!s->kvc->px || !s->prefix_of)
         return 0;
@@ -63,8 +69,8 @@ uint32_t sched_dispatch(struct rt_sched *const *s, uint32_t n, uint32_t i, enum 
     uint32_t best = 0, best_held = 0;
     uint64_t best_load = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
-        const uint32_t held = d == RT_DISPATCH_PREFIX ? sched_held(s[k], i) : 0;
-        const uint64_t load = sched_load(s[k]);
+        const uint32_t held = d == RT_DISPATCH_PREFIX ? sched_count_held(s[k], i) : 0;
+        const uint64_t load = sched_count_load(s[k]);
         if (held > best_held || (held == best_held && load < best_load))
             best = k, best_held = held, best_load = load;
     }

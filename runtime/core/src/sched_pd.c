@@ -145,8 +145,9 @@ static void pd_prefix(const struct rt_pd *pd, uint32_t id, struct rt_kv_prefix *
         pd->prefix_of(pd->prefix_ctx, id, p);
 }
 
-/* Whether a prefill instance after i, idle and with room (it is asked next this round),
-   holds more of prompt p than i does: then it takes the queue's head. */
+/* Whether a prefill instance after i, idle with a free batch slot and the KV room to admit
+   prompt p now (it is asked next this round), holds more of it than i does: then it takes
+   the queue's head. */
 static bool pd_later_holds_more(const struct rt_pd *pd, uint32_t i,
                                 const struct rt_kv_prefix *p)
 {
@@ -156,7 +157,7 @@ static bool pd_later_holds_more(const struct rt_pd *pd, uint32_t i,
     for (uint32_t j = i + 1; j < pd->p.instances; j++) {
         const struct rt_pd_inst *o = &pd->inst[j];
         if (o->role == RT_PD_PREFILL && !o->busy && o->nrunning < pd->p.max_batch &&
-            kvc_prefix_hit(o->kvc, p) > mine)
+            kvc_prefix_hit(o->kvc, p) > mine && kvc_seq_can_admit(o->kvc, p->input_len, p))
             return true;
     }
     return false;

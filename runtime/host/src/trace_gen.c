@@ -290,7 +290,8 @@ int trace_gen(const struct rt_trace_gen_params *p, struct rt_trace *t, char *err
     }
     struct gen_rng prefix; /* a stream of its own: lengths and arrivals stay as without */
     gen_rng_seed(&prefix, p->seed, 4);
-    uint64_t next = 1 + (uint64_t)p->prefixes * (p->prefix_tokens / (p->hash_block ? p->hash_block : 1));
+    const uint32_t per = p->prefix_tokens / (p->hash_block ? p->hash_block : 1);
+    uint64_t next = 1 + (uint64_t)p->prefixes * per; /* past every prefix's ids */
     for (uint32_t i = 0; p->prefixes && i < p->count && rc == 0; i++)
         if (gen_prefix(p, &prefix, &t->e[i], &next)) {
             snprintf(err, errlen, "%u requests' hash ids: out of memory", p->count);

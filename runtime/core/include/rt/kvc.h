@@ -21,8 +21,8 @@
  * fails: SRAM blocks are taken from the reservation as the sequence grows. A sequence that
  * can never fit is refused (kvc_seq_fits_ever); one that does not fit now waits.
  *
- * Prefix caching (optional, docs/serving.md "Prefix caching"; kvc_prefix_attach): a
- * prompt's whole SRAM blocks are published into an index once its prefill is done, keyed
+ * Prefix caching (optional, docs/serving.md section 3a; kvc_prefix_attach): a
+ * prompt's whole blocks are published into an index once its prefill is done, keyed
  * by the block before them and the prompt's hash ids over their positions (Mooncake's
  * hash_ids). A later prompt whose first blocks match takes them as its shared prefix
  * (reference-counted, read-only: nobody writes below a sequence's prefilled positions) and
@@ -64,13 +64,14 @@ struct rt_kvc_config {
 /* One sequence's KV space (embedded in struct rt_request). */
 struct rt_kv_seq {
     uint32_t id;            /* owner id (request id), for the invariant checks */
-    uint32_t head, tail;    /* its SRAM block list (RT_KVC_NONE: empty) */
+    uint32_t head, tail;    /* its own block list (RT_KVC_NONE: empty): SRAM blocks, and
+                               a paged ring's */
     uint32_t shared;        /* prefix blocks taken from the prefix index: positions
                                [0, shared * B), read-only */
     uint32_t prefix_tail;   /* the last of them (the chain runs back through parent[]) */
-    uint32_t blocks;        /* SRAM blocks held (its own, after the shared ones) */
-    uint32_t reserved;      /* own SRAM blocks reserved: positions [0, (shared + reserved)
-                               * B) are in SRAM, the rest in the ring segment */
+    uint32_t blocks;        /* blocks held (its own, after the shared ones) */
+    uint32_t reserved;      /* own blocks reserved: positions [0, (shared + reserved) * B)
+                               are in blocks, the rest in the ring segment */
     uint32_t capacity;      /* positions it may hold (its maximum length) */
     uint32_t len;           /* positions grown to so far */
     bool admitted;
@@ -146,12 +147,15 @@ uint32_t kvc_prefix_hit(const struct rt_kvc *k, const struct rt_kv_prefix *p);
 int kvc_seq_admit_prefix(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len,
                          const struct rt_kv_prefix *p, uint32_t *hit_blocks);
 
+/* Whether kvc_seq_admit_prefix(k, ., ., max_len, p, .) would admit now (changes nothing). */
+bool kvc_seq_can_admit(const struct rt_kvc *k, uint32_t max_len, const struct rt_kv_prefix *p);
+
 /* s has its whole prompt p in the cache (s->len >= p->input_len): its keyable own blocks
    join the index (and s's shared prefix) in position order, up to the first one the index
    already has under the same predecessor. Blocks published; 0 without an index. */
 uint32_t kvc_seq_publish(struct rt_kvc *k, struct rt_kv_seq *s, const struct rt_kv_prefix *p);
 
-/* SRAM blocks s's positions run through: its shared prefix and its own. */
+/* Blocks s's positions run through: its shared prefix and its own. */
 static inline uint32_t kvc_seq_nblocks(const struct rt_kv_seq *s)
 {
     return s->shared + s->blocks;
@@ -160,9 +164,9 @@ static inline uint32_t kvc_seq_nblocks(const struct rt_kv_seq *s)
 /* Whether a sequence of max_len positions could be admitted into an empty manager. */
 bool kvc_seq_fits_ever(const struct rt_kvc *k, uint32_t max_len);
 
-/* Admits sequence `id` of up to max_len positions: reserves SRAM blocks (all it needs if
+/* Admits sequence `id` of up to max_len positions: reserves blocks (all it needs if
    enough are unreserved, else what is unreserved) and, if that is short, a ring segment of
-   max_len rows. 0; NPU_ERR_NOMEM if it must wait (nothing was taken); NPU_ERR_RANGE if it
+   max_len rows (a paged ring: no segment; it waits). 0; NPU_ERR_NOMEM if it must wait (nothing was taken); NPU_ERR_RANGE if it
    can never fit. */
 int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len);
 

@@ -170,10 +170,10 @@ static inline bool sched_may_own(const struct rt_sched *s, uint32_t i)
    one request array (replica k is s[k]): load counts each replica's queued and running
    requests' prompt and output tokens still to run; prefix, the blocks each replica's
    prefix index holds of i's prompt (kvc_prefix_hit), ties by load; ties by the lowest
-   index. The caller sets the owner array and calls sched_dealt. */
+   index. The caller sets the owner array and calls sched_accept_request. */
 uint32_t sched_dispatch(struct rt_sched *const *s, uint32_t n, uint32_t i, enum rt_dispatch d);
 /* Request i (undealt, not yet arrived for s) is s's now. */
-void sched_dealt(struct rt_sched *s, uint32_t i);
+void sched_accept_request(struct rt_sched *s, uint32_t i);
 
 /* Chip time of the next arrival, UINT64_MAX if every request has arrived. */
 uint64_t sched_next_arrival_ps(const struct rt_sched *s);
