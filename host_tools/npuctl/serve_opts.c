@@ -295,8 +295,8 @@ static const struct npuctl_opt sched_table[] = {
       "ids follow the hash ids either way", SV_HASH_BLOCK, C_SERVE },
     { "--dispatch", NULL, "rr|load|prefix", "rr",
       "--roles disagg: how arriving requests are dealt to the attention replicas: round "
-      "robin, the least loaded (tokens left to run), or the one whose prefix cache holds "
-      "most of the prompt, then the least loaded", SV_DISPATCH, C_SERVE },
+      "robin, the least loaded (tokens left to run), or the least loaded counting the "
+      "prompt tokens each replica's prefix cache would save", SV_DISPATCH, C_SERVE },
     { "--decode-cores", NULL, "SPEC", NULL,
       "pd-disagg: other engine sizes for the decode instances' cores, "
       "sa=RxC,sram_bytes_per_cycle=N,vector_lanes=N,hbm_gbps=N,cost=X,power=MW (any of "

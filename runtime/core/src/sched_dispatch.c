@@ -66,13 +66,16 @@ uint32_t sched_dispatch(struct rt_sched *const *s, uint32_t n, uint32_t i, enum 
     assert(s && n >= 1 && (unsigned)d < RT_DISPATCH_COUNT);
     if (d == RT_DISPATCH_RR)
         return i % n;
+    /* The tokens ahead of it there, plus its own prompt rows the replica's cache leaves to
+       prefill: a held prefix wins until the holder's queue costs more than it saves. */
     uint32_t best = 0, best_held = 0;
-    uint64_t best_load = UINT64_MAX;
+    uint64_t best_cost = UINT64_MAX;
     for (uint32_t k = 0; k < n; k++) {
         const uint32_t held = d == RT_DISPATCH_PREFIX ? sched_count_held(s[k], i) : 0;
-        const uint64_t load = sched_count_load(s[k]);
-        if (held > best_held || (held == best_held && load < best_load))
-            best = k, best_held = held, best_load = load;
+        const uint64_t saved = (uint64_t)held * s[k]->kvc->cfg.block_tokens;
+        const uint64_t cost = sched_count_load(s[k]) + s[k]->reqs[i].input_len - saved;
+        if (cost < best_cost || (cost == best_cost && held > best_held))
+            best = k, best_held = held, best_cost = cost;
     }
     return best;
 }

@@ -83,8 +83,7 @@ struct rt_sched_params {
 enum rt_dispatch {
     RT_DISPATCH_RR,      /* request i to replica i mod replicas (no owner array) */
     RT_DISPATCH_LOAD,    /* to the replica with the fewest tokens left to run */
-    RT_DISPATCH_PREFIX,  /* to the replica whose prefix cache holds most of its prompt,
-                            then the least loaded */
+    RT_DISPATCH_PREFIX,  /* to the replica with the least load plus uncached prompt */
     RT_DISPATCH_COUNT,
 };
 /* "rr", "load", "prefix"; and back (-1 if unknown). */
@@ -167,10 +166,11 @@ static inline bool sched_may_own(const struct rt_sched *s, uint32_t i)
 }
 
 /* The replica a dispatcher of policy d deals request i to, among the n schedulers s[] of
-   one request array (replica k is s[k]): load counts each replica's queued and running
-   requests' prompt and output tokens still to run; prefix, the blocks each replica's
-   prefix index holds of i's prompt (kvc_prefix_hit), ties by load; ties by the lowest
-   index. The caller sets the owner array and calls sched_accept_request. */
+   one request array (replica k is s[k]): load, the fewest tokens left to run there (its
+   queued, dealt and running requests' prompt and output tokens still to come); prefix, the
+   least of that plus i's prompt tokens the replica's prefix index does not hold
+   (kvc_prefix_hit), ties to the one holding more; then the lowest index. The caller sets
+   the owner array and calls sched_accept_request. */
 uint32_t sched_dispatch(struct rt_sched *const *s, uint32_t n, uint32_t i, enum rt_dispatch d);
 /* Request i (undealt, not yet arrived for s) is s's now. */
 void sched_accept_request(struct rt_sched *s, uint32_t i);
