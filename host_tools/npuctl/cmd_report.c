@@ -135,6 +135,7 @@ static const struct compare_row {
     { "HBM traffic (GB)", "hbm_bytes", 1e-9, "%.4f" },
     { "energy/token (mJ)", "energy_per_token_j", 1e3, "%.4f" },
     { "iterations", "iterations", 1, "%.0f" },
+    { "prefix-cache hits (%)", "prefix_cache_hit_rate", 100, "%.1f" }, /* - without one */
 };
 
 static void compare_cell(const struct compare_row *row, json_t *v, int width)
