@@ -424,6 +424,15 @@ static void test_perfetto(void **state)
     assert_int_equal(count_events(ev, "n", "first token", -1), 3);
     assert_int_equal(count_events(ev, "i", NULL, -1), 1);
     assert_int_equal(json_array_size(ev), 4 + 3 + 12 + 11 + 7 + 17);
+    /* the admit lines' cached= on each prefill phase (request 2: 8 tokens) */
+    size_t pk;
+    json_t *px;
+    json_array_foreach(ev, pk, px)
+        if (!strcmp(json_string_value(json_object_get(px, "ph")), "b") &&
+            !strcmp(json_string_value(json_object_get(px, "name")), "prefill"))
+            assert_int_equal(json_integer_value(json_object_get(
+                                 json_object_get(px, "args"), "cached_tokens")),
+                             json_integer_value(json_object_get(px, "id")) == 2 ? 8 : 0);
     static const struct { const char *ph, *name; double ts; int id; } at[] = {
         { "b", "queued", 4000.0, 2 }, { "e", "queued", 6000.0, 2 },
         { "b", "prefill", 6000.0, 2 }, { "n", "first token", 24000.0, 2 },

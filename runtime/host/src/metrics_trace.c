@@ -186,6 +186,18 @@ static void ev_async(struct trace_out *t, const char *ph, const char *name, uint
     fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f}", id, ps_to_us(ps));
 }
 
+/* The prefill phase's begin, with the prompt tokens the prefix cache held (when known). */
+static void ev_prefill_begin(struct trace_out *t, const struct rt_req_record *r, uint64_t ps)
+{
+    if (!r->cache_known) {
+        ev_async(t, "b", "prefill", r->id, ps);
+        return;
+    }
+    ev_open(t, "b", TID_ITER, "prefill");
+    fprintf(t->f, ", \"cat\": \"request\", \"id\": %u, \"ts\": %.6f, \"args\": "
+            "{\"cached_tokens\": %u}}", r->id, ps_to_us(ps), r->cached);
+}
+
 /* A phase nested in the request's span, from t0 to t1 (left out when empty). */
 static void ev_phase(struct trace_out *t, const char *name, uint32_t id, uint64_t t0,
                      uint64_t t1)
@@ -204,8 +216,10 @@ static void trace_phases(struct trace_out *t, const struct rt_req_record *r, uin
     const uint64_t admit = r->admitted ? r->admit_ps : end;
     const uint64_t first = r->ntokens ? r->token_ps[0] : end;
     ev_phase(t, "queued", r->id, r->arrival_ps, admit);
-    if (r->admitted)
-        ev_phase(t, "prefill", r->id, admit, first);
+    if (r->admitted && first > admit) {
+        ev_prefill_begin(t, r, admit);
+        ev_async(t, "e", "prefill", r->id, first);
+    }
     if (r->ntokens) {
         ev_async(t, "n", "first token", r->id, first);
         ev_phase(t, "decode", r->id, first, end);
