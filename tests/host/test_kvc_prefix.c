@@ -655,6 +655,32 @@ static void pxs_step(struct pxs_seq *q, uint32_t id, uint32_t hash_block, struct
         kvc_seq_free(&kv, s);
 }
 
+/* Chunk by chunk: only blocks that end by the written positions are published, in order,
+   and a later call carries on from there; a sharer admitted in between finds what is
+   published so far. */
+static void test_prefix_publish_upto(void **state)
+{
+    (void)state;
+    static const uint64_t h[] = { 1, 2, 3, 4 };
+    const struct rt_kv_prefix p = prompt(h, 4, 16, 64);
+    struct rt_kv_seq a, b;
+    setup_px(16, 16, 0);
+    admit_hit(&a, 0, 70, &p, 0);
+    kvc_seq_grow(&kv, &a, 24);
+    assert_int_equal(kvc_seq_publish_upto(&kv, &a, &p, 24), 1);  /* block 0 only */
+    assert_int_equal(kvc_seq_publish_upto(&kv, &a, &p, 24), 0);
+    assert_ok(&a, NULL, NULL, NULL);
+    admit_hit(&b, 1, 70, &p, 1);                                /* what there is so far */
+    kvc_seq_grow(&kv, &a, 64);
+    assert_int_equal(kvc_seq_publish_upto(&kv, &a, &p, 64), 2);  /* 63 / 16 = 3 in all */
+    assert_ok(&a, &b, NULL, NULL);
+    assert_int_equal(a.shared, 3);
+    kvc_seq_free(&kv, &b);
+    kvc_seq_free(&kv, &a);
+    assert_ok(NULL, NULL, NULL, NULL);
+    assert_int_equal(pxi.cached, 3);
+}
+
 /* The index over a paged ring too (rt_kvc_config.ring_paged): ring blocks are ids after
    the pool's and are shared and evicted like them. */
 static void setup_px_paged(uint32_t block_tokens, uint32_t sram_blocks, uint64_t ring_rows)
@@ -758,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_prefix_check_catches),
         cmocka_unit_test(test_prefix_stress),
         cmocka_unit_test(test_prefix_paged_ring),
+        cmocka_unit_test(test_prefix_publish_upto),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -173,11 +173,18 @@ void kvc_prefix_evict(struct rt_kvc *k)
 
 uint32_t kvc_seq_publish(struct rt_kvc *k, struct rt_kv_seq *s, const struct rt_kv_prefix *p)
 {
-    assert(k && s && p && s->admitted && s->len >= p->input_len);
+    return kvc_seq_publish_upto(k, s, p, p->input_len);
+}
+
+uint32_t kvc_seq_publish_upto(struct rt_kvc *k, struct rt_kv_seq *s,
+                              const struct rt_kv_prefix *p, uint32_t written)
+{
+    assert(k && s && p && s->admitted && written <= s->len && written <= p->input_len);
     struct rt_kvc_index *px = k->px;
     if (!px)
         return 0;
-    const uint32_t n = kvc_prefix_blocks(k, p);
+    const uint32_t keyable = kvc_prefix_blocks(k, p), done = written / k->cfg.block_tokens;
+    const uint32_t n = keyable < done ? keyable : done;
     uint32_t published = 0;
     px->clock++;
     /* s's own list starts at position block `shared`: publishing its head moves it. */

@@ -257,11 +257,12 @@ void sched_complete(struct rt_sched *s, const struct rt_iter_plan *it)
         if (run->prefill && all_layers) {
             assert(run->pos == r->prefilled && r->prefilled + run->count <= r->input_len);
             r->prefilled += run->count;
-            /* The whole prompt is in the cache: its blocks can serve other prompts. */
-            if (r->prefilled == r->input_len && s->kvc->px && s->prefix_of) {
+            /* Its prompt so far is in the cache in every layer: the whole blocks of it can
+               serve other prompts (vLLM caches a block once it is full, likewise). */
+            if (s->kvc->px && s->prefix_of) {
                 struct rt_kv_prefix p;
                 s->prefix_of(s->prefix_ctx, run->req, &p);
-                kvc_seq_publish(s->kvc, &r->kv, &p);
+                kvc_seq_publish_upto(s->kvc, &r->kv, &p, r->prefilled);
             }
         }
         if (run->wants_token) {

@@ -278,13 +278,13 @@ static void pd_complete_prefill(struct rt_pd *pd, uint32_t i, const struct rt_ru
     struct rt_request *r = &pd->reqs[run->req];
     assert(run->prefill && run->pos == r->prefilled && run->pos + run->count <= r->input_len);
     r->prefilled += run->count;
-    if (!run->wants_token)
-        return;
-    if (pd->prefix_of && pd->inst[i].kvc->px) { /* the whole prompt is written: publish */
+    if (pd->prefix_of && pd->inst[i].kvc->px) { /* the chunk is written: publish it */
         struct rt_kv_prefix p;
         pd_prefix(pd, run->req, &p);
-        kvc_seq_publish(pd->inst[i].kvc, &pd->pkv[run->req], &p);
+        kvc_seq_publish_upto(pd->inst[i].kvc, &pd->pkv[run->req], &p, r->prefilled);
     }
+    if (!run->wants_token)
+        return;
     r->generated = 1;
     pd_leave(&pd->inst[i], run->req);
     if (r->output_len == 1) { /* nothing to decode: the prompt's cache goes at once */

@@ -22,7 +22,7 @@
  * can never fit is refused (kvc_seq_fits_ever); one that does not fit now waits.
  *
  * Prefix caching (optional, docs/serving.md section 3a; kvc_prefix_attach): a
- * prompt's whole blocks are published into an index once its prefill is done, keyed
+ * prompt's whole blocks are published into an index once prefilled in every layer, keyed
  * by the block before them and the prompt's hash ids over their positions (Mooncake's
  * hash_ids). A later prompt whose first blocks match takes them as its shared prefix
  * (reference-counted, read-only: nobody writes below a sequence's prefilled positions) and
@@ -150,9 +150,14 @@ int kvc_seq_admit_prefix(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uin
 /* Whether kvc_seq_admit_prefix(k, ., ., max_len, p, .) would admit now (changes nothing). */
 bool kvc_seq_can_admit(const struct rt_kvc *k, uint32_t max_len, const struct rt_kv_prefix *p);
 
-/* s has its whole prompt p in the cache (s->len >= p->input_len): its keyable own blocks
-   join the index (and s's shared prefix) in position order, up to the first one the index
-   already has under the same predecessor. Blocks published; 0 without an index. */
+/* s has the first `written` positions of its prompt p in the cache in every layer (a
+   prefill chunk done; written <= s->len): its keyable own blocks that end by then join the
+   index (and s's shared prefix) in position order, up to the first one the index already
+   has under the same predecessor. Nobody writes below a sequence's written positions, so
+   those blocks never change again. Blocks published; 0 without an index. */
+uint32_t kvc_seq_publish_upto(struct rt_kvc *k, struct rt_kv_seq *s,
+                              const struct rt_kv_prefix *p, uint32_t written);
+/* The same once the whole prompt is written (written = p->input_len). */
 uint32_t kvc_seq_publish(struct rt_kvc *k, struct rt_kv_seq *s, const struct rt_kv_prefix *p);
 
 /* Blocks s's positions run through: its shared prefix and its own. */

@@ -142,7 +142,7 @@ int sched_init(struct rt_sched *s, const struct rt_sched_params *p, struct rt_re
 
 /* Prefix caching (the KV cache has a prefix index, kvc_prefix_attach): where the requests'
    prompt hashes come from. A request admitted with a cached prefix starts with those
-   positions prefilled (rt_request.cached); its whole prompt, once prefilled, is published
+   positions prefilled (rt_request.cached); its prompt's blocks, once prefilled, are published
    for later ones. Call after sched_init. */
 void sched_prefix_source(struct rt_sched *s, rt_sched_prefix_fn fn, const void *ctx);
 

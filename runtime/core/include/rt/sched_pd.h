@@ -22,7 +22,7 @@
  *
  * Prefix caching (pd_prefix_source; each prefill instance's cache with a prefix index): a
  * prompt admitted by a prefill instance starts at the blocks that instance's index holds,
- * its whole prompt is published there once prefilled (before the pull frees its own hold),
+ * its blocks are published there chunk by chunk (before the pull frees its own hold),
  * and the pull copies the shared blocks with the rest. The queue's head goes to the prefill
  * instance that holds most of its prefix among those free to take it now (Mooncake's
  * cache-aware choice, without its estimate of the queueing delay).
