@@ -95,7 +95,9 @@ static void print_iteration(const struct serve *sv, uint32_t i, const struct rt_
                                 : sv->sched.nrunning,
         .blocks = { kvc_blocks_used(&in->kvc), in->kvc.cfg.sram_blocks },
         .ring = { kvc_ring_rows_used(&in->kvc), in->kvc.cfg.ring_rows }, .inst = i,
-        .pulls = pulls });
+        .pulls = pulls, .cached = in->kvc.px ? in->kvc.px->cached : 0,
+        .evicted = in->kvc.px ? in->kvc.px->evictions : 0,
+        .absent = { .cached = !in->kvc.px, .evicted = !in->kvc.px } });
     if (!sv->engine_trace)
         return;
     for (uint32_t c = 0; c < in->ncores; c++) {

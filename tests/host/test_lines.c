@@ -208,7 +208,7 @@ static void test_typed(void **state)
         .n = 1, .t0 = 192000000, .t1 = 340603886, .runs = 1, .prefill = 8,
         .blocks = { 1, 32 }, .ring = { 0, 8192 }, .inst = 0,
         .absent = { .decode = true, .group = true, .groups = true, .queue = true,
-                    .running = true, .pulls = true } } };
+                    .running = true, .pulls = true, .cached = true, .evicted = true } } };
     assert_int_equal(lines_format(text, sizeof(text), LINES_SERVE_ITER, &v), NPU_OK);
     assert_string_equal(text, "SERVE iter n=1 t0=192000000 t1=340603886 runs=1 prefill=8 "
                               "blocks=1/32 ring=0/8192 inst=0");
@@ -254,9 +254,17 @@ static const struct golden goldens[] = {
     { LINES_SERVE_ITER, { .serve_iter = { .n = 1, .t0 = 192000000, .t1 = 340603886, .runs = 1,
                                           .prefill = 8, .decode = 0, .group = 0, .groups = 1,
                                           .queue = 0, .running = 1, .blocks = { 1, 32 },
-                                          .ring = { 0, 8192 }, .inst = 0, .pulls = 0 } },
+                                          .ring = { 0, 8192 }, .inst = 0, .pulls = 0,
+                                          .absent = { .cached = true, .evicted = true } } },
       "SERVE iter n=1 t0=192000000 t1=340603886 runs=1 prefill=8 decode=0 group=0 groups=1 "
       "queue=0 running=1 blocks=1/32 ring=0/8192 inst=0 pulls=0" },
+    { LINES_SERVE_ITER, { .serve_iter = { .n = 2, .t0 = 192000000, .t1 = 340603886, .runs = 1,
+                                          .prefill = 8, .decode = 0, .group = 0, .groups = 1,
+                                          .queue = 0, .running = 1, .blocks = { 3, 32 },
+                                          .ring = { 0, 8192 }, .inst = 1, .pulls = 0,
+                                          .cached = 2, .evicted = 5 } },
+      "SERVE iter n=2 t0=192000000 t1=340603886 runs=1 prefill=8 decode=0 group=0 groups=1 "
+      "queue=0 running=1 blocks=3/32 ring=0/8192 inst=1 pulls=0 cached=2 evicted=5" },
     { LINES_SERVE_ENGINES, { .serve_engines = { .core = 0, .n = 1, .matrix = 145860000,
                                                 .vector = 12724000, .dma = 3415204,
                                                 .noc = 939254 } },

@@ -195,6 +195,7 @@ static void test_summary(void **state)
     assert_int_equal(s.prefix_hit_tokens, 8);
     assert_int_equal(s.prefix_query_tokens, 28);
     expect_near("prefix hit rate", s.prefix_hit_rate, 8.0 / 28);
+    assert_int_equal(s.prefix_evicted_blocks, 3); /* the iter lines' latest evicted= */
     assert_true(s.done);
     serve_log_free(&log);
 }
@@ -306,6 +307,7 @@ static void test_summary_json(void **state)
     expect_near("slo_attainment", json_num(o, "slo_attainment"), 0.5);
     expect_near("prefix_cache_hit_rate", json_num(o, "prefix_cache_hit_rate"), 8.0 / 28);
     expect_near("prefix_cache_hit_tokens", json_num(o, "prefix_cache_hit_tokens"), 8);
+    expect_near("prefix_cache_evicted_blocks", json_num(o, "prefix_cache_evicted_blocks"), 3);
     assert_string_equal(json_string_value(json_object_get(json_object_get(o, "labels"),
                                                           "sched")), "fcfs");
     assert_true(json_is_true(json_object_get(o, "complete")));
@@ -409,7 +411,8 @@ static void test_perfetto(void **state)
     assert_int_equal(count_events(ev, "X", "prefill", 0), 1);
     assert_int_equal(count_events(ev, "X", "prefill+decode", 0), 1);
     assert_int_equal(count_events(ev, "X", "decode", 0), 1);
-    assert_int_equal(count_events(ev, "C", NULL, -1), 12);
+    assert_int_equal(count_events(ev, "C", NULL, -1), 15);
+    assert_int_equal(count_events(ev, "C", "kv_blocks_cached", -1), 3);
     assert_int_equal(count_events(ev, "C", "kv_blocks_used", -1), 3);
     assert_int_equal(count_events(ev, "X", NULL, 1), 8); /* core 0: 4 + 4 engines */
     assert_int_equal(count_events(ev, "X", NULL, 2), 3); /* core 1: noc idle */
@@ -423,7 +426,7 @@ static void test_perfetto(void **state)
     assert_int_equal(count_events(ev, "e", "decode", -1), 3);
     assert_int_equal(count_events(ev, "n", "first token", -1), 3);
     assert_int_equal(count_events(ev, "i", NULL, -1), 1);
-    assert_int_equal(json_array_size(ev), 4 + 3 + 12 + 11 + 7 + 17);
+    assert_int_equal(json_array_size(ev), 4 + 3 + 15 + 11 + 7 + 17);
     /* the admit lines' cached= on each prefill phase (request 2: 8 tokens) */
     size_t pk;
     json_t *px;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "npu_enums.h"
+#include "rt/mailbox.h"
 
 #define PS_PER_MS 1e9
 
@@ -241,12 +242,20 @@ static void summarise_slo(const struct rt_serve_log *log, const struct rt_slo *s
 
 static void summarise_iters(const struct rt_serve_log *log, struct rt_summary *s)
 {
-    uint64_t decode = 0, n = 0;
-    for (size_t i = 0; i < log->niters; i++)
-        if (log->iters[i].decode_tokens > 0) {
-            decode += log->iters[i].decode_tokens;
+    /* per instance, its latest cumulative count (the control core serves at most
+       RT_MB_INSTANCES_MAX: a line naming another is not counted) */
+    uint64_t decode = 0, n = 0, evicted[RT_MB_INSTANCES_MAX] = { 0 };
+    for (size_t i = 0; i < log->niters; i++) {
+        const struct rt_iter_record *it = &log->iters[i];
+        if (it->cache_known && it->inst < RT_MB_INSTANCES_MAX && it->evicted > evicted[it->inst])
+            evicted[it->inst] = it->evicted;
+        if (it->decode_tokens > 0) {
+            decode += it->decode_tokens;
             n++;
         }
+    }
+    for (size_t k = 0; k < RT_MB_INSTANCES_MAX; k++)
+        s->prefix_evicted_blocks += evicted[k];
     s->iterations = log->iterations;
     s->mean_decode_batch = n ? (double)decode / (double)n : 0.0;
 }

@@ -110,10 +110,13 @@ static void summary_chip(json_t *o, const struct rt_summary *s)
     set_real(o, "mean_decode_batch", s->mean_decode_batch);
     /* null without a prefix cache: "no cache" is not "no hits" */
     set_real(o, "prefix_cache_hit_rate", s->prefix_cache ? s->prefix_hit_rate : NAN);
-    if (s->prefix_cache)
+    if (s->prefix_cache) {
         set_int(o, "prefix_cache_hit_tokens", s->prefix_hit_tokens);
-    else
+        set_int(o, "prefix_cache_evicted_blocks", s->prefix_evicted_blocks);
+    } else {
         json_object_set_new(o, "prefix_cache_hit_tokens", json_null());
+        json_object_set_new(o, "prefix_cache_evicted_blocks", json_null());
+    }
 }
 
 /* vLLM's per-request arrays, in request order: lengths (output: tokens generated), the
@@ -365,8 +368,9 @@ void metrics_print_report(FILE *f, const struct rt_summary *s, const struct rt_s
     fprintf(f, "  traffic        expert load %.3f GB, HBM %.3f GB\n",
             (double)s->expert_load_bytes / 1e9, (double)s->hbm_bytes / 1e9);
     if (s->prefix_cache)
-        fprintf(f, "  prefix cache   %llu of %llu prompt tokens found (%.1f%%)\n",
-                (unsigned long long)s->prefix_hit_tokens,
-                (unsigned long long)s->prefix_query_tokens, s->prefix_hit_rate * 100.0);
+        fprintf(f, "  prefix cache   %llu of %llu prompt tokens found (%.1f%%), %llu blocks "
+                "evicted\n", (unsigned long long)s->prefix_hit_tokens,
+                (unsigned long long)s->prefix_query_tokens, s->prefix_hit_rate * 100.0,
+                (unsigned long long)s->prefix_evicted_blocks);
     report_energy(f, s);
 }

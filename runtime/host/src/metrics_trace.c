@@ -136,6 +136,8 @@ static void trace_iterations(struct trace_out *t, const struct rt_serve_log *log
                 ps_to_us(it->t0_ps), ps_to_us(dur), (unsigned long long)it->n, it->runs,
                 it->prefill_tokens, it->decode_tokens, it->group, it->groups, it->pulls);
         ev_counter(t, "kv_blocks_used", it->inst, it->t0_ps, it->blocks_used);
+        if (it->cache_known)
+            ev_counter(t, "kv_blocks_cached", it->inst, it->t0_ps, it->cached_blocks);
         ev_counter(t, "ring_rows_used", it->inst, it->t0_ps, it->ring_used);
         ev_counter(t, "queue", 0, it->t0_ps, it->queue);
         ev_counter(t, "running", it->inst, it->t0_ps, it->running);

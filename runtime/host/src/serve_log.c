@@ -211,7 +211,8 @@ static int on_iter(struct parse_ctx *c, const struct lines_value *v)
         .groups = i->groups, .queue = i->queue, .running = i->running,
         .blocks_used = (uint32_t)i->blocks.used, .blocks_total = (uint32_t)i->blocks.total,
         .ring_used = i->ring.used, .ring_total = i->ring.total, .inst = i->inst,
-        .pulls = i->pulls };
+        .pulls = i->pulls, .cache_known = !i->absent.cached, .cached_blocks = i->cached,
+        .evicted = i->evicted };
     return 0;
 }
 

@@ -71,6 +71,7 @@ struct rt_summary {
     uint64_t prefix_hit_tokens;  /* admitted prompts' tokens found in it */
     uint64_t prefix_query_tokens; /* admitted prompts' tokens */
     double prefix_hit_rate;      /* hit / query (0 with no admission) */
+    uint64_t prefix_evicted_blocks; /* blocks evicted from the prefix indexes (iter lines) */
     struct rt_reason_count reasons[RT_REASONS_MAX];
     size_t nreasons;
 };

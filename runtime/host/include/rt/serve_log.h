@@ -57,6 +57,9 @@ struct rt_iter_record {
     uint32_t blocks_used, blocks_total;
     uint64_t ring_used, ring_total;
     uint32_t inst, pulls;        /* the instance that ran it; KV pulls it made */
+    bool cache_known;            /* the instance has a prefix index (iter cached=) */
+    uint32_t cached_blocks;      /* blocks in it */
+    uint64_t evicted;            /* blocks evicted from it so far */
 };
 
 struct rt_engine_record {

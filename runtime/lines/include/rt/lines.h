@@ -174,7 +174,8 @@ struct lines_list {
     F(S, id, "id", U32, REQ) \
     F(S, t, "t", U64, REQ)
 /* one iteration of instance inst; the cache figures are its; pulls: runs whose prompt KV
-   came from a prefill instance first */
+   came from a prefill instance first; with a prefix index, cached: its blocks, evicted:
+   blocks evicted from it so far */
 #define LINES_FIELDS_serve_iter(F, S) \
     F(S, n, "n", U32, REQ) \
     F(S, t0, "t0", U64, REQ) \
@@ -189,7 +190,9 @@ struct lines_list {
     F(S, blocks, "blocks", PAIR32, OPT) \
     F(S, ring, "ring", PAIR64, OPT) \
     F(S, inst, "inst", U32, OPT) \
-    F(S, pulls, "pulls", U32, OPT)
+    F(S, pulls, "pulls", U32, OPT) \
+    F(S, cached, "cached", U32, OPT) \
+    F(S, evicted, "evicted", U64, OPT)
 /* busy time of core's engines during iteration n (serve option engine_trace) */
 #define LINES_FIELDS_serve_engines(F, S) \
     F(S, core, "core", U32, REQ) \
