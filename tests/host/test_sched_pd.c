@@ -161,13 +161,12 @@ static void pd_prefix_of(const void *ctx, uint32_t req, struct rt_kv_prefix *p)
                                 .hash_block = 16, .input_len = reqs[req].input_len };
 }
 
-/* Instances P D D P, one request a batch. Request 0 takes prefill instance 0, request 1
-   instance 3, which publishes its prompt; request 2 then shares it: instance 0, asked
-   first, leaves it to instance 3, where 2 blocks of 16 are found (39 / 16) and its
-   prefill starts at position 32. Without the source, instance 0 takes it and finds none. */
-static void pd_prefix_run(bool source)
+/* Instances P D D P, one request a batch, prefix indexes on both prefill instances
+   (instance 3's cache of holder_blocks, 0: as the others'), hashes from pd_prefix_of if
+   `source`: requests 0 and 1 arrive, prefill on instances 0 and 3 and complete, and
+   request 2 arrives. */
+static void pd_prefix_start(bool source, uint32_t holder_blocks, struct rt_iter_plan *it)
 {
-    struct rt_iter_plan it[4];
     nreqs = 0;
     add_req(0, 40, 2);
     add_req(0, 40, 2);
@@ -175,6 +174,9 @@ static void pd_prefix_run(bool source)
     struct rt_pd_params p = params(4, 2);
     p.max_batch = 1;
     assert_int_equal(start(&p, 64, 0), NPU_OK);
+    const struct rt_kvc_config small = { .block_tokens = 16, .sram_blocks = holder_blocks };
+    if (holder_blocks)
+        assert_int_equal(kvc_init(&kvcs[3], &small), NPU_OK);
     kvc_prefix_attach(&kvcs[0], &pdx[0]);
     kvc_prefix_attach(&kvcs[3], &pdx[1]);
     if (source)
@@ -186,6 +188,16 @@ static void pd_prefix_run(bool source)
     pd_complete(&pd, 3, &it[3]);
     assert_int_equal(pdx[1].cached, source ? 2 : 0);
     assert_int_equal(pd_arrive(&pd, 1, 4096), 1);
+}
+
+/* Request 0 takes prefill instance 0, request 1 instance 3, which publishes its prompt;
+   request 2 then shares it: instance 0, asked first, leaves it to instance 3, where 2
+   blocks of 16 are found (39 / 16) and its prefill starts at position 32. Without the
+   source, instance 0 takes it and finds none. */
+static void pd_prefix_run(bool source)
+{
+    struct rt_iter_plan it[4];
+    pd_prefix_start(source, 0, it);
     const bool zero_takes = pd_next(&pd, 0, &it[0]);
     assert_int_equal(zero_takes, !source);
     if (source)
@@ -214,25 +226,8 @@ static void test_prefix_affinity_full(void **state)
 {
     (void)state;
     struct rt_iter_plan it[4];
-    nreqs = 0;
-    add_req(0, 40, 2);
-    add_req(0, 40, 2);
-    add_req(1, 40, 2);
-    struct rt_pd_params p = params(4, 2);
-    p.max_batch = 1;
-    assert_int_equal(start(&p, 64, 0), NPU_OK);
-    const struct rt_kvc_config small = { .block_tokens = 16, .sram_blocks = 3 };
-    assert_int_equal(kvc_init(&kvcs[3], &small), NPU_OK);
-    kvc_prefix_attach(&kvcs[0], &pdx[0]);
-    kvc_prefix_attach(&kvcs[3], &pdx[1]);
-    pd_prefix_source(&pd, pd_prefix_of, NULL);
-    assert_int_equal(pd_arrive(&pd, 0, 4096), 2);
-    assert_true(pd_next(&pd, 0, &it[0]) && pd_next(&pd, 3, &it[3]));
-    pd_complete(&pd, 0, &it[0]);
-    pd_complete(&pd, 3, &it[3]);
-    assert_int_equal(pdx[1].cached, 2);
+    pd_prefix_start(true, 3, it);
     assert_int_equal(kvcs[3].unreserved, 0);
-    assert_int_equal(pd_arrive(&pd, 1, 4096), 1);
     assert_true(pd_next(&pd, 0, &it[0]));
     assert_int_equal(pinst[2], 0);
     assert_int_equal(reqs[2].cached, 0);

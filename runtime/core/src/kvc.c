@@ -156,27 +156,40 @@ static void kvc_ring_free(struct rt_kvc *k, uint64_t row, uint64_t rows)
 /* Admission with a shared prefix of `hit` index blocks ending at `tail`, `idle` of which no
    sequence holds yet (taking them uses up unreserved space: kvc_prefix_find keeps idle
    within it). */
+/* What admitting max_len positions with `hit` takes now, without taking it: the blocks to
+   reserve and, when they fall short, the ring segment (ring_row RT_KVC_NO_RING: none). 0;
+   NPU_ERR_NOMEM if it must wait; NPU_ERR_RANGE if it can never fit. */
+static int kvc_admit_plan(const struct rt_kvc *k, uint32_t max_len, const struct kvc_hit *hit,
+                          uint32_t *need, uint64_t *ring_row, uint64_t *ring_rows)
+{
+    if (!kvc_seq_fits_ever(k, max_len))
+        return NPU_ERR_RANGE;
+    assert(hit->idle <= k->unreserved && hit->blocks <= kvc_blocks_for(k, max_len));
+    const uint32_t room = k->unreserved - hit->idle;
+    *need = kvc_blocks_for(k, max_len) - hit->blocks;
+    *ring_row = RT_KVC_NO_RING, *ring_rows = 0;
+    if (*need <= room)
+        return NPU_OK;
+    if (k->cfg.ring_paged)
+        return NPU_ERR_NOMEM; /* the ring's blocks are in the count already */
+    *ring_rows = kvc_ring_rows_for(k, max_len);
+    *ring_row = kvc_ring_find(k, *ring_rows);
+    *need = room;
+    return *ring_row == RT_KVC_NO_RING ? NPU_ERR_NOMEM : NPU_OK;
+}
+
 static int kvc_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len,
                      const struct kvc_hit *hit)
 {
     /* owner[] holds id + 1, and RT_KVC_CACHED (UINT32_MAX) marks the prefix index's */
     assert(k && s && id < UINT32_MAX - 1);  /* s may be uninitialised: it is overwritten */
-    if (!kvc_seq_fits_ever(k, max_len))
-        return NPU_ERR_RANGE;
-    assert(hit->idle <= k->unreserved && hit->blocks <= kvc_blocks_for(k, max_len));
-    const uint32_t room = k->unreserved - hit->idle;
-    uint32_t need = kvc_blocks_for(k, max_len) - hit->blocks;
-    uint64_t ring_row = RT_KVC_NO_RING, ring_rows = 0;
-    if (need > room && k->cfg.ring_paged)
-        return NPU_ERR_NOMEM; /* the ring's blocks are in the count already */
-    if (need > room) {
-        ring_rows = kvc_ring_rows_for(k, max_len);
-        ring_row = kvc_ring_find(k, ring_rows);
-        if (ring_row == RT_KVC_NO_RING)
-            return NPU_ERR_NOMEM;
+    uint32_t need;
+    uint64_t ring_row, ring_rows;
+    int rc = kvc_admit_plan(k, max_len, hit, &need, &ring_row, &ring_rows);
+    if (rc != NPU_OK)
+        return rc;
+    if (ring_row != RT_KVC_NO_RING)
         kvc_ring_push(k, ring_row, ring_rows);
-        need = room;
-    }
     memset(s, 0, sizeof(*s));
     s->id = id;
     s->head = s->tail = RT_KVC_NONE;
@@ -198,13 +211,9 @@ bool kvc_seq_can_admit(const struct rt_kvc *k, uint32_t max_len, const struct rt
     struct kvc_hit hit = { .tail = RT_KVC_NONE };
     if (k->px)
         kvc_prefix_find(k, p, &hit);
-    if (!kvc_seq_fits_ever(k, max_len))
-        return false;
-    if (kvc_blocks_for(k, max_len) - hit.blocks <= k->unreserved - hit.idle)
-        return true;
-    /* the rest of the way: a ring segment (kvc_ring_find only reads) */
-    return !k->cfg.ring_paged &&
-           kvc_ring_find(k, kvc_ring_rows_for(k, max_len)) != RT_KVC_NO_RING;
+    uint32_t need;
+    uint64_t ring_row, ring_rows;
+    return kvc_admit_plan(k, max_len, &hit, &need, &ring_row, &ring_rows) == NPU_OK;
 }
 
 int kvc_seq_admit(struct rt_kvc *k, struct rt_kv_seq *s, uint32_t id, uint32_t max_len)

@@ -23,14 +23,8 @@
 #include "kvc_internal.h"
 #include "npu_enums.h"
 #include "rt/kvc.h"
+#include "rt/mix.h"
 
-/* splitmix64's finaliser: every input bit moves every output bit. */
-static uint64_t px_mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 void kvc_prefix_attach(struct rt_kvc *k, struct rt_kvc_index *px)
 {
@@ -59,15 +53,15 @@ uint32_t kvc_prefix_blocks(const struct rt_kvc *k, const struct rt_kv_prefix *p)
 static uint64_t px_key(const struct rt_kvc *k, const struct rt_kv_prefix *p, uint32_t j)
 {
     const uint64_t b = k->cfg.block_tokens, lo = j * b, hi = lo + b;
-    uint64_t key = px_mix(hi);
+    uint64_t key = rt_mix64(hi);
     for (uint64_t i = lo / p->hash_block; i <= (hi - 1) / p->hash_block; i++)
-        key = px_mix(key ^ p->hash[i]);
+        key = rt_mix64(key ^ p->hash[i]);
     return key;
 }
 
 static uint32_t px_bucket(uint32_t parent, uint64_t key)
 {
-    return (uint32_t)(px_mix(key ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull + 1)) &
+    return (uint32_t)(rt_mix64(key ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull + 1)) &
                       (RT_KVC_BUCKETS - 1));
 }
 
@@ -186,7 +180,8 @@ uint32_t kvc_seq_publish_upto(struct rt_kvc *k, struct rt_kv_seq *s,
     const uint32_t keyable = kvc_prefix_blocks(k, p), done = written / k->cfg.block_tokens;
     const uint32_t n = keyable < done ? keyable : done;
     uint32_t published = 0;
-    px->clock++;
+    if (s->shared < n && s->head != RT_KVC_NONE)
+        px->clock++; /* not for a chunk that completes no block */
     /* s's own list starts at position block `shared`: publishing its head moves it. */
     while (s->shared < n && s->head != RT_KVC_NONE) {
         const uint32_t prev = s->shared ? s->prefix_tail : RT_KVC_NONE, b = s->head;

@@ -13,6 +13,7 @@
 
 #include "npu_enums.h"
 #include "npu_limits.h"
+#include "rt/mix.h"
 #include "rt/trace_blob.h"
 
 #define FNV_OFFSET_BASIS 0xcbf29ce484222325ull
@@ -33,13 +34,6 @@ int trace_check_ids(const struct rt_trace *t, uint32_t vocab, char *err, size_t 
     return 0;
 }
 
-/* splitmix64's finaliser: every input bit moves every output bit. */
-static uint64_t blob_mix(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Hash blocks of e's prompt of len tokens that have a hash id and that it fills. */
 static uint32_t blob_filled_hashes(const struct rt_trace_entry *e, uint32_t hash_block,
@@ -55,14 +49,14 @@ void trace_synth_ids(uint64_t seed, size_t i, const struct rt_trace_entry *e,
                      uint32_t hash_block, uint32_t len, uint32_t vocab, uint32_t *ids)
 {
     const uint64_t golden = 0x9e3779b97f4a7c15ull;
-    const uint64_t base = blob_mix(seed ^ blob_mix((uint64_t)i + golden));
+    const uint64_t base = rt_mix64(seed ^ rt_mix64((uint64_t)i + golden));
     const uint32_t filled = blob_filled_hashes(e, hash_block, len);
     for (uint32_t k = 0; k < len; k++) {
         uint64_t z = base + (uint64_t)k * golden;
         if (filled && k / hash_block < filled) /* the hash block's tokens, wherever it is */
-            z = blob_mix(seed ^ blob_mix(e->hash_ids[k / hash_block] ^ ~golden)) +
+            z = rt_mix64(seed ^ rt_mix64(e->hash_ids[k / hash_block] ^ ~golden)) +
                 (uint64_t)(k % hash_block) * golden;
-        ids[k] = vocab ? (uint32_t)(blob_mix(z) % vocab) : 0;
+        ids[k] = vocab ? (uint32_t)(rt_mix64(z) % vocab) : 0;
     }
 }
 

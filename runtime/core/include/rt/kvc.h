@@ -105,8 +105,8 @@ struct rt_kvc_index {
     uint32_t cached;                      /* blocks in the index */
     uint32_t evictable;                   /* of them, held by no sequence (ref 0) */
     uint32_t clock;                       /* advances when a sequence takes a prefix,
-                                             publishes, or frees one (3 per request at
-                                             most) */
+                                             publishes blocks, or frees a prefix (at most
+                                             2 + a prompt's blocks per request) */
     uint64_t evictions;                   /* blocks evicted so far */
 };
 
