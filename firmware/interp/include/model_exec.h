@@ -195,6 +195,13 @@ struct exec_weights {
                                               layer before ran (0: none) */
     uint32_t stage_deferred;               /* l + 1: layer l's shares load when the layer
                                               before starts its dense FFN (0: none) */
+    uint32_t stage_late;                   /* l + 1: one staging copy; layer l's shares load
+                                              once the layer before routed its last MoE
+                                              rows (exec_stage_after_route; 0: none) */
+    bool stage_own;                        /* the layer loads its own shares as it starts
+                                              (not loaded while the layer before ran) */
+    bool route_last;                       /* the next MoE route is the layer's last reader
+                                              of its shares (set by the op loops) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -596,6 +603,10 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next);
 /* Under a dense FFN, that load of layer l + 1's shares waits for layer l's FFN: called as
    it starts (its attention's KV loads done), it issues them then; otherwise nothing. */
 void exec_stage_next(struct exec_model *m, uint32_t l);
+/* With one staging copy, layer l + 1's shares load into it once layer l's last router
+   GEMM (route_last: the last reader of layer l's shares) is issued, on the second DMA
+   queue behind those readers, beside the experts' GEMMs; otherwise nothing. */
+void exec_stage_after_route(struct exec_model *m, uint32_t l);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);

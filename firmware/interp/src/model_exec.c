@@ -362,7 +362,7 @@ static void load_share(struct exec_model *m, uint64_t dst, const struct npu_imag
    buffer (plan.stage_double) the second copy for odd layers. */
 static uint64_t stage_base(const struct exec_model *m, uint32_t l)
 {
-    return m->plan->stage_double && (l & 1) ? m->w.stage_b : m->w.stage;
+    return m->plan->stage_double == NPU_STAGE_DOUBLE && (l & 1) ? m->w.stage_b : m->w.stage;
 }
 
 uint64_t exec_weight_addr(struct exec_model *m, uint32_t layer, enum model_tensor_kind kind)
@@ -406,13 +406,17 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
     npu_stage_map_layer(m->w.t[l], m->plan->expert_slots, &m->w.map);
-    if (m->w.staged_next != l + 1) /* not loaded while the layer before ran */
+    m->w.stage_own = m->w.staged_next != l + 1; /* not loaded while the layer before ran */
+    if (m->w.stage_own)
         stage_shares(m, l, false);
     m->w.staged_next = 0;
     m->w.stage_deferred = 0;
-    if (next && m->plan->stage_double && stage_after_attention(m)) {
+    const bool twice = m->plan->stage_double == NPU_STAGE_DOUBLE;
+    m->w.stage_late = next && m->plan->stage_double == NPU_STAGE_ONE ? l + 2 : 0;
+    m->w.route_last = false;
+    if (next && twice && stage_after_attention(m)) {
         m->w.stage_deferred = l + 2; /* exec_stage_next, at the FFN */
-    } else if (next && m->plan->stage_double) { /* the next layer's, beside this one's */
+    } else if (next && twice) { /* the next layer's, beside this one's */
         stage_shares(m, l + 1, true);
         m->w.staged_next = l + 2;
     }
@@ -426,6 +430,26 @@ void exec_stage_next(struct exec_model *m, uint32_t l)
         return;
     m->w.stage_deferred = 0;
     stage_shares(m, l + 1, true);
+    m->w.staged_next = l + 2;
+}
+
+/* One staging copy: an expert layer's shares are read by its attention and router only,
+   and its experts' GEMMs (over 100 us a layer of Qwen3-30B-A3B prefill-512 on large-64,
+   with the ring's first slices loaded during attention) leave the channel idle half the
+   time, while a layer that loads its own shares as it starts waits about 10 us for them.
+   Not under tile reuse: a recorded MoE tile would carry the load and every replay of its
+   class add it again. */
+void exec_stage_after_route(struct exec_model *m, uint32_t l)
+{
+    const bool last = m->w.route_last;
+    m->w.route_last = false;
+    if (!last || m->w.stage_late != l + 2 || m->treuse.enabled)
+        return;
+    m->w.stage_late = 0;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_WEIGHTS);
+    stage_shares(m, l + 1, true);
+    exec_set_cat(m, was);
     m->w.staged_next = l + 2;
 }
 

@@ -125,12 +125,13 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.kv_ring = (p->kv_in_sram ? m->buf.sram : hbm) + core->kv_off;
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
-    m->w.staged_next = 0, m->w.stage_deferred = 0;
+    m->w.staged_next = 0, m->w.stage_deferred = 0, m->w.stage_late = 0;
+    m->w.stage_own = true, m->w.route_last = false;
     npu_kv_rank_shifts(p, m->kv_shift);
     m->kv_step_at = 0;
     index_tensors(m);
     exec_chain_init(m);
-    if (p->stage_double && !stage_second(m))
+    if (p->stage_double == NPU_STAGE_DOUBLE && !stage_second(m))
         return NPU_ERR_FORMAT;
     if (m->tp > 1 && npu_plan_is_ep(p) && (!p->disagg || m->serves_experts) &&
         (!exec_moe_ep_owns(m) || !exec_moe_units_check(m)))
@@ -256,6 +257,9 @@ void exec_pass_start(struct exec_model *m)
     m->w.ring.backward = false;
     m->w.staged_next = 0;
     m->w.stage_deferred = 0;
+    m->w.stage_late = 0;
+    m->w.stage_own = true;
+    m->w.route_last = false;
 }
 
 void exec_pass_end(struct exec_model *m)

@@ -397,6 +397,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
             rc = group_attention(m, op, runs, nruns, g0, gn, x, buf);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
+        m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
         if (rc == NPU_OK)
             rc = group_moe(m, l, tile, x, wide);
         if (rc == NPU_OK)
@@ -652,10 +653,28 @@ static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op 
                       m->buf.x_all + (uint64_t)row0 * row, false);
 }
 
+/* Whether layer op's MoE loads its first expert slices as the layer's attention starts
+   (exec_moe_prefetch; else as its rows are dispatched): one MoE group over all the op's
+   rows (not the MoE over the layer, whose first pass lends a ring slot), and not under
+   tile reuse (a replayed tile wants the engines idle, so a load across it would wait).
+   Attention reads little from HBM beside it: Qwen3-30B-A3B on large-64, prefill-512 at
+   context 8K 20.34 -> 18.77 ms (docs/images.md, "Expert ring"). */
+static bool moe_prefetch_early(const struct exec_model *m, const struct npu_prog_op *op,
+                               uint32_t rows)
+{
+    return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->treuse.enabled &&
+           !m->plan->disagg && rows <= m->plan->moe_rows && !layer_wide(m, rows) &&
+           !pending.set && !m->w.stage_own;
+}
+
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    if (moe_prefetch_early(m, op, rows)) {
+        exec_set_layer(m, op->layer);
+        exec_moe_prefetch(m, op->layer, rows);
+    }
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     if (op->kind == NPU_OP_ATTENTION && layer_fused(m))
         return layer_op_fused(m, op, runs, nruns, row0, rows); /* takes or settles */
@@ -682,6 +701,7 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, t0, n, tile);
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + t0) * row;
         tile->xt = m->buf.x_in_sram ? x : m->buf.a.xt, tile->in_xt = false;
+        m->w.route_last = op->kind == NPU_OP_MOE && t0 + n >= rows; /* as layer_op_fused */
         rc = run_tile(m, op, tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;

@@ -117,12 +117,11 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
                                 uint32_t group, bool ahead);
 
 /* Layer l's first expert slices, in the order the MoE group will serve them, loaded into
-   the expert ring while the NoC dispatches the group's rows (the dispatch's `prefetch`):
-   only where its `rows` touch most experts and its slices are staged (model_moe_ep.c).
-   Loading them as the layer starts, beside attention, measured slower where attention
-   reads a long context from HBM: the chunked reference run's first 20 requests, mean TTFT
-   650 ms against 580 (Qwen3-30B-A3B prefill-512 at context 0 gained 0.9 %: 17.82 ms
-   against 17.98; before the matrix commands pipelined it lost, 21.25 against 19.77). */
+   the expert ring: as the layer's attention starts where the layer's rows are one MoE
+   group and tiles are not replayed (model_layer_ops.c), else while the NoC dispatches the
+   group's rows (the dispatch's `prefetch`); only where its `rows` touch most experts and
+   its slices are staged (model_moe_ep.c). Slices already in the ring are not loaded
+   again, so the second call finds the first's. */
 void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows);
 
 /* model_moe_units.c: the MoE by units (plan.moe_units_rows), for a MoE op of at most that

@@ -182,6 +182,8 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
+    if (rc == NPU_OK)
+        exec_stage_after_route(m, l); /* the router read the layer's last shares */
     if (rc == NPU_OK) {
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
         rc = dispatch(m, plan, tile->n, l, prefetch);

@@ -83,6 +83,9 @@ enum npu_image_dtype { NPU_IMAGE_FP32 = 0, NPU_IMAGE_BF16 = 1 };
 /* Performance mode: where the router's choices come from (there are no activations). */
 enum npu_routing { NPU_ROUTING_UNIFORM = 0, NPU_ROUTING_SKEWED = 1 };
 
+/* npu_plan.stage_double. */
+enum npu_stage { NPU_STAGE_ONE = 0, NPU_STAGE_DOUBLE = 1, NPU_STAGE_OWN = 2 };
+
 struct npu_plan {
     uint32_t tp;                 /* ranks of the tensor-parallel group */
     uint32_t stages;             /* pipeline stages (1: every layer on every rank) */
@@ -175,11 +178,14 @@ struct npu_plan {
        slots. 0 and 0: never. */
     uint32_t moe_units_rows;
     uint32_t moe_unit_split;
-    /* 1: staged weights are double-buffered: the staging buffer holds a second copy of the
-       largest layer's non-expert shares after the first layer's whole map, and a layer's
-       STAGE loads the next layer's non-expert shares there (odd layers in the second copy)
-       on the second DMA queue while the layer runs (docs/images.md, "Weights"). 0: one
-       layer at a time. Only with staged weights (not resident). */
+    /* enum npu_stage, how staged weights are buffered (docs/images.md, "Weights"):
+       NPU_STAGE_DOUBLE, the staging buffer holds a second copy of the largest layer's
+       non-expert shares after the first layer's whole map, and a layer's STAGE loads the
+       next layer's non-expert shares there (odd layers in the second copy) on the second
+       DMA queue while the layer runs (only with staged weights, 2 or more layers a stage);
+       NPU_STAGE_ONE, one copy, into which a MoE layer loads the next layer's shares once
+       its last router GEMM has read its own; NPU_STAGE_OWN, one copy, each layer loads its
+       own (`--stage-buffers 1`). */
     uint32_t stage_double;
     /* 1: two tiles' attention in flight (docs/images.md, "Two tiles' attention in flight"):
        the 2D O and the QKV GEMMs' chunks lie outside attention's scratch (npu_layout.h,

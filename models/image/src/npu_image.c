@@ -129,7 +129,8 @@ static int check_plan(const struct npu_image_header *h, char *err, size_t errlen
                     "%u, slices per rank %u, per layer %u: out of range, or not 0 without "
                     "expert parallelism over tp > 1", p->expert_units, p->expert_placement,
                     p->expert_fanout, p->expert_rank_slices, p->expert_map_slices);
-    if (p->stage_double > 1 || (p->stage_double && (p->weights_resident || p->stage_layers < 2)))
+    if (p->stage_double > NPU_STAGE_OWN ||
+        (p->stage_double == NPU_STAGE_DOUBLE && (p->weights_resident || p->stage_layers < 2)))
         return fail(err, errlen, NPU_ERR_FORMAT, "plan: stage_double %u needs staged weights "
                     "and 2 or more layers a stage (%u)", p->stage_double, p->stage_layers);
     if (p->micro_batches > p->max_tokens ||

@@ -439,9 +439,12 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
             MIB(core0->kv_bytes), p->kv_in_sram ? "SRAM" : "HBM",
             MIB(p->weights_resident ? core0->sram_weights_bytes : core0->sram_stage_bytes),
             p->weights_resident ? "resident"
-            : p->stage_double ? "staging of one layer and the next's non-expert shares, "
-                                "streamed from HBM"
-                              : "staging of one layer, streamed from HBM");
+            : p->stage_double == NPU_STAGE_DOUBLE
+                ? "staging of one layer and the next's non-expert shares, streamed from HBM"
+            : p->stage_double == NPU_STAGE_ONE && pl->cfg->arch == MODEL_MOE
+                ? "staging of one layer, streamed from HBM; the next's non-expert shares "
+                  "after its router"
+                : "staging of one layer, streamed from HBM");
     if (npu_plan_is_ep(p) && p->tp > 1)
         fprintf(f, "  experts: %s placement, %u unit(s) of %u columns per expert, up to %u "
                 "slices per rank, a row's choices reach up to %u slices; expected MoE time of "

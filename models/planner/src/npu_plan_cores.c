@@ -164,13 +164,17 @@ static int plan_sram(struct planner *pl, uint32_t st, uint32_t rank,
     at += pl->plan.kv_in_sram ? kvb : 0;
     pl->plan.weights_resident = pl->plan.weights_resident && !stream && at + all <= avail;
     /* last in importance: the next layer's non-expert shares beside this one's */
-    pl->plan.stage_double = pl->plan.stage_double && !pl->plan.weights_resident &&
-                            p->stage_layers > 1 && at + stage + nonexp <= avail;
+    if (pl->plan.stage_double == NPU_STAGE_DOUBLE)
+        pl->plan.stage_double = !pl->plan.weights_resident && p->stage_layers > 1 &&
+                                        at + stage + nonexp <= avail
+                                    ? NPU_STAGE_DOUBLE
+                                    : NPU_STAGE_ONE;
     core->sram_weights = core->sram_stage = at;
     if (pl->plan.weights_resident)
         core->sram_weights_bytes = all, at += align_up(all, 64);
     else
-        core->sram_stage_bytes = stage + (pl->plan.stage_double ? nonexp : 0),
+        core->sram_stage_bytes =
+            stage + (pl->plan.stage_double == NPU_STAGE_DOUBLE ? nonexp : 0),
         at += core->sram_stage_bytes;
     core->sram_end = at;
     if (at > avail)
@@ -295,7 +299,7 @@ static int plan_ranks_sram_once(struct planner *pl, const struct noc_group *grou
 {
     struct npu_plan *p = &pl->plan;
     p->x_in_sram = p->kv_in_sram = p->weights_resident = 1;
-    p->stage_double = !pl->single_stage;
+    p->stage_double = pl->single_stage ? NPU_STAGE_OWN : NPU_STAGE_DOUBLE;
     for (;;) {
         const uint32_t was = p->stage_double << 3 | p->x_in_sram << 2 | p->kv_in_sram << 1 |
                              p->weights_resident;
