@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kv_config.h"
 #include "model_config.h"
@@ -205,6 +206,15 @@ static int read_image_header(const char *image, struct npu_image_header *h, bool
  * the base of HBM and, unless given, --chip and --mode taken from the image's header (only
  * to pick defaults; the control core does the checking).
  */
+/* Whether models/chips/NAME.toml exists (an image records its chip by name only). */
+static bool chip_is_preset(const char *name)
+{
+    char path[NPUCTL_PATH_MAX], err[NPUCTL_ERR_MAX];
+    return npuctl_resolve_chip_path(name, npuctl_get_dir(NPUCTL_DIR_SOURCE), path, sizeof(path),
+                                    err, sizeof(err)) == 0 &&
+           access(path, F_OK) == 0;
+}
+
 int npuctl_cmd_flash(int argc, char **argv)
 {
     struct npuctl_run_opts ro;
@@ -224,6 +234,10 @@ int npuctl_cmd_flash(int argc, char **argv)
     snprintf(loader, sizeof(loader), "loader,file=%s,addr=%#" PRIx64 ",force-raw=on", image,
              (uint64_t)NPU_MAP_HBM_BASE);
     snprintf(chip, sizeof(chip), "%.64s", h.chip_name);
+    if (header_ok && !option_given(argc, argv, "--chip") && !chip_is_preset(chip))
+        return npuctl_usage_error("flash: %s was built for chip '%s', which is not a preset "
+                                  "(npuctl chips): give its config file with --chip PATH",
+                                  image, chip);
     char **args = calloc((size_t)argc + 12, sizeof(char *));
     if (!args)
         return npuctl_usage_error("out of memory");

@@ -45,7 +45,15 @@ case " $* " in *" --max-tokens "*) defaults="--max-batch $nreq --max-seq $((long
 # shellcheck disable=SC2086
 "$npuctl" build-image --model "$model" $defaults "$@" -o "$tmp/model.img" > "$tmp/plan.txt" 2>&1 || {
     echo "model_match: build-image failed:" >&2; cat "$tmp/plan.txt" >&2; exit 1; }
-"$npuctl" flash "$tmp/model.img" --timeout 600 -- -append "$args new=$new" > "$tmp/chip.txt" 2>&1 || {
+# a chip given as a config file: flash needs it too (the image names its chip only)
+chip=""
+prev=""
+for a in "$@"; do
+    [ "$prev" = --chip ] && case $a in */*) chip="--chip $a" ;; esac
+    prev=$a
+done
+# shellcheck disable=SC2086
+"$npuctl" flash "$tmp/model.img" $chip --timeout 600 -- -append "$args new=$new" > "$tmp/chip.txt" 2>&1 || {
     echo "model_match: the chip run failed:" >&2; cat "$tmp/plan.txt" "$tmp/chip.txt" >&2; exit 1; }
 sed -n 's/.*MODEL req=\([0-9]*\) step=\([0-9]*\) token=\([0-9]*\) logit=\([^ ]*\).*/\1 \2 \3 \4/p' \
     "$tmp/chip.txt" | sort -n -k1,1 -k2,2 > "$tmp/chip.rows"
