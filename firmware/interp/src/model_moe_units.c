@@ -180,6 +180,7 @@ int exec_moe_units(struct exec_model *m, uint32_t l, const struct exec_tile *til
     int rc = moe_route_all(m, l, tile);
     if (rc != NPU_OK)
         return rc;
+    exec_stage_after_route(m, l); /* the router read the layer's last shares */
     exec_vec(m, exec_vec_act(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_FILL,
                                                          .x = a->ucombine, .out = a->ucombine,
                                                          .rows = n * k, .cols = d,
