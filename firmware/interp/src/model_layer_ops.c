@@ -391,6 +391,8 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         /* the next group's rows, unless its wave ends first (the spill grows linearly) */
         if (rc == NPU_OK && wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1))
             rc = group_prefetch(m, &b, row0 + g1, gn1);
+        if (rc == NPU_OK && wide && g1 >= rows) /* the second pass's first matrices */
+            exec_moe_wide_prefetch(m, l);
         if (rc == NPU_OK && take)
             rc = group_combine_prev(m, l, runs, nruns, g0, gn, buf);
         if (rc == NPU_OK)

@@ -113,6 +113,14 @@ bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n);
 void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
+/* The second pass's first matrices (the rank's first slice's gate and up) into the expert
+   ring, called as the wave's last group starts its attention: the second DMA queue is
+   idle then, and the pass's first GEMM would otherwise wait for them. Only where the
+   wave's groups so far routed rows to that slice (expert-load bytes count what is
+   served), the ring has 3 slots or more (the last, which the first pass may lend as a
+   group buffer, is left alone), and tiles are not replayed (a replay wants the engines
+   idle). */
+void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead);
 

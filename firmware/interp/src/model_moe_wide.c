@@ -245,6 +245,28 @@ static bool next_chunk(struct exec_model *m, const struct npu_moe_spill *s, uint
    tracker orders the second queue's last copy out of it before the first chunk in). One
    buffer, the load waited for the chunk before it: 18 us of a 44 us chunk on Qwen3-30B-A3B
    prefill-2048. */
+void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
+{
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    const struct wide_state *w = wide_of(l);
+    if (lo == hi || m->w.map.ring_slots < 3 || m->treuse.enabled)
+        return;
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    uint64_t rows = 0;
+    for (uint32_t g = w->first; g < w->groups; g++)
+        rows += runs(m, &s, l, g)[0]; /* slice lo's rows in group g */
+    if (!rows)
+        return;
+    const uint64_t bytes = (uint64_t)x->width[lo] * m->cfg->hidden_size * m->buf.eb;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_FFN);
+    exec_expert_slice_addr(m, l, MT_E_GATE, 0, bytes);
+    exec_expert_slice_addr(m, l, MT_E_UP, 0, bytes);
+    exec_set_cat(m, was);
+}
+
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
 {
     struct npu_moe_spill s;
