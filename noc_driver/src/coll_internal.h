@@ -165,6 +165,13 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
    allows it and every rank's buffer is at the same SRAM offset (agreed headers). */
 bool coll_mcast_fits(const struct noc_comm *c);
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype);
+/* Multicast all-gather of one grid line (ring r: the line's ranks, this rank's position,
+   the chunks' bounds): usable when the communicator allows it, the line's cores fill a
+   rectangle of the mesh (*rect) and the line's buffers sit at one SRAM offset. */
+bool coll_mcast_line_fits(const struct noc_comm *c, const struct coll_ring *r,
+                          struct noc_rect *rect);
+int coll_mcast_line_allgather(struct noc_comm *c, const struct coll_ring *r,
+                              const struct noc_rect *rect);
 /* Multicast of this rank's column block (noc_allgather_blocks) into every rank's dst. */
 int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a);
 int coll_ring_reduce_scatter(struct noc_comm *c, const struct coll_ring *r);

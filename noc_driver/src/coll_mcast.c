@@ -44,15 +44,14 @@ bool coll_mcast_fits(const struct noc_comm *c)
 }
 
 /* One multicast of rows x row_bytes from src (src_stride apart) to dst_offset (dst_stride
-   apart) in every member's SRAM, the sender's own included; each landing counts on ARRIVE
-   there, and on our SENT. */
-static int mcast_rows(struct noc_comm *c, struct coll_stream *st, uint64_t src,
-                      uint64_t dst_offset, uint32_t rows, uint64_t row_bytes,
-                      uint64_t src_stride, uint64_t dst_stride)
+   apart) in the SRAM of every core of rectangle r (`members` of the group, the sender
+   included); each landing counts on ARRIVE there, and on our SENT. */
+static int mcast_rect(struct noc_comm *c, struct coll_stream *st, const struct noc_rect *r,
+                      uint32_t members, uint64_t src, uint64_t dst_offset, uint32_t rows,
+                      uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
 {
     assert(row_bytes <= UINT32_MAX && src_stride <= UINT32_MAX && dst_stride <= UINT32_MAX &&
            "a block is in SRAM");
-    const struct noc_rect *r = &c->group.rect;
     struct noc_multicast_args m = {
         .src = src, .dst_offset = dst_offset, .rows = rows, .row_bytes = (uint32_t)row_bytes,
         .src_stride = (uint32_t)src_stride, .dst_stride = (uint32_t)dst_stride,
@@ -65,8 +64,17 @@ static int mcast_rows(struct noc_comm *c, struct coll_stream *st, uint64_t src,
     noc_multicast_desc(coll_stream_next(st, NPU_ENGINE_NOC), &m);
     int rc = coll_stream_flush(st); /* before SENT expects one landing per member */
     if (rc == NPU_OK)
-        coll_expect_of(c)->sent += c->group.size;
+        coll_expect_of(c)->sent += members;
     return rc;
+}
+
+/* The same to the whole group's rectangle. */
+static int mcast_rows(struct noc_comm *c, struct coll_stream *st, uint64_t src,
+                      uint64_t dst_offset, uint32_t rows, uint64_t row_bytes,
+                      uint64_t src_stride, uint64_t dst_stride)
+{
+    return mcast_rect(c, st, &c->group.rect, c->group.size, src, dst_offset, rows, row_bytes,
+                      src_stride, dst_stride);
 }
 
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype)
@@ -101,5 +109,58 @@ int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_bloc
             return rc;
     }
     *coll_arrive_expect(c) += coll_nonempty_parts(a->cols, c->group.size);
+    return coll_stream_finish(&st);
+}
+
+/* The rectangle of the mesh that the line's cores fill exactly (a MESH2D grid laid over its
+   rectangle row by row: a grid row or column is a row or column of cores), if they do. */
+static bool line_rect(const struct noc_comm *c, const struct coll_ring *r, struct noc_rect *out)
+{
+    const uint32_t mc = c->group.mesh_cols;
+    uint32_t r0 = UINT32_MAX, r1 = 0, c0 = UINT32_MAX, c1 = 0;
+    for (uint32_t k = 0; k < r->len; k++) {
+        const uint32_t core = c->group.core[r->ranks[k]], row = core / mc, col = core % mc;
+        r0 = row < r0 ? row : r0, r1 = row > r1 ? row : r1;
+        c0 = col < c0 ? col : c0, c1 = col > c1 ? col : c1;
+    }
+    /* a group's cores are distinct, so len of them in a rectangle of len cores fill it */
+    if ((uint64_t)(r1 - r0 + 1) * (c1 - c0 + 1) != r->len)
+        return false;
+    *out = (struct noc_rect){ .row0 = (uint16_t)r0, .col0 = (uint16_t)c0,
+                              .rows = (uint16_t)(r1 - r0 + 1), .cols = (uint16_t)(c1 - c0 + 1) };
+    return true;
+}
+
+bool coll_mcast_line_fits(const struct noc_comm *c, const struct coll_ring *r,
+                          struct noc_rect *rect)
+{
+    if (c->cfg.gather == NOC_GATHER_RING || noc_group_is_pair(&c->group) || r->len < 2 ||
+        !line_rect(c, r, rect))
+        return false;
+    const struct coll_header *h = coll_headers(c);
+    const uint64_t off = buf_offset(c, h, r->ranks[0]);
+    for (uint32_t k = 1; k < r->len; k++)
+        if (buf_offset(c, h, r->ranks[k]) != off)
+            return false;
+    return true;
+}
+
+int coll_mcast_line_allgather(struct noc_comm *c, const struct coll_ring *r,
+                              const struct noc_rect *rect)
+{
+    const uint64_t eb = coll_elem_bytes(r->dtype), off = buf_offset(c, coll_headers(c), c->rank);
+    const uint64_t lo = r->bounds[r->pos], bytes = (r->bounds[r->pos + 1] - lo) * eb;
+    struct coll_stream st;
+    coll_stream_begin(&st, c);
+    if (bytes > 0) {
+        int rc = mcast_rect(c, &st, rect, r->len, coll_headers(c)[c->rank].buf + lo * eb,
+                            off + lo * eb, 1, bytes, bytes, bytes);
+        if (rc != NPU_OK)
+            return rc;
+    }
+    uint32_t parts = 0; /* the line's non-empty chunks: the multicasts that land here */
+    for (uint32_t k = 0; k < r->len; k++)
+        parts += r->bounds[k + 1] > r->bounds[k];
+    *coll_arrive_expect(c) += parts;
     return coll_stream_finish(&st);
 }

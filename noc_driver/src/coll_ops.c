@@ -184,8 +184,11 @@ static int line_body(struct noc_comm *c, const struct noc_coll_args *a, bool row
                      bool reduce)
 {
     struct coll_ring r;
+    struct noc_rect rect;
     ring_line(c, a, rows, &r);
     int rc = reduce ? coll_ring_reduce_scatter(c, &r) : NPU_OK;
+    if (rc == NPU_OK && coll_mcast_line_fits(c, &r, &rect)) /* one step, as gather's */
+        return coll_mcast_line_allgather(c, &r, &rect);
     return rc == NPU_OK ? coll_ring_allgather(c, &r) : rc;
 }
 
