@@ -209,7 +209,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
             return h[k].fault == COLL_BAD_BUFFER ? NPU_ERR_RANGE : NPU_ERR_INVAL;
         }
         if ((mine->kind == COLL_ALLGATHER || mine->kind == COLL_ALLREDUCE ||
-             mine->kind == COLL_ALLGATHER_BLOCKS) &&
+             mine->kind == COLL_ALLGATHER_BLOCKS || coll_kind_is_line(mine->kind)) &&
             h[k].capacity != h[0].capacity) {
             snprintf(msg, sizeof(msg), "rank %" PRIu32 ": all-gather algorithm %" PRIu32
                      " differs from rank 0's %" PRIu32, k, h[k].capacity, h[0].capacity);

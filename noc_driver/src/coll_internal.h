@@ -42,6 +42,13 @@ enum coll_kind {
     COLL_ALLGATHER_BLOCKS, /* column blocks into place (noc_allgather_blocks) */
 };
 
+/* A line collective: its all-gather may multicast (coll_mcast_line_fits), so its header
+   carries the communicator's all-gather algorithm too, judged alike on every rank. */
+static inline bool coll_kind_is_line(enum coll_kind kind)
+{
+    return kind >= COLL_ALLGATHER_ROWS && kind <= COLL_ALLREDUCE_COLS;
+}
+
 /* Local checks a rank reports in its header (0: passed). */
 enum coll_fault {
     COLL_OK = 0,

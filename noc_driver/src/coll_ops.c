@@ -34,7 +34,7 @@ static void header_of(const struct noc_comm *c, struct coll_header *h, enum coll
     h->dtype = (uint8_t)a->dtype;
     h->root = a->root;
     h->buf = a->buf;
-    if (kind == COLL_ALLGATHER || kind == COLL_ALLREDUCE)
+    if (kind == COLL_ALLGATHER || kind == COLL_ALLREDUCE || coll_kind_is_line(kind))
         h->capacity = (uint32_t)c->cfg.gather; /* judged: every rank the same algorithm */
     const bool reduces = kind == COLL_REDUCE_SCATTER || kind == COLL_ALLREDUCE ||
                          kind == COLL_ALLREDUCE_ROWS || kind == COLL_ALLREDUCE_COLS;

@@ -664,8 +664,10 @@ static int layer_attn_overlapped(struct exec_model *m, const struct npu_prog_op 
 static bool moe_prefetch_early(const struct exec_model *m, const struct npu_prog_op *op,
                                uint32_t rows)
 {
+    /* the fused loop's groups are moe_rows rounded down to whole tiles */
+    const uint32_t group = layer_fused(m) ? npu_moe_group_rows(m->plan) : m->plan->moe_rows;
     return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->treuse.enabled &&
-           !m->plan->disagg && rows <= m->plan->moe_rows && !layer_wide(m, rows) &&
+           !m->plan->disagg && rows <= group && !layer_wide(m, rows) &&
            !pending.set && !m->w.stage_own;
 }
 

@@ -69,6 +69,17 @@ void coll_lines_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t 
     expect(rc == NPU_OK && bad == 0, CCHECK_LINES, "%s along the %s of %ux%u count %" PRIu64
            ": rc %d, %" PRIu64 " wrong elements", reduce ? "allreduce" : "allgather",
            cols ? "columns" : "rows", cs->rows, cs->cols, cs->count, rc, bad);
+    if (cs->rows == 4 && cs->cols == 4 && cs->count == 1) {
+        /* a rank set to the ring where its line multicasts: refused on every rank, as the
+           group all-gather is (the line's members would otherwise wait for each other) */
+        const enum noc_gather_algo was = comm->cfg.gather;
+        comm->cfg.gather = comm->rank == 1 ? NOC_GATHER_RING : was;
+        comm->cfg.quiet = true;
+        rc = reduce ? noc_allreduce_line(comm, &a, line) : noc_allgather_line(comm, &a, line);
+        comm->cfg.gather = was, comm->cfg.quiet = quiet;
+        expect(rc == NPU_ERR_INVAL, CCHECK_LINES, "a line %s with another all-gather algorithm "
+               "on rank 1: rc %d, want NPU_ERR_INVAL", reduce ? "allreduce" : "allgather", rc);
+    }
 }
 
 void coll_lines_cases(uint64_t data)
