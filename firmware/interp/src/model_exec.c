@@ -402,6 +402,13 @@ static bool stage_after_attention(const struct exec_model *m)
     return m->cfg->num_experts == 0;
 }
 
+/* Layer l + 1's shares, on the second queue, now: layer l + 1 will not load them again. */
+static void stage_next_now(struct exec_model *m, uint32_t l)
+{
+    stage_shares(m, l + 1, true);
+    m->w.staged_next = l + 2;
+}
+
 void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
 {
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
@@ -417,8 +424,7 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
     if (next && twice && stage_after_attention(m)) {
         m->w.stage_deferred = l + 2; /* exec_stage_next, at the FFN */
     } else if (next && twice) { /* the next layer's, beside this one's */
-        stage_shares(m, l + 1, true);
-        m->w.staged_next = l + 2;
+        stage_next_now(m, l);
     }
     memset(m->w.expert_staged, 0, sizeof(m->w.expert_staged));
     exec_reuse_tile_new_layer(m);
@@ -429,8 +435,7 @@ void exec_stage_next(struct exec_model *m, uint32_t l)
     if (m->w.stage_deferred != l + 2)
         return;
     m->w.stage_deferred = 0;
-    stage_shares(m, l + 1, true);
-    m->w.staged_next = l + 2;
+    stage_next_now(m, l);
 }
 
 /* One staging copy: an expert layer's shares are read by its attention and router only,
@@ -448,9 +453,8 @@ void exec_stage_after_route(struct exec_model *m, uint32_t l)
     m->w.stage_late = 0;
     const enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    stage_shares(m, l + 1, true);
+    stage_next_now(m, l);
     exec_set_cat(m, was);
-    m->w.staged_next = l + 2;
 }
 
 /* Where expert slot `slot` puts the block of `kind` in the staging buffer. */
