@@ -159,7 +159,8 @@ static const char *kind_name(uint32_t kind)
                                          "m2n_dispatch", "m2n_combine", "allgather_rows",
                                          "allgather_cols", "allreduce_rows",
                                          "allreduce_cols", "alltoallv_dispatch",
-                                         "alltoallv_combine", "allgather_blocks" };
+                                         "alltoallv_combine", "allgather_blocks",
+                                         "exchange_blocks" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
 }
 
@@ -181,6 +182,24 @@ static bool same_call(const struct coll_header *a, const struct coll_header *b)
            a->size == b->size && a->placement == b->placement &&
            a->rect.row0 == b->rect.row0 && a->rect.col0 == b->rect.col0 &&
            a->rect.rows == b->rect.rows && a->rect.cols == b->rect.cols;
+}
+
+/* An exchange of blocks: the blocks the ranks send (capacity) and those they expect (buf2)
+   add up to the same number, else some rank would wait for a block that never comes, or a
+   block would land on a rank that has moved on. */
+static int judge_exchange(const struct noc_comm *c, const struct coll_header *mine)
+{
+    const struct coll_header *h = coll_headers(c);
+    uint64_t sent = 0, expected = 0;
+    for (uint32_t k = 0; k < c->group.size; k++)
+        sent += h[k].capacity, expected += h[k].buf2;
+    if (sent == expected)
+        return NPU_OK;
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the ranks send %" PRIu64 " blocks and expect %" PRIu64, sent,
+             expected);
+    refuse(c, mine, msg);
+    return NPU_ERR_INVAL;
 }
 
 /* Judges every rank's header in rank order; the first fault decides (the same everywhere). */
@@ -226,7 +245,7 @@ static int judge(const struct noc_comm *c, const struct coll_header *mine)
             return NPU_ERR_INVAL;
         }
     }
-    return NPU_OK;
+    return mine->kind == COLL_EXCHANGE_BLOCKS ? judge_exchange(c, mine) : NPU_OK;
 }
 
 /* The ranks whose header has not come, on the console. */

@@ -40,6 +40,7 @@ enum coll_kind {
     COLL_A2AV_DISPATCH, /* all-to-all-v by buckets (noc_alltoallv_dispatch, ...) */
     COLL_A2AV_COMBINE,
     COLL_ALLGATHER_BLOCKS, /* column blocks into place (noc_allgather_blocks) */
+    COLL_EXCHANGE_BLOCKS,  /* named blocks to named ranks (noc_exchange_blocks) */
 };
 
 /* A line collective: its all-gather may multicast (coll_mcast_line_fits), so its header

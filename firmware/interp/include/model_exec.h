@@ -561,8 +561,20 @@ int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uin
    GEMM into yqkv (false: the shares do not fuse, nothing issued), finish runs the
    collectives (or, not started, the three exec_wgemm). */
 bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint32_t layer);
+/* xg (2D, started; else NULL): instead of the all-gather along the grid's columns, this
+   exchange of the pieces each rank reads (model_attn_xchg.c). */
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
-                          uint32_t rows, uint32_t layer, bool started, bool after);
+                          uint32_t rows, uint32_t layer, bool started, bool after,
+                          const struct noc_exchange_args *xg);
+/* The fused QKV GEMM's chunks under the 2D partition (false: not 2D, or the shares do not
+   fuse): chunk i (grid row i's) at base + i x rows x width elements, [rows][width], its q
+   share's q columns first, then k's, then v's; bytes: all parts' chunks. */
+struct exec_qkv_chunks {
+    uint64_t base, bytes;
+    uint32_t parts, width, q, k, v;
+};
+bool exec_wgemm_qkv_chunks(struct exec_model *m, uint32_t layer, uint32_t rows,
+                           struct exec_qkv_chunks *out);
 /* exec_wgemm in two parts: start issues the share GEMMs, finish completes Y by the
    collective once the queue is done (after: once the queued work on the collective's
    buffer is; the rest runs beside it). */
@@ -579,6 +591,8 @@ int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum 
    weights resident, staged or streamed; no collective (the vocab-parallel LM head). */
 void exec_wgemm_own(struct exec_model *m, uint64_t y, uint64_t x, uint32_t rows,
                     uint32_t layer, enum model_tensor_kind kind, uint32_t k);
+/* The exchange of named blocks a (noc_exchange_blocks), when exec_collective would run. */
+int exec_exchange(struct exec_model *m, const struct noc_exchange_args *a, bool after);
 /* In place: rank r's chunk of y (count elements) to every rank. */
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt);
 /* An all-reduce of y with `op` (or, gather, an all-gather) over the ranks, once the queued
@@ -678,8 +692,8 @@ int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_t
    collectives (after: once the queued work on their buffers is done), steps issues the
    norms, RoPE and the softmax steps, out runs the combine or gather (after: likewise) and
    issues the O GEMM. */
-int exec_attention_qkv(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,
-                       bool started, bool after);
+int exec_attention_qkv(struct exec_model *m, uint32_t layer, bool sliding,
+                       const struct exec_tile *tile, bool started, bool after);
 int exec_attention_steps(struct exec_model *m, uint32_t layer, bool sliding,
                          const struct exec_tile *tile, bool overlapped);
 int exec_attention_out(struct exec_model *m, uint32_t layer, bool sliding,

@@ -565,12 +565,15 @@ bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_ti
     return exec_wgemm_qkv_start(m, a->xb, tile->n, l);
 }
 
-int exec_attention_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                       bool started, bool after)
+int exec_attention_qkv(struct exec_model *m, uint32_t l, bool sliding,
+                       const struct exec_tile *tile, bool started, bool after)
 {
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
-    return exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, tile->n, l, started, after);
+    struct noc_exchange_args xg; /* each rank only the pieces it reads (model_attn_xchg.c) */
+    const bool local = started && attn_xchg_qkv(m, l, tile, sliding, &xg);
+    return exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, tile->n, l, started, after,
+                                 local ? &xg : NULL);
 }
 
 /* The softmax state's layout for a tile of n rows (the file header). */
@@ -640,7 +643,8 @@ int exec_attention_out(struct exec_model *m, uint32_t l, bool sliding,
     if (npu_kv_is_split(m->plan)) {
         /* every row's state on one rank: gather outputs, not states */
         whole = attn_window_whole(m, tile, sliding ? c->sliding_window : 0);
-        int rc = whole ? attn_gather_out(m, &st, after) : attn_combine(m, &st, after);
+        int rc = whole ? attn_gather_out(m, &st, tile, sliding, after)
+                       : attn_combine(m, &st, after);
         if (rc != NPU_OK)
             return rc;
         whole = whole || attn_combine_scatters(m, &st);
@@ -664,7 +668,7 @@ int exec_attention_out(struct exec_model *m, uint32_t l, bool sliding,
 int exec_attention_mid(struct exec_model *m, uint32_t l, bool sliding,
                        const struct exec_tile *tile, bool started, bool overlapped)
 {
-    int rc = exec_attention_qkv(m, l, tile, started, false);
+    int rc = exec_attention_qkv(m, l, sliding, tile, started, false);
     if (rc == NPU_OK)
         rc = exec_attention_steps(m, l, sliding, tile, overlapped);
     return rc == NPU_OK ? exec_attention_out(m, l, sliding, tile, overlapped, false) : rc;

@@ -581,7 +581,7 @@ static bool attn_overlapped(const struct exec_model *m)
 static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
                           const struct exec_tile *nx, bool started)
 {
-    int rc = exec_attention_qkv(m, l, nx, started, true);
+    int rc = exec_attention_qkv(m, l, sliding, nx, started, true);
     return rc == NPU_OK ? exec_attention_steps(m, l, sliding, nx, true) : rc;
 }
 

@@ -65,9 +65,10 @@ static void share_gemm(struct exec_model *m, enum npu_partition part, uint64_t y
 /* The collectives that bring every rank's chunk of `chunk` elements (this rank's is chunk i
    of yt): MN with one row (its chunks are Y's columns), and 2D, where rank (i, j) holds a
    partial chunk over K_j; the all-reduce along grid row i completes it, the all-gather
-   along grid column j brings every chunk. */
+   along grid column j brings every chunk, or the exchange xg (not NULL) the pieces of
+   other chunks that this rank reads. */
 static int collect_chunks(struct exec_model *m, enum npu_partition part, uint64_t yt,
-                          uint32_t i, uint64_t chunk)
+                          uint32_t i, uint64_t chunk, const struct noc_exchange_args *xg)
 {
     const uint64_t all = chunk * share_parts(m, part);
     if (part == NPU_PART_MN) {
@@ -80,6 +81,8 @@ static int collect_chunks(struct exec_model *m, enum npu_partition part, uint64_
                                    .dtype = m->buf.dt };
         rc = noc_allreduce_line(m->comm, &a, NOC_LINE_ROWS);
     }
+    if (rc == NPU_OK && xg)
+        return noc_exchange_blocks(m->comm, xg);
     if (rc == NPU_OK && m->plan->rect_rows > 1) {
         struct noc_coll_args a = { .buf = yt, .count = all, .dtype = m->buf.dt };
         rc = noc_allgather_line(m->comm, &a, NOC_LINE_COLS);
@@ -121,7 +124,7 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
         rc = noc_allgather_blocks(m->comm, &g);
     } else { /* MN with one row (Y itself is the chunks), or 2D (chunks at yt) */
         rc = collect_chunks(m, part, rows == 1 ? y : yt, share_index(t),
-                            (uint64_t)rows * t->rows);
+                            (uint64_t)rows * t->rows, NULL);
     }
     exec_set_cat(m, was);
     if (rc == NPU_OK && part == NPU_PART_2D && rows > 1)
@@ -268,7 +271,8 @@ bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint3
 /* The fused chunk's collectives: MN gathers q's, k's and v's columns of the chunk straight
    into place; 2D completes the chunks, then copies each part's columns out. */
 static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t n[3],
-                       const struct npu_image_tensor *const t[3], uint32_t rows)
+                       const struct npu_image_tensor *const t[3], uint32_t rows,
+                       const struct noc_exchange_args *xg)
 {
     const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
     const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
@@ -286,7 +290,8 @@ static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t
         exec_set_cat(m, was);
         return rc;
     }
-    rc = collect_chunks(m, part, m->buf.a.yqkv, share_index(t[0]), (uint64_t)rows * width);
+    rc = collect_chunks(m, part, m->buf.a.yqkv, share_index(t[0]), (uint64_t)rows * width,
+                        part == NPU_PART_2D ? xg : NULL);
     exec_set_cat(m, was);
     for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++)
         unchunk(m, y[i], m->buf.a.yqkv, rows, n[i], share_parts(m, part), width, off);
@@ -307,8 +312,24 @@ static int qkv_wait(struct exec_model *m, const uint64_t y[3], const uint32_t n[
     return rc;
 }
 
+bool exec_wgemm_qkv_chunks(struct exec_model *m, uint32_t layer, uint32_t rows,
+                           struct exec_qkv_chunks *out)
+{
+    const struct npu_image_tensor *t[3];
+    uint64_t w[3];
+    if (m->plan->partition[NPU_GEMM_QKV] != NPU_PART_2D || !qkv_shares(m, layer, t, w))
+        return false;
+    *out = (struct exec_qkv_chunks){ .base = m->buf.a.yqkv,
+                                     .parts = share_parts(m, NPU_PART_2D), .q = t[0]->rows,
+                                     .k = t[1]->rows, .v = t[2]->rows };
+    out->width = out->q + out->k + out->v;
+    out->bytes = (uint64_t)out->parts * rows * out->width * m->buf.eb;
+    return true;
+}
+
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
-                          uint32_t rows, uint32_t layer, bool started, bool after)
+                          uint32_t rows, uint32_t layer, bool started, bool after,
+                          const struct noc_exchange_args *xg)
 {
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
@@ -328,14 +349,14 @@ int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t
     assert(fused && "started means fused");
     (void)fused;
     int rc = after ? qkv_wait(m, y, n, t, rows) : exec_flush(m);
-    return rc != NPU_OK ? rc : qkv_collect(m, y, n, t, rows);
+    return rc != NPU_OK ? rc : qkv_collect(m, y, n, t, rows, xg);
 }
 
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer)
 {
     const bool started = exec_wgemm_qkv_start(m, x, rows, layer);
-    return exec_wgemm_qkv_finish(m, q, k, v, x, rows, layer, started, false);
+    return exec_wgemm_qkv_finish(m, q, k, v, x, rows, layer, started, false, NULL);
 }
 
 /* This rank's share alone (no collective): MN gives y[rows][share rows] of the output
@@ -397,6 +418,20 @@ int exec_allreduce(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dt
 int exec_allreduce_after(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)
 {
     return exec_collective(m, false, NOC_REDUCE_SUM, y, count, dt, true);
+}
+
+int exec_exchange(struct exec_model *m, const struct noc_exchange_args *a, bool after)
+{
+    if (m->tp == 1)
+        return NPU_OK;
+    int rc = after ? exec_wait_for_collective(m, a->buf, a->bytes) : exec_flush(m);
+    if (rc != NPU_OK)
+        return rc;
+    enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_COLL);
+    rc = noc_exchange_blocks(m->comm, a);
+    exec_set_cat(m, was);
+    return rc;
 }
 
 int exec_allgather(struct exec_model *m, uint64_t y, uint64_t count, enum npu_dtype dt)

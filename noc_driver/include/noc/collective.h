@@ -137,6 +137,33 @@ struct noc_gather_blocks_args {
 };
 int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args *a);
 
+/*
+ * Exchange of named blocks: every rank sends its own list of 2-D blocks, each to one other
+ * rank of the group, into that rank's receive buffer (`buf`, `bytes` long, the same size on
+ * every rank, anywhere in its SRAM), and expects `arrivals` blocks in its own. For traffic
+ * that no all-gather shape fits: each rank gets only what it reads (split attention's
+ * per-head pieces, docs/noc-driver.md "Exchange of blocks"). Checked locally (sources in
+ * SRAM, destinations inside `bytes`, no block to this rank itself) and on the agreed headers
+ * (the same `bytes`; the blocks sent and expected add up over the ranks), refused alike on
+ * every rank. Blocks must not overlap in a receiver's buffer (their order is not defined);
+ * as with every collective, the caller's queued work on buf and on the sources is done
+ * before the call.
+ */
+struct noc_exchange_block {
+    uint64_t src;             /* this rank's SRAM (global address) */
+    uint64_t dst_offset;      /* bytes from the start of the receiver's buf */
+    uint32_t to;              /* the receiving rank (not this one) */
+    uint32_t rows, row_bytes; /* rows x row_bytes bytes ... */
+    uint32_t src_stride, dst_stride; /* ... their starts this many bytes apart */
+};
+struct noc_exchange_args {
+    uint64_t buf, bytes;      /* this rank's receive buffer (global SRAM address), its size */
+    const struct noc_exchange_block *blocks; /* what this rank sends */
+    uint32_t nblocks;
+    uint32_t arrivals;        /* the blocks that land in buf */
+};
+int noc_exchange_blocks(struct noc_comm *c, const struct noc_exchange_args *a);
+
 /* The lines of a MESH2D grid: NOC_LINE_ROWS, grid row i (its grid_cols ranks in order of
    j); NOC_LINE_COLS, grid column j (its grid_rows ranks in order of i). */
 enum noc_line { NOC_LINE_ROWS = 0, NOC_LINE_COLS = 1 };

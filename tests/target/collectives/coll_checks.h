@@ -24,6 +24,7 @@ enum coll_check {
     CCHECK_BAD_BUFFER, /* a buffer outside SRAM fails on every rank */
     CCHECK_BAD_GROUP,  /* a rank with another group: every rank fails, nobody hangs */
     CCHECK_LINES,      /* all-gather and all-reduce along the rows or columns of a grid */
+    CCHECK_EXCHANGE,   /* exchange of named blocks */
     CCHECK__COUNT
 };
 
@@ -50,6 +51,9 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
     [CCHECK_BAD_GROUP] = "a rank calling with another group: every rank fails, none hangs",
     [CCHECK_LINES] = "line collectives: all-gather and all-reduce along every row or column "
                      "of a mesh2d grid (bit exact); refused on a ring group",
+    [CCHECK_EXCHANGE] = "exchange of named 2-D blocks: exactly the senders' slots change; "
+                        "blocks sent and expected that differ, or a block past the "
+                        "buffer: refused on every rank",
 };
 
 /* One collective case run by the members of each group tiled over the mesh. */
@@ -77,5 +81,8 @@ void coll_error_checks(uint64_t data, uint64_t scratch);
 /* The line collectives (coll_lines.c): every case, and one case on this core's comm. */
 void coll_lines_cases(uint64_t data);
 void coll_lines_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t buf);
+/* The exchange of named blocks (coll_exchange.c). */
+void coll_exchange_cases(uint64_t data);
+void coll_exchange_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t data);
 
 #endif

@@ -410,6 +410,8 @@ void coll_case_run(const struct coll_case *cs, uint64_t data, uint64_t scratch)
             run_alltoallv(cs, data, buf2_of(data));
         } else if (cs->kind == CCHECK_LINES) {
             coll_lines_run(cs, &case_comm, data);
+        } else if (cs->kind == CCHECK_EXCHANGE) {
+            coll_exchange_run(cs, &case_comm, data);
         } else if (cs->blocks) {
             run_blocks(cs, data);
         } else {
@@ -514,6 +516,7 @@ int main(void)
     noc_barrier(&mesh_comm);
     run_all_cases(data);
     coll_lines_cases(data);
+    coll_exchange_cases(data);
     coll_error_checks(data, scratch_of(data));
     return checks_done();
 }
