@@ -191,13 +191,22 @@ static int judge_exchange(const struct noc_comm *c, const struct coll_header *mi
 {
     const struct coll_header *h = coll_headers(c);
     uint64_t sent = 0, expected = 0;
-    for (uint32_t k = 0; k < c->group.size; k++)
+    char msg[160];
+    const uint64_t off0 = h[0].buf - npu_map_instance_base(NPU_MAP_SRAM, c->group.core[0]);
+    for (uint32_t k = 0; k < c->group.size; k++) {
         sent += h[k].capacity, expected += h[k].buf2;
+        const uint64_t off = h[k].buf - npu_map_instance_base(NPU_MAP_SRAM, c->group.core[k]);
+        if (mine->root && off != off0) {
+            snprintf(msg, sizeof(msg), "rank %" PRIu32 ": a multicasting exchange needs every "
+                     "buffer at one offset, and its differs from rank 0's", k);
+            refuse(c, mine, msg);
+            return NPU_ERR_INVAL;
+        }
+    }
     if (sent == expected)
         return NPU_OK;
-    char msg[160];
-    snprintf(msg, sizeof(msg), "the ranks send %" PRIu64 " blocks and expect %" PRIu64, sent,
-             expected);
+    snprintf(msg, sizeof(msg), "the ranks send %" PRIu64 " deliveries and expect %" PRIu64,
+             sent, expected);
     refuse(c, mine, msg);
     return NPU_ERR_INVAL;
 }

@@ -173,6 +173,11 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
    allows it and every rank's buffer is at the same SRAM offset (agreed headers). */
 bool coll_mcast_fits(const struct noc_comm *c);
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype);
+/* The rectangle of the mesh that the cores of ranks[0, len) fill exactly (a MESH2D grid
+   laid over its rectangle row by row: a grid row or column is a row or column of cores), if
+   they do. */
+bool coll_line_rect(const struct noc_comm *c, const uint16_t *ranks, uint32_t len,
+                    struct noc_rect *out);
 /* Multicast all-gather of one grid line (ring r: the line's ranks, this rank's position,
    the chunks' bounds): usable when the communicator allows it, the line's cores fill a
    rectangle of the mesh (*rect) and the line's buffers sit at one SRAM offset. */

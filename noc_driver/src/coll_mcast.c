@@ -112,19 +112,18 @@ int coll_mcast_allgather_blocks(struct noc_comm *c, const struct noc_gather_bloc
     return coll_stream_finish(&st);
 }
 
-/* The rectangle of the mesh that the line's cores fill exactly (a MESH2D grid laid over its
-   rectangle row by row: a grid row or column is a row or column of cores), if they do. */
-static bool line_rect(const struct noc_comm *c, const struct coll_ring *r, struct noc_rect *out)
+bool coll_line_rect(const struct noc_comm *c, const uint16_t *ranks, uint32_t len,
+                    struct noc_rect *out)
 {
     const uint32_t mc = c->group.mesh_cols;
     uint32_t r0 = UINT32_MAX, r1 = 0, c0 = UINT32_MAX, c1 = 0;
-    for (uint32_t k = 0; k < r->len; k++) {
-        const uint32_t core = c->group.core[r->ranks[k]], row = core / mc, col = core % mc;
+    for (uint32_t k = 0; k < len; k++) {
+        const uint32_t core = c->group.core[ranks[k]], row = core / mc, col = core % mc;
         r0 = row < r0 ? row : r0, r1 = row > r1 ? row : r1;
         c0 = col < c0 ? col : c0, c1 = col > c1 ? col : c1;
     }
     /* a group's cores are distinct, so len of them in a rectangle of len cores fill it */
-    if ((uint64_t)(r1 - r0 + 1) * (c1 - c0 + 1) != r->len)
+    if ((uint64_t)(r1 - r0 + 1) * (c1 - c0 + 1) != len)
         return false;
     *out = (struct noc_rect){ .row0 = (uint16_t)r0, .col0 = (uint16_t)c0,
                               .rows = (uint16_t)(r1 - r0 + 1), .cols = (uint16_t)(c1 - c0 + 1) };
@@ -135,7 +134,7 @@ bool coll_mcast_line_fits(const struct noc_comm *c, const struct coll_ring *r,
                           struct noc_rect *rect)
 {
     if (c->cfg.gather == NOC_GATHER_RING || noc_group_is_pair(&c->group) || r->len < 2 ||
-        !line_rect(c, r, rect))
+        !coll_line_rect(c, r->ranks, r->len, rect))
         return false;
     const struct coll_header *h = coll_headers(c);
     const uint64_t off = buf_offset(c, h, r->ranks[0]);

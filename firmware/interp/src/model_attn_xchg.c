@@ -9,7 +9,9 @@
  * receives those pieces (40 KiB), and the owners of the tile's KV blocks, which store them,
  * every head's keys and values. Likewise after attention: the O GEMM's 2-D share on grid
  * column j reads only the output columns of its K range (4 query heads there), so each unit
- * sends each rank just the heads that rank multiplies (128 KiB a rank instead of 1 MiB).
+ * multicasts to each grid column just the heads its ranks multiply (128 KiB a rank instead
+ * of 1 MiB; one multicast a column: as unicasts to each rank, the blocks crowded the
+ * columns' links and took the last rank twice as long).
  *
  * The pieces land where the all-gathers would have put them, so everything after reads the
  * same addresses; what a rank does not read holds older data.
@@ -117,6 +119,7 @@ static bool xchg_applies(const struct exec_model *m, const struct exec_tile *til
 {
     const struct npu_plan *p = m->plan;
     return m->tp > 1 && npu_kv_is_split(p) && (uint32_t)p->rect_rows * p->rect_cols == m->tp &&
+           m->comm->group.placement == NOC_PLACE_MESH2D && !noc_group_is_pair(&m->comm->group) &&
            attn_window_whole(m, tile, sliding ? m->cfg->sliding_window : 0);
 }
 
@@ -155,22 +158,24 @@ static void o_heads(const struct exec_model *m, uint32_t k, uint32_t *h0, uint32
     *h0 = k % C * per, *h1 = *h0 + per;
 }
 
-/* The block of unit r's output (query heads [h_r group, + group) of its rows) that rank k's
-   O share reads, if any. */
+/* The block of unit r's output (query heads [h_r group, + group) of its rows) that the O
+   shares of grid column j read, if any: one multicast to the column (its every rank reads
+   the same heads). */
 static bool out_block(const struct exec_model *m, const struct attn_state *st, uint32_t n,
-                      uint32_t r, uint32_t k, struct noc_exchange_block *b)
+                      uint32_t r, uint32_t j, struct noc_exchange_block *b)
 {
     const uint32_t hd = m->cfg->head_dim, nkv = m->cfg->num_kv_heads;
     const uint32_t group = m->cfg->num_heads / nkv, parts = m->tp / nkv;
     const uint32_t h = r / parts, p = r % parts, r0 = n * p / parts, r1 = n * (p + 1) / parts;
     uint32_t k0, k1, lo, hi;
-    o_heads(m, k, &k0, &k1);
+    o_heads(m, j, &k0, &k1);
     if (!span_cut(k0, k1, h * group, (h + 1) * group, &lo, &hi) || r0 == r1)
         return false;
     const uint64_t eb = m->buf.eb, row = (uint64_t)group * hd * eb;
     const uint64_t off = ((h * st->span + (uint64_t)r0 * group + (lo - h * group)) * hd) * eb;
-    *b = (struct noc_exchange_block){ .src = m->buf.a.qg + off, .dst_offset = off, .to = k,
-                                      .rows = r1 - r0, .row_bytes = (uint32_t)((hi - lo) * hd * eb),
+    *b = (struct noc_exchange_block){ .src = m->buf.a.qg + off, .dst_offset = off, .to = j,
+                                      .dest = NOC_EXCHANGE_GRID_COL, .rows = r1 - r0,
+                                      .row_bytes = (uint32_t)((hi - lo) * hd * eb),
                                       .src_stride = (uint32_t)row, .dst_stride = (uint32_t)row };
     return true;
 }
@@ -182,26 +187,18 @@ bool attn_xchg_out(struct exec_model *m, const struct attn_state *st,
     if (!tile || !xchg_applies(m, tile, sliding) || p->partition[NPU_GEMM_O] != NPU_PART_2D ||
         m->cfg->num_heads % p->rect_cols)
         return false;
-    uint32_t sent = 0, arrivals = 0, most = 0; /* most: any rank's blocks (the same test on
-                                                   every rank, so all fall back alike) */
-    struct noc_exchange_block b;
-    for (uint32_t r = 0; r < m->tp; r++) {
-        uint32_t its = 0;
-        for (uint32_t k = 0; k < m->tp; k++)
-            its += k != r && out_block(m, st, tile->n, r, k, &b);
-        most = its > most ? its : most;
-    }
-    if (most > XCHG_BLOCKS_MAX)
+    const uint32_t C = p->rect_cols, j = m->rank % C;
+    if (C > XCHG_BLOCKS_MAX) /* a block a column at most; the same on every rank */
         return false;
-    for (uint32_t k = 0; k < m->tp; k++) {
-        if (k == m->rank)
-            continue;
-        sent += out_block(m, st, tile->n, m->rank, k, &xblocks[sent]);
-        arrivals += out_block(m, st, tile->n, k, m->rank, &b);
-    }
+    uint32_t sent = 0, arrivals = 0;
+    struct noc_exchange_block b;
+    for (uint32_t c = 0; c < C; c++) /* this unit's heads to each column reading them */
+        sent += out_block(m, st, tile->n, m->rank, c, &xblocks[sent]);
+    for (uint32_t r = 0; r < m->tp; r++) /* every unit's (this one's too) to this column */
+        arrivals += out_block(m, st, tile->n, r, j, &b);
     *out = (struct noc_exchange_args){ .buf = m->buf.a.qg,
                                        .bytes = st->rows * m->cfg->head_dim * m->buf.eb,
                                        .blocks = xblocks, .nblocks = sent,
-                                       .arrivals = arrivals };
+                                       .arrivals = arrivals, .multicast = true };
     return true;
 }

@@ -140,19 +140,29 @@ int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args
 /*
  * Exchange of named blocks: every rank sends its own list of 2-D blocks, each to one other
  * rank of the group, into that rank's receive buffer (`buf`, `bytes` long, the same size on
- * every rank, anywhere in its SRAM), and expects `arrivals` blocks in its own. For traffic
- * that no all-gather shape fits: each rank gets only what it reads (split attention's
- * per-head pieces, docs/noc-driver.md "Exchange of blocks"). Checked locally (sources in
- * SRAM, destinations inside `bytes`, no block to this rank itself) and on the agreed headers
- * (the same `bytes`; the blocks sent and expected add up over the ranks), refused alike on
+ * every rank, anywhere in its SRAM), and expects `arrivals` blocks in its own; with
+ * `multicast`, a block may instead go to every rank of a grid line of a MESH2D group in one
+ * multicast (the buffers then at one SRAM offset). For traffic that no all-gather shape
+ * fits: each rank gets only what it reads (split attention's per-head pieces,
+ * docs/noc-driver.md "Exchange of blocks"). Checked locally (sources in SRAM, destinations
+ * inside `bytes`, no unicast to this rank itself, a line only on a grid whose line fills a
+ * rectangle of the mesh) and on the agreed headers (the same `bytes` and `multicast`; with
+ * it, one buffer offset; the deliveries sent and expected add up), refused alike on
  * every rank. Blocks must not overlap in a receiver's buffer (their order is not defined);
  * as with every collective, the caller's queued work on buf and on the sources is done
  * before the call.
  */
+enum noc_exchange_dest {
+    NOC_EXCHANGE_RANK = 0,    /* rank `to` alone (not this one) */
+    NOC_EXCHANGE_GRID_COL,    /* one multicast to every rank of the MESH2D grid column of
+                                 rank `to` (this one included if it is there) */
+    NOC_EXCHANGE_GRID_ROW,    /* likewise its grid row */
+};
 struct noc_exchange_block {
     uint64_t src;             /* this rank's SRAM (global address) */
     uint64_t dst_offset;      /* bytes from the start of the receiver's buf */
-    uint32_t to;              /* the receiving rank (not this one) */
+    uint32_t to;              /* the receiving rank, or a rank of the receiving line */
+    enum noc_exchange_dest dest;
     uint32_t rows, row_bytes; /* rows x row_bytes bytes ... */
     uint32_t src_stride, dst_stride; /* ... their starts this many bytes apart */
 };
@@ -160,7 +170,9 @@ struct noc_exchange_args {
     uint64_t buf, bytes;      /* this rank's receive buffer (global SRAM address), its size */
     const struct noc_exchange_block *blocks; /* what this rank sends */
     uint32_t nblocks;
-    uint32_t arrivals;        /* the blocks that land in buf */
+    uint32_t arrivals;        /* the deliveries that land in buf (a multicast: one each) */
+    bool multicast;           /* the same on every rank: blocks may go to a grid line, and
+                                 every rank's buf is at one SRAM offset (checked) */
 };
 int noc_exchange_blocks(struct noc_comm *c, const struct noc_exchange_args *a);
 

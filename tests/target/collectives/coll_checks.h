@@ -51,9 +51,10 @@ static const char *const ccheck_names[CCHECK__COUNT] = {
     [CCHECK_BAD_GROUP] = "a rank calling with another group: every rank fails, none hangs",
     [CCHECK_LINES] = "line collectives: all-gather and all-reduce along every row or column "
                      "of a mesh2d grid (bit exact); refused on a ring group",
-    [CCHECK_EXCHANGE] = "exchange of named 2-D blocks: exactly the senders' slots change; "
-                        "blocks sent and expected that differ, or a block past the "
-                        "buffer: refused on every rank",
+    [CCHECK_EXCHANGE] = "exchange of named 2-D blocks, unicast and multicast to grid "
+                        "columns: exactly the senders' slots change; deliveries sent and "
+                        "expected that differ, a block past the buffer or a multicast "
+                        "without its declaration: refused on every rank",
 };
 
 /* One collective case run by the members of each group tiled over the mesh. */

@@ -5,8 +5,10 @@
  * Rank s sends a 2-D block (3 rows of 24 bytes, 40 apart at the source, 32 apart at the
  * destination) to ranks s + 1 and s + 3 of its group (those that are not s itself), into
  * slot s of their buffers; every rank checks that exactly the slots of its senders changed,
- * to the senders' bytes, and the rest kept their sentinel. Then two refusals, on every rank
- * alike: one rank expecting a block more than is sent (NPU_ERR_INVAL, nobody waits for it),
+ * to the senders' bytes, and the rest kept their sentinel; on mesh2d groups also the
+ * multicast form (each rank's block to the grid column of the next rank, itself included
+ * when there), and its refusal without the `multicast` declaration. Then two refusals, on
+ * every rank alike: one rank expecting a block more than is sent (NPU_ERR_INVAL, nobody waits for it),
  * and one block reaching past the receivers' buffers (NPU_ERR_RANGE).
  */
 #include <inttypes.h>
@@ -67,6 +69,53 @@ static uint64_t xb_mismatches(uint32_t rank, uint32_t n, const uint8_t *buf)
     return bad;
 }
 
+/* The multicast form on a mesh2d group: rank s multicasts its block to the grid column of
+   rank s + 1 (itself included when it is there), into slot s. */
+static bool xb_mcast_lands(uint32_t s, uint32_t r, uint32_t n, uint32_t grid_cols)
+{
+    return (s + 1) % n % grid_cols == r % grid_cols;
+}
+
+static uint64_t xb_mcast_mismatches(uint32_t rank, uint32_t n, uint32_t gc, const uint8_t *buf)
+{
+    uint64_t bad = 0;
+    for (uint32_t s = 0; s < n; s++)
+        for (uint32_t i = 0; i < XB_SLOT; i++) {
+            const uint32_t row = i / XB_DST_STRIDE, b = i % XB_DST_STRIDE;
+            const bool lands = xb_mcast_lands(s, rank, n, gc) && b < XB_ROW_BYTES;
+            bad += buf[(uint64_t)s * XB_SLOT + i] != (lands ? xb_byte(s, row, b) : 0xa5);
+        }
+    return bad;
+}
+
+static void xb_mcast_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t data)
+{
+    const uint32_t n = comm->group.size, rank = comm->rank, gc = comm->group.grid_cols;
+    uint8_t *const buf = (uint8_t *)(uintptr_t)data + 256;
+    memset(buf, 0xa5, (size_t)n * XB_SLOT);
+    uint32_t arrivals = 0;
+    for (uint32_t s = 0; s < n; s++)
+        arrivals += xb_mcast_lands(s, rank, n, gc);
+    const struct noc_exchange_block b = {
+        .src = data, .dst_offset = (uint64_t)rank * XB_SLOT, .to = (rank + 1) % n,
+        .dest = NOC_EXCHANGE_GRID_COL, .rows = XB_ROWS, .row_bytes = XB_ROW_BYTES,
+        .src_stride = XB_SRC_STRIDE, .dst_stride = XB_DST_STRIDE };
+    struct noc_exchange_args a = { .buf = data + 256, .bytes = (uint64_t)n * XB_SLOT,
+                                   .blocks = &b, .nblocks = 1, .arrivals = arrivals,
+                                   .multicast = true };
+    int rc = noc_exchange_blocks(comm, &a);
+    uint64_t bad = rc == NPU_OK ? xb_mcast_mismatches(rank, n, gc, buf) : 0;
+    expect(rc == NPU_OK && bad == 0, CCHECK_EXCHANGE, "exchange multicast to grid columns %ux%u: "
+           "rc %d, %" PRIu64 " wrong bytes", cs->rows, cs->cols, rc, bad);
+    const bool quiet = comm->cfg.quiet;
+    comm->cfg.quiet = true;
+    a.multicast = false; /* a line block without the declaration */
+    rc = noc_exchange_blocks(comm, &a);
+    expect(rc == NPU_ERR_INVAL, CCHECK_EXCHANGE, "exchange multicast without .multicast: rc %d, "
+           "want NPU_ERR_INVAL", rc);
+    comm->cfg.quiet = quiet;
+}
+
 void coll_exchange_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t data)
 {
     static struct noc_exchange_block blocks[2];
@@ -87,6 +136,8 @@ void coll_exchange_run(const struct coll_case *cs, struct noc_comm *comm, uint64
     uint64_t bad = rc == NPU_OK ? xb_mismatches(rank, n, buf) : 0;
     expect(rc == NPU_OK && bad == 0, CCHECK_EXCHANGE, "exchange %s %ux%u: rc %d, %" PRIu64
            " wrong bytes", noc_placement_name(cs->placement), cs->rows, cs->cols, rc, bad);
+    if (cs->placement == NOC_PLACE_MESH2D)
+        xb_mcast_run(cs, comm, data);
     if (n < 2 || a.nblocks == 0)
         return;
     const bool quiet = comm->cfg.quiet;
