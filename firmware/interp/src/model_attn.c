@@ -643,8 +643,7 @@ int exec_attention_out(struct exec_model *m, uint32_t l, bool sliding,
     if (npu_kv_is_split(m->plan)) {
         /* every row's state on one rank: gather outputs, not states */
         whole = attn_window_whole(m, tile, sliding ? c->sliding_window : 0);
-        int rc = whole ? attn_gather_out(m, &st, tile, sliding, after)
-                       : attn_combine(m, &st, after);
+        int rc = whole ? attn_gather_out(m, &st, tile, after) : attn_combine(m, &st, tile, after);
         if (rc != NPU_OK)
             return rc;
         whole = whole || attn_combine_scatters(m, &st);

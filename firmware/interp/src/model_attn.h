@@ -77,17 +77,20 @@ bool attn_window_whole(const struct exec_model *m, const struct exec_tile *tile,
 /* The whole window's output gathered; the ranks' states combined; whether the combine
    ends in reduce-scatters (its output then gathered into qg). */
 int attn_gather_out(struct exec_model *m, const struct attn_state *st,
-                    const struct exec_tile *tile, bool sliding, bool after);
-int attn_combine(struct exec_model *m, const struct attn_state *st, bool after);
+                    const struct exec_tile *tile, bool after);
+int attn_combine(struct exec_model *m, const struct attn_state *st,
+                 const struct exec_tile *tile, bool after);
 bool attn_combine_scatters(const struct exec_model *m, const struct attn_state *st);
 
 /* Head-local exchanges (model_attn_xchg.c): where the tile's window is whole and the
    partitions allow, the QKV chunks' pieces each rank reads (instead of the column
-   all-gather), and the attention output's pieces each O share reads (instead of the
-   all-gather of qg); false where they do not apply (the same on every rank). */
+   all-gather); where each rank's rows of the output are one unit's (a whole window, or the
+   combine's reduce-scatters) and the O GEMM is 2D, the output's pieces each O share reads
+   (instead of the all-gather of qg); false where they do not apply (the same on every
+   rank). */
 bool attn_xchg_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                    bool sliding, struct noc_exchange_args *out);
 bool attn_xchg_out(struct exec_model *m, const struct attn_state *st,
-                   const struct exec_tile *tile, bool sliding, struct noc_exchange_args *out);
+                   const struct exec_tile *tile, struct noc_exchange_args *out);
 
 #endif

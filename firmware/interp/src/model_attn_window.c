@@ -241,12 +241,12 @@ bool attn_window_whole(const struct exec_model *m, const struct exec_tile *tile,
     return true;
 }
 
-/* The whole window's output: this rank's unit, acc / l, into qg (its rows are chunk `rank`
-   of qg's [R][hd]), then the all-gather of qg, or with the tile (NULL: the combine's
-   chunks) where attn_xchg_out applies, the exchange of the pieces each O share reads
-   (after: once the work on qg is done). */
+/* The whole window's output (or the combine's): this rank's rows, acc / l, into qg (they
+   are chunk `rank` of qg's [R][hd]), then the all-gather of qg, or where attn_xchg_out
+   applies the exchange of the pieces each O share reads (after: once the work on qg is
+   done). */
 int attn_gather_out(struct exec_model *m, const struct attn_state *st,
-                    const struct exec_tile *tile, bool sliding, bool after)
+                    const struct exec_tile *tile, bool after)
 {
     const struct npu_act_layout *a = &m->buf.a;
     const uint64_t hd = m->cfg->head_dim, rows = st->rows / m->tp, r0 = m->rank * rows;
@@ -257,7 +257,7 @@ int attn_gather_out(struct exec_model *m, const struct attn_state *st,
     v.out_type = m->buf.dt;
     exec_vec(m, v);
     struct noc_exchange_args xg;
-    if (attn_xchg_out(m, st, tile, sliding, &xg))
+    if (attn_xchg_out(m, st, tile, &xg))
         return exec_exchange(m, &xg, after);
     return exec_collective(m, true, NOC_REDUCE_SUM, a->qg, st->rows * hd, m->buf.dt, after);
 }
@@ -277,7 +277,8 @@ bool attn_combine_scatters(const struct exec_model *m, const struct attn_state *
    l are reduce-scattered and each rank divides its own rows (attn_gather_out): the sum's
    all-gather would carry [acc | l] in fp32 to every rank for each to divide all R rows,
    the output's carries acc / l in the activations' type. */
-int attn_combine(struct exec_model *m, const struct attn_state *st, bool after)
+int attn_combine(struct exec_model *m, const struct attn_state *st,
+                 const struct exec_tile *tile, bool after)
 {
     const struct npu_act_layout *a = &m->buf.a;
     const uint64_t R = st->rows, hd = m->cfg->head_dim;
@@ -300,5 +301,5 @@ int attn_combine(struct exec_model *m, const struct attn_state *st, bool after)
     rc = exec_reduce_scatter(m, a->acc, R * hd, NPU_DTYPE_FP32, after);
     if (rc == NPU_OK)
         rc = exec_reduce_scatter(m, st->l, R, NPU_DTYPE_FP32, after);
-    return rc == NPU_OK ? attn_gather_out(m, st, NULL, false, after) : rc;
+    return rc == NPU_OK ? attn_gather_out(m, st, tile, after) : rc;
 }

@@ -180,12 +180,25 @@ static bool out_block(const struct exec_model *m, const struct attn_state *st, u
     return true;
 }
 
-bool attn_xchg_out(struct exec_model *m, const struct attn_state *st,
-                   const struct exec_tile *tile, bool sliding, struct noc_exchange_args *out)
+/* Whether rank r's chunk of the state's rows (R / tp of them) is unit r's rows, as the out
+   exchange needs: one unit a rank in rank order (kv heads x parts = tp) over equal parts of
+   the tile's rows; with the O GEMM 2D on a mesh2d grid filling the group. The same on every
+   rank. */
+static bool out_applies(const struct exec_model *m, const struct exec_tile *tile)
 {
     const struct npu_plan *p = m->plan;
-    if (!tile || !xchg_applies(m, tile, sliding) || p->partition[NPU_GEMM_O] != NPU_PART_2D ||
-        m->cfg->num_heads % p->rect_cols)
+    const uint32_t nkv = m->cfg->num_kv_heads, parts = m->tp / nkv;
+    return m->tp > 1 && npu_kv_is_split(p) && (uint32_t)p->rect_rows * p->rect_cols == m->tp &&
+           m->comm->group.placement == NOC_PLACE_MESH2D && !noc_group_is_pair(&m->comm->group) &&
+           p->partition[NPU_GEMM_O] == NPU_PART_2D && m->cfg->num_heads % p->rect_cols == 0 &&
+           parts && nkv * parts == m->tp && tile->n % parts == 0;
+}
+
+bool attn_xchg_out(struct exec_model *m, const struct attn_state *st,
+                   const struct exec_tile *tile, struct noc_exchange_args *out)
+{
+    const struct npu_plan *p = m->plan;
+    if (!out_applies(m, tile))
         return false;
     const uint32_t C = p->rect_cols, j = m->rank % C;
     if (C > XCHG_BLOCKS_MAX) /* a block a column at most; the same on every rank */
