@@ -147,27 +147,45 @@ static void attn_store_kv(struct exec_model *m, uint32_t l, const struct exec_se
     }
 }
 
-/* q/k norms and RoPE of the tile's rows. */
-static void attn_rotate(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+/* The norm (if the model has one) and RoPE of `rows` head vectors of hd at buf, `per` of
+   them to a position (row r's at positions[r / per]). */
+static void attn_rotate_heads(struct exec_model *m, uint32_t l, enum model_tensor_kind norm,
+                              uint64_t buf, uint32_t rows, uint32_t per)
+{
+    const struct model_config *c = m->cfg;
+    if (c->qk_norm)
+        exec_rmsnorm(m, buf, buf, exec_weight_addr(m, l, norm), rows, c->head_dim);
+    exec_vec(m, exec_vec_act(m, (struct vector_op_args){
+        .op = NPU_VECTOR_OP_ROPE, .x = buf, .y = m->buf.a.positions, .out = buf, .rows = rows,
+        .cols = c->head_dim, .k = per, .rope_half = true, .scalar = (float)c->rope_theta }));
+}
+
+/* q/k norms and RoPE of the tile's rows (q's only with `queries`). */
+static void attn_rotate(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                        bool queries)
 {
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
-    const uint32_t hd = c->head_dim, nh = c->num_heads, nkv = c->num_kv_heads, n = tile->n;
+    const uint32_t nh = c->num_heads, nkv = c->num_kv_heads, n = tile->n;
     uint32_t *pos = (uint32_t *)(uintptr_t)a->positions;
     for (uint32_t s = 0; s < tile->nsegs; s++) /* the chain was flushed: nothing reads it */
         for (uint32_t i = 0; i < tile->segs[s].count; i++)
             pos[tile->segs[s].row + i] = tile->segs[s].pos + i;
-    if (c->qk_norm) { /* per head: rows of hd */
-        exec_rmsnorm(m, a->q, a->q, exec_weight_addr(m, l, MT_Q_NORM), n * nh, hd);
-        exec_rmsnorm(m, a->knew, a->knew, exec_weight_addr(m, l, MT_K_NORM), n * nkv, hd);
-    }
-    const uint64_t bufs[2] = { a->q, a->knew };
-    const uint32_t heads[2] = { nh, nkv };
-    for (int i = 0; i < 2; i++) /* row r's heads at positions[r] */
-        exec_vec(m, exec_vec_act(m, (struct vector_op_args){
-            .op = NPU_VECTOR_OP_ROPE, .x = bufs[i], .y = a->positions, .out = bufs[i],
-            .rows = n * heads[i], .cols = hd, .k = heads[i], .rope_half = true,
-            .scalar = (float)c->rope_theta }));
+    if (queries)
+        attn_rotate_heads(m, l, MT_Q_NORM, a->q, n * nh, nh);
+    attn_rotate_heads(m, l, MT_K_NORM, a->knew, n * nkv, nkv);
+}
+
+/* KV head h's unit of a whole window on this rank (attn_window_whole): its query heads are
+   the only ones it reads, so only they are normed and rotated, in qg's [n x group] rows. */
+static bool attn_unit_head(const struct exec_model *m, const struct exec_tile *tile,
+                           uint32_t window, uint32_t *h)
+{
+    const uint32_t parts = m->tp / m->cfg->num_kv_heads;
+    if (m->tp < 2 || !npu_kv_is_split(m->plan) || !attn_window_whole(m, tile, window))
+        return false;
+    *h = m->rank / parts; /* attn_window_whole: kv heads x parts = tp, units in rank order */
+    return true;
 }
 
 /* The tile's keys and values into the cache. */
@@ -605,6 +623,9 @@ int exec_attention_steps(struct exec_model *m, uint32_t l, bool sliding,
     int rc = exec_wait_for(m, a->positions, (uint64_t)n * 4); /* attn_rotate rewrites it */
     if (rc != NPU_OK)
         return rc;
+    const uint32_t window = sliding ? c->sliding_window : 0;
+    uint32_t unit = 0;
+    const bool one = attn_unit_head(m, tile, window, &unit);
     /* Split attention reads the tile's own positions from the window, never from the
        cache, so where the O collective waits only for its GEMM (overlapped) the stores
        wait until the O projection's input is copied and run beside the next tile's work:
@@ -612,12 +633,14 @@ int exec_attention_steps(struct exec_model *m, uint32_t l, bool sliding,
        of a prefill tile's block stored 512 KiB first, and the ranks' gather waited for
        it). Not otherwise: with the O collective waiting for the whole chain they only
        moved the wait (Qwen3-30B-A3B serving 8 arXiv requests: 0.8 % more chip time). */
-    attn_rotate(m, l, tile);
+    attn_rotate(m, l, tile, !one);
     if (!attn_stores_late(m, overlapped))
         attn_store(m, l, tile);
-    for (uint32_t h = 0; h < nkv; h++) /* qg[h][n x group][hd]: KV head h's query heads */
+    for (uint32_t h = one ? unit : 0; h < (one ? unit + 1 : nkv); h++) /* qg[h][n x group][hd]:
+                                                                         KV head h's queries */
         exec_copy(m, a->qg + h * span * hd * eb, a->q + h * gb, n, gb, (uint64_t)qd * eb, gb);
-    const uint32_t window = sliding ? c->sliding_window : 0;
+    if (one) /* that unit's queries only (Qwen3-30B-A3B at tp 64: 8 of 32 heads) */
+        attn_rotate_heads(m, l, MT_Q_NORM, a->qg + unit * span * hd * eb, (uint32_t)span, group);
     bool cached[EXEC_RUNS_MAX];
     for (uint32_t s = 0; s < tile->nsegs; s++)
         cached[s] = attn_run_segment(m, &st, l, window, tile, &tile->segs[s]);

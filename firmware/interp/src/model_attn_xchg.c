@@ -19,8 +19,9 @@
  * only. That is all it ever reads there: its units are always head r / parts's (the unit map
  * is fixed when kv heads x parts = tp, which attn_window_whole requires), and the owners'
  * cache steps read the cache, which the owners store from every head's keys and values.
- * Modelled: every byte each rank receives. Not modelled: the unused heads' norms and RoPE
- * still run over the whole tile (their cost is in the timing, their results unread).
+ * Modelled: every byte each rank receives. Only the unit's query heads are normed and
+ * rotated (model_attn.c, attn_unit_head); the unchunking copies still move every chunk,
+ * read or not.
  */
 #include <assert.h>
 
