@@ -103,9 +103,8 @@ static void emit_block(struct coll_stream *st, const struct noc_exchange_block *
     coll_expect_of(c)->sent++;
 }
 
-/* Block b as one 2-D multicast to its grid line's rectangle (at the same offset of every
-   member's buffer: the headers agreed on one offset): ARRIVE on each member, SENT here once
-   per member. */
+/* Block b as one 2-D multicast to its grid line's rectangle, at the same offset of every
+   member's buffer (the headers agreed on one offset). */
 static int emit_line_block(struct coll_stream *st, const struct noc_exchange_block *b)
 {
     static uint16_t ranks[NOC_GROUP_MAX];
@@ -117,21 +116,9 @@ static int emit_line_block(struct coll_stream *st, const struct noc_exchange_blo
     (void)fits;
     const uint64_t off = coll_headers(c)[c->rank].buf -
                          npu_map_instance_base(NPU_MAP_SRAM, c->group.core[c->rank]);
-    struct noc_multicast_args m = {
-        .src = b->src, .dst_offset = off + b->dst_offset, .rows = b->rows,
-        .row_bytes = b->row_bytes, .src_stride = b->rows > 1 ? b->src_stride : b->row_bytes,
-        .dst_stride = b->rows > 1 ? b->dst_stride : b->row_bytes,
-        .row0 = r.row0, .col0 = r.col0, .row1 = (uint16_t)(r.row0 + r.rows - 1),
-        .col1 = (uint16_t)(r.col0 + r.cols - 1),
-        .sync = { .signal = true, .signal_sem = (uint8_t)coll_arrive_sem(c), .signal_value = 1,
-                  .signal2 = true, .signal2_core = (uint16_t)hal_self()->core_id,
-                  .signal2_sem = (uint8_t)coll_sem(c, COLL_SEM_SENT), .signal2_value = 1 },
-    };
-    noc_multicast_desc(coll_stream_next(st, NPU_ENGINE_NOC), &m);
-    int rc = coll_stream_flush(st); /* before SENT expects one landing per member */
-    if (rc == NPU_OK)
-        coll_expect_of(c)->sent += len;
-    return rc;
+    return coll_mcast_rect(c, st, &r, len, b->src, off + b->dst_offset, b->rows, b->row_bytes,
+                           b->rows > 1 ? b->src_stride : b->row_bytes,
+                           b->rows > 1 ? b->dst_stride : b->row_bytes);
 }
 
 int noc_exchange_blocks(struct noc_comm *c, const struct noc_exchange_args *a)

@@ -173,6 +173,12 @@ int coll_ring_allgather(struct noc_comm *c, const struct coll_ring *r);
    allows it and every rank's buffer is at the same SRAM offset (agreed headers). */
 bool coll_mcast_fits(const struct noc_comm *c);
 int coll_mcast_allgather(struct noc_comm *c, uint64_t count, enum npu_dtype dtype);
+/* One multicast of rows x row_bytes from src (src_stride apart) to dst_offset (dst_stride
+   apart) in the SRAM of every core of rectangle r (`members` of the group, the sender
+   included); each landing counts on ARRIVE there, and on this rank's SENT. */
+int coll_mcast_rect(struct noc_comm *c, struct coll_stream *st, const struct noc_rect *r,
+                    uint32_t members, uint64_t src, uint64_t dst_offset, uint32_t rows,
+                    uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);
 /* The rectangle of the mesh that the cores of ranks[0, len) fill exactly (a MESH2D grid
    laid over its rectangle row by row: a grid row or column is a row or column of cores), if
    they do. */

@@ -46,9 +46,9 @@ bool coll_mcast_fits(const struct noc_comm *c)
 /* One multicast of rows x row_bytes from src (src_stride apart) to dst_offset (dst_stride
    apart) in the SRAM of every core of rectangle r (`members` of the group, the sender
    included); each landing counts on ARRIVE there, and on our SENT. */
-static int mcast_rect(struct noc_comm *c, struct coll_stream *st, const struct noc_rect *r,
-                      uint32_t members, uint64_t src, uint64_t dst_offset, uint32_t rows,
-                      uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
+int coll_mcast_rect(struct noc_comm *c, struct coll_stream *st, const struct noc_rect *r,
+                    uint32_t members, uint64_t src, uint64_t dst_offset, uint32_t rows,
+                    uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride)
 {
     assert(row_bytes <= UINT32_MAX && src_stride <= UINT32_MAX && dst_stride <= UINT32_MAX &&
            "a block is in SRAM");
@@ -73,7 +73,7 @@ static int mcast_rows(struct noc_comm *c, struct coll_stream *st, uint64_t src,
                       uint64_t dst_offset, uint32_t rows, uint64_t row_bytes,
                       uint64_t src_stride, uint64_t dst_stride)
 {
-    return mcast_rect(c, st, &c->group.rect, c->group.size, src, dst_offset, rows, row_bytes,
+    return coll_mcast_rect(c, st, &c->group.rect, c->group.size, src, dst_offset, rows, row_bytes,
                       src_stride, dst_stride);
 }
 
@@ -152,7 +152,7 @@ int coll_mcast_line_allgather(struct noc_comm *c, const struct coll_ring *r,
     struct coll_stream st;
     coll_stream_begin(&st, c);
     if (bytes > 0) {
-        int rc = mcast_rect(c, &st, rect, r->len, coll_headers(c)[c->rank].buf + lo * eb,
+        int rc = coll_mcast_rect(c, &st, rect, r->len, coll_headers(c)[c->rank].buf + lo * eb,
                             off + lo * eb, 1, bytes, bytes, bytes);
         if (rc != NPU_OK)
             return rc;

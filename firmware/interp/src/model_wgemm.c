@@ -378,14 +378,20 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
 
 /* What exec_collective and exec_reduce_scatter share: once the queued work is done (after:
    the queued work on a's buffer), `call` over the ranks, counted as collective time. */
+/* Before a collective on [buf, + bytes): the queued work done, or (after) the queued work
+   on that buffer. */
+static int coll_ready(struct exec_model *m, uint64_t buf, uint64_t bytes, bool after)
+{
+    return after ? exec_wait_for_collective(m, buf, bytes) : exec_flush(m);
+}
+
 static int exec_coll_call(struct exec_model *m,
                           int (*call)(struct noc_comm *, const struct noc_coll_args *),
                           const struct noc_coll_args *a, bool after)
 {
     if (m->tp == 1)
         return NPU_OK;
-    const uint64_t bytes = a->count * (a->dtype == NPU_DTYPE_BF16 ? 2 : 4);
-    int rc = after ? exec_wait_for_collective(m, a->buf, bytes) : exec_flush(m);
+    int rc = coll_ready(m, a->buf, a->count * (a->dtype == NPU_DTYPE_BF16 ? 2 : 4), after);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;
@@ -424,7 +430,7 @@ int exec_exchange(struct exec_model *m, const struct noc_exchange_args *a, bool 
 {
     if (m->tp == 1)
         return NPU_OK;
-    int rc = after ? exec_wait_for_collective(m, a->buf, a->bytes) : exec_flush(m);
+    int rc = coll_ready(m, a->buf, a->bytes, after);
     if (rc != NPU_OK)
         return rc;
     enum exec_cat was = m->acct.cat;
