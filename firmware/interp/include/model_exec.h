@@ -428,6 +428,10 @@ bool exec_layer_pending(void);
    MoE layer's ops (its attention takes them or runs them first, its MoE op is empty). */
 bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op);
 void exec_layer_forget(void); /* after a failed pass */
+/* Called by moe_route once the router's GEMM is issued, before its softmax: runs what
+   layer_op_fused left to run beside that GEMM (the previous layer's combine of the next
+   group), or nothing. 0 or a negative npu_status. */
+int exec_layer_beside_route(struct exec_model *m);
 /* Runs one layer op over every tile of the runs' rows, which start at residual row row0;
    the residual rows move in and out unless in SRAM. A tile may replay a recorded one of its
    shape instead (tile reuse, model_reuse_tile.c). The op loops: model_layer_ops.c. */

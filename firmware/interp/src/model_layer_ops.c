@@ -224,7 +224,7 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
         if (rc == NPU_OK)
-            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G, true);
+            rc = exec_moe_wide_combine_group(m, l, tile, g0 / G, true, true);
         if (rc == NPU_OK)
             rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
@@ -318,15 +318,53 @@ static bool layer_takes_pending(uint32_t l, const struct exec_run *runs, uint32_
            pending.nruns == nruns && pending.row0 == row0 && pending.rows == rows;
 }
 
-/* Layer l - 1's combine of the group of op rows [g0, g0 + gn), its rows in buf: charged to
-   layer l (exec_set_layer would wait for the engines). */
+/* Layer l - 1's combine of the group of op rows [g0, g0 + gn), its rows in buf (0: the
+   sums stay in ep_out for group_add_early): charged to layer l (exec_set_layer would wait
+   for the engines). */
 static int group_combine_prev(struct exec_model *m, uint32_t l, const struct exec_run *runs,
                               uint32_t nruns, uint32_t g0, uint32_t gn, uint64_t buf)
 {
     struct exec_tile *const tile = &op_tiles[1]; /* free until the group's attention */
     make_tile(runs, nruns, g0, gn, tile);
     tile->xt = buf, tile->in_xt = true;
-    return exec_moe_wide_combine_group(m, l - 1, tile, g0 / npu_moe_group_rows(m->plan), false);
+    return exec_moe_wide_combine_group(m, l - 1, tile, g0 / npu_moe_group_rows(m->plan), false,
+                                       buf != 0);
+}
+
+/* Layer l - 1's combine of the next group (op rows [g0, g0 + gn)), armed by
+   layer_op_fused to run beside this group's router GEMM (exec_layer_beside_route): the
+   combine's collectives then overlap that GEMM instead of coming between this group's
+   dispatch and the next group's QKV GEMM with the matrix idle. Its sums wait in ep_out,
+   which nothing else writes until that group's attention (the dispatch fills ep_send and
+   ep_recv, the spill reads ep_recv), and are added once the group's rows are in SRAM
+   (group_add_early), so every rank does the same whatever buffers it has. */
+static struct {
+    bool set;
+    uint32_t layer, g0, gn, nruns;
+    const struct exec_run *runs;
+} beside;
+
+int exec_layer_beside_route(struct exec_model *m)
+{
+    if (!beside.set)
+        return NPU_OK;
+    beside.set = false;
+    return group_combine_prev(m, beside.layer, beside.runs, beside.nruns, beside.g0, beside.gn,
+                              0);
+}
+
+static void arm_beside(uint32_t l, const struct exec_run *runs, uint32_t nruns, uint32_t g0,
+                       uint32_t gn)
+{
+    beside.set = true, beside.layer = l, beside.g0 = g0, beside.gn = gn;
+    beside.runs = runs, beside.nruns = nruns;
+}
+
+/* The early combine's sums (ep_out[gn][d]) into the group's rows, now in buf. */
+static void group_add_early(struct exec_model *m, uint64_t buf, uint32_t gn)
+{
+    exec_set_cat(m, EXEC_CAT_FFN);
+    exec_add_rows(m, buf, m->buf.a.ep_out, gn, m->cfg->hidden_size);
 }
 
 /* The attention tiles of the group of op rows [g0, g0 + gn) in xt (x: its rows in x_all):
@@ -374,6 +412,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     pending.set = false;
     exec_set_layer(m, l);
     uint32_t wave = 0; /* the first op row of the wave */
+    bool combined = false; /* this group's combine ran beside the one before's router */
     if (wide)
         exec_moe_wide_begin_layer(m, l);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
@@ -381,6 +420,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         const uint32_t gn1 = rows - g1 < G ? rows - g1 : G;
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
         if (wide && g0 > wave && !exec_moe_wide_has_room(m, l, gn)) {
+            assert(!combined && "a group combined early was loaded in this wave");
             rc = layer_wide_finish(m, l, runs, nruns, row0, wave, g0);
             wave = g0;
             group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
@@ -393,15 +433,23 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
             rc = group_prefetch(m, &b, row0 + g1, gn1);
         if (rc == NPU_OK && wide && g1 >= rows) /* the second pass's first matrices */
             exec_moe_wide_prefetch(m, l);
-        if (rc == NPU_OK && take)
+        if (rc == NPU_OK && combined)
+            group_add_early(m, buf, gn);
+        else if (rc == NPU_OK && take)
             rc = group_combine_prev(m, l, runs, nruns, g0, gn, buf);
         if (rc == NPU_OK)
             rc = group_attention(m, op, runs, nruns, g0, gn, x, buf);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
         m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
+        /* the next group's combine beside this one's router (the same on every rank) */
+        const bool armed = rc == NPU_OK && take && g1 < rows && !m->treuse.enabled;
+        if (armed)
+            arm_beside(l, runs, nruns, g1, gn1);
         if (rc == NPU_OK)
             rc = group_moe(m, l, tile, x, wide);
+        combined = armed && !beside.set; /* else its router did not run: combine it next */
+        beside.set = false;
         if (rc == NPU_OK)
             rc = rows_copy(m, buf, row0 + g0, gn, false);
     }

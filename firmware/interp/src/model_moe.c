@@ -26,11 +26,16 @@ int moe_route(struct exec_model *m, uint32_t l, uint64_t x, uint32_t n)
     const struct model_config *c = m->cfg;
     const struct npu_act_layout *a = &m->buf.a;
     const uint32_t d = c->hidden_size, E = c->num_experts;
-    if (n > 0) {
+    if (n > 0) { /* probs[n][E] = xb[n][d] router[E][d]^T */
         exec_rmsnorm(m, a->xb, x, exec_weight_addr(m, l, MT_FFN_NORM), n, d);
-        /* probs[n][E] = xb[n][d] router[E][d]^T, softmax, top-k */
         exec_gemm(m, a->probs, a->xb, exec_weight_addr(m, l, MT_ROUTER), n, E, d, d, d, E,
                   true, true, false);
+    }
+    /* beside the GEMM (its output is not read until the softmax) */
+    int rc = exec_layer_beside_route(m);
+    if (rc != NPU_OK)
+        return rc;
+    if (n > 0) { /* softmax, top-k */
         exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SOFTMAX, .x = a->probs,
                                              .out = a->probs, .rows = n, .cols = E });
         exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_TOPK, .x = a->probs,

@@ -182,6 +182,12 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     exec_set_cat(m, EXEC_CAT_FFN);
     int rc = moe_route(m, l, tile->xt + r0 * row, nr);
+    /* HAZARD: the router may have run the layer before's combine beside its GEMM
+       (exec_layer_beside_route), which asked for that layer's map: the one map (and x,
+       which points to it) becomes this layer's again */
+    const struct moe_ep_map *again = moe_ep_map(m, l);
+    assert(again == x && "one map at a time");
+    (void)again;
     if (rc == NPU_OK)
         exec_stage_after_route(m, l); /* the router read the layer's last shares */
     if (rc == NPU_OK) {
@@ -268,12 +274,12 @@ static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint3
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
 {
-    return moe_ep_combine_add_from(m, tile, x, plan, 0);
+    return moe_ep_combine_add_from(m, tile, x, plan, 0, true);
 }
 
 int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
                             const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
-                            uint64_t from_row)
+                            uint64_t from_row, bool add)
 {
     const uint32_t d = m->cfg->hidden_size, n = tile->n;
     const uint64_t row = (uint64_t)d * m->buf.eb;
@@ -293,15 +299,18 @@ int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
     if (nr > 0)
         weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr,
                       moe_pairs.first[x->n]);
-    rc = exec_flush(m);
+    /* the sums done (and with them, in the vector queue's order, the weighing that reads
+       rweight, which the hart rewrites at the next sort); not the whole chain: a router
+       GEMM may run beside (exec_layer_beside_route) */
+    const uint64_t all = (uint64_t)m->tp * slice * d;
+    rc = exec_wait_for_collective(m, m->buf.a.ep_out, all * m->buf.eb);
     if (rc == NPU_OK && n > 0) { /* step 5 (a disaggregated replica's part may be empty) */
-        struct noc_coll_args g = { .buf = m->buf.a.ep_out, .count = (uint64_t)m->tp * slice * d,
-                                   .dtype = m->buf.dt };
+        struct noc_coll_args g = { .buf = m->buf.a.ep_out, .count = all, .dtype = m->buf.dt };
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_allgather(m->comm, &g);
         exec_set_cat(m, EXEC_CAT_FFN);
     }
-    if (rc == NPU_OK && n > 0)
+    if (rc == NPU_OK && n > 0 && add)
         exec_add_rows(m, tile->xt, m->buf.a.ep_out, n, d);
     return rc;
 }

@@ -326,7 +326,7 @@ static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint
    `ahead` the next group's start loading beside it), its dispatch plan and top-k back, its
    choices sorted again, the combine and the sum. */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                uint32_t group, bool ahead)
+                                uint32_t group, bool ahead, bool add)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -348,11 +348,18 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     copy_topk(m, &s, l, group, nr, false);
-    int rc = exec_flush(m); /* the hart reads the matrix and the top-k */
+    /* the hart reads the matrix and the top-k: waits for those alone, since the combine
+       may run beside a router GEMM (exec_layer_beside_route) */
+    const uint64_t topk = m->plan->mode ? 0 : (uint64_t)nr * m->cfg->experts_per_token * 4;
+    int rc = exec_wait_for(m, m->buf.a.ep_matrix, mat);
+    if (rc == NPU_OK && topk)
+        rc = exec_wait_for(m, m->buf.a.topk_val, topk);
+    if (rc == NPU_OK && topk)
+        rc = exec_wait_for(m, m->buf.a.topk_idx, topk);
     if (rc == NPU_OK && rec->rows) /* and the combine sends the outputs */
         rc = exec_wait_for(m, m->buf.a.ep_recv + at * row, rec->rows * row);
     if (rc != NPU_OK)
         return rc;
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-    return moe_ep_combine_add_from(m, tile, x, &plan, at);
+    return moe_ep_combine_add_from(m, tile, x, &plan, at, add);
 }
