@@ -89,10 +89,11 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan);
 /* The same with this rank's outputs from row from_row of ep_recv (the dispatch's layout,
-   shifted): the MoE over the layer loads the next group's outputs beside them. */
+   shifted): the MoE over the layer loads the next group's outputs beside them. Without
+   `add`, the sums stay in ep_out[n][d] for the caller to add (the tile's xt unused). */
 int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
                             const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
-                            uint64_t from_row);
+                            uint64_t from_row, bool add);
 /* Disaggregated (plan.disagg), on the expert instance: one dispatch round of layer l (one
    micro-batch of every replica at once) taken over the pair group, every slice this rank
    holds served over its rows, and the outputs sent back; the replicas' ranks run
@@ -122,7 +123,7 @@ int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
    idle). */
 void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                uint32_t group, bool ahead);
+                                uint32_t group, bool ahead, bool add);
 
 /* Layer l's first expert slices, in the order the MoE group will serve them, loaded into
    the expert ring: as the layer's attention starts where the layer's rows are one MoE
