@@ -8,8 +8,7 @@
  * replicate, so a link shared by several destinations carries the data once), limited by
  * its most contended link. Latency after the transfer: the hops of the longest route (a read
  * also pays the request's trip to the remote core). A completion signal leaves from where
- * the data lands. The endpoint starts its next descriptor once a transfer's data has left
- * (posted writes, chip_engines.c: flow_complete_due); completions stay in queue order.
+ * the data lands.
  */
 #include <stdio.h>
 #include <string.h>

@@ -178,18 +178,12 @@ static int flow_owner_set(struct chip_engines *e, uint32_t id, uint32_t q)
     return NPU_OK;
 }
 
-/* The slot that starts next: behind the posted ones. */
-static struct chip_engine_slot *next_slot(const struct chip_engine_queue *queue)
-{
-    return &queue->ring[(queue->head + queue->posted) % queue->cap];
-}
-
 static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t now)
 {
     const struct chip_engine_queue *queue = &e->queues[q];
-    if (queue->busy || queue->len <= queue->posted)
+    if (queue->busy || queue->len == 0)
         return false;
-    const struct chip_engine_slot *s = next_slot(queue);
+    const struct chip_engine_slot *s = &queue->ring[queue->head];
     if (s->ready_ps > now)
         return false;
     const uint32_t *sems = e->clock->harts[queue_core(q)].sems;
@@ -261,14 +255,11 @@ static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
     if (!head_may_start(e, q, now))
         return;
     struct chip_engine_queue *queue = &e->queues[q];
-    struct chip_engine_slot *slot = next_slot(queue);
-    const struct npu_desc *d = &slot->d;
+    const struct npu_desc *d = &queue->ring[queue->head].d;
     struct chip_engine_plan plan;
     chip_engine_desc_plan(e, queue_core(q), d, &plan);
-    if (!plan.is_flow && queue->posted)
-        return; /* ends in order: once the posted ones have landed (queue_finish_head) */
     queue->busy = true;
-    slot->started_ps = now;
+    queue->started_ps = now;
     if (!plan.is_flow) {
         const bool matrix = d->engine == NPU_ENGINE_MATRIX;
         const uint64_t cycles = matrix && matrix_follows(e, q, now) ? plan.piped_cycles
@@ -294,26 +285,19 @@ static void queue_finish_head(struct chip_engines *e, uint32_t q, uint64_t now)
 {
     struct chip_engine_queue *queue = &e->queues[q];
     uint32_t core = queue_core(q);
-    assert((queue->busy || queue->posted) && queue->len > 0);
-    const struct chip_engine_slot *slot = &queue->ring[queue->head];
-    struct npu_desc d = slot->d;
+    assert(queue->busy && queue->len > 0);
+    struct npu_desc d = queue->ring[queue->head].d;
     chip_engine_desc_finish(e, core, &d, now, &queue->count);
     if (e->cfg.log)
-        chip_engine_log_desc(e->cfg.log, core, &d, slot->ready_ps, slot->started_ps, now);
+        chip_engine_log_desc(e->cfg.log, core, &d, queue->ring[queue->head].ready_ps,
+                             queue->started_ps, now);
     queue->count.descs++;
-    /* posted NoC transfers overlap: each instant of busy time counts once */
-    const uint64_t from = slot->started_ps > queue->busy_end_ps ? slot->started_ps
-                                                                 : queue->busy_end_ps;
-    queue->count.busy_ps += now > from ? now - from : 0;
-    queue->busy_end_ps = now > queue->busy_end_ps ? now : queue->busy_end_ps;
+    queue->count.busy_ps += now - queue->started_ps;
     if (d.engine == NPU_ENGINE_MATRIX)
         matrix_remember(queue, &d, now);
     queue->head = (queue->head + 1) % queue->cap;
     queue->len--;
-    if (queue->posted)
-        queue->posted--; /* the running one, if any, is still running */
-    else
-        queue->busy = false;
+    queue->busy = false;
     if ((d.flags & NPU_DESC_IRQ) && e->cfg.on_irq)
         e->cfg.on_irq(e->cfg.opaque, core);
     queue_try_start(e, q, now);
@@ -326,17 +310,10 @@ static void flow_complete_due(struct chip_engines *e, uint64_t now)
     uint32_t id;
     while (flow_net_next_completion(&e->net, &t, &id) && t <= now) {
         uint32_t q = e->flow_owner[id];
-        struct chip_engine_queue *queue = &e->queues[q];
         flow_net_remove(&e->net, now, id);
-        uint64_t land = now + queue->latency_cycles * e->clock->p.cycle_ps;
-        if (q % NPU_ENGINE_COUNT == NPU_ENGINE_NOC) { /* posted: the next starts now */
-            land = land > queue->last_land_ps ? land : queue->last_land_ps; /* in order */
-            queue->last_land_ps = land;
-            queue->posted++;
-            queue->busy = false;
-            chip_clock_schedule(e->clock, queue_core(q), now, EV_ENG_TRY, q, 0);
-        }
-        chip_clock_schedule(e->clock, queue_core(q), land, EV_ENG_DONE, q, 0);
+        chip_clock_schedule(e->clock, queue_core(q),
+                            now + e->queues[q].latency_cycles * e->clock->p.cycle_ps,
+                            EV_ENG_DONE, q, 0);
     }
     flow_reschedule(e);
 }
@@ -371,9 +348,8 @@ void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem)
     for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++) {
         uint32_t q = core * NPU_ENGINE_COUNT + eng;
         const struct chip_engine_queue *queue = &e->queues[q];
-        const struct npu_desc *d = &next_slot(queue)->d;
-        if (queue->len > queue->posted && !queue->busy &&
-            (d->wait_sem == sem || d->wait2_sem == sem))
+        const struct npu_desc *d = &queue->ring[queue->head].d;
+        if (queue->len && !queue->busy && (d->wait_sem == sem || d->wait2_sem == sem))
             queue_try_start(e, q, e->clock->time_ps);
     }
 }
@@ -426,7 +402,7 @@ int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_add
     uint64_t now = chip_hart_time(e->clock, core);
     for (uint32_t i = 0; i < count; i++) {
         struct chip_engine_queue *q = &e->queues[core * NPU_ENGINE_COUNT + descs[i].engine];
-        q->ring[(q->head + q->len++) % q->cap] = (struct chip_engine_slot){ descs[i], now, 0 };
+        q->ring[(q->head + q->len++) % q->cap] = (struct chip_engine_slot){ descs[i], now };
     }
     for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++)
         if (per_engine[eng])

@@ -87,13 +87,8 @@ struct chip_gemm_extent {
 struct chip_engine_queue {
     struct chip_engine_slot *ring; /* capacity grows up to NPU_ENGINE_QUEUE_MAX */
     uint32_t cap, head, len;
-    bool busy;              /* the descriptor `posted` slots behind the head is running */
-    /* NoC: descriptors whose transfer has left the endpoint, landing in order (the head's
-       first); the endpoint starts the next meanwhile, as real endpoints keep posted
-       writes in flight. Other engines: always 0. */
-    uint32_t posted;
-    uint64_t last_land_ps;  /* NoC: when the last posted one lands */
-    uint64_t busy_end_ps;   /* the end of the busy time counted so far (overlaps once) */
+    bool busy;              /* the head descriptor is running */
+    uint64_t started_ps;
     uint32_t flow;          /* DMA / NoC: flow of the running descriptor ... */
     /* matrix: the last commands run and when each ended, newest first (a command queued
        behind them may flow through the array right after the newest: it must not touch

@@ -12,7 +12,6 @@
 struct chip_engine_slot {
     struct npu_desc d;
     uint64_t ready_ps;
-    uint64_t started_ps;
 };
 
 /* Resources one transfer may cross: a multicast tree over a 32 x 32 mesh has 1023 links. */

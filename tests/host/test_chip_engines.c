@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Engine queues on the chip clock (emulator/model/chip_engines.c): submit checks, exact
- * DMA / NoC / GEMM completion times, bandwidth sharing on a NoC link, in-order queues, posted
- * NoC writes, WAIT and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
+ * DMA / NoC / GEMM completion times, bandwidth sharing on a NoC link, in-order queues, WAIT
+ * and SIGNAL, functional effects and performance mode. A 2x2 mesh, 2000 ps cycles, HBM and
  * NoC links at 64 GB/s (1 byte per 15.625 ps), 100 cycles of HBM latency.
  */
 #include <math.h>
@@ -222,43 +222,6 @@ static void test_noc_link_shared(void **state)
     assert_int_equal(f->c.time_ps, 2000000 + 2 * HOP);
     assert_int_equal(f->c.harts[3].sems[1], 2);
     assert_int_equal(f->sram[3][0x20000], 0xaa);
-}
-
-/* Posted writes: core 0 writes 64000 bytes to core 3 (2 hops), then 64 to core 1 (1 hop).
-   The second starts as the first one's data has left (1000000 ps), not once it has
-   landed, and would land at 1005000 ps, but completes no earlier than the first (1008000;
-   paid in series, 1013000). */
-static void submit_two_writes(struct fix *f)
-{
-    struct npu_desc d[2] = {
-        copy(NPU_ENGINE_NOC, sram_addr(0, 0x10000), sram_addr(3, 0x20000), 64000, 3, 1),
-        copy(NPU_ENGINE_NOC, sram_addr(0, 0x30000), sram_addr(1, 0x20000), 64, 1, 2),
-    };
-    memset(f->sram[0] + 0x10000, 0x5a, 64000);
-    memset(f->sram[0] + 0x30000, 0xa5, 64);
-    assert_int_equal(submit(f, 0, d, 2), NPU_OK);
-}
-
-/* The second lands with the first; the endpoint's busy time counts the overlap once. */
-static void test_noc_posted_in_order(void **state)
-{
-    struct fix *f = *state;
-    submit_two_writes(f);
-    assert_int_equal(wait_for(f, 1, 2, 1), 1000000 + 2 * HOP);
-    assert_int_equal(f->c.harts[3].sems[1], 1);
-    assert_int_equal(f->sram[3][0x20000 + 63999], 0x5a);
-    assert_int_equal(f->sram[1][0x20000 + 63], 0xa5);
-    assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_NOC), 0);
-    assert_int_equal(chip_engines_counters(&f->e, 0, NPU_ENGINE_NOC)->busy_ps,
-                     1000000 + 2 * HOP);
-}
-
-/* The first lands after its own hops, not when the second would have. */
-static void test_noc_posted_first_lands_first(void **state)
-{
-    struct fix *f = *state;
-    submit_two_writes(f);
-    assert_int_equal(wait_for(f, 3, 1, 1), 1000000 + 2 * HOP);
 }
 
 /*
@@ -635,8 +598,6 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_queue_runs_in_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_engine_log, setup, teardown),
         cmocka_unit_test_setup_teardown(test_noc_link_shared, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_noc_posted_in_order, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_noc_posted_first_lands_first, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_batch, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gemm_pipelined, setup, teardown),
