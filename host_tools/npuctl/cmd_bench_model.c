@@ -7,7 +7,8 @@
  *
  * Per shape it prints the chip time of the iteration (rank 0's `MODEL done ... chip_us`,
  * which starts after the resident weights are loaded), the bound and its two terms, their
- * ratio, each engine kind's busy time over the run summed over all cores as a share of
+ * ratio, the array floor (the bound with each GEMM's share of the array) and the ratio to
+ * it, each engine kind's busy time over the run summed over all cores as a share of
  * cores x run time (from the machine's stats file), HBM bytes moved against the least the
  * bound counts, the MoE load under expert parallelism (rows served by the busiest rank over
  * the mean rank's, from `MODEL routed`: averaged over the layers, and the worst layer), and
@@ -299,8 +300,9 @@ static void print_header(const struct bench_model_opts *o, const struct npu_imag
            h->plan.routing == NPU_ROUTING_SKEWED ? "skewed" : "uniform");
     if (h->plan.routing == NPU_ROUTING_SKEWED)
         printf(":%.3f", h->plan.routing_skew_milli / 1000.0);
-    printf("\n%-18s %10s %10s %9s %9s %8s  %6s %6s %6s %6s %6s  %9s %9s  %-14s %s\n",
-           "shape", "chip ms", "bound ms", "matrix", "hbm", "x bound", "mat%", "vec%", "dma%",
+    printf("\n%-18s %10s %10s %9s %9s %8s %9s %8s  %6s %6s %6s %6s %6s  %9s %9s  %-14s %s\n",
+           "shape", "chip ms", "bound ms", "matrix", "hbm", "x bound", "floor ms", "x floor",
+           "mat%", "vec%", "dma%",
            "dma2%", "noc%", "HBM GB", "least GB", "MoE max/mean",
            "attn/ffn/coll/weights/other ms (rank 0)");
     (void)o;
@@ -313,9 +315,10 @@ static void print_row(const struct shape *sh, const struct measured *m,
     char moe[32] = "-";
     if (m->moe_worst > 0)
         snprintf(moe, sizeof(moe), "%.2f (%.2f)", m->moe_imbalance, m->moe_worst);
-    printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f %6.1f  %9.3f %9.3f  "
-           "%-14s %.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
+    printf("%-18s %10.3f %10.3f %9.3f %9.3f %7.2fx %9.3f %7.2fx  %6.1f %6.1f %6.1f %6.1f %6.1f  "
+           "%9.3f %9.3f  %-14s %.1f/%.1f/%.1f/%.1f/%.1f\n", sh->name, chip_ms, b->bound_s * 1e3,
            b->matrix_s * 1e3, b->hbm_s * 1e3, b->bound_s > 0 ? m->chip_us / 1e6 / b->bound_s : 0,
+           b->floor_s * 1e3, b->floor_s > 0 ? m->chip_us / 1e6 / b->floor_s : 0,
            100 * m->busy_ps[0] / share, 100 * m->busy_ps[1] / share,
            100 * m->busy_ps[2] / share, 100 * m->busy_ps[4] / share,
            100 * m->busy_ps[3] / share, m->hbm_bytes / 1e9,

@@ -3,7 +3,7 @@
  * The whole-chip lower bound of a model step (models/planner/src/npu_bound.c,
  * docs/benchmarks.md): FLOPs and bytes against hand counts on the tiny models, the chip's
  * peak and bandwidth, the experts a step touches against the routing model's own draws, and
- * the SRAM credit.
+ * the SRAM credit; the array floor against the share of a 16 x 16 array each GEMM's rows use.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -116,6 +116,61 @@ static void test_moe_experts(void **state)
     assert_float_equal(b.experts_touched, want, 0);
 }
 
+/* The array floor: with 2 rows a step every GEMM's weights meet 2 rows (attention: one row
+   times 2 query heads per KV head; the LM head: the 2 token rows), so each uses 2 of the
+   array's 16 rows: 8 times the FLOPs' time. With 16 rows and more, it is the bound's. */
+static void test_array_floor_dense(void **state)
+{
+    (void)state;
+    struct npu_bound b;
+    const struct npu_bound_opts o = { .elem_bytes = 2 };
+    struct npu_bound_shape s = { .requests = 2, .rows = 1, .context = 40 };
+    assert_int_equal(npu_bound_step(&dense, &chip, &s, &o, &b), NPU_OK);
+    assert_float_equal(b.array_flops, 8 * b.flops, 1e-6 * b.flops);
+    assert_float_equal(b.array_s, b.array_flops / b.peak_flops, 1e-15);
+    assert_float_equal(b.floor_s, b.array_s > b.hbm_s ? b.array_s : b.hbm_s, 0);
+    assert_true(b.floor_s >= b.bound_s);
+    s = (struct npu_bound_shape){ .requests = 16, .rows = 16, .context = 0 };
+    assert_int_equal(npu_bound_step(&dense, &chip, &s, &o, &b), NPU_OK);
+    assert_float_equal(b.array_flops, b.flops, 1e-9 * b.flops);
+    assert_float_equal(b.floor_s, b.bound_s, 1e-15);
+}
+
+/* MoE: an expert's GEMMs use min(1, rows routed to it / 16) of the array, its rows the
+   routing model's draws; the rest of the layer meets all 12 rows (attention: 6 x 2). */
+static void test_array_floor_moe(void **state)
+{
+    (void)state;
+    struct npu_bound b;
+    const struct npu_bound_opts o = { .elem_bytes = 2, .skew_milli = 1000, .seed = 7 };
+    const struct npu_bound_shape s = { .requests = 2, .rows = 6, .context = 0 };
+    assert_int_equal(npu_bound_step(&moe, &chip, &s, &o, &b), NPU_OK);
+    const struct routing_model rm = { 8, 2, 1000, 7 };
+    const double expert = 3.0 * 128 * 128, u = 12.0 / 16;
+    double experts = 0, experts_array = 0;
+    for (uint32_t l = 0; l < 4; l++) {
+        uint64_t cum[ROUTING_EXPERTS_MAX];
+        uint32_t e[2], rows[8] = { 0 };
+        routing_layer_table(&rm, l, cum);
+        for (uint32_t r = 0; r < 2; r++)
+            for (uint32_t i = 0; i < 6; i++) {
+                routing_draw(&rm, cum, l, r, i, e);
+                rows[e[0]]++, rows[e[1]]++;
+            }
+        for (uint32_t x = 0; x < 8; x++) {
+            if (!rows[x])
+                continue;
+            experts += 2.0 * rows[x] * expert;
+            experts_array += 2.0 * rows[x] * expert / (rows[x] >= 16 ? 1.0 : rows[x] / 16.0);
+        }
+    }
+    /* the LM head's 2 token rows use 2 / 16 */
+    const double head = 2.0 * 2 * 128 * 512;
+    const double rest = b.flops - experts - head;
+    assert_true(experts_array > experts);
+    assert_float_equal(b.array_flops, rest / u + experts_array + head * 8, 1e-9 * b.array_flops);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -134,6 +189,8 @@ int main(void)
         cmocka_unit_test(test_dense_hand_count),
         cmocka_unit_test(test_hbm_beyond_sram),
         cmocka_unit_test(test_moe_experts),
+        cmocka_unit_test(test_array_floor_dense),
+        cmocka_unit_test(test_array_floor_moe),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, setup, NULL);

@@ -76,8 +76,8 @@ npu_target_test(bench.unknown EXIT 2
 # bound, and the shapes the model cannot hold skipped with the reason.
 npu_target_test(bench.model EXIT 0 TIMEOUT 120
   EXPECT "^bench model: tiny-moe on mesh-4x4 \\(performance\\), tp 16, 1 stage\\(s\\), routing uniform$"
-         "^shape +chip ms +bound ms +matrix +hbm +x bound +mat% +vec% +dma% +dma2% +noc%"
-         "^prefill-512 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ "
+         "^shape +chip ms +bound ms +matrix +hbm +x bound +floor ms +x floor +mat% +vec% +dma% +dma2% +noc%"
+         "^prefill-512 +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ "
          "^decode-b8-ctx4k +skipped: 4098 positions pass tiny-moe's max_position 1024$"
   CMD ${NPUCTL} bench model --model tiny-moe --chip mesh-4x4 --tp 16 --timeout 100)
 # under expert parallelism the row reports the MoE load: busiest rank over the mean rank,

@@ -20,6 +20,17 @@
  *     chip already holds part of it; the rest must cross HBM at least once.
  *   bound       = max(matrix time, HBM time)
  *
+ * The array floor: the same FLOPs, each GEMM's divided by the share of the array it can use
+ * when each of its weights meets at most M rows, min(1, M / min(sa_rows, sa_cols)) (the
+ * chip's matrix formula: a fold lasts max(M, R) cycles however the operands are laid out).
+ * M is the most rows any plan could give the weight: every row of the step for QKV, O, the
+ * dense FFN and the router; the rows routed to an expert for that expert (the same draws);
+ * a request's rows times the query heads of a KV head for its attention; the token rows
+ * for the LM head. floor = max(array time, HBM time) is still plan-independent and still a
+ * lower bound on this chip; bound <= floor, and where they part, no firmware can reach the
+ * bound (a 512-token prefill of Qwen3-30B-A3B gives an expert 32 rows: a quarter of a
+ * 128-wide array).
+ *
  * Not counted: the NoC (a plan that keeps whole layers per core moves only the rows between
  * them, so no plan-independent NoC floor is larger than zero; `bench model` reports the
  * NoC's busy share beside the bound), writes of the new K and V, vector work.
@@ -57,6 +68,9 @@ struct npu_bound {
     double hbm_s;
     double experts_touched;    /* distinct (layer, expert) pairs routed to */
     double bound_s;            /* max(matrix_s, hbm_s) */
+    double array_flops;        /* flops, each GEMM's over the share of the array its rows use */
+    double array_s;            /* array_flops at the chip's peak */
+    double floor_s;            /* max(array_s, hbm_s): the bound with the array's shape */
 };
 
 /* 0, or NPU_ERR_INVAL for a shape of no rows, too many experts or an element size other

@@ -32,46 +32,69 @@ static void attention_reach(const struct model_config *m, uint32_t layer,
     *kv_pos = ctx * s->requests;
 }
 
-/* Distinct experts of `layer` the step's rows route to, drawn as the cores draw them. */
-static uint32_t experts_touched(const struct model_config *m, const struct npu_bound_shape *s,
-                                const struct routing_model *rm, uint32_t layer)
+/* Rows of the step routed to each expert of `layer` (rows[num_experts]), drawn as the cores
+   draw them; returns the distinct experts touched. */
+static uint32_t expert_rows(const struct model_config *m, const struct npu_bound_shape *s,
+                            const struct routing_model *rm, uint32_t layer, uint32_t *rows)
 {
     uint64_t cum[ROUTING_EXPERTS_MAX];
-    bool hit[ROUTING_EXPERTS_MAX] = { false };
     uint32_t picks[ROUTING_EXPERTS_MAX], n = 0;
+    memset(rows, 0, sizeof(*rows) * m->num_experts);
     routing_layer_table(rm, layer, cum);
-    for (uint32_t r = 0; r < s->requests && n < m->num_experts; r++)
-        for (uint32_t i = 0; i < s->rows && n < m->num_experts; i++) {
+    for (uint32_t r = 0; r < s->requests; r++)
+        for (uint32_t i = 0; i < s->rows; i++) {
             routing_draw(rm, cum, layer, r, s->context + i, picks);
             for (uint32_t j = 0; j < m->experts_per_token; j++)
-                if (!hit[picks[j]])
-                    hit[picks[j]] = true, n++;
+                n += rows[picks[j]]++ == 0;
         }
     return n;
 }
 
-/* One layer's FLOPs and the bytes it reads; adds to out. */
-static void bound_layer(const struct model_config *m, const struct npu_bound_shape *s,
-                        const struct routing_model *rm, double eb, uint32_t layer,
-                        struct npu_bound *out)
+/* The most of the array's peak a GEMM can use when each of its weights meets at most M
+   rows, in the chip's own matrix formula (docs/engines.md): a fold of R x C weights lasts
+   max(M, its weight rows) cycles, so with the weights stationary it does at most
+   min(M, R) / R of the array's work a cycle, and with the rows stationary instead (the
+   other operand streaming) min(M, C) / C. Partitions cannot raise M: cutting a GEMM over
+   cores splits its rows or its weights, never gives a weight more rows. */
+static double array_use(const struct chip_config *c, double rows)
+{
+    const double side = c->sa_rows < c->sa_cols ? c->sa_rows : c->sa_cols;
+    return rows >= side ? 1.0 : rows / side;
+}
+
+/* One layer's FLOPs, their array-time equivalent and the bytes it reads; adds to out. */
+static void bound_layer(const struct model_config *m, const struct chip_config *chip,
+                        const struct npu_bound_shape *s, const struct routing_model *rm,
+                        double eb, uint32_t layer, struct npu_bound *out)
 {
     const double d = m->hidden_size, hd = m->head_dim, h = m->num_heads;
     const double kvh = m->num_kv_heads, t = (double)s->requests * s->rows;
     const double qkv = d * hd * (h + 2 * kvh), o = hd * h * d;
     double sum_vis, kv_pos;
     attention_reach(m, layer, s, &sum_vis, &kv_pos);
-    out->flops += 2 * t * (qkv + o) + 2 * 2 * h * hd * sum_vis;
+    /* attention: a request's K and V meet its rows times the query heads of a KV head */
+    const double attn = 2 * 2 * h * hd * sum_vis, proj = 2 * t * (qkv + o);
+    out->flops += proj + attn;
+    out->array_flops += proj / array_use(chip, t) +
+                        attn / array_use(chip, (double)s->rows * (h / kvh));
     out->weight_bytes += (qkv + o + 2 * d) * eb;
     out->kv_bytes += kv_pos * 2 * kvh * hd * eb;
     if (m->arch == MODEL_MOE) {
         const double expert = 3 * d * m->moe_intermediate_size;
-        uint32_t touched = experts_touched(m, s, rm, layer);
-        out->flops += 2 * t * d * m->num_experts + 2 * t * m->experts_per_token * expert;
+        const double router = 2 * t * d * m->num_experts;
+        uint32_t rows[ROUTING_EXPERTS_MAX];
+        uint32_t touched = expert_rows(m, s, rm, layer, rows);
+        out->flops += router + 2 * t * m->experts_per_token * expert;
+        out->array_flops += router / array_use(chip, t);
+        for (uint32_t e = 0; e < m->num_experts; e++) /* each expert's weights meet its rows */
+            if (rows[e])
+                out->array_flops += 2.0 * rows[e] * expert / array_use(chip, rows[e]);
         out->weight_bytes += (d * m->num_experts + touched * expert) * eb;
         out->experts_touched += touched;
     } else {
         const double ffn = 3 * d * m->intermediate_size;
         out->flops += 2 * t * ffn;
+        out->array_flops += 2 * t * ffn / array_use(chip, t);
         out->weight_bytes += ffn * eb;
     }
 }
@@ -89,8 +112,10 @@ int npu_bound_step(const struct model_config *m, const struct chip_config *chip,
                                       .skew_milli = o->skew_milli, .seed = o->seed };
     const double eb = o->elem_bytes, d = m->hidden_size;
     for (uint32_t l = 0; l < m->num_layers; l++)
-        bound_layer(m, s, &rm, eb, l, out);
-    out->flops += 2.0 * s->requests * d * m->vocab_size;           /* LM head, token rows */
+        bound_layer(m, chip, s, &rm, eb, l, out);
+    const double head = 2.0 * s->requests * d * m->vocab_size;       /* LM head, token rows */
+    out->flops += head;
+    out->array_flops += head / array_use(chip, s->requests);
     out->weight_bytes += ((double)m->vocab_size * d + d) * eb;      /* LM head, final norm */
     out->other_bytes = (double)s->requests * s->rows * d * eb;       /* embedding rows */
     const double cores = (double)chip->mesh_rows * chip->mesh_cols, hz = chip->freq_mhz * 1e6;
@@ -103,5 +128,7 @@ int npu_bound_step(const struct model_config *m, const struct chip_config *chip,
                                    : cores * (double)chip->hbm_gbps * 1e9;
     out->hbm_s = out->hbm_bytes / out->hbm_bw;
     out->bound_s = out->matrix_s > out->hbm_s ? out->matrix_s : out->hbm_s;
+    out->array_s = out->array_flops / out->peak_flops;
+    out->floor_s = out->array_s > out->hbm_s ? out->array_s : out->hbm_s;
     return NPU_OK;
 }
