@@ -275,6 +275,9 @@ struct exec_model {
     uint32_t kv_step_at;                   /* the next attention step's first row in kblk
                                               and vblk, a ring of attn_block rows
                                               (model_attn.c, attn_step_rows) */
+    bool attn_next;                        /* the op being run is a MoE or FFN op whose
+                                              next op is the next layer's attention over
+                                              the same rows (model_iter.c, run_ops) */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     /* Attention/expert disaggregation (plan.disagg, model_disagg.c): the pair group of
        every replica's ranks and the expert instance's, over which the MoE dispatches
@@ -687,6 +690,12 @@ int exec_attention(struct exec_model *m, uint32_t layer, bool sliding,
    issue (overlapped: the end will wait only for the O GEMM, so the cache stores may go
    last). */
 bool exec_attention_begin(struct exec_model *m, uint32_t layer, const struct exec_tile *tile);
+/* The first steps of layer `layer`'s attention over `tile` (the whole op's rows), loaded now
+   (side: on the second DMA queue, behind what it still has to load) instead of when that
+   attention begins (model_attn.c, attn_prefetch). Only where nothing but that attention
+   comes before them: run_ops's attn_next (model_iter.c). */
+void exec_attention_prefetch_next(struct exec_model *m, uint32_t layer,
+                                  const struct exec_tile *tile, bool side);
 int exec_attention_mid(struct exec_model *m, uint32_t layer, bool sliding,
                        const struct exec_tile *tile, bool started, bool overlapped);
 int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,

@@ -537,16 +537,16 @@ static bool attn_prefetch_allowed(const struct exec_model *m)
  * the next layer's weights (which have time to spare), one step on the first queue: behind
  * those loads the steps would wait longer than the QKV phase's DMA copies can wait behind
  * one step (Qwen3-8B decode-b8: 3.55 ms with every early step behind the weights, 3.41
- * with one on the first queue).
+ * with one on the first queue). At most `most` steps, on the second queue if side.
  */
-static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          bool side, uint32_t most)
 {
     assert(attn_pre.n == 0 && "the last prefetch was taken");
     if (!attn_prefetch_allowed(m))
         return;
     /* the attention's window: the program's op flags follow model_is_sliding_layer */
     const uint32_t window = model_is_sliding_layer(m->cfg, l) ? m->cfg->sliding_window : 0;
-    const bool side = exec_side_idle(m);
     attn_pre.layer = l, attn_pre.used = 0;
     for (uint32_t i = 0; i < tile->nsegs; i++) {
         const struct exec_seg *g = &tile->segs[i];
@@ -559,7 +559,7 @@ static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_ti
             const struct attn_step s = attn_step_next(m, g, window, lr, r1);
             const uint32_t at = m->kv_step_at;
             const struct attn_kv kv = attn_step_rows(m, s.nb);
-            if (attn_pre.n == (side ? ATTN_PRE_MAX : 1) || !attn_pre_apart(m, kv.k, s.nb)) {
+            if (attn_pre.n == most || !attn_pre_apart(m, kv.k, s.nb)) {
                 m->kv_step_at = at; /* the attention takes it from here */
                 return;
             }
@@ -571,12 +571,26 @@ static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_ti
     }
 }
 
+/* From the op before layer l's attention, as many steps as the ring holds (side: on the
+   second queue): a decode MoE op by units once its last expert loads are queued, behind
+   them, so that they load while the experts' last GEMMs, the ranks' wait for the slowest
+   and the MoE's all-reduce leave HBM idle (Qwen3-30B-A3B decode-b8: about 24 us a layer);
+   a dense FFN as it starts, on the first queue, idle under it. The attention then starts
+   on steps already in SRAM. The ring is attention's alone (npu_layout.c), and the hazard
+   tracker orders these loads after the last reads of its rows. */
+void exec_attention_prefetch_next(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                                  bool side)
+{
+    if (tile->whole && attn_pre.n == 0)
+        attn_prefetch(m, l, tile, side, ATTN_PRE_MAX);
+}
+
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
-    if (tile->whole)
-        attn_prefetch(m, l, tile);
+    if (tile->whole && !(attn_pre.n && attn_pre.layer == l)) /* not already, by the MoE's */
+        attn_prefetch(m, l, tile, exec_side_idle(m), exec_side_idle(m) ? ATTN_PRE_MAX : 1);
     exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), tile->n,
                  m->cfg->hidden_size);
     /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T: the GEMM now */

@@ -270,6 +270,23 @@ void exec_pass_end(struct exec_model *m)
     m->acct.iterations++;
 }
 
+/* Whether ops[i] is a MoE or FFN op followed (past STAGE ops) by the next layer's attention over
+   the same rows, with nothing recorded or replayed between them (layer and tile reuse
+   replay a layer's ops as a unit, which would carry the load into the wrong layer). */
+static bool attn_next(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
+                      uint32_t i, const struct exec_batch *b)
+{
+    if ((ops[i].kind != NPU_OP_MOE && ops[i].kind != NPU_OP_FFN) || m->lreuse.enabled ||
+        m->treuse.enabled)
+        return false;
+    uint32_t j = i + 1;
+    while (j < nops && ops[j].kind == NPU_OP_STAGE)
+        j++;
+    return j < nops && ops[j].kind == NPU_OP_ATTENTION && ops[j].layer == ops[i].layer + 1 &&
+           exec_op_has_rows(&ops[j], b) && exec_op_runs_all(&ops[j], b) ==
+                                                  exec_op_runs_all(&ops[i], b);
+}
+
 /* The ops over batch b (a whole iteration, or one of its micro-batches). */
 static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit)
@@ -280,8 +297,11 @@ static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
         used = 0;
         if (m->lreuse.enabled)
             rc = exec_reuse_layers(m, ops + i, nops - i, b, &used);
-        if (rc == NPU_OK && used == 0)
+        if (rc == NPU_OK && used == 0) {
+            m->attn_next = attn_next(m, ops, nops, i, b);
             rc = exec_op(m, &ops[i], b, out, logit), used = 1;
+            m->attn_next = false;
+        }
     }
     return rc;
 }

@@ -602,6 +602,8 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
     exec_stage_next(m, op->layer);
     make_tile(runs, nruns, 0, rows < T ? rows : T, &tiles[0]);
     tiles[0].xt = m->buf.x_all + (uint64_t)row0 * row;
+    if (m->attn_next) /* on the first queue, idle under the FFN (its weights are staged) */
+        exec_attention_prefetch_next(m, op->layer + 1, &tiles[0], false);
     exec_ffn_begin(m, op->layer, &tiles[0]);
     int rc = NPU_OK;
     for (uint32_t t0 = 0, i = 0; rc == NPU_OK && t0 < rows; t0 += T, i ^= 1) {
