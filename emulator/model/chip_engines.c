@@ -201,14 +201,14 @@ static bool head_may_start(const struct chip_engines *e, uint32_t q, uint64_t no
  * last one's always; earlier ones' when the commands between were short). It then costs its
  * folds alone: its weight load and its fill hid under the last command's folds and drain,
  * as the folds of one command or of a batch do (TPU-style double-buffered weights and a
- * weight FIFO). A command that was not ready, depends or follows an idle array pays them in
- * full.
+ * weight FIFO). A command that depends or follows an idle array pays them in full; one that
+ * became ready only while the last one ran, partly (matrix_cycles).
  */
 static bool matrix_follows(const struct chip_engines *e, uint32_t q, uint64_t now)
 {
     const struct chip_engine_queue *queue = &e->queues[q];
     struct chip_gemm_extent x;
-    if (!queue->nrecent || !queue->next_ready ||
+    if (!queue->nrecent ||
         queue->recent_end_ps[queue->newest] != now ||
         !chip_engine_gemm_extent(&queue->ring[queue->head].d, &x))
         return false;
@@ -222,6 +222,28 @@ static bool matrix_follows(const struct chip_engines *e, uint32_t q, uint64_t no
             return false;
     }
     return queue->nrecent < CHIP_MATRIX_RECENT; /* the history reached the idle array */
+}
+
+/* The matrix queue head's cycles, starting at `now` (plan: its full and its piped cycles).
+   Behind the last command (matrix_follows) and ready when that one started: its folds alone.
+   Ready only while that one ran, `early` cycles before its end: its first weights shift in
+   from then (R cycles), and its fill follows the last one's folds, so of the load and the
+   fill and drain (full - piped) it hides what `early` covers and pays the rest; ready
+   at the end or later, or not behind it: in full. A weight FIFO fed from SRAM has the
+   next weights as soon as they are there, not only if they were there a command before. */
+static uint64_t matrix_cycles(const struct chip_engines *e, uint32_t q, uint64_t now,
+                              const struct chip_engine_plan *plan)
+{
+    const struct chip_engine_queue *queue = &e->queues[q];
+    if (!matrix_follows(e, q, now))
+        return plan->cycles;
+    if (queue->next_ready)
+        return plan->piped_cycles;
+    if (queue->second_met_ps >= now)
+        return plan->cycles;
+    const uint64_t hide = plan->cycles - plan->piped_cycles;
+    const uint64_t early = (now - queue->second_met_ps) / e->clock->p.cycle_ps;
+    return early >= hide ? plan->piped_cycles : plan->cycles - early;
 }
 
 /* The matrix queue's history: d, which ended at `now`, is the newest (an invalid shape,
@@ -249,6 +271,16 @@ static bool second_ready(const struct chip_engines *e, uint32_t q, uint64_t now)
            (!(s->d.flags & NPU_DESC_WAIT2) || sems[s->d.wait2_sem] >= s->d.wait2_value);
 }
 
+/* A running matrix command's successor may have become ready at `now` (a semaphore it
+   waits on changed, or it was just queued): when, for matrix_cycles. */
+static void matrix_note_second(struct chip_engines *e, uint32_t q, uint64_t now)
+{
+    struct chip_engine_queue *queue = &e->queues[q];
+    if (q % NPU_ENGINE_COUNT == NPU_ENGINE_MATRIX && queue->busy &&
+        queue->second_met_ps == UINT64_MAX && second_ready(e, q, now))
+        queue->second_met_ps = now;
+}
+
 /* Starts the head of queue q at chip time `now` if it may start. */
 static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
 {
@@ -262,9 +294,9 @@ static void queue_try_start(struct chip_engines *e, uint32_t q, uint64_t now)
     queue->started_ps = now;
     if (!plan.is_flow) {
         const bool matrix = d->engine == NPU_ENGINE_MATRIX;
-        const uint64_t cycles = matrix && matrix_follows(e, q, now) ? plan.piped_cycles
-                                                                     : plan.cycles;
+        const uint64_t cycles = matrix ? matrix_cycles(e, q, now, &plan) : plan.cycles;
         queue->next_ready = second_ready(e, q, now);
+        queue->second_met_ps = queue->next_ready ? now : UINT64_MAX;
         chip_clock_schedule(e->clock, queue_core(q), now + cycles * e->clock->p.cycle_ps,
                             EV_ENG_DONE, q, 0);
         return;
@@ -351,6 +383,8 @@ void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem)
         const struct npu_desc *d = &queue->ring[queue->head].d;
         if (queue->len && !queue->busy && (d->wait_sem == sem || d->wait2_sem == sem))
             queue_try_start(e, q, e->clock->time_ps);
+        else
+            matrix_note_second(e, q, e->clock->time_ps);
     }
 }
 
@@ -404,6 +438,7 @@ int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_add
         struct chip_engine_queue *q = &e->queues[core * NPU_ENGINE_COUNT + descs[i].engine];
         q->ring[(q->head + q->len++) % q->cap] = (struct chip_engine_slot){ descs[i], now };
     }
+    matrix_note_second(e, core * NPU_ENGINE_COUNT + NPU_ENGINE_MATRIX, now);
     for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++)
         if (per_engine[eng])
             chip_clock_schedule(e->clock, core, now, EV_ENG_TRY,

@@ -96,6 +96,8 @@ struct chip_engine_queue {
     uint32_t nrecent, newest; /* entries in use; the newest's index (a ring) */
     bool next_ready;        /* the command behind the newest was ready (queued, its waits
                                met) when the newest started */
+    uint64_t second_met_ps; /* when the command behind the one running became ready (its
+                               start if next_ready; UINT64_MAX: not yet) */
     struct chip_gemm_extent recent[CHIP_MATRIX_RECENT];
     uint64_t recent_end_ps[CHIP_MATRIX_RECENT];
     uint64_t latency_cycles; /* ... and the latency added after it */
