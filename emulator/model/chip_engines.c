@@ -273,10 +273,11 @@ static bool second_ready(const struct chip_engines *e, uint32_t q, uint64_t now)
 
 /* A running matrix command's successor may have become ready at `now` (a semaphore it
    waits on changed, or it was just queued): when, for matrix_cycles. */
-static void matrix_note_second(struct chip_engines *e, uint32_t q, uint64_t now)
+static void matrix_note_second(struct chip_engines *e, uint32_t core, uint64_t now)
 {
+    const uint32_t q = core * NPU_ENGINE_COUNT + NPU_ENGINE_MATRIX;
     struct chip_engine_queue *queue = &e->queues[q];
-    if (q % NPU_ENGINE_COUNT == NPU_ENGINE_MATRIX && queue->busy &&
+    if (queue->busy &&
         queue->second_met_ps == UINT64_MAX && second_ready(e, q, now))
         queue->second_met_ps = now;
 }
@@ -383,9 +384,8 @@ void chip_engines_on_sem_change(void *unit, uint32_t core, uint32_t sem)
         const struct npu_desc *d = &queue->ring[queue->head].d;
         if (queue->len && !queue->busy && (d->wait_sem == sem || d->wait2_sem == sem))
             queue_try_start(e, q, e->clock->time_ps);
-        else
-            matrix_note_second(e, q, e->clock->time_ps);
     }
+    matrix_note_second(e, core, e->clock->time_ps);
 }
 
 static int read_descs(const struct chip_engines *e, uint32_t core, uint64_t addr,
@@ -438,7 +438,7 @@ int chip_engines_submit(struct chip_engines *e, uint32_t core, uint64_t desc_add
         struct chip_engine_queue *q = &e->queues[core * NPU_ENGINE_COUNT + descs[i].engine];
         q->ring[(q->head + q->len++) % q->cap] = (struct chip_engine_slot){ descs[i], now };
     }
-    matrix_note_second(e, core * NPU_ENGINE_COUNT + NPU_ENGINE_MATRIX, now);
+    matrix_note_second(e, core, now);
     for (uint32_t eng = 0; eng < NPU_ENGINE_COUNT; eng++)
         if (per_engine[eng])
             chip_clock_schedule(e->clock, core, now, EV_ENG_TRY,

@@ -356,6 +356,15 @@ static void test_gemm_pipelined(void **state)
     assert_int_equal(wait_for(f, 0, 4, 10), t2 + (full + small_piped + piped) * CYCLE);
 }
 
+/* gemm32's cycles on the fixture's 16 x 16 array: in full, and its folds alone (piped). */
+static void gemm32_cycles(uint64_t *full, uint64_t *piped)
+{
+    const struct matrix_engine_cfg cfg = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
+    struct matrix_gemm_timing t;
+    *full = matrix_gemm_batch_cycles(&cfg, 32, 32, 32, MATRIX_FP32, 0, 1, &t);
+    *piped = t.stream_cycles > t.sram_cycles ? t.stream_cycles : t.sram_cycles;
+}
+
 /* A GEMM that becomes ready while the one before it runs (its wait met by a DMA load, as
    an expert ring's GEMM is): `early` cycles before that one ends, it pays its full cycles
    less `early`, at least its folds alone. 32 x 32 x 32 on 16 x 16: full 174 cycles, folds
@@ -363,16 +372,15 @@ static void test_gemm_pipelined(void **state)
 static void test_gemm_ready_late(void **state)
 {
     struct fix *f = *state;
-    const struct matrix_engine_cfg cfg = { .rows = 16, .cols = 16, .sram_bytes_per_cycle = 256 };
-    struct matrix_gemm_timing t;
-    const uint64_t full = matrix_gemm_batch_cycles(&cfg, 32, 32, 32, MATRIX_FP32, 0, 1, &t);
-    const uint64_t piped = t.stream_cycles > t.sram_cycles ? t.stream_cycles : t.sram_cycles;
+    uint64_t full, piped;
+    gemm32_cycles(&full, &piped);
     assert_int_equal(full, 174);
     assert_int_equal(piped, 128);
     /* loads of 100 cycles' latency plus 60 (7680 bytes at 64 GB/s), or plus 20 (2560) */
     const uint32_t bytes[2] = { 7680, 2560 };
     const uint64_t load[2] = { 160, 120 };
-    const uint64_t cost[2] = { full - (full - 160), piped }; /* early 14 < 46; 54 >= 46 */
+    /* ready 14 cycles before the first GEMM's end (< 46: pays 174 - 14), then 54 (>= 46) */
+    const uint64_t cost[2] = { full - (full - load[0]), piped };
     for (int i = 0; i < 2; i++) {
         const uint64_t t0 = chip_hart_time(&f->c, 0);
         struct npu_desc d[3] = { gemm32(0, 4), gemm32(0, 6),

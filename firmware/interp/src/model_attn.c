@@ -589,8 +589,9 @@ bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_ti
 {
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
-    if (tile->whole && !(attn_pre.n && attn_pre.layer == l)) /* not already, by the MoE's */
-        attn_prefetch(m, l, tile, exec_side_idle(m), exec_side_idle(m) ? ATTN_PRE_MAX : 1);
+    const bool side = exec_side_idle(m);
+    if (tile->whole && !(attn_pre.n && attn_pre.layer == l)) /* not already, by the op before */
+        attn_prefetch(m, l, tile, side, side ? ATTN_PRE_MAX : 1);
     exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), tile->n,
                  m->cfg->hidden_size);
     /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T: the GEMM now */
