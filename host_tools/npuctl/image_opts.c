@@ -309,8 +309,7 @@ static const struct npuctl_opt image_opts[] = {
     { "--stage-buffers", NULL, "1|2", "2",
       "staged weights: 2 loads the next layer's non-expert shares into a second copy "
       "while a layer runs, where SRAM holds it (else one copy, which a MoE layer refills "
-      "after its last router); 1: each layer loads its own; neither loads ahead under "
-      "layer reuse", IMG_STAGE_BUFFERS, C_ALL },
+      "after its last router); 1: each layer loads its own", IMG_STAGE_BUFFERS, C_ALL },
     { "--attn-deep", NULL, "off|on", NULL,
       "on: two tiles' attention in flight, the O and QKV GEMMs' chunks outside attention's "
       "scratch, so tile i's collectives run beside tile i + 1's GEMMs and softmax steps "

@@ -118,6 +118,8 @@ struct exec_reuse_class {
     uint32_t nops;
     bool all;                              /* the prefill runs take part too */
     bool prefill;                          /* some run of its rows is a prefill run */
+    bool ahead;                            /* a next layer on this core's stage: the layer
+                                              loads its shares and first steps ahead */
     uint32_t nrows;
     struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */
@@ -129,6 +131,7 @@ struct exec_reuse_class {
 /* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
 #define EXEC_REUSE_LAYER_SLOTS 64u
 #define EXEC_REUSE_TILE_SLOTS (NPU_REPLAY_SLOTS - EXEC_REUSE_LAYER_SLOTS)
+#define EXEC_REUSE_TILE_OP_MIN 8 /* tile reuse keys an op's tiles past this many of them */
 _Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for tile classes");
 
 /* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
@@ -246,12 +249,19 @@ struct exec_layer_reuse {
     struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS]; /* class i in replay slot i */
     uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
+    bool kv_steady;                        /* the layer being recorded takes its attention's
+                                              first steps as loaded by the layer before
+                                              (exec_attention_begin clears it) */
+    uint32_t kv_next;                      /* l + 1: layer l's first steps were loaded by
+                                              the layer before, or a replay stood for it */
 };
 
 /* Tile reuse (model_reuse_tile.c): its bootarg, the classes in their replay slots, the
    replays queued, the experts the group staged, counts. */
 struct exec_tile_reuse {
     bool enabled;                          /* bootarg reuse_tiles */
+    bool on;                               /* the op now running keys its tiles (enabled,
+                                              over more than EXEC_REUSE_TILE_OP_MIN tiles) */
     uint32_t uses;                         /* tiles keyed so far (the classes' LRU clock) */
     struct exec_tile_class classes[EXEC_REUSE_TILE_SLOTS]; /* class i in replay slot
                                               EXEC_REUSE_LAYER_SLOTS + i */
@@ -382,6 +392,13 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
 bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b);
 /* Whether every run (the prefill runs too, not only the decode runs) has rows in op's layer. */
 bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b);
+/* The rows op runs over in batch b: every run's, or (outside the prefill runs' layers) the
+   decode runs' alone. */
+uint32_t exec_op_rows(const struct npu_prog_op *op, const struct exec_batch *b);
+/* Whether layer l loads the next layer's non-expert shares while it runs in batch b (the
+   plan's second staging copy, or its one copy after the last MoE route): the next layer
+   runs in b on this core's stage, and l's tiles are not keyed by tile reuse. */
+bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_batch *b);
 
 /* ---- model_reuse.c: layer reuse (performance mode) */
 
@@ -624,6 +641,11 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next);
 /* Under a dense FFN, that load of layer l + 1's shares waits for layer l's FFN: called as
    it starts (its attention's KV loads done), it issues them then; otherwise nothing. */
 void exec_stage_next(struct exec_model *m, uint32_t l);
+/* Layer reuse's steady state of staging (model_reuse.c): layer l's shares count as loaded
+   (before: by the layer before, or a replay standing for it; load: loaded now, outside any
+   recording, where no layer before loads them), so that a recording of l holds only the
+   next layer's loads ahead, as each replay stands for. */
+void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load);
 /* With one staging copy, layer l + 1's shares load into it once layer l's last router
    GEMM (route_last: the last reader of layer l's shares) is issued, on the second DMA
    queue behind those readers, beside the experts' GEMMs; otherwise nothing. */
@@ -696,6 +718,18 @@ bool exec_attention_begin(struct exec_model *m, uint32_t layer, const struct exe
    comes before them: run_ops's attn_next (model_iter.c). */
 void exec_attention_prefetch_next(struct exec_model *m, uint32_t layer,
                                   const struct exec_tile *tile, bool side);
+/* How many steps the last exec_attention_prefetch_next loaded for `layer` that its attention
+   has not taken; forgets them (layer reuse: a recording's load for the next layer, which a
+   replay stands in for). */
+uint32_t exec_attention_prefetch_drop(uint32_t layer);
+/* Layer reuse: the first steps of attention op's layer over its rows in batch b loaded now,
+   outside any recording (the stage's first layer's, which no layer before it loaded). */
+void exec_attention_preload(struct exec_model *m, const struct npu_prog_op *op,
+                            const struct exec_batch *b);
+/* Whether layer op (a MoE or dense FFN op over `rows` rows) loads the next layer's first
+   attention steps as it runs, given run_ops's attn_next (model_layer_ops.c). */
+bool exec_op_prefetches_attention(const struct exec_model *m, const struct npu_prog_op *op,
+                                  uint32_t rows);
 int exec_attention_mid(struct exec_model *m, uint32_t layer, bool sliding,
                        const struct exec_tile *tile, bool started, bool overlapped);
 int exec_attention_end(struct exec_model *m, uint32_t layer, const struct exec_tile *tile,

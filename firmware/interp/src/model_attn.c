@@ -540,7 +540,7 @@ static bool attn_prefetch_allowed(const struct exec_model *m)
  * with one on the first queue). At most `most` steps, on the second queue if side.
  */
 static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          bool side, uint32_t most)
+                          bool side, uint32_t most, bool dry)
 {
     assert(attn_pre.n == 0 && "the last prefetch was taken");
     if (!attn_prefetch_allowed(m))
@@ -563,7 +563,8 @@ static void attn_prefetch(struct exec_model *m, uint32_t l, const struct exec_ti
                 m->kv_step_at = at; /* the attention takes it from here */
                 return;
             }
-            attn_gather_kv(m, l, &k, s.lr, s.nb, kv, side);
+            if (!dry) /* dry: taken as loaded by the layer before (layer reuse) */
+                attn_gather_kv(m, l, &k, s.lr, s.nb, kv, side);
             attn_pre.kv[attn_pre.n] = kv, attn_pre.lr[attn_pre.n] = s.lr;
             attn_pre.nb[attn_pre.n++] = s.nb;
             lr += s.nb;
@@ -582,7 +583,14 @@ void exec_attention_prefetch_next(struct exec_model *m, uint32_t l, const struct
                                   bool side)
 {
     if (tile->whole && attn_pre.n == 0)
-        attn_prefetch(m, l, tile, side, ATTN_PRE_MAX);
+        attn_prefetch(m, l, tile, side, ATTN_PRE_MAX, false);
+}
+
+uint32_t exec_attention_prefetch_drop(uint32_t l)
+{
+    const uint32_t n = attn_pre.layer == l ? attn_pre.n - attn_pre.used : 0;
+    attn_pre.n = attn_pre.used = 0;
+    return n;
 }
 
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
@@ -590,8 +598,13 @@ bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_ti
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
     const bool side = exec_side_idle(m);
+    if (m->lreuse.kv_steady) { /* recorded in the steady state: the op before loaded them */
+        m->lreuse.kv_steady = false;
+        if (tile->whole && attn_pre.n == 0)
+            attn_prefetch(m, l, tile, side, ATTN_PRE_MAX, true);
+    }
     if (tile->whole && !(attn_pre.n && attn_pre.layer == l)) /* not already, by the op before */
-        attn_prefetch(m, l, tile, side, side ? ATTN_PRE_MAX : 1);
+        attn_prefetch(m, l, tile, side, side ? ATTN_PRE_MAX : 1, false);
     exec_rmsnorm(m, a->xb, tile->xt, exec_weight_addr(m, l, MT_ATTN_NORM), tile->n,
                  m->cfg->hidden_size);
     /* q[n][qd], knew[n][kvd], vnew[n][kvd] = xb[n][d] (Wq | Wk | Wv)^T: the GEMM now */

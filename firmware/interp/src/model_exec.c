@@ -430,6 +430,17 @@ void exec_stage_layer(struct exec_model *m, uint32_t l, bool next)
     exec_reuse_tile_new_layer(m);
 }
 
+void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load)
+{
+    if (load) { /* now, outside any recording */
+        exec_set_layer(m, l);
+        exec_set_cat(m, EXEC_CAT_WEIGHTS);
+        stage_shares(m, l, false);
+    }
+    if (before || load)
+        m->w.staged_next = l + 1;
+}
+
 void exec_stage_next(struct exec_model *m, uint32_t l)
 {
     if (m->w.stage_deferred != l + 2)
@@ -448,7 +459,7 @@ void exec_stage_after_route(struct exec_model *m, uint32_t l)
 {
     const bool last = m->w.route_last;
     m->w.route_last = false;
-    if (!last || m->w.stage_late != l + 2 || m->treuse.enabled)
+    if (!last || m->w.stage_late != l + 2 || m->treuse.on)
         return;
     m->w.stage_late = 0;
     const enum exec_cat was = m->acct.cat;

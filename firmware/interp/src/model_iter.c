@@ -177,6 +177,37 @@ bool exec_op_has_rows(const struct npu_prog_op *op, const struct exec_batch *b)
     return op->kind == NPU_OP_HEAD || exec_op_runs_all(op, b) || b->nprefill < b->nruns;
 }
 
+uint32_t exec_op_rows(const struct npu_prog_op *op, const struct exec_batch *b)
+{
+    const bool all = exec_op_runs_all(op, b);
+    uint32_t rows = 0;
+    for (uint32_t i = all ? 0 : b->nprefill; i < b->nruns; i++)
+        rows += b->runs[i].count;
+    return rows;
+}
+
+/* Whether tile reuse keys the tiles of an op over `rows` rows: only where they are more
+   than EXEC_REUSE_TILE_OP_MIN tiles (a layered prompt's), as a recorded tile starts with
+   the engines idle and loses the overlap the full run has between an op's tiles and with
+   the ops around it: a chunked-prefill chunk of Qwen3-30B-A3B (4 tiles of 128 rows) came
+   out 6-9 % slower under tile reuse than in full (docs/images.md, "Tile reuse"). */
+static bool tiles_keyed(const struct exec_model *m, uint32_t rows)
+{
+    return m->treuse.enabled && rows > EXEC_REUSE_TILE_OP_MIN * m->plan->tile_rows;
+}
+
+bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
+{
+    const struct npu_prog_op op = { .kind = NPU_OP_STAGE, .layer = l };
+    const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = l + 1 };
+    const uint32_t s = m->plan->stage_double;
+    /* one copy: the next shares load after the layer's last MoE route (EP or units) */
+    const bool loads = s == NPU_STAGE_DOUBLE ||
+                       (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan));
+    return loads && !tiles_keyed(m, exec_op_rows(&op, b)) && (l + 1) % m->plan->stage_layers != 0 &&
+           l + 1 < m->cfg->num_layers && exec_op_has_rows(&next, b);
+}
+
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
             uint32_t *out, float *logit)
 {
@@ -196,15 +227,13 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     const bool all = exec_op_runs_all(op, b);
     const uint32_t first = all ? 0 : b->nprefill, skip = all ? 0 : prows;
     const uint32_t row0 = b->row_base + skip; /* among the iteration's residual rows */
+    m->treuse.on = tiles_keyed(m, rows - skip);
     if (op->kind == NPU_OP_STAGE) {
-        /* the next layer runs in this iteration and on this core's stage */
-        const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = op->layer + 1 };
-        /* not under layer reuse: a recorded layer would carry its neighbour's load, and a
-           replayed one loads nothing (measured: 11.6 % more HBM bytes than full simulation) */
-        const bool more = !m->lreuse.enabled && (op->layer + 1) % m->plan->stage_layers != 0 &&
-                          op->layer + 1 < m->cfg->num_layers && exec_op_has_rows(&next, b);
+        /* the next layer's shares too where it runs in this iteration and on this core's
+           stage; under layer reuse a recording holds them in place of its own
+           (exec_reuse_layers) */
         exec_set_layer(m, op->layer);
-        exec_stage_layer(m, op->layer, more);
+        exec_stage_layer(m, op->layer, exec_stage_ahead(m, op->layer, b));
         return NPU_OK;
     }
     if (op->kind == NPU_OP_SEND || op->kind == NPU_OP_RECV) {
@@ -260,6 +289,7 @@ void exec_pass_start(struct exec_model *m)
     m->w.stage_late = 0;
     m->w.stage_own = true;
     m->w.route_last = false;
+    m->lreuse.kv_next = 0;
 }
 
 void exec_pass_end(struct exec_model *m)
@@ -298,6 +328,7 @@ static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
         if (m->lreuse.enabled)
             rc = exec_reuse_layers(m, ops + i, nops - i, b, &used);
         if (rc == NPU_OK && used == 0) {
+            m->lreuse.kv_next = 0; /* in full: loads nothing ahead under reuse */
             m->attn_next = attn_next(m, ops, nops, i, b);
             rc = exec_op(m, &ops[i], b, out, logit), used = 1;
             m->attn_next = false;

@@ -117,7 +117,7 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
 static int run_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x)
 {
-    return m->treuse.enabled ? exec_reuse_tile(m, op, tile, x) : exec_tile_full(m, op, tile, x);
+    return m->treuse.on ? exec_reuse_tile(m, op, tile, x) : exec_tile_full(m, op, tile, x);
 }
 
 /* Whether the MoE layers' attention and MoE run fused, group by group: with the residual rows in
@@ -443,7 +443,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         tile->xt = buf, tile->in_xt = true;
         m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
         /* the next group's combine beside this one's router (the same on every rank) */
-        const bool armed = rc == NPU_OK && take && g1 < rows && !m->treuse.enabled;
+        const bool armed = rc == NPU_OK && take && g1 < rows && !m->treuse.on;
         if (armed)
             arm_beside(l, runs, nruns, g1, gn1);
         if (rc == NPU_OK)
@@ -589,7 +589,7 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
    with the engines idle. */
 static bool ffn_overlapped(const struct exec_model *m)
 {
-    return m->buf.x_in_sram && !m->treuse.enabled && exec_ffn_pipelined(m);
+    return m->buf.x_in_sram && !m->treuse.on && exec_ffn_pipelined(m);
 }
 
 static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *op,
@@ -624,7 +624,7 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
    (exec_attention_begin). Not under tile reuse, whose tiles start with the engines idle. */
 static bool attn_overlapped(const struct exec_model *m)
 {
-    return m->buf.x_in_sram && !m->treuse.enabled && m->tp > 1;
+    return m->buf.x_in_sram && !m->treuse.on && m->tp > 1;
 }
 
 /* Tile i + 1 (nx) after tile i's begin: its QKV collectives and steps. */
@@ -716,9 +716,32 @@ static bool moe_prefetch_early(const struct exec_model *m, const struct npu_prog
 {
     /* the fused loop's groups are moe_rows rounded down to whole tiles */
     const uint32_t group = layer_fused(m) ? npu_moe_group_rows(m->plan) : m->plan->moe_rows;
-    return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->treuse.enabled &&
+    return op->kind == NPU_OP_ATTENTION && m->cfg->arch == MODEL_MOE && !m->treuse.on &&
            !m->plan->disagg && rows <= group && !layer_wide(m, rows) &&
            !pending.set && !m->w.stage_own;
+}
+
+bool exec_op_prefetches_attention(const struct exec_model *m, const struct npu_prog_op *op,
+                                  uint32_t rows)
+{
+    if (rows > m->plan->tile_rows) /* one tile: the next attention's is whole as well */
+        return false;
+    if (op->kind == NPU_OP_FFN) /* layer_ffn_overlapped */
+        return !layer_dense_fused(m) && ffn_overlapped(m);
+    return op->kind == NPU_OP_MOE && !layer_fused(m) && !m->plan->disagg && m->tp > 1 &&
+           npu_plan_is_ep(m->plan) && rows <= m->plan->moe_rows &&
+           exec_moe_units_apply(m, rows); /* exec_moe_units */
+}
+
+void exec_attention_preload(struct exec_model *m, const struct npu_prog_op *op,
+                            const struct exec_batch *b)
+{
+    const uint32_t first = exec_op_runs_all(op, b) ? 0 : b->nprefill;
+    exec_set_layer(m, op->layer);
+    exec_set_cat(m, EXEC_CAT_ATTN);
+    make_tile(b->runs + first, b->nruns - first, 0, exec_op_rows(op, b), &op_tiles[0]);
+    exec_attention_prefetch_next(m, op->layer, &op_tiles[0], false);
+    (void)exec_attention_prefetch_drop(op->layer); /* loaded: the recording takes them so */
 }
 
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
@@ -736,7 +759,7 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
-        return !m->treuse.enabled && exec_ffn_pipelined(m)
+        return !m->treuse.on && exec_ffn_pipelined(m)
                    ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)
                    : layer_op_dense_fused(m, op, runs, nruns, row0, rows);
     if (op->kind == NPU_OP_FFN && layer_dense_fused(m))

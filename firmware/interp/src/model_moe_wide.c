@@ -250,7 +250,7 @@ void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
     const struct moe_ep_map *x = moe_ep_map(m, l);
     const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
     const struct wide_state *w = wide_of(l);
-    if (lo == hi || m->w.map.ring_slots < 3 || m->treuse.enabled)
+    if (lo == hi || m->w.map.ring_slots < 3 || m->treuse.on)
         return;
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);

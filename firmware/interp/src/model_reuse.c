@@ -154,7 +154,7 @@ uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint3
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                              const struct exec_reuse_class *k)
 {
-    if (c->nops != k->nops || c->all != k->all || c->nrows != k->nrows ||
+    if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->nrows != k->nrows ||
         memcmp(c->kinds, k->kinds, sizeof(c->kinds)) ||
         memcmp(c->flags, k->flags, sizeof(c->flags)))
         return UINT64_MAX;
@@ -262,16 +262,77 @@ int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64
     return rc;
 }
 
-/* Runs layer ops[0..per) in full, recording it in class c (slot c - m->lreuse.classes). */
+/* Whether layer l has a next layer on this core's stage in batch b: it then loads that
+   layer's shares (exec_stage_ahead) and first attention steps (kv_steady) while it runs. */
+static bool next_on_stage(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
+{
+    const struct npu_prog_op next = { .kind = NPU_OP_ATTENTION, .layer = l + 1 };
+    return l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers != 0 &&
+           exec_op_has_rows(&next, b);
+}
+
+static bool is_ffn_op(const struct npu_prog_op *op)
+{
+    return op->kind == NPU_OP_MOE || op->kind == NPU_OP_FFN;
+}
+
+/* Whether layer ops[0..per)'s MoE or FFN op loads the next layer's first attention steps
+   as it runs where that layer follows over the same rows (exec_op_prefetches_attention). */
+static bool kv_path(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
+                    const struct exec_batch *b)
+{
+    for (uint32_t i = 0; i < per; i++)
+        if (is_ffn_op(&ops[i]))
+            return exec_op_prefetches_attention(m, &ops[i], exec_op_rows(&ops[i], b));
+    return false;
+}
+
+/* Whether it does so here (run_ops's attn_next): the next layer's attention runs over the
+   same rows on this stage. */
+static bool kv_steady(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
+                      const struct exec_batch *b)
+{
+    const struct npu_prog_op attn = { .kind = NPU_OP_ATTENTION, .layer = ops[0].layer + 1 };
+    if (!next_on_stage(m, ops[0].layer, b) || !kv_path(m, ops, per, b))
+        return false;
+    for (uint32_t i = 0; i < per; i++)
+        if (is_ffn_op(&ops[i]))
+            return exec_op_runs_all(&attn, b) == exec_op_runs_all(&ops[i], b);
+    return false;
+}
+
+/* Whether the layer before l loaded l's shares while it ran (exec_stage_ahead). */
+static bool stage_before(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
+{
+    return l > 0 && exec_stage_ahead(m, l - 1, b);
+}
+
+/* Runs layer ops[0..per) in full, recording it in class c (slot c - m->lreuse.classes),
+   in the steady state of a run of layers: its shares and its attention's first steps
+   taken as loaded by the layer before (run_preload loaded them where none did), the next
+   layer's loaded while it runs (exec_stage_ahead, kv_steady), so that the recording holds
+   one layer's loads as each replay stands for. */
 static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                         const struct exec_batch *b, struct exec_reuse_class *c)
 {
     static struct exec_recording r; /* exec_stats: not on the hart's small stack */
-    exec_set_layer(m, ops[0].layer);
+    const uint32_t l = ops[0].layer;
+    const bool kv = kv_steady(m, ops, per, b);
+    if (ops[0].kind == NPU_OP_STAGE)
+        exec_stage_steady(m, l, stage_before(m, l, b) || m->w.staged_next == l + 1, false);
+    exec_set_layer(m, l);
     int rc = exec_record_begin(m, (uint32_t)(c - m->lreuse.classes), &r);
-    for (uint32_t i = 0; rc == NPU_OK && i < per; i++)
+    m->lreuse.kv_steady = kv_path(m, ops, per, b);
+    for (uint32_t i = 0; rc == NPU_OK && i < per; i++) {
+        m->attn_next = kv && is_ffn_op(&ops[i]);
         rc = exec_op(m, &ops[i], b, NULL, NULL);
-    return rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
+        m->attn_next = false;
+    }
+    m->lreuse.kv_steady = false;
+    rc = rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
+    /* the next layer's steps were loaded for the replays' sake: no attention takes them */
+    (void)exec_attention_prefetch_drop(l + 1);
+    return rc;
 }
 
 /* Layers [l0, l0 + n) but `skip` (or all of them: skip >= l0 + n) replay class c. */
@@ -288,6 +349,23 @@ static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c,
     return exec_replay_slot(m, (uint32_t)(c - m->lreuse.classes), count, c->span_ps);
 }
 
+/* The steady state's start (record_layer): layer l0 of a run loads what the layer before
+   loaded for it in the full run (its shares, its attention's first steps) now, before any
+   recording or replay, as the full run does where no layer before it did so. */
+static void run_preload(struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
+                        const struct exec_batch *b)
+{
+    const uint32_t l0 = ops[0].layer;
+    if (ops[0].kind == NPU_OP_STAGE && exec_stage_ahead(m, l0, b) && !stage_before(m, l0, b) &&
+        m->w.staged_next != l0 + 1)
+        exec_stage_steady(m, l0, true, true);
+    if (kv_path(m, ops, per, b) && m->lreuse.kv_next != l0 + 1)
+        for (uint32_t i = 0; i < per; i++)
+            if (ops[i].kind == NPU_OP_ATTENTION)
+                exec_attention_preload(m, &ops[i], b);
+    m->lreuse.kv_next = 0;
+}
+
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used)
 {
@@ -296,7 +374,12 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
     *used = 0;
     if (per == 0 || !exec_op_has_rows(&ops[0], b) || !make_key(m, ops, per, b, &key))
         return NPU_OK; /* not a layer, or nothing to run: the caller runs it as it is */
-    const uint32_t n = run_layers(ops, nops, per, b), l0 = ops[0].layer;
+    const uint32_t l0 = ops[0].layer;
+    uint32_t n = run_layers(ops, nops, per, b);
+    if (n > 1 && !next_on_stage(m, l0 + n - 1, b))
+        n--; /* the stage's last layer loads nothing ahead: a class of its own */
+    key.ahead = next_on_stage(m, l0 + n - 1, b);
+    const bool kv = kv_steady(m, ops, per, b);
     struct exec_reuse_class *c = find_class(m, &key);
     uint32_t skip = l0 + n; /* none */
     *used = n * per;
@@ -307,16 +390,25 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
             for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
                 rc = exec_op(m, &ops[i], b, NULL, NULL);
             m->lreuse.counts[EXEC_REUSE_FULL] += n;
+            m->lreuse.kv_next = 0;
             return rc;
         }
         *c = key;
         c->iteration = m->acct.iterations;
         skip = l0 + m->acct.iterations % n;
+    }
+    run_preload(m, ops, per, b);
+    if (skip < l0 + n) {
         int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
         if (rc != NPU_OK)
             return rc;
         m->lreuse.counts[EXEC_REUSE_RECORDED]++;
     }
     c->last_used = m->acct.iterations + 1;
-    return replay_layers(m, c, l0, n, skip);
+    int rc = replay_layers(m, c, l0, n, skip);
+    /* the run's last layer loaded the next one's shares and steps (a replay stood for it) */
+    if (ops[0].kind == NPU_OP_STAGE && exec_stage_ahead(m, l0 + n - 1, b))
+        m->w.staged_next = l0 + n + 1;
+    m->lreuse.kv_next = kv ? l0 + n + 1 : 0;
+    return rc;
 }
