@@ -102,6 +102,7 @@ struct exec_batch {
 /* A class of layers: the same ops over rows of the same shape (model_reuse.c, "Keys"). */
 #define EXEC_REUSE_OPS 8u
 #define EXEC_REUSE_ROWS 16u                /* prefill runs + 1 decode summary per key */
+#define EXEC_REUSE_SAMPLES 4u              /* layers a run of decode rows alone records */
 #define EXEC_REUSE_DECODES UINT32_MAX      /* exec_reuse_row.req of the decode summary */
 struct exec_reuse_row {
     uint32_t req;                          /* prefill run: its request (shapes: 0);
@@ -120,6 +121,9 @@ struct exec_reuse_class {
     bool prefill;                          /* some run of its rows is a prefill run */
     bool ahead;                            /* a next layer on this core's stage: the layer
                                               loads its shares and first steps ahead */
+    uint32_t sample;                       /* decode rows alone: which of the run's
+                                              EXEC_REUSE_SAMPLES recorded layers (layer
+                                              l0 + j replays sample j mod that) */
     uint32_t nrows;
     struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */

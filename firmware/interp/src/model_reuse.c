@@ -154,7 +154,8 @@ uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint3
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                              const struct exec_reuse_class *k)
 {
-    if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->nrows != k->nrows ||
+    if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->sample != k->sample ||
+        c->nrows != k->nrows ||
         memcmp(c->kinds, k->kinds, sizeof(c->kinds)) ||
         memcmp(c->flags, k->flags, sizeof(c->flags)))
         return UINT64_MAX;
@@ -335,18 +336,20 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
     return rc;
 }
 
-/* Layers [l0, l0 + n) but `skip` (or all of them: skip >= l0 + n) replay class c. */
-static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c, uint32_t l0,
-                         uint32_t n, uint32_t skip)
+/* Layers first + j stride, j < count, but `skip` replay class c. */
+static int replay_layers(struct exec_model *m, const struct exec_reuse_class *c, uint32_t first,
+                         uint32_t count, uint32_t stride, uint32_t skip)
 {
-    const uint32_t count = skip >= l0 && skip < l0 + n ? n - 1 : n;
-    if (count == 0)
-        return NPU_OK;
-    for (uint32_t l = l0; l < l0 + n; l++)
+    uint32_t reps = 0;
+    for (uint32_t j = 0; j < count; j++) {
+        const uint32_t l = first + j * stride;
         if (l != skip)
-            exec_stats_add(&m->acct.stats[l], &c->delta);
-    m->lreuse.counts[EXEC_REUSE_REPLAYED] += count;
-    return exec_replay_slot(m, (uint32_t)(c - m->lreuse.classes), count, c->span_ps);
+            exec_stats_add(&m->acct.stats[l], &c->delta), reps++;
+    }
+    if (reps == 0)
+        return NPU_OK;
+    m->lreuse.counts[EXEC_REUSE_REPLAYED] += reps;
+    return exec_replay_slot(m, (uint32_t)(c - m->lreuse.classes), reps, c->span_ps);
 }
 
 /* The steady state's start (record_layer): layer l0 of a run loads what the layer before
@@ -366,6 +369,42 @@ static void run_preload(struct exec_model *m, const struct npu_prog_op *ops, uin
     m->lreuse.kv_next = 0;
 }
 
+/* How many of the run's n layers record (key k): EXEC_REUSE_SAMPLES for decode rows alone,
+   so that the replays stand for every S-th layer's routing draw rather than one's: a
+   decode step of few rows touches few experts, and whether two of its slices meet on one
+   rank changes a layer's time by half (Qwen3-30B-A3B, one row: about 134 against 213 us);
+   else one. Few rows: the extra recordings cost little. */
+static uint32_t run_samples(const struct exec_reuse_class *k, uint32_t n)
+{
+    return !k->prefill && n >= 2 * EXEC_REUSE_SAMPLES ? EXEC_REUSE_SAMPLES : 1;
+}
+
+/* The run's S classes (key k, sample s) into cs[], found or new; skips[s]: the layer a new
+   class records (else none: l0 + n). False, with none kept, if a slot is short. */
+static bool run_classes(struct exec_model *m, struct exec_reuse_class *k, uint32_t l0,
+                        uint32_t n, uint32_t S, struct exec_reuse_class **cs, uint32_t *skips)
+{
+    const uint32_t it = m->acct.iterations;
+    bool fresh[EXEC_REUSE_SAMPLES] = { false };
+    for (uint32_t s = 0; s < S; s++) {
+        k->sample = s, skips[s] = l0 + n;
+        struct exec_reuse_class *c = find_class(m, k);
+        if (!c && (c = new_class(m)) != NULL) {
+            *c = *k, c->iteration = it, fresh[s] = true;
+            skips[s] = l0 + s + S * (it % ((n - s + S - 1) / S)); /* rotates */
+        }
+        if (!c) {
+            for (uint32_t i = 0; i < s; i++)
+                if (fresh[i])
+                    cs[i]->last_used = 0; /* free again */
+            return false;
+        }
+        c->last_used = it + 1; /* taken: new_class passes it over */
+        cs[s] = c;
+    }
+    return true;
+}
+
 int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                       const struct exec_batch *b, uint32_t *used)
 {
@@ -380,32 +419,27 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         n--; /* the stage's last layer loads nothing ahead: a class of its own */
     key.ahead = next_on_stage(m, l0 + n - 1, b);
     const bool kv = kv_steady(m, ops, per, b);
-    struct exec_reuse_class *c = find_class(m, &key);
-    uint32_t skip = l0 + n; /* none */
+    const uint32_t S = run_samples(&key, n);
+    struct exec_reuse_class *cs[EXEC_REUSE_SAMPLES];
+    uint32_t skips[EXEC_REUSE_SAMPLES];
     *used = n * per;
-    if (!c) {
-        c = new_class(m);
-        if (!c) { /* every slot serves this iteration: these layers in full */
-            int rc = NPU_OK;
-            for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
-                rc = exec_op(m, &ops[i], b, NULL, NULL);
-            m->lreuse.counts[EXEC_REUSE_FULL] += n;
-            m->lreuse.kv_next = 0;
-            return rc;
-        }
-        *c = key;
-        c->iteration = m->acct.iterations;
-        skip = l0 + m->acct.iterations % n;
+    if (!run_classes(m, &key, l0, n, S, cs, skips)) { /* every slot serves this iteration */
+        int rc = NPU_OK;
+        for (uint32_t i = 0; rc == NPU_OK && i < n * per; i++)
+            rc = exec_op(m, &ops[i], b, NULL, NULL);
+        m->lreuse.counts[EXEC_REUSE_FULL] += n;
+        m->lreuse.kv_next = 0;
+        return rc;
     }
     run_preload(m, ops, per, b);
-    if (skip < l0 + n) {
-        int rc = record_layer(m, ops + (skip - l0) * per, per, b, c);
-        if (rc != NPU_OK)
-            return rc;
-        m->lreuse.counts[EXEC_REUSE_RECORDED]++;
-    }
-    c->last_used = m->acct.iterations + 1;
-    int rc = replay_layers(m, c, l0, n, skip);
+    int rc = NPU_OK;
+    for (uint32_t s = 0; rc == NPU_OK && s < S; s++)
+        if (skips[s] < l0 + n) {
+            rc = record_layer(m, ops + (skips[s] - l0) * per, per, b, cs[s]);
+            m->lreuse.counts[EXEC_REUSE_RECORDED] += rc == NPU_OK;
+        }
+    for (uint32_t s = 0; rc == NPU_OK && s < S; s++)
+        rc = replay_layers(m, cs[s], l0 + s, (n - s + S - 1) / S, S, skips[s]);
     /* the run's last layer loaded the next one's shares and steps (a replay stood for it) */
     if (ops[0].kind == NPU_OP_STAGE && exec_stage_ahead(m, l0 + n - 1, b))
         m->w.staged_next = l0 + n + 1;
