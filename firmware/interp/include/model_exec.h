@@ -585,6 +585,10 @@ void exec_wgemm_local(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_
    exec_wgemm, but under MN or 2D with one GEMM and one collective for the three. */
 int exec_wgemm_qkv(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                    uint32_t rows, uint32_t layer);
+/* The columns [*c0, *c1) of X that this rank's share of `kind` in layer `layer` multiplies
+   (its K range: all of X but under 2-D and K partitions). */
+void exec_wgemm_cols(const struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
+                     uint32_t *c0, uint32_t *c1);
 /* exec_wgemm_qkv in two parts, so that other work may go between: start issues the fused
    GEMM into yqkv (false: the shares do not fuse, nothing issued), finish runs the
    collectives (or, not started, the three exec_wgemm). */

@@ -707,8 +707,14 @@ int exec_attention_out(struct exec_model *m, uint32_t l, bool sliding,
         v.out_type = m->buf.dt;
         exec_vec(m, v);
     }
+    /* attn[n][qd]: the heads of the columns this rank's O share multiplies, the others
+       unread (a 2-D share reads one KV head's group of Qwen3-8B's 8 at tp 64) */
+    uint32_t c0, c1;
+    exec_wgemm_cols(m, l, MT_WO, &c0, &c1);
     for (uint32_t h = 0; h < nkv; h++)
-        exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb, (uint64_t)qd * eb);
+        if (h * group * hd < c1 && (h + 1) * group * hd > c0)
+            exec_copy(m, a->attn + h * gb, a->qg + h * span * hd * eb, n, gb, gb,
+                      (uint64_t)qd * eb);
     if (attn_stores_late(m, overlapped)) /* beside the O GEMM */
         attn_store(m, l, tile);
     exec_wgemm_start(m, NPU_GEMM_O, a->xb2, a->attn, n, l, MT_WO, 0, d, qd);

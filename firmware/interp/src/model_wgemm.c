@@ -165,6 +165,13 @@ static const struct npu_image_tensor *wgemm_tensor(const struct exec_model *m, u
     return kind == MT_LM_HEAD ? m->w.lm_head : m->w.t[layer][kind];
 }
 
+void exec_wgemm_cols(const struct exec_model *m, uint32_t layer, enum model_tensor_kind kind,
+                     uint32_t *c0, uint32_t *c1)
+{
+    const struct npu_image_tensor *t = wgemm_tensor(m, layer, kind);
+    *c0 = t->col0, *c1 = t->col0 + t->cols; /* share_gemm reads X's columns [c0, c1) */
+}
+
 void exec_wgemm_start(struct exec_model *m, enum npu_gemm g, uint64_t y, uint64_t x,
                       uint32_t rows, uint32_t layer, enum model_tensor_kind kind,
                       uint32_t block, uint32_t n, uint32_t k)
