@@ -593,11 +593,18 @@ void exec_wgemm_cols(const struct exec_model *m, uint32_t layer, enum model_tens
    GEMM into yqkv (false: the shares do not fuse, nothing issued), finish runs the
    collectives (or, not started, the three exec_wgemm). */
 bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint32_t layer);
+/* The exchange of the QKV chunks' pieces each rank reads (model_attn_xchg.c): its blocks,
+   and the columns [cols[i][0], cols[i][1]) of q, k and v this rank reads (only those are
+   unchunked). */
+struct exec_qkv_xchg {
+    struct noc_exchange_args xg;
+    uint32_t cols[3][2];
+};
 /* xg (2D, started; else NULL): instead of the all-gather along the grid's columns, this
-   exchange of the pieces each rank reads (model_attn_xchg.c). */
+   exchange of the pieces each rank reads. */
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                           uint32_t rows, uint32_t layer, bool started, bool after,
-                          const struct noc_exchange_args *xg);
+                          const struct exec_qkv_xchg *xg);
 /* The fused QKV GEMM's chunks under the 2D partition (false: not 2D, or the shares do not
    fuse): chunk i (grid row i's) at base + i x rows x width elements, [rows][width], its q
    share's q columns first, then k's, then v's; bytes: all parts' chunks. */

@@ -616,7 +616,7 @@ int exec_attention_qkv(struct exec_model *m, uint32_t l, bool sliding,
 {
     const struct npu_act_layout *a = &m->buf.a;
     exec_set_cat(m, EXEC_CAT_ATTN);
-    struct noc_exchange_args xg; /* each rank only the pieces it reads (model_attn_xchg.c) */
+    struct exec_qkv_xchg xg; /* each rank only the pieces it reads (model_attn_xchg.c) */
     const bool local = started && attn_xchg_qkv(m, l, tile, sliding, &xg);
     return exec_wgemm_qkv_finish(m, a->q, a->knew, a->vnew, a->xb, tile->n, l, started, after,
                                  local ? &xg : NULL);

@@ -89,7 +89,7 @@ bool attn_combine_scatters(const struct exec_model *m, const struct attn_state *
    (instead of the all-gather of qg); false where they do not apply (the same on every
    rank). */
 bool attn_xchg_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                   bool sliding, struct noc_exchange_args *out);
+                   bool sliding, struct exec_qkv_xchg *out);
 bool attn_xchg_out(struct exec_model *m, const struct attn_state *st,
                    const struct exec_tile *tile, struct noc_exchange_args *out);
 

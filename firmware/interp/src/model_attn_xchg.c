@@ -20,8 +20,8 @@
  * is fixed when kv heads x parts = tp, which attn_window_whole requires), and the owners'
  * cache steps read the cache, which the owners store from every head's keys and values.
  * Modelled: every byte each rank receives. Only the unit's query heads are normed and
- * rotated (model_attn.c, attn_unit_head); the unchunking copies still move every chunk,
- * read or not.
+ * rotated (model_attn.c, attn_unit_head), and only the chunks it read pieces of are
+ * unchunked into q, k and v (model_wgemm.c, qkv_collect).
  */
 #include <assert.h>
 
@@ -125,7 +125,7 @@ static bool xchg_applies(const struct exec_model *m, const struct exec_tile *til
 }
 
 bool attn_xchg_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                   bool sliding, struct noc_exchange_args *out)
+                   bool sliding, struct exec_qkv_xchg *out)
 {
     static bool owner[NOC_GROUP_MAX];
     struct exec_qkv_chunks ch;
@@ -147,8 +147,11 @@ bool attn_xchg_qkv(struct exec_model *m, uint32_t l, const struct exec_tile *til
         sent += chunk_blocks(&ch, tile->n, m->buf.eb, i, k, &to, xblocks + sent);
         arrivals += chunk_blocks(&ch, tile->n, m->buf.eb, r, m->rank, &mine, NULL);
     }
-    *out = (struct noc_exchange_args){ .buf = ch.base, .bytes = ch.bytes, .blocks = xblocks,
-                                       .nblocks = sent, .arrivals = arrivals };
+    const struct xchg_need mine = need_of(m, m->rank, tile->n, owner[m->rank]);
+    *out = (struct exec_qkv_xchg){
+        .xg = { .buf = ch.base, .bytes = ch.bytes, .blocks = xblocks, .nblocks = sent,
+                .arrivals = arrivals },
+        .cols = { { mine.q0, mine.q1 }, { mine.kv0, mine.kv1 }, { mine.kv0, mine.kv1 } } };
     return true;
 }
 

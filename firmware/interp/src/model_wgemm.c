@@ -93,16 +93,19 @@ static int collect_chunks(struct exec_model *m, enum npu_partition part, uint64_
 /* Y[rows][n] from `parts` chunks [rows][w] at yt (columns [off, off + n / parts) of chunk i
    are Y's columns [i n / parts, ...)): one 2-D copy per chunk, or per row if fewer. */
 static void unchunk(struct exec_model *m, uint64_t y, uint64_t yt, uint32_t rows, uint32_t n,
-                    uint32_t parts, uint32_t w, uint32_t off)
+                    uint32_t parts, uint32_t w, uint32_t off, const uint32_t read[2])
 {
     const uint64_t eb = m->buf.eb, ni = n / parts, cb = ni * eb;
-    if (parts <= rows)
+    if (parts <= rows) {
         for (uint64_t i = 0; i < parts; i++) /* chunk i: rows x ni, to columns i ni */
-            exec_copy(m, y + i * cb, yt + (i * rows * w + off) * eb, rows, cb, w * eb, n * eb);
-    else
+            if (!read || (i * ni < read[1] && (i + 1) * ni > read[0])) /* read: its columns */
+                exec_copy(m, y + i * cb, yt + (i * rows * w + off) * eb, rows, cb, w * eb,
+                          n * eb);
+    } else {
         for (uint64_t r = 0; r < rows; r++) /* row r: one piece of ni from every chunk */
             exec_copy(m, y + r * n * eb, yt + (r * w + off) * eb, parts, cb,
                       (uint64_t)rows * w * eb, cb);
+    }
 }
 
 /* After the shares: the collectives that complete Y on every rank. */
@@ -128,7 +131,7 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
     }
     exec_set_cat(m, was);
     if (rc == NPU_OK && part == NPU_PART_2D && rows > 1)
-        unchunk(m, y, yt, rows, n, share_parts(m, part), t->rows, 0);
+        unchunk(m, y, yt, rows, n, share_parts(m, part), t->rows, 0, NULL);
     return rc;
 }
 
@@ -279,7 +282,7 @@ bool exec_wgemm_qkv_start(struct exec_model *m, uint64_t x, uint32_t rows, uint3
    into place; 2D completes the chunks, then copies each part's columns out. */
 static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t n[3],
                        const struct npu_image_tensor *const t[3], uint32_t rows,
-                       const struct noc_exchange_args *xg)
+                       const struct exec_qkv_xchg *xg)
 {
     const enum npu_partition part = (enum npu_partition)m->plan->partition[NPU_GEMM_QKV];
     const uint32_t width = t[0]->rows + t[1]->rows + t[2]->rows;
@@ -297,11 +300,14 @@ static int qkv_collect(struct exec_model *m, const uint64_t y[3], const uint32_t
         exec_set_cat(m, was);
         return rc;
     }
+    const bool local = part == NPU_PART_2D && xg;
     rc = collect_chunks(m, part, m->buf.a.yqkv, share_index(t[0]), (uint64_t)rows * width,
-                        part == NPU_PART_2D ? xg : NULL);
+                        local ? &xg->xg : NULL);
     exec_set_cat(m, was);
+    /* exchanged: only the chunks this rank read pieces of (the rest hold older data) */
     for (uint32_t i = 0, off = 0; i < 3 && rc == NPU_OK; off += t[i]->rows, i++)
-        unchunk(m, y[i], m->buf.a.yqkv, rows, n[i], share_parts(m, part), width, off);
+        unchunk(m, y[i], m->buf.a.yqkv, rows, n[i], share_parts(m, part), width, off,
+                local ? xg->cols[i] : NULL);
     return rc;
 }
 
@@ -336,7 +342,7 @@ bool exec_wgemm_qkv_chunks(struct exec_model *m, uint32_t layer, uint32_t rows,
 
 int exec_wgemm_qkv_finish(struct exec_model *m, uint64_t q, uint64_t k, uint64_t v, uint64_t x,
                           uint32_t rows, uint32_t layer, bool started, bool after,
-                          const struct noc_exchange_args *xg)
+                          const struct exec_qkv_xchg *xg)
 {
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, n[3] = { c->num_heads * c->head_dim,
