@@ -309,10 +309,10 @@ static void stage_outputs(struct exec_model *m, const struct npu_moe_spill *s, u
    group's start loading after them where ep_recv has room, else before them where they
    fit there, else as that group's combine starts. ep_recv holds a group's worst case;
    a Qwen3-30B-A3B prefill-2048 rank receives about a third of it. Room is the buffer's
-   own rows (up to ep_out), which moe_ep_combine_add_from checks: the spill's worst case
-   for moe_rows could pass them where the groups are moe_rows rounded down to whole tiles
-   (the layered reference plan with balanced placement, core 54 of 64 under skewed
-   routing: the next group's outputs past ep_recv's end, an assertion). */
+   own rows (up to ep_out, which moe_ep_combine_add_from checks), and a next group that
+   received no rows on this rank stages nothing after this one's: it was put at
+   at + n, which is the buffer's end when this group filled it (the layered reference plan
+   with balanced placement, core 54 under skewed routing: an assertion). */
 static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
                        uint32_t g, uint64_t at)
 {
@@ -321,7 +321,7 @@ static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint64_t cap = (m->buf.a.ep_out - m->buf.a.ep_recv) / row;
     const uint64_t n = record(m, s, l, g)->rows, n1 = record(m, s, l, g + 1)->rows;
-    if (n1 > 0 && at + n + n1 <= cap) /* none: at 0, where the combine starts from */
+    if (n1 > 0 && at + n + n1 <= cap)
         stage_outputs(m, s, l, g + 1, at + n, false);
     else if (n1 <= at)
         stage_outputs(m, s, l, g + 1, 0, false);
