@@ -204,8 +204,9 @@ bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_
     /* one copy: the next shares load after the layer's last MoE route (EP or units) */
     const bool loads = s == NPU_STAGE_DOUBLE ||
                        (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan));
-    return loads && !tiles_keyed(m, exec_op_rows(&op, b)) && (l + 1) % m->plan->stage_layers != 0 &&
-           l + 1 < m->cfg->num_layers && exec_op_has_rows(&next, b);
+    return loads && !tiles_keyed(m, exec_op_rows(&op, b)) &&
+           (l + 1) % m->plan->stage_layers != 0 && l + 1 < m->cfg->num_layers &&
+           exec_op_has_rows(&next, b);
 }
 
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,
