@@ -399,6 +399,8 @@ bool exec_op_runs_all(const struct npu_prog_op *op, const struct exec_batch *b);
 /* The rows op runs over in batch b: every run's, or (outside the prefill runs' layers) the
    decode runs' alone. */
 uint32_t exec_op_rows(const struct npu_prog_op *op, const struct exec_batch *b);
+/* Whether layer l + 1 runs in batch b on this core's stage after layer l. */
+bool exec_next_on_stage(const struct exec_model *m, uint32_t l, const struct exec_batch *b);
 /* Whether layer l loads the next layer's non-expert shares while it runs in batch b (the
    plan's second staging copy, or its one copy after the last MoE route): the next layer
    runs in b on this core's stage, and l's tiles are not keyed by tile reuse. */
@@ -733,10 +735,9 @@ bool exec_attention_begin(struct exec_model *m, uint32_t layer, const struct exe
    comes before them: run_ops's attn_next (model_iter.c). */
 void exec_attention_prefetch_next(struct exec_model *m, uint32_t layer,
                                   const struct exec_tile *tile, bool side);
-/* How many steps the last exec_attention_prefetch_next loaded for `layer` that its attention
-   has not taken; forgets them (layer reuse: a recording's load for the next layer, which a
-   replay stands in for). */
-uint32_t exec_attention_prefetch_drop(uint32_t layer);
+/* Forgets the steps exec_attention_prefetch_next loaded that no attention took (layer
+   reuse: a recording's load for the next layer, which a replay stands in for). */
+void exec_attention_prefetch_drop(void);
 /* Layer reuse: the first steps of attention op's layer over its rows in batch b loaded now,
    outside any recording (the stage's first layer's, which no layer before it loaded). */
 void exec_attention_preload(struct exec_model *m, const struct npu_prog_op *op,

@@ -586,11 +586,9 @@ void exec_attention_prefetch_next(struct exec_model *m, uint32_t l, const struct
         attn_prefetch(m, l, tile, side, ATTN_PRE_MAX, false);
 }
 
-uint32_t exec_attention_prefetch_drop(uint32_t l)
+void exec_attention_prefetch_drop(void)
 {
-    const uint32_t n = attn_pre.layer == l ? attn_pre.n - attn_pre.used : 0;
     attn_pre.n = attn_pre.used = 0;
-    return n;
 }
 
 bool exec_attention_begin(struct exec_model *m, uint32_t l, const struct exec_tile *tile)

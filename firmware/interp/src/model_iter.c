@@ -196,17 +196,21 @@ static bool tiles_keyed(const struct exec_model *m, uint32_t rows)
     return m->treuse.enabled && rows > EXEC_REUSE_TILE_OP_MIN * m->plan->tile_rows;
 }
 
+bool exec_next_on_stage(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
+{
+    const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = l + 1 };
+    return l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers != 0 &&
+           exec_op_has_rows(&next, b);
+}
+
 bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
 {
     const struct npu_prog_op op = { .kind = NPU_OP_STAGE, .layer = l };
-    const struct npu_prog_op next = { .kind = NPU_OP_STAGE, .layer = l + 1 };
     const uint32_t s = m->plan->stage_double;
     /* one copy: the next shares load after the layer's last MoE route (EP or units) */
     const bool loads = s == NPU_STAGE_DOUBLE ||
                        (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan));
-    return loads && !tiles_keyed(m, exec_op_rows(&op, b)) &&
-           (l + 1) % m->plan->stage_layers != 0 && l + 1 < m->cfg->num_layers &&
-           exec_op_has_rows(&next, b);
+    return loads && !tiles_keyed(m, exec_op_rows(&op, b)) && exec_next_on_stage(m, l, b);
 }
 
 int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exec_batch *b,

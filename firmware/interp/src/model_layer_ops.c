@@ -741,7 +741,7 @@ void exec_attention_preload(struct exec_model *m, const struct npu_prog_op *op,
     exec_set_cat(m, EXEC_CAT_ATTN);
     make_tile(b->runs + first, b->nruns - first, 0, exec_op_rows(op, b), &op_tiles[0]);
     exec_attention_prefetch_next(m, op->layer, &op_tiles[0], false);
-    (void)exec_attention_prefetch_drop(op->layer); /* loaded: the recording takes them so */
+    exec_attention_prefetch_drop(); /* loaded: the recording takes them so */
 }
 
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,

@@ -263,18 +263,13 @@ int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64
     return rc;
 }
 
-/* Whether layer l has a next layer on this core's stage in batch b: it then loads that
-   layer's shares (exec_stage_ahead) and first attention steps (kv_steady) while it runs. */
-static bool next_on_stage(const struct exec_model *m, uint32_t l, const struct exec_batch *b)
+/* The layer's MoE or dense FFN op among ops[0..per), or NULL. */
+static const struct npu_prog_op *ffn_op(const struct npu_prog_op *ops, uint32_t per)
 {
-    const struct npu_prog_op next = { .kind = NPU_OP_ATTENTION, .layer = l + 1 };
-    return l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers != 0 &&
-           exec_op_has_rows(&next, b);
-}
-
-static bool is_ffn_op(const struct npu_prog_op *op)
-{
-    return op->kind == NPU_OP_MOE || op->kind == NPU_OP_FFN;
+    for (uint32_t i = 0; i < per; i++)
+        if (ops[i].kind == NPU_OP_MOE || ops[i].kind == NPU_OP_FFN)
+            return &ops[i];
+    return NULL;
 }
 
 /* Whether layer ops[0..per)'s MoE or FFN op loads the next layer's first attention steps
@@ -282,10 +277,8 @@ static bool is_ffn_op(const struct npu_prog_op *op)
 static bool kv_path(const struct exec_model *m, const struct npu_prog_op *ops, uint32_t per,
                     const struct exec_batch *b)
 {
-    for (uint32_t i = 0; i < per; i++)
-        if (is_ffn_op(&ops[i]))
-            return exec_op_prefetches_attention(m, &ops[i], exec_op_rows(&ops[i], b));
-    return false;
+    const struct npu_prog_op *f = ffn_op(ops, per);
+    return f && exec_op_prefetches_attention(m, f, exec_op_rows(f, b));
 }
 
 /* Whether it does so here (run_ops's attn_next): the next layer's attention runs over the
@@ -294,12 +287,8 @@ static bool kv_steady(const struct exec_model *m, const struct npu_prog_op *ops,
                       const struct exec_batch *b)
 {
     const struct npu_prog_op attn = { .kind = NPU_OP_ATTENTION, .layer = ops[0].layer + 1 };
-    if (!next_on_stage(m, ops[0].layer, b) || !kv_path(m, ops, per, b))
-        return false;
-    for (uint32_t i = 0; i < per; i++)
-        if (is_ffn_op(&ops[i]))
-            return exec_op_runs_all(&attn, b) == exec_op_runs_all(&ops[i], b);
-    return false;
+    return exec_next_on_stage(m, ops[0].layer, b) && kv_path(m, ops, per, b) &&
+           exec_op_runs_all(&attn, b) == exec_op_runs_all(ffn_op(ops, per), b);
 }
 
 /* Whether the layer before l loaded l's shares while it ran (exec_stage_ahead). */
@@ -325,14 +314,14 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
     int rc = exec_record_begin(m, (uint32_t)(c - m->lreuse.classes), &r);
     m->lreuse.kv_steady = kv_path(m, ops, per, b);
     for (uint32_t i = 0; rc == NPU_OK && i < per; i++) {
-        m->attn_next = kv && is_ffn_op(&ops[i]);
+        m->attn_next = kv && &ops[i] == ffn_op(ops, per);
         rc = exec_op(m, &ops[i], b, NULL, NULL);
         m->attn_next = false;
     }
     m->lreuse.kv_steady = false;
     rc = rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
     /* the next layer's steps were loaded for the replays' sake: no attention takes them */
-    (void)exec_attention_prefetch_drop(l + 1);
+    exec_attention_prefetch_drop();
     return rc;
 }
 
@@ -415,9 +404,9 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         return NPU_OK; /* not a layer, or nothing to run: the caller runs it as it is */
     const uint32_t l0 = ops[0].layer;
     uint32_t n = run_layers(ops, nops, per, b);
-    if (n > 1 && !next_on_stage(m, l0 + n - 1, b))
+    if (n > 1 && !exec_next_on_stage(m, l0 + n - 1, b))
         n--; /* the stage's last layer loads nothing ahead: a class of its own */
-    key.ahead = next_on_stage(m, l0 + n - 1, b);
+    key.ahead = exec_next_on_stage(m, l0 + n - 1, b);
     const bool kv = kv_steady(m, ops, per, b);
     const uint32_t S = run_samples(&key, n);
     struct exec_reuse_class *cs[EXEC_REUSE_SAMPLES];
