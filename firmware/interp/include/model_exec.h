@@ -209,6 +209,8 @@ struct exec_weights {
                                               (not loaded while the layer before ran) */
     bool route_last;                       /* the next MoE route is the layer's last reader
                                               of its shares (set by the op loops) */
+    bool stream_half;                      /* the half of the staging buffer the next
+                                              streamed piece loads into (share_piece) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the

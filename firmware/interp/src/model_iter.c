@@ -126,7 +126,7 @@ int exec_init(struct exec_model *m, const struct npu_image_core *core)
     m->buf.kv_pool = m->buf.sram + core->kv_pool_off;
     m->w.stage = m->buf.sram + core->sram_stage, m->w.stage_bytes = core->sram_stage_bytes;
     m->w.staged_next = 0, m->w.stage_deferred = 0, m->w.stage_late = 0;
-    m->w.stage_own = true, m->w.route_last = false;
+    m->w.stage_own = true, m->w.route_last = false, m->w.stream_half = false;
     npu_kv_rank_shifts(p, m->kv_shift);
     m->kv_step_at = 0;
     index_tensors(m);
@@ -293,7 +293,7 @@ void exec_pass_start(struct exec_model *m)
     m->w.stage_deferred = 0;
     m->w.stage_late = 0;
     m->w.stage_own = true;
-    m->w.route_last = false;
+    m->w.route_last = false, m->w.stream_half = false;
     m->lreuse.kv_next = 0;
 }
 
