@@ -141,8 +141,8 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
    one before reads the other half (the hazard tracker orders a load after the GEMM that
    read its half two pieces ago): Qwen3-8B's LM head share on large-64, 19 MB streamed in
    two pieces through the whole buffer, loaded and multiplied in series, 328 us at the end
-   of each decode step. Nothing else lives in the buffer while a share streams (the
-   planner streams only where it stages nothing, and the head runs after the last layer). */
+   of each decode step. Only the LM head streams (exec_share_addr: layers' shares are
+   resident or staged whole), after the last layer, so the buffer holds nothing else then. */
 static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t w,
                             uint32_t r0, uint32_t *r1)
 {
