@@ -21,7 +21,7 @@ static uint32_t issued[HZ_ENGINES], done[HZ_ENGINES], last_main[HZ_ENGINES];
    a test looks at the ranges a descriptor has (one or two reads and a write, mostly) and
    not at every slot of struct hz_access. The hazard tests are most of what the harts
    execute (57 % of the guest instructions of a chunked-prefill serving run of
-   Qwen3-30B-A3B, counted per function with a QEMU TCG plugin; docs/firmware.md). */
+   Qwen3-30B-A3B, counted per function with a QEMU TCG plugin; docs/results.md). */
 struct hz_compact {
     struct hz_range r[HZ_READS + HZ_WRITES]; /* writes [0, nwr), reads [nwr, nwr + nrd) */
     struct hz_range all, wr;                 /* bounds of every range, of the writes: a

@@ -150,8 +150,9 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
         *r1 = t->rows;
         return w;
     }
-    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb, half = (m->w.stage_bytes / 2) & ~63ull;
-    const bool halves = half >= row_bytes; /* else one row at a time through the whole */
+    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+    const uint64_t half = (m->w.stage_bytes / 2) & ~63ull;
+    const bool halves = half >= row_bytes; /* else pieces of the whole buffer, in series */
     const uint32_t chunk = (uint32_t)((halves ? half : m->w.stage_bytes) / row_bytes);
     assert(chunk >= 1 && "the planner sizes the buffer for a row of every streamed share");
     *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
