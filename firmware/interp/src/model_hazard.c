@@ -9,6 +9,7 @@
 #include "npu_enums.h"
 
 #define HZ_WINDOW 128u
+#define HZ_SCAN_FRESH 4u /* entries a scan passes before it reads the count (find_needs) */
 /* Application semaphores of the engines' counts (0..11 are the application's; 2..7 are the
    runtime's and the interpreter's others). */
 static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u, 11u };
@@ -113,6 +114,13 @@ static bool conflicts(const struct hz_compact *a, const struct hz_compact *b)
     return false;
 }
 
+/* done[x] from engine x's semaphore: how many of its descriptors are complete by now. */
+static void refresh(uint32_t x)
+{
+    const uint32_t now = hal_sem_read(engine_sem[x]);
+    done[x] = now > done[x] ? now : done[x];
+}
+
 /* need[x]: the count of engine x's descriptors that must be done before one on engine e
    with accesses a may start, where it is more than done[x] (entries known complete are
    not looked at: they could raise need[x] to done[x] at most, which asks no wait). */
@@ -121,15 +129,23 @@ static void find_needs(enum hz_engine e, const struct hz_compact *a, uint32_t *n
     uint32_t left[HZ_ENGINES]; /* the entries of each engine to look at */
     for (uint32_t x = 0; x < HZ_ENGINES; x++)
         need[x] = evicted[x], left[x] = x == (uint32_t)e ? 0 : wcount[x];
-    for (uint32_t i = 0; e != HZ_DMA2 && i < nloads; i++) /* the loads' table */
-        if (loads[i].seq + 1 > need[HZ_DMA2] && loads[i].seq + 1 > done[HZ_DMA2] &&
-            conflicts(&loads[i].a, a))
+    for (uint32_t i = 0, live = 0; e != HZ_DMA2 && i < nloads; i++) { /* the loads' table */
+        if (loads[i].seq + 1 <= need[HZ_DMA2] || loads[i].seq + 1 <= done[HZ_DMA2])
+            continue;
+        if (live++ == HZ_SCAN_FRESH && (refresh(HZ_DMA2), loads[i].seq + 1 <= done[HZ_DMA2]))
+            continue;
+        if (conflicts(&loads[i].a, a))
             need[HZ_DMA2] = loads[i].seq + 1;
+    }
     /* per engine, newest first, up to the first conflict (its earlier entries are
-       implied: the queue runs in order) or the first entry known complete */
+       implied: the queue runs in order) or the first entry known complete; a scan that
+       passes HZ_SCAN_FRESH entries reads the engine's count once (most of a long scan is
+       descriptors long complete that no wait since has told of) */
     for (uint32_t x = 0; x < HZ_ENGINES; x++)
         for (uint32_t k = 0; k < left[x]; k++) {
             const uint32_t at = eslot[x][(ehead[x] - 1 - k) % HZ_WINDOW];
+            if (k == HZ_SCAN_FRESH)
+                refresh(x);
             if (window[at].seq + 1 <= done[x])
                 break;
             if (conflicts(&window[at].a, a)) {
