@@ -121,6 +121,8 @@ struct exec_reuse_class {
     bool prefill;                          /* some run of its rows is a prefill run */
     bool ahead;                            /* a next layer on this core's stage: the layer
                                               loads its shares and first steps ahead */
+    bool head;                             /* the model's last layer in a pass that runs
+                                              the LM head (head_due) */
     uint32_t sample;                       /* decode rows alone: which of the run's
                                               EXEC_REUSE_SAMPLES recorded layers (layer
                                               l0 + j replays sample j mod that) */
@@ -128,6 +130,9 @@ struct exec_reuse_class {
     struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */
     struct exec_stats delta;               /* what that layer added to its stats */
+    bool head_loaded, head_half;           /* the recorded layer loaded the LM head's
+                                              first piece, into that half (w.head_ahead,
+                                              w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
 };
@@ -211,6 +216,9 @@ struct exec_weights {
                                               of its shares (set by the op loops) */
     bool stream_half;                      /* the half of the staging buffer the next
                                               streamed piece loads into (share_piece) */
+    bool head_ahead;                       /* the streamed LM head's first piece was
+                                              loaded during the last layer, into the half
+                                              stream_half names (exec_head_ahead) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -294,6 +302,9 @@ struct exec_model {
     bool attn_next;                        /* the op being run is a MoE or FFN op whose
                                               next op is the next layer's attention over
                                               the same rows (model_iter.c, run_ops) */
+    bool head_due;                         /* this pass runs the LM head on some rows
+                                              (run_ops), so the last layer may load its
+                                              first piece (exec_head_ahead) */
     struct noc_comm *comm;                 /* NULL when tp == 1 */
     /* Attention/expert disaggregation (plan.disagg, model_disagg.c): the pair group of
        every replica's ranks and the expert instance's, over which the MoE dispatches
@@ -559,6 +570,9 @@ uint64_t exec_expert_slice_addr(struct exec_model *m, uint32_t layer, enum model
    0 without a ring or where a slot is smaller. The loads into it wait for its readers and
    writers by their data (model_hazard.h). */
 uint64_t exec_ring_scratch(struct exec_model *m, uint64_t bytes);
+/* The ring's slots that [lo, hi) overlaps hold no matrix any more (something else loads
+   there). */
+void exec_ring_forget(struct exec_model *m, uint64_t lo, uint64_t hi);
 /* A piece of an expert tensor for the ring: rows of row_bytes at src (global HBM address),
    src_stride apart, named (t, block, part) in the ring (part 0: a whole slice of t's block
    `block`, block0-based as the map numbers it; others a piece of it). */
@@ -671,6 +685,16 @@ void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load)
 void exec_stage_after_route(struct exec_model *m, uint32_t l);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
+/* Layer l's staged non-expert shares: [*lo, *hi) (empty where resident). */
+void exec_stage_copy(const struct exec_model *m, uint32_t l, uint64_t *lo, uint64_t *hi);
+/* In the model's last layer (head_due), once the layer has queued its last load into the
+   staging buffer: the first piece of an LM head that streams through it (model_wgemm.c,
+   share_piece) loads now on the second DMA queue, into the half whose readers were issued
+   earliest, so that the head's first GEMM need not wait for it after the layer's combine.
+   `read`: every reader of the layer's own staged shares is issued (a MoE layer after its
+   experts); else (a dense FFN as it starts) a half holding them is not used, and nothing
+   loads if both do. */
+void exec_head_ahead(struct exec_model *m, uint32_t l, bool read);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);
 
 /* ---- model_attn.c: the KV cache of this core */

@@ -441,8 +441,16 @@ void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load)
         m->w.staged_next = l + 1;
 }
 
+void exec_stage_copy(const struct exec_model *m, uint32_t l, uint64_t *lo, uint64_t *hi)
+{
+    *lo = *hi = stage_base(m, l);
+    if (m->w.t[l][MT_WQ] && m->w.t[l][MT_WQ]->sram_off == NPU_IMAGE_NOWHERE)
+        *hi += m->w.map.experts; /* the non-expert shares come first (npu_stage_map) */
+}
+
 void exec_stage_next(struct exec_model *m, uint32_t l)
 {
+    exec_head_ahead(m, l, false); /* the last layer's FFN: the head's first piece */
     if (m->w.stage_deferred != l + 2)
         return;
     m->w.stage_deferred = 0;
@@ -509,6 +517,16 @@ uint64_t exec_ring_load(struct exec_model *m, uint32_t l, const struct exec_ring
     m->w.ring.next = (s + 1) % m->w.map.ring_slots;
     m->acct.stats[l].expert_bytes += bytes;
     return dst;
+}
+
+void exec_ring_forget(struct exec_model *m, uint64_t lo, uint64_t hi)
+{
+    const uint64_t slots = m->w.stage + m->w.map.experts;
+    for (uint32_t s = 0; s < m->w.map.ring_slots; s++) {
+        const uint64_t a = slots + s * m->w.map.ring_span;
+        if (a < hi && lo < a + m->w.map.ring_span)
+            m->w.ring.held[s].t = NULL;
+    }
 }
 
 uint64_t exec_ring_scratch(struct exec_model *m, uint64_t bytes)

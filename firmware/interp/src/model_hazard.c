@@ -280,6 +280,16 @@ int hz_make_room_on(enum hz_engine x, uint32_t most)
     return rc;
 }
 
+uint32_t hz_need_of(enum hz_engine x, struct hz_range r)
+{
+    const struct hz_access a = { .wr = { r } };
+    struct hz_compact c;
+    uint32_t need[HZ_ENGINES];
+    compact(&a, &c);
+    find_needs(HZ_ENGINES, &c, need);
+    return need[x];
+}
+
 bool hz_idle(enum hz_engine e)
 {
     if (issued[e] > done[e]) {

@@ -69,6 +69,10 @@ int hz_make_room(uint32_t most);
 /* The same for engine e alone (a collective's agreement refuses more than
    NOC_COMM_QUEUED_MAX queued vector descriptors). */
 int hz_make_room_on(enum hz_engine e, uint32_t most);
+/* The count of engine x's descriptors that a write of r would wait for now (the newest
+   one reading or writing r, as far as the window tells; the same for every range that the
+   window holds no access of). */
+uint32_t hz_need_of(enum hz_engine x, struct hz_range r);
 /* Whether every descriptor issued to engine e so far is complete (reads its semaphore). */
 bool hz_idle(enum hz_engine e);
 /* Waits until every descriptor issued so far is complete, side ones too (the engines idle,

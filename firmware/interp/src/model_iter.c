@@ -293,7 +293,7 @@ void exec_pass_start(struct exec_model *m)
     m->w.stage_deferred = 0;
     m->w.stage_late = 0;
     m->w.stage_own = true;
-    m->w.route_last = false, m->w.stream_half = false;
+    m->w.route_last = false, m->w.stream_half = false, m->w.head_ahead = false;
     m->lreuse.kv_next = 0;
 }
 
@@ -322,11 +322,25 @@ static bool attn_next(const struct exec_model *m, const struct npu_prog_op *ops,
                                                   exec_op_runs_all(&ops[i], b);
 }
 
+/* Whether the ops run the LM head over some of b's rows: the last layer may then load the
+   head's first piece (exec_head_ahead; under layer reuse the last layer's class has it in
+   its key, and a replay sets what the recording loaded). */
+static bool head_due(const struct npu_prog_op *ops, uint32_t nops, const struct exec_batch *b)
+{
+    bool head = false, wanted = false;
+    for (uint32_t i = 0; i < nops; i++)
+        head = head || ops[i].kind == NPU_OP_HEAD;
+    for (uint32_t i = 0; i < b->nruns; i++)
+        wanted = wanted || b->runs[i].wants_token;
+    return head && wanted;
+}
+
 /* The ops over batch b (a whole iteration, or one of its micro-batches). */
 static int run_ops(struct exec_model *m, const struct npu_prog_op *ops, uint32_t nops,
                    const struct exec_batch *b, uint32_t *out, float *logit)
 {
     exec_pass_start(m);
+    m->head_due = head_due(ops, nops, b);
     int rc = NPU_OK;
     for (uint32_t i = 0, used = 0; rc == NPU_OK && i < nops; i += used) {
         used = 0;

@@ -226,9 +226,10 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
    them by then): no gather, no scatter. Groups alternate the direction in which they walk
    the slices: a ring too small for the rank's slices still holds the last ones served, and
    the next group serves those first (a layer of G groups loads 3 x slices + (G - 1) x
-   max(0, 3 x slices - ring slots) matrices instead of G x 3 x slices). */
+   max(0, 3 x slices - ring slots) matrices instead of G x 3 x slices). `last`: the layer's
+   last group, after whose loads the head's first piece may load (exec_head_ahead). */
 static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_map *x,
-                         const struct noc_alltoallv_plan *plan)
+                         const struct noc_alltoallv_plan *plan, bool last)
 {
     const uint32_t d = m->cfg->hidden_size;
     const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
@@ -243,6 +244,8 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
                               noc_alltoallv_recv_offset(plan, 0, s) * m->buf.eb;
         moe_ep_serve_slice(m, l, rows, (uint32_t)(elems / d), s - lo, x->width[s]);
     }
+    if (last)
+        exec_head_ahead(m, l, true);
     return exec_flush(m);
 }
 
@@ -333,7 +336,7 @@ int exec_moe_ep_serve_round(struct exec_model *m, uint32_t l)
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
                 moe_ep_slice_elems(&plan, s) / d;
     if (rc == NPU_OK)
-        rc = serve_experts(m, l, x, &plan);
+        rc = serve_experts(m, l, x, &plan, false);
     if (rc == NPU_OK) {
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_alltoallv_combine(ep_comm(m), &a, &plan);
@@ -348,7 +351,7 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     int rc = moe_ep_route_dispatch(m, l, tile, x, &plan, true);
     if (rc == NPU_OK)
-        rc = serve_experts(m, l, x, &plan);
+        rc = serve_experts(m, l, x, &plan, tile->whole);
     return rc == NPU_OK ? moe_ep_combine_add(m, tile, x, &plan) : rc;
 }
 

@@ -154,8 +154,8 @@ uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint3
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                              const struct exec_reuse_class *k)
 {
-    if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->sample != k->sample ||
-        c->nrows != k->nrows ||
+    if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->head != k->head ||
+        c->sample != k->sample || c->nrows != k->nrows ||
         memcmp(c->kinds, k->kinds, sizeof(c->kinds)) ||
         memcmp(c->flags, k->flags, sizeof(c->flags)))
         return UINT64_MAX;
@@ -320,6 +320,7 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
     }
     m->lreuse.kv_steady = false;
     rc = rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
+    c->head_loaded = m->w.head_ahead, c->head_half = m->w.stream_half;
     /* the next layer's steps were loaded for the replays' sake: no attention takes them */
     exec_attention_prefetch_drop();
     return rc;
@@ -407,6 +408,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
     if (n > 1 && !exec_next_on_stage(m, l0 + n - 1, b))
         n--; /* the stage's last layer loads nothing ahead: a class of its own */
     key.ahead = exec_next_on_stage(m, l0 + n - 1, b);
+    key.head = m->head_due && l0 + n == m->cfg->num_layers;
     const bool kv = kv_steady(m, ops, per, b);
     const uint32_t S = run_samples(&key, n);
     struct exec_reuse_class *cs[EXEC_REUSE_SAMPLES];
@@ -429,6 +431,8 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         }
     for (uint32_t s = 0; rc == NPU_OK && s < S; s++)
         rc = replay_layers(m, cs[s], l0 + s, (n - s + S - 1) / S, S, skips[s]);
+    if (key.head && skips[0] >= l0 + n) /* replayed: the LM head's first piece loaded in it */
+        m->w.head_ahead = cs[0]->head_loaded, m->w.stream_half = cs[0]->head_half;
     /* the run's last layer loaded the next one's shares and steps (a replay stood for it) */
     if (ops[0].kind == NPU_OP_STAGE && exec_stage_ahead(m, l0 + n - 1, b))
         m->w.staged_next = l0 + n + 1;

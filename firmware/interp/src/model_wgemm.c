@@ -24,6 +24,7 @@
 #include <assert.h>
 
 #include "model_exec.h"
+#include "model_hazard.h"
 #include "noc/collective.h"
 
 /* Index of the share along N, and how many shares N is split into (MN: tp, 2D: the grid's
@@ -135,13 +136,33 @@ static int complete(struct exec_model *m, enum npu_partition part, uint64_t y, u
     return rc;
 }
 
+/* A streamed share goes in at least this many pieces, so that all but the first piece's
+   load hide behind GEMMs: a share loaded whole and then multiplied takes the sum of both
+   (Qwen3-30B-A3B's LM head share on large-64 at decode, 9.7 MB: 81 us, then 79 us). */
+#define STREAM_PIECES 4u
+
+/* Rows of t a streamed piece holds: a STREAM_PIECES-th of its rows, at most as many as fit
+   in half of the staging buffer (*halves), else as many as fit in all of it. */
+static uint32_t piece_rows(const struct exec_model *m, const struct npu_image_tensor *t,
+                           uint64_t *half, bool *halves)
+{
+    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+    *half = (m->w.stage_bytes / 2) & ~63ull;
+    *halves = *half >= row_bytes; /* else pieces of the whole buffer, in series */
+    const uint32_t fit = (uint32_t)((*halves ? *half : m->w.stage_bytes) / row_bytes);
+    const uint32_t quarter = (t->rows + STREAM_PIECES - 1) / STREAM_PIECES;
+    assert(fit >= 1 && "the planner sizes the buffer for a row of every streamed share");
+    return *halves && quarter < fit ? quarter : fit;
+}
+
 /* Share rows [r0, *r1) of t in SRAM: the whole share where it is resident or staged (w),
    else the next piece streamed through the staging buffer, as many rows as fit in half of
    it. The pieces alternate between the halves, so that a piece loads while the GEMM of the
    one before reads the other half (the hazard tracker orders a load after the GEMM that
    read its half two pieces ago): Qwen3-8B's LM head share on large-64, 19 MB streamed in
    two pieces through the whole buffer, loaded and multiplied in series, 328 us at the end
-   of each decode step. Only the LM head streams (exec_share_addr: layers' shares are
+   of each decode step. The first piece may have loaded during the last layer
+   (exec_head_ahead). Only the LM head streams (exec_share_addr: layers' shares are
    resident or staged whole), after the last layer, so the buffer holds nothing else then. */
 static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t w,
                             uint32_t r0, uint32_t *r1)
@@ -150,19 +171,72 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
         *r1 = t->rows;
         return w;
     }
+    uint64_t half;
+    bool halves;
+    const uint32_t chunk = piece_rows(m, t, &half, &halves);
     const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
-    const uint64_t half = (m->w.stage_bytes / 2) & ~63ull;
-    const bool halves = half >= row_bytes; /* else pieces of the whole buffer, in series */
-    const uint32_t chunk = (uint32_t)((halves ? half : m->w.stage_bytes) / row_bytes);
-    assert(chunk >= 1 && "the planner sizes the buffer for a row of every streamed share");
     *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
     const uint64_t dst = m->w.stage + (halves && m->w.stream_half ? half : 0);
     m->w.stream_half = halves && !m->w.stream_half;
+    if (r0 == 0 && m->w.head_ahead) {
+        m->w.head_ahead = false;
+        return dst;
+    }
+    /* on the second DMA queue, in order behind the piece before (on the first, two pieces'
+       loads shared the channel and the first GEMM waited for both), waiting by its data
+       for the GEMM that read its half */
     exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    exec_load_rows(m, dst, (uint64_t)(uintptr_t)m->image + t->hbm_off + r0 * row_bytes,
+    exec_copy_side(m, dst, (uint64_t)(uintptr_t)m->image + t->hbm_off + r0 * row_bytes,
                    (*r1 - r0) * row_bytes);
     exec_set_cat(m, EXEC_CAT_OTHER);
     return dst;
+}
+
+static bool overlaps(uint64_t lo, uint64_t hi, uint64_t a, uint64_t b)
+{
+    return lo < b && a < hi;
+}
+
+/* Which half of the staging buffer the head's first piece takes (exec_head_ahead): not one
+   holding the layer's own shares while their readers are still to come (UINT32_MAX:
+   neither), else the one whose last matrix reader was issued first (a MoE layer's: its
+   expert ring's earlier slots). */
+static uint32_t ahead_half(struct exec_model *m, uint32_t l, uint64_t half, bool read)
+{
+    uint64_t lo, hi;
+    exec_stage_copy(m, l, &lo, &hi);
+    const uint64_t s = m->w.stage;
+    const bool own[2] = { overlaps(lo, hi, s, s + half), overlaps(lo, hi, s + half, s + 2 * half) };
+    if (!read && own[0] && own[1])
+        return UINT32_MAX;
+    if (!read && own[0] != own[1])
+        return own[0] ? 1 : 0;
+    const uint32_t n0 = hz_need_of(HZ_MATRIX, (struct hz_range){ s, s + half });
+    const uint32_t n1 = hz_need_of(HZ_MATRIX, (struct hz_range){ s + half, s + 2 * half });
+    return n1 < n0 ? 1 : 0;
+}
+
+void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
+{
+    const struct npu_image_tensor *t = m->w.lm_head;
+    if (!m->head_due || l + 1 != m->cfg->num_layers || m->w.head_ahead || !t ||
+        t->sram_off != NPU_IMAGE_NOWHERE || m->treuse.on)
+        return; /* not the last layer of a pass with the head, a head that does not stream,
+                   or an op whose tiles replay (a replayed tile would not stand for it) */
+    uint64_t half;
+    bool halves;
+    const uint32_t chunk = piece_rows(m, t, &half, &halves);
+    const uint32_t h = halves ? ahead_half(m, l, half, read) : UINT32_MAX;
+    if (h == UINT32_MAX)
+        return; /* pieces of the whole buffer, or both halves hold shares still to be read */
+    const uint64_t dst = m->w.stage + h * half, row_bytes = (uint64_t)t->cols * m->buf.eb;
+    const uint32_t rows = t->rows < chunk ? t->rows : chunk;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_WEIGHTS);
+    exec_copy_side(m, dst, (uint64_t)(uintptr_t)m->image + t->hbm_off, rows * row_bytes);
+    exec_set_cat(m, was);
+    exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
+    m->w.stream_half = h == 1, m->w.head_ahead = true;
 }
 
 /* Where GEMM g's 2D chunks go: the O GEMM's in yo (outside attention's scratch, which ytmp
