@@ -186,8 +186,7 @@ static void test_ep_balanced_replaced(void **state)
 /* Groups larger than a tile with the residual rows in HBM and more rows than a group: the
    MoE over the layer (npu_moe_layer_wide) under balanced placement. Its slices serve the
    whole iteration's rows, so the map is placed for them, and the spill is in the core's HBM
-   segment. By default balanced only for a few groups a layer; contiguous keeps group by
-   group. */
+   segment. Balanced by default however many groups a layer takes. */
 static void test_ep_layer_wide(void **state)
 {
     (void)state;
@@ -195,10 +194,16 @@ static void test_ep_layer_wide(void **state)
     req.tile_rows = 16, req.moe_rows = 64;
     char text[8192];
     struct npu_built_image img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
-    assert_int_equal(hdr(&img)->plan.expert_placement, NPU_EXPERTS_CONTIGUOUS); /* 64 groups */
+    assert_int_equal(npu_moe_layer_groups(&hdr(&img)->plan), 64);
+    assert_int_equal(hdr(&img)->plan.expert_placement, NPU_EXPERTS_BALANCED);
+    assert_true(npu_moe_layer_wide(&hdr(&img)->plan));
+    npu_built_image_free(&img);
+    req.expert_placement = NPU_EXPERTS_CONTIGUOUS; /* asked for: group by group */
+    img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));
     assert_false(npu_moe_layer_wide(&hdr(&img)->plan));
     assert_null(strstr(text, "MoE over the layer"));
     npu_built_image_free(&img);
+    req.expert_placement = -1;
     /* 8 groups a layer, the residual in HBM: balanced by default */
     req.max_tokens = 2048, req.moe_rows = 256;
     img = build_summary(&moe, &mesh4x4, &req, text, sizeof(text));

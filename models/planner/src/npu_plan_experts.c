@@ -28,7 +28,6 @@
 #include "routing_model.h"
 
 #define NPU_PLACEMENT_SAMPLES 4096u
-#define NPU_WIDE_BALANCED_GROUPS 8u
 /* The default's balanced placement: at most this many ranks (see npu_planner_experts) */
 #define NPU_BALANCED_DEFAULT_RANKS 64u
 
@@ -309,33 +308,33 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     if (!npu_plan_is_ep(p) || p->tp == 1)
         return NPU_OK;
     const bool skewed = p->routing == NPU_ROUTING_SKEWED && p->routing_skew_milli > 0;
-    /* By default, not with several MoE groups a layer (the iteration's rows do not fit
-       one): every group walks a rank's slices through the ring, and a rank with a hot slice
-       has rows in every group, so it loads in every group what the ring no longer holds.
-       Measured on prefill-2048 (8 groups of 256 rows), balanced placement moved 269 GB of
-       HBM against contiguous placement's 153 GB and was slower; so contiguous there. With
-       balanced placement, a fused layer of several groups runs the MoE over the layer
-       (npu_moe_layer_wide), which serves each slice once a layer over all the iteration's
-       rows: balanced there too if the layer takes at most NPU_WIDE_BALANCED_GROUPS groups
-       (prefill-2048, 8 groups of 256: 101.3 ms against contiguous group by group's 135.8),
+    /* By default, not with several MoE groups a layer served group by group (the
+       iteration's rows do not fit one): every group walks a rank's slices through the
+       ring, and a rank with a hot slice has rows in every group, so it loads in every group
+       what the ring no longer holds. Measured on prefill-2048 (8 groups of 256 rows),
+       balanced placement moved 269 GB of HBM against contiguous placement's 153 GB and was
+       slower; so contiguous there. With balanced placement, a fused layer of several groups
+       runs the MoE over the layer (npu_moe_layer_wide), which serves each slice once a
+       layer over all the iteration's rows: balanced there by default however many groups,
        under uniform routing as well, for the MoE over the layer rather than the balance
-       (prefill-2048 of Qwen3-30B-A3B uniform: 46.6 ms against group by group's 79.6).
-       With more (the layered reference run's 130 groups of 256), each group's dispatch
-       sends a hot expert's rows to all its slices and runs in full under tile reuse: its
-       first 15 s of chip time were no faster, and 2.8x slower to simulate. And by default
-       not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256 ranks, two
-       units an expert) Qwen3-30B-A3B's balanced map (532 slices, a row's choices reaching up
-       to 56 of them) was slower than contiguous placement under skewed routing, prefill-512
-       74.9 ms against 63.3 and decode-b8 6.97 against 5.63 (docs/results.md): a hot
-       expert's rows go to each of its slices, and every dispatch and combine spans 256
-       ranks. */
+       (prefill-2048 of Qwen3-30B-A3B, 8 groups of 256: skewed 101.3 ms against contiguous
+       group by group's 135.8, uniform 46.6 against 79.6; the layered reference run, 130
+       groups of 256 a layer: TTFT 0.51 s against 1.59 at 1 req/s, every request within the
+       SLO at 2 req/s against 55 %, half the expert-load bytes; docs/serving.md section 6).
+       Its price is simulation time: each group's dispatch sends a hot expert's rows to all
+       its slices and runs in full under tile reuse (the layered run about 1.5x the wall
+       time). And by default not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on
+       small-256 (256 ranks, two units an expert) Qwen3-30B-A3B's balanced map (532 slices,
+       a row's choices reaching up to 56 of them) was slower than contiguous placement under
+       skewed routing, prefill-512 74.9 ms against 63.3 and decode-b8 6.97 against 5.63
+       (docs/results.md): a hot expert's rows go to each of its slices, and every dispatch
+       and combine spans 256 ranks. */
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && !pl->contiguous &&
                                     p->tp <= NPU_BALANCED_DEFAULT_RANKS &&
                                     ((skewed && p->max_tokens <= p->moe_rows) ||
-                                     (npu_moe_wide_able(p) &&
-                                      npu_moe_layer_groups(p) <= NPU_WIDE_BALANCED_GROUPS));
+                                     npu_moe_wide_able(p));
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
     const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
