@@ -322,13 +322,13 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        groups of 256 a layer: TTFT 0.51 s against 1.59 at 1 req/s, every request within the
        SLO at 2 req/s against 55 %, half the expert-load bytes; docs/serving.md section 6).
        Its price is simulation time: each group's dispatch sends a hot expert's rows to all
-       its slices and runs in full under tile reuse (the layered run about 1.5x the wall
-       time). And by default not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on
-       small-256 (256 ranks, two units an expert) Qwen3-30B-A3B's balanced map (532 slices,
-       a row's choices reaching up to 56 of them) was slower than contiguous placement under
-       skewed routing, prefill-512 74.9 ms against 63.3 and decode-b8 6.97 against 5.63
-       (docs/results.md): a hot expert's rows go to each of its slices, and every dispatch
-       and combine spans 256 ranks. */
+       its slices and runs in full under tile reuse (the layered reference run about 4x
+       the wall time: docs/results.md (#7)). And by default not over more than
+       NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256 ranks, two units an expert)
+       Qwen3-30B-A3B's balanced map (532 slices, a row's choices reaching up to 56 of them)
+       was slower than contiguous placement under skewed routing, prefill-512 74.9 ms
+       against 63.3 and decode-b8 6.97 against 5.63 (docs/results.md): a hot expert's rows
+       go to each of its slices, and every dispatch and combine spans 256 ranks. */
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && !pl->contiguous &&
