@@ -132,8 +132,11 @@ static void find_needs(enum hz_engine e, const struct hz_compact *a, uint32_t *n
     for (uint32_t i = 0, live = 0; e != HZ_DMA2 && i < nloads; i++) { /* the loads' table */
         if (loads[i].seq + 1 <= need[HZ_DMA2] || loads[i].seq + 1 <= done[HZ_DMA2])
             continue;
-        if (live++ == HZ_SCAN_FRESH && (refresh(HZ_DMA2), loads[i].seq + 1 <= done[HZ_DMA2]))
-            continue;
+        if (live++ == HZ_SCAN_FRESH) {
+            refresh(HZ_DMA2);
+            if (loads[i].seq + 1 <= done[HZ_DMA2])
+                continue;
+        }
         if (conflicts(&loads[i].a, a))
             need[HZ_DMA2] = loads[i].seq + 1;
     }

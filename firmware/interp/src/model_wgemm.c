@@ -150,9 +150,22 @@ static uint32_t piece_rows(const struct exec_model *m, const struct npu_image_te
     *half = (m->w.stage_bytes / 2) & ~63ull;
     *halves = *half >= row_bytes; /* else pieces of the whole buffer, in series */
     const uint32_t fit = (uint32_t)((*halves ? *half : m->w.stage_bytes) / row_bytes);
-    const uint32_t quarter = (t->rows + STREAM_PIECES - 1) / STREAM_PIECES;
+    const uint32_t even = (t->rows + STREAM_PIECES - 1) / STREAM_PIECES;
     assert(fit >= 1 && "the planner sizes the buffer for a row of every streamed share");
-    return *halves && quarter < fit ? quarter : fit;
+    return *halves && even < fit ? even : fit;
+}
+
+/* Rows [r0, r1) of streamed share t into dst, on the second DMA queue: in order behind the
+   piece before (on the first, two pieces' loads shared the channel and the first GEMM
+   waited for both), each waiting by its data for the GEMM that read its half. */
+static void load_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t dst,
+                       uint32_t r0, uint32_t r1)
+{
+    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_WEIGHTS);
+    exec_copy_side(m, dst, exec_hbm_addr(m, t->hbm_off + r0 * row_bytes), (r1 - r0) * row_bytes);
+    exec_set_cat(m, was);
 }
 
 /* Share rows [r0, *r1) of t in SRAM: the whole share where it is resident or staged (w),
@@ -174,7 +187,6 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
     uint64_t half;
     bool halves;
     const uint32_t chunk = piece_rows(m, t, &half, &halves);
-    const uint64_t row_bytes = (uint64_t)t->cols * m->buf.eb;
     *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
     const uint64_t dst = m->w.stage + (halves && m->w.stream_half ? half : 0);
     m->w.stream_half = halves && !m->w.stream_half;
@@ -182,13 +194,7 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
         m->w.head_ahead = false;
         return dst;
     }
-    /* on the second DMA queue, in order behind the piece before (on the first, two pieces'
-       loads shared the channel and the first GEMM waited for both), waiting by its data
-       for the GEMM that read its half */
-    exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    exec_copy_side(m, dst, (uint64_t)(uintptr_t)m->image + t->hbm_off + r0 * row_bytes,
-                   (*r1 - r0) * row_bytes);
-    exec_set_cat(m, EXEC_CAT_OTHER);
+    load_piece(m, t, dst, r0, *r1);
     return dst;
 }
 
@@ -229,12 +235,8 @@ void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
     const uint32_t h = halves ? ahead_half(m, l, half, read) : UINT32_MAX;
     if (h == UINT32_MAX)
         return; /* pieces of the whole buffer, or both halves hold shares still to be read */
-    const uint64_t dst = m->w.stage + h * half, row_bytes = (uint64_t)t->cols * m->buf.eb;
-    const uint32_t rows = t->rows < chunk ? t->rows : chunk;
-    const enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_WEIGHTS);
-    exec_copy_side(m, dst, (uint64_t)(uintptr_t)m->image + t->hbm_off, rows * row_bytes);
-    exec_set_cat(m, was);
+    const uint64_t dst = m->w.stage + h * half;
+    load_piece(m, t, dst, 0, t->rows < chunk ? t->rows : chunk);
     exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
     m->w.stream_half = h == 1, m->w.head_ahead = true;
 }
