@@ -130,9 +130,10 @@ struct exec_reuse_class {
     struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */
     struct exec_stats delta;               /* what that layer added to its stats */
-    bool head_loaded, head_half;           /* the recorded layer loaded the LM head's
-                                              first piece, into that half (w.head_ahead,
-                                              w.stream_half): a replay stands for it */
+    uint32_t head_rows;                    /* the recorded layer loaded the LM head's
+                                              rows [0, head_rows) (w.head_rows) */
+    bool head_half;                        /* its first piece into that half
+                                              (w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
 };
@@ -216,9 +217,10 @@ struct exec_weights {
                                               of its shares (set by the op loops) */
     bool stream_half;                      /* the half of the staging buffer the next
                                               streamed piece loads into (share_piece) */
-    bool head_ahead;                       /* the streamed LM head's first piece was
-                                              loaded during the last layer, into the half
-                                              stream_half names (exec_head_ahead) */
+    uint32_t head_rows;                    /* the streamed LM head's rows [0, head_rows),
+                                              its first one or two pieces, were loaded
+                                              during the last layer, the first into the
+                                              half stream_half names (exec_head_ahead) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -683,6 +685,10 @@ void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load)
    GEMM (route_last: the last reader of layer l's shares) is issued, on the second DMA
    queue behind those readers, beside the experts' GEMMs; otherwise nothing. */
 void exec_stage_after_route(struct exec_model *m, uint32_t l);
+/* One staging copy: the next layer's shares load once a dense layer's last tile has issued
+   its FFN GEMMs (in the loop exec_stage_late_dense names, when it loads the next layer). */
+void exec_stage_after_ffn(struct exec_model *m, uint32_t l);
+bool exec_stage_late_dense(const struct exec_model *m);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 /* Layer l's staged non-expert shares: [*lo, *hi) (empty where resident). */
@@ -692,8 +698,9 @@ void exec_stage_copy(const struct exec_model *m, uint32_t l, uint64_t *lo, uint6
    share_piece) loads now on the second DMA queue, into the half whose readers were issued
    earliest, so that the head's first GEMM need not wait for it after the layer's combine.
    `read`: every reader of the layer's own staged shares is issued (a MoE layer after its
-   experts); else (a dense FFN as it starts) a half holding them is not used, and nothing
-   loads if both do. */
+   experts), and the second piece loads too, into the other half after its last reader;
+   else (a dense FFN as it starts) a half holding them is not used, and nothing loads if
+   both do. */
 void exec_head_ahead(struct exec_model *m, uint32_t l, bool read);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);
 

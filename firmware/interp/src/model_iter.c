@@ -207,9 +207,11 @@ bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_
 {
     const struct npu_prog_op op = { .kind = NPU_OP_STAGE, .layer = l };
     const uint32_t s = m->plan->stage_double;
-    /* one copy: the next shares load after the layer's last MoE route (EP or units) */
+    /* one copy: the next shares load after the layer's last MoE route (EP or units), or
+       after a dense layer's last FFN GEMMs (exec_stage_after_ffn) */
     const bool loads = s == NPU_STAGE_DOUBLE ||
-                       (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan));
+                       (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan)) ||
+                       (s == NPU_STAGE_ONE && exec_stage_late_dense(m));
     return loads && !tiles_keyed(m, exec_op_rows(&op, b)) && exec_next_on_stage(m, l, b);
 }
 
@@ -293,7 +295,7 @@ void exec_pass_start(struct exec_model *m)
     m->w.stage_deferred = 0;
     m->w.stage_late = 0;
     m->w.stage_own = true;
-    m->w.route_last = false, m->w.stream_half = false, m->w.head_ahead = false;
+    m->w.route_last = false, m->w.stream_half = false, m->w.head_rows = 0;
     m->lreuse.kv_next = 0;
 }
 

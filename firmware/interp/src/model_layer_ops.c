@@ -572,6 +572,8 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
             exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
+        if (rc == NPU_OK && next >= rows) /* the layer's shares are all read: the next's */
+            exec_stage_after_ffn(m, l);
         if (rc == NPU_OK && !deep && next < rows)
             dense_tile_in(m, l, runs, nruns, row0, next, rows, nxt, nx, &started[i ^ 1]);
         if (rc == NPU_OK && deep && !early && next < rows)

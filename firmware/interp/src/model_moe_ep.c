@@ -16,7 +16,8 @@
  *   4. combine: the outputs go back to the row owners (noc_alltoallv_combine), which weight
  *      them, add a choice's slices (its partial outputs) in slice order, and sum each row's
  *      k slots in top-k order (the reference's order);
- *   5. all-gather of the row slices' outputs; every rank adds them to the residual rows.
+ *   5. all-gather of the row slices' outputs; every rank adds them to the residual rows (in
+ *      the model's last layer, the rows whose tokens are wanted alone: gather_wanted).
  * Modelled hazard: the attention block is still replicated over the group, so the residual
  * rows arrive on every rank; the MoE uses only its slice of them, and a slice's owner gets
  * its rows through the dispatch alone. Expert-load bytes are counted by each slice's owner
@@ -274,6 +275,75 @@ static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint3
     moe_sum_slots(m, out, a->combine, nr);
 }
 
+/* Whether the rows' outputs of this MoE (x: its layer's map) are read by the LM head
+   alone: the model's last layer in a pass that runs the head, outside attention/expert
+   disaggregation and tile reuse (a replayed tile would stand for a different gather). */
+static bool head_reads_only(const struct exec_model *m, const struct moe_ep_map *x)
+{
+    /* x's layer, not the one charged: a layer's deferred combines run in the next */
+    return m->head_due && x->layer == m->cfg->num_layers && !m->plan->disagg &&
+           !m->treuse.on;
+}
+
+/* The tile rows whose next token is wanted: the last row of each run that wants one, in
+   ascending order (as the tile's segments). */
+static uint32_t wanted_rows(const struct exec_tile *tile, uint32_t *rows)
+{
+    uint32_t n = 0;
+    for (uint32_t s = 0; s < tile->nsegs; s++) {
+        const struct exec_seg *g = &tile->segs[s];
+        if (g->run->wants_token && g->pos + g->count == g->run->pos + g->run->count)
+            rows[n++] = g->row + g->count - 1;
+    }
+    return n;
+}
+
+/* The most wanted rows any rank's slice holds (0: none in this tile). */
+static uint32_t wanted_per_rank(const uint32_t *rows, uint32_t n, uint32_t slice)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0, j; i < n; i = j) {
+        for (j = i; j < n && rows[j] / slice == rows[i] / slice; j++)
+            ;
+        k = j - i > k ? j - i : k;
+    }
+    return k;
+}
+
+/* Step 5 in the model's last layer when only the head reads its outputs: the all-gather
+   moves the wanted rows alone (k per rank, packed at the start of each rank's chunk of
+   ep_out: [tp][k][d]) and only they get the MoE's output added; the other rows keep their
+   residual before the layer, which nothing reads. Qwen3-30B-A3B's 512-row prefill on
+   large-64: 64 rows of 4 KiB gathered instead of 512. The packing copies go towards lower
+   rows, each after the rows it reads (the j-th wanted row of a slice sits at its j-th row
+   or later), and the all-gather waits for them before any rank writes. */
+static int gather_wanted(struct exec_model *m, const struct exec_tile *tile,
+                         const uint32_t *want, uint32_t nw, uint32_t slice, uint32_t k)
+{
+    const uint32_t d = m->cfg->hidden_size;
+    const uint64_t row = (uint64_t)d * m->buf.eb, ep_out = m->buf.a.ep_out;
+    for (uint32_t i = 0, j = 0; i < nw; i++) {
+        j = i > 0 && want[i] / slice == want[i - 1] / slice ? j + 1 : 0;
+        const uint64_t at = ((uint64_t)(want[i] / slice) * k + j) * row;
+        if (want[i] / slice == m->rank && at != want[i] * row)
+            exec_copy(m, ep_out + at, ep_out + want[i] * row, 1, row, row, row);
+    }
+    const uint64_t all = (uint64_t)m->tp * k * d;
+    int rc = exec_wait_for_collective(m, ep_out, all * m->buf.eb);
+    if (rc == NPU_OK) {
+        struct noc_coll_args g = { .buf = ep_out, .count = all, .dtype = m->buf.dt };
+        exec_set_cat(m, EXEC_CAT_COLL);
+        rc = noc_allgather(m->comm, &g);
+        exec_set_cat(m, EXEC_CAT_FFN);
+    }
+    for (uint32_t i = 0, j = 0; rc == NPU_OK && i < nw; i++) {
+        j = i > 0 && want[i] / slice == want[i - 1] / slice ? j + 1 : 0;
+        exec_add_rows(m, tile->xt + want[i] * row,
+                      ep_out + ((uint64_t)(want[i] / slice) * k + j) * row, 1, d);
+    }
+    return rc;
+}
+
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
 {
@@ -302,6 +372,12 @@ int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
     if (nr > 0)
         weigh_and_sum(m, m->buf.a.ep_out + (uint64_t)m->rank * slice * row, nr,
                       moe_pairs.first[x->n]);
+    uint32_t want[EXEC_RUNS_MAX], nw = 0;
+    if (n > 0 && add && head_reads_only(m, x))
+        nw = wanted_rows(tile, want);
+    const uint32_t k = nw ? wanted_per_rank(want, nw, slice) : 0;
+    if (nw && (uint64_t)k * m->tp < n)
+        return gather_wanted(m, tile, want, nw, slice, k);
     /* the sums done (and with them, in the vector queue's order, the weighing that reads
        rweight, which the hart rewrites at the next sort); not the whole chain: a router
        GEMM may run beside (exec_layer_beside_route) */

@@ -186,7 +186,9 @@ int exec_moe_units(struct exec_model *m, uint32_t l, const struct exec_tile *til
                                                          .rows = n * k, .cols = d,
                                                          .scalar = 0.0f }));
     run_units(m, l);
-    exec_head_ahead(m, l, true); /* the units' loads are queued: the head's behind them */
+    if (tile->whole) /* the layer's last units' loads are queued: the head's behind them
+                        (a later tile's would reload the ring and read the layer's shares) */
+        exec_head_ahead(m, l, true);
     if (m->attn_next) /* its last loads are queued: the next layer's first steps behind */
         exec_attention_prefetch_next(m, l + 1, tile, true);
     moe_sum_slots(m, a->xb2, a->ucombine, n);

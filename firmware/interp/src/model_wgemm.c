@@ -174,7 +174,7 @@ static void load_piece(struct exec_model *m, const struct npu_image_tensor *t, u
    one before reads the other half (the hazard tracker orders a load after the GEMM that
    read its half two pieces ago): Qwen3-8B's LM head share on large-64, 19 MB streamed in
    two pieces through the whole buffer, loaded and multiplied in series, 328 us at the end
-   of each decode step. The first piece may have loaded during the last layer
+   of each decode step. The first one or two pieces may have loaded during the last layer
    (exec_head_ahead). Only the LM head streams (exec_share_addr: layers' shares are
    resident or staged whole), after the last layer, so the buffer holds nothing else then. */
 static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t w,
@@ -190,8 +190,8 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
     *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
     const uint64_t dst = m->w.stage + (halves && m->w.stream_half ? half : 0);
     m->w.stream_half = halves && !m->w.stream_half;
-    if (r0 == 0 && m->w.head_ahead) {
-        m->w.head_ahead = false;
+    if (r0 < m->w.head_rows) { /* loaded during the last layer */
+        m->w.head_rows = *r1 < m->w.head_rows ? m->w.head_rows : 0;
         return dst;
     }
     load_piece(m, t, dst, r0, *r1);
@@ -225,7 +225,7 @@ static uint32_t ahead_half(struct exec_model *m, uint32_t l, uint64_t half, bool
 void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
 {
     const struct npu_image_tensor *t = m->w.lm_head;
-    if (!m->head_due || l + 1 != m->cfg->num_layers || m->w.head_ahead || !t ||
+    if (!m->head_due || l + 1 != m->cfg->num_layers || m->w.head_rows || !t ||
         t->sram_off != NPU_IMAGE_NOWHERE || m->treuse.on)
         return; /* not the last layer of a pass with the head, a head that does not stream,
                    or an op whose tiles replay (a replayed tile would not stand for it) */
@@ -235,10 +235,20 @@ void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
     const uint32_t h = halves ? ahead_half(m, l, half, read) : UINT32_MAX;
     if (h == UINT32_MAX)
         return; /* pieces of the whole buffer, or both halves hold shares still to be read */
-    const uint64_t dst = m->w.stage + h * half;
-    load_piece(m, t, dst, 0, t->rows < chunk ? t->rows : chunk);
+    uint32_t r1 = t->rows < chunk ? t->rows : chunk;
+    const uint64_t dst = m->w.stage + h * half, other = m->w.stage + (1 - h) * half;
+    load_piece(m, t, dst, 0, r1);
     exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
-    m->w.stream_half = h == 1, m->w.head_ahead = true;
+    /* every reader of the layer's shares issued: the second piece into the other half,
+       after its last reader (the hazard tracker's order), not after the combine and the
+       all-gather that the head waits for (Qwen3-30B-A3B prefill-512 on large-64: 13 us) */
+    if (read && r1 < t->rows) {
+        const uint32_t r2 = t->rows - r1 < chunk ? t->rows : r1 + chunk;
+        load_piece(m, t, other, r1, r2);
+        exec_ring_forget(m, other, other + half);
+        r1 = r2;
+    }
+    m->w.stream_half = h == 1, m->w.head_rows = r1;
 }
 
 /* Where GEMM g's 2D chunks go: the O GEMM's in yo (outside attention's scratch, which ytmp
