@@ -686,9 +686,12 @@ void exec_stage_steady(struct exec_model *m, uint32_t l, bool before, bool load)
    queue behind those readers, beside the experts' GEMMs; otherwise nothing. */
 void exec_stage_after_route(struct exec_model *m, uint32_t l);
 /* One staging copy: the next layer's shares load once a dense layer's last tile has issued
-   its FFN GEMMs (in the loop exec_stage_late_dense names, when it loads the next layer). */
+   its FFN GEMMs (where exec_layer_dense_overlapped runs the layer, and the layer loads the
+   next one's: exec_stage_ahead). */
 void exec_stage_after_ffn(struct exec_model *m, uint32_t l);
-bool exec_stage_late_dense(const struct exec_model *m);
+/* Whether a dense layer's attention op runs its tiles overlapped with their FFN
+   (layer_op_dense_overlapped), where tile reuse does not key its tiles. */
+bool exec_layer_dense_overlapped(const struct exec_model *m);
 /* Stages expert e of layer l (non-resident plans); counts its bytes. */
 void exec_stage_expert(struct exec_model *m, uint32_t layer, uint32_t e);
 /* Layer l's staged non-expert shares: [*lo, *hi) (empty where resident). */

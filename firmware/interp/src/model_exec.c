@@ -457,12 +457,10 @@ void exec_stage_next(struct exec_model *m, uint32_t l)
     stage_next_now(m, l);
 }
 
-/* One staging copy: an expert layer's shares are read by its attention and router only,
-   and its experts' GEMMs (over 100 us a layer of Qwen3-30B-A3B prefill-512 on large-64,
-   with the ring's first slices loaded during attention) leave the channel idle half the
-   time, while a layer that loads its own shares as it starts waits about 10 us for them.
-   Not under tile reuse: a recorded MoE tile would carry the load and every replay of its
-   class add it again. */
+/* One staging copy: the next layer's shares load once the layer's last reader of its own
+   is issued (below), on the second queue, each share waiting by its data for the reads of
+   the one it replaces. Not under tile reuse: a recorded tile would carry the load and
+   every replay of its class add it again. */
 static void stage_late_now(struct exec_model *m, uint32_t l)
 {
     if (m->w.stage_late != l + 2 || m->treuse.on)
@@ -474,6 +472,10 @@ static void stage_late_now(struct exec_model *m, uint32_t l)
     exec_set_cat(m, was);
 }
 
+/* An expert layer's shares are read by its attention and router only, and its experts'
+   GEMMs (over 100 us a layer of Qwen3-30B-A3B prefill-512 on large-64, with the ring's
+   first slices loaded during attention) leave the channel idle half the time, while a
+   layer that loads its own shares as it starts waits about 10 us for them. */
 void exec_stage_after_route(struct exec_model *m, uint32_t l)
 {
     const bool last = m->w.route_last;
@@ -482,22 +484,15 @@ void exec_stage_after_route(struct exec_model *m, uint32_t l)
         stage_late_now(m, l);
 }
 
-/* One staging copy, a dense layer's tiles overlapped (model_layer_ops.c,
-   layer_op_dense_overlapped): its last tile's FFN GEMMs are the last readers of its shares,
-   so the next layer's load behind them, each share waiting by its data for the reads of the
-   one it replaces: the attention's as soon as that tile's O GEMM is done, the FFN's during
-   its down GEMM and all-reduce. Else the next layer loaded all its shares as it started,
-   its first tile's rows behind them on the same queue: Qwen3-8B prefill-2048 on large-64,
-   about 70 us at each of 35 layer boundaries. */
+/* A dense layer's tiles overlapped (model_layer_ops.c, exec_layer_dense_overlapped): its
+   last tile's FFN GEMMs are the last readers of its shares, so the next layer's load behind
+   them: the attention's as soon as that tile's O GEMM is done, the FFN's during its down
+   GEMM and all-reduce. Else the next layer loaded all its shares as it started, its first
+   tile's rows behind them on the same queue: Qwen3-8B prefill-2048 on large-64, about 78 us
+   at each of 35 layer boundaries. */
 void exec_stage_after_ffn(struct exec_model *m, uint32_t l)
 {
     stage_late_now(m, l);
-}
-
-bool exec_stage_late_dense(const struct exec_model *m)
-{
-    return m->cfg->num_experts == 0 && npu_layout_xt2(m->cfg, m->plan) &&
-           exec_ffn_pipelined(m);
 }
 
 /* Where expert slot `slot` puts the block of `kind` in the staging buffer. */

@@ -211,7 +211,7 @@ bool exec_stage_ahead(const struct exec_model *m, uint32_t l, const struct exec_
        after a dense layer's last FFN GEMMs (exec_stage_after_ffn) */
     const bool loads = s == NPU_STAGE_DOUBLE ||
                        (s == NPU_STAGE_ONE && m->tp > 1 && npu_plan_is_ep(m->plan)) ||
-                       (s == NPU_STAGE_ONE && exec_stage_late_dense(m));
+                       (s == NPU_STAGE_ONE && exec_layer_dense_overlapped(m));
     return loads && !tiles_keyed(m, exec_op_rows(&op, b)) && exec_next_on_stage(m, l, b);
 }
 

@@ -503,6 +503,11 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;
 }
 
+bool exec_layer_dense_overlapped(const struct exec_model *m)
+{
+    return !layer_fused(m) && layer_dense_fused(m) && exec_ffn_pipelined(m);
+}
+
 static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,
                           const struct exec_tile *nx, bool started);
 
@@ -523,6 +528,19 @@ static int dense_tile_in(struct exec_model *m, uint32_t l, const struct exec_run
     tile->xt = xt, tile->in_xt = true;
     *started = exec_attention_begin(m, l, tile);
     return rc;
+}
+
+/* Tile t's FFN norm and GEMMs (its all-reduce comes later). The layer's last tile: the
+   next layer's loads start with its FFN (not beside attention), and with one staging copy
+   once its GEMMs, the last readers of the layer's shares, are issued. */
+static void ffn_gemms(struct exec_model *m, uint32_t l, const struct exec_tile *t, bool last)
+{
+    if (last)
+        exec_stage_next(m, l);
+    exec_ffn_begin(m, l, t);
+    exec_ffn_middle(m, l, t);
+    if (last)
+        exec_stage_after_ffn(m, l);
 }
 
 /* layer_op_dense_fused without tile reuse: the same tiles, tile i's FFN all-reduce beside
@@ -563,17 +581,13 @@ static int layer_op_dense_overlapped(struct exec_model *m, const struct npu_prog
             dense_tile_in(m, l, runs, nruns, row0, next, rows, nxt, nx, &started[i ^ 1]);
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, cur, true);
-        if (rc == NPU_OK && next >= rows) /* the last FFN: not beside attention */
-            exec_stage_next(m, l);
         /* HAZARD: unfused QKV GEMMs (not started) are issued by attn_deep_next and read xb,
            which the FFN's norm rewrites: then tile i + 1's attention goes first */
         const bool early = deep && next < rows && !started[i ^ 1];
         if (rc == NPU_OK && early)
             rc = attn_deep_next(m, l, sliding, nx, started[i ^ 1]);
         if (rc == NPU_OK)
-            exec_ffn_begin(m, l, cur), exec_ffn_middle(m, l, cur);
-        if (rc == NPU_OK && next >= rows) /* the layer's shares are all read: the next's */
-            exec_stage_after_ffn(m, l);
+            ffn_gemms(m, l, cur, next >= rows);
         if (rc == NPU_OK && !deep && next < rows)
             dense_tile_in(m, l, runs, nruns, row0, next, rows, nxt, nx, &started[i ^ 1]);
         if (rc == NPU_OK && deep && !early && next < rows)
@@ -761,7 +775,7 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
         return NPU_OK; /* ran with the layer's attention, which the program puts before it */
     exec_set_layer(m, op->kind == NPU_OP_EMBED ? m->cfg->num_layers : op->layer);
     if (op->kind == NPU_OP_ATTENTION && layer_dense_fused(m))
-        return !m->treuse.on && exec_ffn_pipelined(m)
+        return !m->treuse.on && exec_layer_dense_overlapped(m)
                    ? layer_op_dense_overlapped(m, op, runs, nruns, row0, rows)
                    : layer_op_dense_fused(m, op, runs, nruns, row0, rows);
     if (op->kind == NPU_OP_FFN && layer_dense_fused(m))

@@ -302,12 +302,21 @@ static uint32_t wanted_rows(const struct exec_tile *tile, uint32_t *rows)
 static uint32_t wanted_per_rank(const uint32_t *rows, uint32_t n, uint32_t slice)
 {
     uint32_t k = 0;
-    for (uint32_t i = 0, j; i < n; i = j) {
-        for (j = i; j < n && rows[j] / slice == rows[i] / slice; j++)
-            ;
+    for (uint32_t i = 0, j = 0; i < n; i = j) {
+        while (j < n && rows[j] / slice == rows[i] / slice)
+            j++;
         k = j - i > k ? j - i : k;
     }
     return k;
+}
+
+/* Where wanted row i (of want[], ascending) is packed: its slice's rank's chunk, [tp][k][d]
+   rows, at its place among that slice's wanted rows (*j, carried from row i - 1). */
+static uint64_t packed_row(const uint32_t *want, uint32_t i, uint32_t slice, uint32_t k,
+                           uint32_t *j)
+{
+    *j = i > 0 && want[i] / slice == want[i - 1] / slice ? *j + 1 : 0;
+    return (uint64_t)(want[i] / slice) * k + *j;
 }
 
 /* Step 5 in the model's last layer when only the head reads its outputs: the all-gather
@@ -316,31 +325,30 @@ static uint32_t wanted_per_rank(const uint32_t *rows, uint32_t n, uint32_t slice
    residual before the layer, which nothing reads. Qwen3-30B-A3B's 512-row prefill on
    large-64: 64 rows of 4 KiB gathered instead of 512. The packing copies go towards lower
    rows, each after the rows it reads (the j-th wanted row of a slice sits at its j-th row
-   or later), and the all-gather waits for them before any rank writes. */
+   or later); the all-gather waits for them and for the rank's own sums (with them, in the
+   vector queue's order, the weighing that reads rweight, as moe_ep_combine_add_from's)
+   before any rank writes. */
 static int gather_wanted(struct exec_model *m, const struct exec_tile *tile,
                          const uint32_t *want, uint32_t nw, uint32_t slice, uint32_t k)
 {
     const uint32_t d = m->cfg->hidden_size;
     const uint64_t row = (uint64_t)d * m->buf.eb, ep_out = m->buf.a.ep_out;
     for (uint32_t i = 0, j = 0; i < nw; i++) {
-        j = i > 0 && want[i] / slice == want[i - 1] / slice ? j + 1 : 0;
-        const uint64_t at = ((uint64_t)(want[i] / slice) * k + j) * row;
+        const uint64_t at = packed_row(want, i, slice, k, &j) * row;
         if (want[i] / slice == m->rank && at != want[i] * row)
             exec_copy(m, ep_out + at, ep_out + want[i] * row, 1, row, row, row);
     }
     const uint64_t all = (uint64_t)m->tp * k * d;
-    int rc = exec_wait_for_collective(m, ep_out, all * m->buf.eb);
+    int rc = exec_wait_for_collective(m, ep_out, (uint64_t)m->tp * slice * row);
     if (rc == NPU_OK) {
         struct noc_coll_args g = { .buf = ep_out, .count = all, .dtype = m->buf.dt };
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_allgather(m->comm, &g);
         exec_set_cat(m, EXEC_CAT_FFN);
     }
-    for (uint32_t i = 0, j = 0; rc == NPU_OK && i < nw; i++) {
-        j = i > 0 && want[i] / slice == want[i - 1] / slice ? j + 1 : 0;
+    for (uint32_t i = 0, j = 0; rc == NPU_OK && i < nw; i++)
         exec_add_rows(m, tile->xt + want[i] * row,
-                      ep_out + ((uint64_t)(want[i] / slice) * k + j) * row, 1, d);
-    }
+                      ep_out + packed_row(want, i, slice, k, &j) * row, 1, d);
     return rc;
 }
 

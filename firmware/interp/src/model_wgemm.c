@@ -241,7 +241,8 @@ void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
     exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
     /* every reader of the layer's shares issued: the second piece into the other half,
        after its last reader (the hazard tracker's order), not after the combine and the
-       all-gather that the head waits for (Qwen3-30B-A3B prefill-512 on large-64: 13 us) */
+       all-gather that the head waits for (where the head's GEMMs set the pace, as on
+       Qwen3-30B-A3B prefill-512, this hides a load that was already off the path) */
     if (read && r1 < t->rows) {
         const uint32_t r2 = t->rows - r1 < chunk ? t->rows : r1 + chunk;
         load_piece(m, t, other, r1, r2);
