@@ -132,7 +132,7 @@ struct exec_reuse_class {
     struct exec_stats delta;               /* what that layer added to its stats */
     uint32_t head_rows;                    /* the recorded layer loaded the LM head's
                                               rows [0, head_rows) (w.head_rows) */
-    bool head_half;                        /* its first piece into that half
+    bool head_half;                        /* into that half
                                               (w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
@@ -218,9 +218,9 @@ struct exec_weights {
     bool stream_half;                      /* the half of the staging buffer the next
                                               streamed piece loads into (share_piece) */
     uint32_t head_rows;                    /* the streamed LM head's rows [0, head_rows),
-                                              its first one or two pieces, were loaded
-                                              during the last layer, the first into the
-                                              half stream_half names (exec_head_ahead) */
+                                              its first piece, were loaded during the last
+                                              layer, into the half stream_half names
+                                              (exec_head_ahead; 0: none) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the
@@ -701,9 +701,8 @@ void exec_stage_copy(const struct exec_model *m, uint32_t l, uint64_t *lo, uint6
    share_piece) loads now on the second DMA queue, into the half whose readers were issued
    earliest, so that the head's first GEMM need not wait for it after the layer's combine.
    `read`: every reader of the layer's own staged shares is issued (a MoE layer after its
-   experts), and the second piece loads too, into the other half after its last reader;
-   else (a dense FFN as it starts) a half holding them is not used, and nothing loads if
-   both do. */
+   experts); else (a dense FFN as it starts) a half holding them is not used, and nothing
+   loads if both do. */
 void exec_head_ahead(struct exec_model *m, uint32_t l, bool read);
 uint64_t exec_act(const struct exec_model *m, uint64_t buf, uint64_t row, uint64_t width);
 

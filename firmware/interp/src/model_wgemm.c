@@ -174,7 +174,7 @@ static void load_piece(struct exec_model *m, const struct npu_image_tensor *t, u
    one before reads the other half (the hazard tracker orders a load after the GEMM that
    read its half two pieces ago): Qwen3-8B's LM head share on large-64, 19 MB streamed in
    two pieces through the whole buffer, loaded and multiplied in series, 328 us at the end
-   of each decode step. The first one or two pieces may have loaded during the last layer
+   of each decode step. The first piece may have loaded during the last layer
    (exec_head_ahead). Only the LM head streams (exec_share_addr: layers' shares are
    resident or staged whole), after the last layer, so the buffer holds nothing else then. */
 static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor *t, uint64_t w,
@@ -235,20 +235,10 @@ void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
     const uint32_t h = halves ? ahead_half(m, l, half, read) : UINT32_MAX;
     if (h == UINT32_MAX)
         return; /* pieces of the whole buffer, or both halves hold shares still to be read */
-    uint32_t r1 = t->rows < chunk ? t->rows : chunk;
-    const uint64_t dst = m->w.stage + h * half, other = m->w.stage + (1 - h) * half;
+    const uint32_t r1 = t->rows < chunk ? t->rows : chunk;
+    const uint64_t dst = m->w.stage + h * half;
     load_piece(m, t, dst, 0, r1);
     exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
-    /* every reader of the layer's shares issued: the second piece into the other half,
-       after its last reader (the hazard tracker's order), not after the combine and the
-       all-gather that the head waits for (where the head's GEMMs set the pace, as on
-       Qwen3-30B-A3B prefill-512, this hides a load that was already off the path) */
-    if (read && r1 < t->rows) {
-        const uint32_t r2 = t->rows - r1 < chunk ? t->rows : r1 + chunk;
-        load_piece(m, t, other, r1, r2);
-        exec_ring_forget(m, other, other + half);
-        r1 = r2;
-    }
     m->w.stream_half = h == 1, m->w.head_rows = r1;
 }
 
