@@ -130,10 +130,9 @@ struct exec_reuse_class {
     struct exec_reuse_row rows[EXEC_REUSE_ROWS];
     uint64_t span_ps;                      /* chip time of its recorded layer on this core */
     struct exec_stats delta;               /* what that layer added to its stats */
-    uint32_t head_rows;                    /* the recorded layer loaded the LM head's
-                                              rows [0, head_rows) (w.head_rows) */
-    bool head_half;                        /* into that half
-                                              (w.stream_half): a replay stands for it */
+    bool head_loaded, head_half;           /* the recorded layer loaded the LM head's
+                                              first piece, into that half (w.head_ahead,
+                                              w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
 };
@@ -217,10 +216,9 @@ struct exec_weights {
                                               of its shares (set by the op loops) */
     bool stream_half;                      /* the half of the staging buffer the next
                                               streamed piece loads into (share_piece) */
-    uint32_t head_rows;                    /* the streamed LM head's rows [0, head_rows),
-                                              its first piece, were loaded during the last
-                                              layer, into the half stream_half names
-                                              (exec_head_ahead; 0: none) */
+    bool head_ahead;                       /* the streamed LM head's first piece was
+                                              loaded during the last layer, into the half
+                                              stream_half names (exec_head_ahead) */
     const struct npu_image_tensor *t[EXEC_LAYERS_MAX][EXEC_KINDS]; /* this rank's shares */
     const struct npu_image_tensor *embed, *final_norm, *lm_head;
     struct npu_stage_map map;              /* the staged layer's layout in the buffer (the

@@ -295,7 +295,7 @@ void exec_pass_start(struct exec_model *m)
     m->w.stage_deferred = 0;
     m->w.stage_late = 0;
     m->w.stage_own = true;
-    m->w.route_last = false, m->w.stream_half = false, m->w.head_rows = 0;
+    m->w.route_last = false, m->w.stream_half = false, m->w.head_ahead = false;
     m->lreuse.kv_next = 0;
 }
 

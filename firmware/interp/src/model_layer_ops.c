@@ -505,7 +505,7 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
 
 bool exec_layer_dense_overlapped(const struct exec_model *m)
 {
-    return !layer_fused(m) && layer_dense_fused(m) && exec_ffn_pipelined(m);
+    return npu_layout_xt3(m->cfg, m->plan); /* the layout's rule: its third tile buffer */
 }
 
 static int attn_deep_next(struct exec_model *m, uint32_t l, bool sliding,

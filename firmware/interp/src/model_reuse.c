@@ -320,7 +320,7 @@ static int record_layer(struct exec_model *m, const struct npu_prog_op *ops, uin
     }
     m->lreuse.kv_steady = false;
     rc = rc == NPU_OK ? exec_record_end(m, &r, &c->span_ps, &c->delta) : rc;
-    c->head_rows = m->w.head_rows, c->head_half = m->w.stream_half;
+    c->head_loaded = m->w.head_ahead, c->head_half = m->w.stream_half;
     /* the next layer's steps were loaded for the replays' sake: no attention takes them */
     exec_attention_prefetch_drop();
     return rc;
@@ -431,8 +431,8 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         }
     for (uint32_t s = 0; rc == NPU_OK && s < S; s++)
         rc = replay_layers(m, cs[s], l0 + s, (n - s + S - 1) / S, S, skips[s]);
-    if (key.head && skips[0] >= l0 + n) /* replayed: the LM head's first pieces loaded in it */
-        m->w.head_rows = cs[0]->head_rows, m->w.stream_half = cs[0]->head_half;
+    if (key.head && skips[0] >= l0 + n) /* replayed: the LM head's first piece loaded in it */
+        m->w.head_ahead = cs[0]->head_loaded, m->w.stream_half = cs[0]->head_half;
     /* the run's last layer loaded the next one's shares and steps (a replay stood for it) */
     if (ops[0].kind == NPU_OP_STAGE && exec_stage_ahead(m, l0 + n - 1, b))
         m->w.staged_next = l0 + n + 1;

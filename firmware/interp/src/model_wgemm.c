@@ -190,8 +190,8 @@ static uint64_t share_piece(struct exec_model *m, const struct npu_image_tensor 
     *r1 = t->rows - r0 < chunk ? t->rows : r0 + chunk;
     const uint64_t dst = m->w.stage + (halves && m->w.stream_half ? half : 0);
     m->w.stream_half = halves && !m->w.stream_half;
-    if (r0 < m->w.head_rows) { /* loaded during the last layer */
-        m->w.head_rows = *r1 < m->w.head_rows ? m->w.head_rows : 0;
+    if (r0 == 0 && m->w.head_ahead) { /* loaded during the last layer */
+        m->w.head_ahead = false;
         return dst;
     }
     load_piece(m, t, dst, r0, *r1);
@@ -225,7 +225,7 @@ static uint32_t ahead_half(struct exec_model *m, uint32_t l, uint64_t half, bool
 void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
 {
     const struct npu_image_tensor *t = m->w.lm_head;
-    if (!m->head_due || l + 1 != m->cfg->num_layers || m->w.head_rows || !t ||
+    if (!m->head_due || l + 1 != m->cfg->num_layers || m->w.head_ahead || !t ||
         t->sram_off != NPU_IMAGE_NOWHERE || m->treuse.on)
         return; /* not the last layer of a pass with the head, a head that does not stream,
                    or an op whose tiles replay (a replayed tile would not stand for it) */
@@ -235,11 +235,10 @@ void exec_head_ahead(struct exec_model *m, uint32_t l, bool read)
     const uint32_t h = halves ? ahead_half(m, l, half, read) : UINT32_MAX;
     if (h == UINT32_MAX)
         return; /* pieces of the whole buffer, or both halves hold shares still to be read */
-    const uint32_t r1 = t->rows < chunk ? t->rows : chunk;
     const uint64_t dst = m->w.stage + h * half;
-    load_piece(m, t, dst, 0, r1);
+    load_piece(m, t, dst, 0, t->rows < chunk ? t->rows : chunk);
     exec_ring_forget(m, dst, dst + half); /* slots it overwrites hold nothing now */
-    m->w.stream_half = h == 1, m->w.head_rows = r1;
+    m->w.stream_half = h == 1, m->w.head_ahead = true;
 }
 
 /* Where GEMM g's 2D chunks go: the O GEMM's in yo (outside attention's scratch, which ytmp

@@ -444,8 +444,7 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
             : p->stage_double == NPU_STAGE_ONE && pl->cfg->arch == MODEL_MOE
                 ? "staging of one layer, streamed from HBM; the next's non-expert shares "
                   "after its router"
-            : p->stage_double == NPU_STAGE_ONE && p->tp > 1 && npu_ffn_paired(p, false) &&
-                    npu_layout_xt2(pl->cfg, p)
+            : p->stage_double == NPU_STAGE_ONE && npu_layout_xt3(pl->cfg, p)
                 ? "staging of one layer, streamed from HBM; the next's shares after its "
                   "last tile's FFN GEMMs"
                 : "staging of one layer, streamed from HBM");
