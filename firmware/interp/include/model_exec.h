@@ -164,6 +164,8 @@ struct exec_tile_class {
     uint64_t span_ps;                      /* chip time of its recorded tile on this core */
     struct exec_stats delta;               /* what that tile added to its layer's stats */
     uint32_t last_used;                    /* m->treuse.uses when last used (0: free) */
+    uint32_t pins;                         /* MoE over the layer: groups whose combine will
+                                              replay it (not replaced meanwhile) */
 };
 
 /* ---- The interpreter's state: one per NPU core, in its struct model_core (model_setup.h) */
@@ -458,6 +460,23 @@ struct exec_tile;
 int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x);
 int exec_reuse_tile_flush(struct exec_model *m);
+/* The MoE over the layer's passes under tile reuse (model_moe_wide.c, keyed like a MoE
+   tile): the rows per expert of the group's routing (num_experts entries, scratch) and the
+   busiest rank's routed pairs under layer l's map (*load); the class of a unit (flags
+   EXEC_OP_WIDE_*) over n rows at that load, or NULL (find: marks it used; new: a slot for
+   it, NULL when every class is pinned); recording one (exec_record_begin, _end) and
+   replaying one (at once). */
+const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
+                                     const struct exec_tile *tile, uint32_t *load);
+struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
+                                             uint32_t load);
+struct exec_tile_class *exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n,
+                                            uint32_t load);
+int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
+                          struct exec_recording *r);
+int exec_reuse_unit_end(struct exec_model *m, struct exec_tile_class *c,
+                        const struct exec_recording *r);
+int exec_reuse_unit_replay(struct exec_model *m, struct exec_tile_class *c);
 /* A MoE layer's combines that wait for the next layer's first pass (model_layer_ops.c,
    layer_op_fused): run them now (before any op but the next layer's over the same rows);
    whether some wait. */
@@ -476,6 +495,9 @@ int exec_layer_beside_route(struct exec_model *m);
    shape instead (tile reuse, model_reuse_tile.c). The op loops: model_layer_ops.c. */
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows);
+/* EXEC_OP_PREFETCH's copies on the second DMA queue: tile->back_* (if any), then
+   tile->pre_* (if any). */
+void exec_tile_side_copies(struct exec_model *m, const struct exec_tile *tile);
 /* One tile of op in full: its residual rows in (unless in SRAM), the op, out. */
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x);
@@ -729,6 +751,8 @@ struct exec_tile {
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
                                 group, model_layer_ops.c): no copies from and to HBM */
     uint64_t pre_dst, pre_src, pre_bytes; /* EXEC_OP_PREFETCH: the next tile's rows */
+    uint64_t back_dst, back_src, back_bytes; /* EXEC_OP_PREFETCH: the group before's rows
+                                going back first (MoE over the layer under tile reuse) */
     bool whole;              /* every row of its runs: the op's only tile */
 };
 /* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's
@@ -740,6 +764,10 @@ struct exec_tile {
 #define EXEC_OP_LAST 0x400u /* the layer's last tile: its FFN starts the next layer's load */
 #define EXEC_OP_GROUP 0x800u /* attention over a MoE group's tiles in xt, overlapped: the
                                 unit tile reuse records (model_layer_ops.c, group_attention) */
+/* The MoE over the layer's units tile reuse records (model_moe_wide.c): a group's route,
+   dispatch and spill (first pass), its combine (third pass). */
+#define EXEC_OP_WIDE_DISPATCH 0x1000u
+#define EXEC_OP_WIDE_COMBINE 0x2000u
 /* tile = the first n rows of the runs (segments per run; xt and the rest unset). */
 void exec_make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t n,
                     struct exec_tile *tile);

@@ -24,6 +24,7 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
                       struct exec_tile *tile)
 {
     tile->t0 = t0, tile->n = n, tile->nsegs = 0;
+    tile->pre_bytes = tile->back_bytes = 0;
     uint32_t row = 0;
     for (uint32_t i = 0; i < nruns; i++) {
         uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
@@ -78,6 +79,14 @@ static int attn_group(struct exec_model *m, const struct npu_prog_op *op,
                       group->xt, group->in_xt);
 }
 
+void exec_tile_side_copies(struct exec_model *m, const struct exec_tile *tile)
+{
+    if (tile->back_bytes)
+        exec_copy_side(m, tile->back_dst, tile->back_src, tile->back_bytes);
+    if (tile->pre_bytes)
+        exec_copy_side(m, tile->pre_dst, tile->pre_src, tile->pre_bytes);
+}
+
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                    uint64_t x)
 {
@@ -88,7 +97,7 @@ int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct ex
     if (copies && op->kind != NPU_OP_EMBED)
         exec_copy(m, tile->xt, x, 1, n * row, n * row, n * row);
     if (op->flags & EXEC_OP_PREFETCH) /* on the second queue, as rows_copy's */
-        exec_copy_side(m, tile->pre_dst, tile->pre_src, tile->pre_bytes);
+        exec_tile_side_copies(m, tile);
     switch (op->kind) {
     case NPU_OP_EMBED: embed_tile(m, tile); break;
     case NPU_OP_ATTENTION:
@@ -186,6 +195,76 @@ static int group_prefetch(struct exec_model *m, struct group_bufs *b, uint32_t r
     return rows_copy(m, b->buf[b->next], row0, n, true);
 }
 
+/*
+ * Under tile reuse the MoE over the layer's units (a group's attention, its dispatch, its
+ * combine: docs/images.md, "Tile reuse") start with the engines idle. So that the rows'
+ * copies still run beside a group's work, as in the full run, where the group before's rows
+ * go back and the next group's load on the second queue while it computes, the unit issues
+ * them at its start (tile->back_*, then tile->pre_*: exec_tile_side_copies), in that order on
+ * that queue; a copy before the unit would run alone. A replayed unit's span holds them.
+ */
+struct side_back {
+    uint64_t dst, src, bytes; /* the rows of the group before, to go back */
+};
+
+/* A unit's copies at its start (exec_tile's pre_* and back_*). */
+struct side_copies {
+    uint64_t pre_dst, pre_src, pre_bytes, back_dst, back_src, back_bytes;
+};
+
+/* The next group's load (group_prefetch's, n rows from row0; n = 0: none) and the group
+   before's copy back, to c. */
+static void group_sides_in(struct exec_model *m, struct group_bufs *b, uint32_t row0,
+                           uint32_t n, struct side_back *back, struct side_copies *c)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    *c = (struct side_copies){ .back_dst = back->dst, .back_src = back->src,
+                               .back_bytes = back->bytes };
+    back->bytes = 0;
+    if (b->buf[0] == b->buf[1] || b->loaded || !n)
+        return;
+    b->loaded = true;
+    c->pre_dst = b->buf[b->next], c->pre_src = m->buf.x_all + (uint64_t)row0 * row;
+    c->pre_bytes = (uint64_t)n * row;
+}
+
+/* c's copies to the unit of tile (flags: EXEC_OP_PREFETCH where it has any). */
+static uint32_t sides_to_tile(const struct side_copies *c, struct exec_tile *tile)
+{
+    tile->pre_dst = c->pre_dst, tile->pre_src = c->pre_src, tile->pre_bytes = c->pre_bytes;
+    tile->back_dst = c->back_dst, tile->back_src = c->back_src;
+    tile->back_bytes = c->back_bytes;
+    return c->pre_bytes || c->back_bytes ? EXEC_OP_PREFETCH : 0;
+}
+
+/* The group's rows back from buf: left to the next unit under tile reuse, else now. */
+static int group_back(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n,
+                      struct side_back *back)
+{
+    if (!m->treuse.on)
+        return rows_copy(m, buf, row0, n, false);
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    back->dst = m->buf.x_all + (uint64_t)row0 * row, back->src = buf;
+    back->bytes = (uint64_t)n * row;
+    return NPU_OK;
+}
+
+/* A copy back no unit took (the wave's last group's). */
+static int group_back_now(struct exec_model *m, struct side_back *back)
+{
+    if (!back->bytes)
+        return NPU_OK;
+    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
+    if (rc != NPU_OK)
+        return rc;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    exec_copy_side(m, back->dst, back->src, back->bytes);
+    exec_set_cat(m, was);
+    back->bytes = 0;
+    return NPU_OK;
+}
+
 /* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
    iteration. */
 static bool layer_wide(const struct exec_model *m, uint32_t rows)
@@ -214,20 +293,27 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
     struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
     struct group_bufs bufs, *const b = &bufs;
     group_bufs_init(b, m->buf.a.xt, m->buf.a.xg_comb);
+    struct side_back back = { 0 };
     int rc = NPU_OK;
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G, g1 = g0 + gn;
         uint64_t buf;
         rc = group_take(m, b, row0 + g0, gn, &buf);
-        if (rc == NPU_OK)
-            rc = group_prefetch(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
+        struct side_copies sides;
+        if (rc == NPU_OK && m->treuse.on) {
+            group_sides_in(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G, &back, &sides);
+            sides_to_tile(&sides, tile);
+        } else if (rc == NPU_OK)
+            rc = group_prefetch(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G);
         if (rc == NPU_OK)
             rc = exec_moe_wide_combine_group(m, l, tile, g0 / G, true, true);
         if (rc == NPU_OK)
-            rc = rows_copy(m, buf, row0 + g0, gn, false);
+            rc = group_back(m, buf, row0 + g0, gn, &back);
     }
+    if (rc == NPU_OK)
+        rc = group_back_now(m, &back);
     exec_moe_wide_start_wave(m, l);
     return rc;
 }
@@ -326,7 +412,7 @@ static int group_combine_prev(struct exec_model *m, uint32_t l, const struct exe
 {
     struct exec_tile *const tile = &op_tiles[1]; /* free until the group's attention */
     make_tile(runs, nruns, g0, gn, tile);
-    tile->xt = buf, tile->in_xt = true;
+    tile->xt = buf, tile->in_xt = true, tile->pre_bytes = 0;
     return exec_moe_wide_combine_group(m, l - 1, tile, g0 / npu_moe_group_rows(m->plan), false,
                                        buf != 0);
 }
@@ -372,7 +458,8 @@ static void group_add_early(struct exec_model *m, uint64_t buf, uint32_t gn)
    tile reuse the group is the unit recorded and replayed), else tile by tile. */
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
                            const struct exec_run *runs, uint32_t nruns, uint32_t g0,
-                           uint32_t gn, uint64_t x, uint64_t buf)
+                           uint32_t gn, uint64_t x, uint64_t buf,
+                           const struct side_copies *sides)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows, step = m->tp > 1 ? gn : T;
@@ -383,7 +470,10 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
     for (uint32_t t0 = g0; rc == NPU_OK && t0 < g0 + gn; t0 += step) {
         make_tile(runs, nruns, t0, g0 + gn - t0 < step ? g0 + gn - t0 : step, tile);
         tile->xt = buf + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
-        rc = run_tile(m, &tile_op, tile, x + (uint64_t)(t0 - g0) * row);
+        struct npu_prog_op this_op = tile_op;
+        if (t0 == g0) /* group_sides_in's copies, at the first tile's start */
+            this_op.flags |= sides_to_tile(sides, tile);
+        rc = run_tile(m, &this_op, tile, x + (uint64_t)(t0 - g0) * row);
     }
     return rc;
 }
@@ -412,6 +502,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     pending.set = false;
     exec_set_layer(m, l);
     uint32_t wave = 0; /* the first op row of the wave */
+    struct side_back back = { 0 }; /* under tile reuse: group_back's */
     bool combined = false; /* this group's combine ran beside the one before's router */
     if (wide)
         exec_moe_wide_begin_layer(m, l);
@@ -421,7 +512,8 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
         if (wide && g0 > wave && !exec_moe_wide_has_room(m, l, gn)) {
             assert(!combined && "a group combined early was loaded in this wave");
-            rc = layer_wide_finish(m, l, runs, nruns, row0, wave, g0);
+            rc = group_back_now(m, &back);
+            rc = rc == NPU_OK ? layer_wide_finish(m, l, runs, nruns, row0, wave, g0) : rc;
             wave = g0;
             group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
         }
@@ -429,7 +521,11 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         if (rc == NPU_OK)
             rc = group_take(m, &b, row0 + g0, gn, &buf);
         /* the next group's rows, unless its wave ends first (the spill grows linearly) */
-        if (rc == NPU_OK && wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1))
+        const bool ahead = wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1);
+        struct side_copies sides = { 0 };
+        if (rc == NPU_OK && wide && m->treuse.on)
+            group_sides_in(m, &b, row0 + g1, ahead ? gn1 : 0, &back, &sides);
+        else if (rc == NPU_OK && ahead)
             rc = group_prefetch(m, &b, row0 + g1, gn1);
         if (rc == NPU_OK && wide && g1 >= rows) /* the second pass's first matrices */
             exec_moe_wide_prefetch(m, l);
@@ -438,7 +534,7 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         else if (rc == NPU_OK && take)
             rc = group_combine_prev(m, l, runs, nruns, g0, gn, buf);
         if (rc == NPU_OK)
-            rc = group_attention(m, op, runs, nruns, g0, gn, x, buf);
+            rc = group_attention(m, op, runs, nruns, g0, gn, x, buf, &sides);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
         m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
@@ -450,9 +546,13 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
             rc = group_moe(m, l, tile, x, wide);
         combined = armed && !beside.set; /* else its router did not run: combine it next */
         beside.set = false;
-        if (rc == NPU_OK)
+        if (rc == NPU_OK && wide)
+            rc = group_back(m, buf, row0 + g0, gn, &back);
+        else if (rc == NPU_OK)
             rc = rows_copy(m, buf, row0 + g0, gn, false);
     }
+    if (rc == NPU_OK)
+        rc = group_back_now(m, &back);
     if (take)
         exec_moe_wide_start_wave(m, l - 1);
     if (rc == NPU_OK && wide && wave == 0 && layer_defers(m, l, rows)) {

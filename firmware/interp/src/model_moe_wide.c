@@ -139,7 +139,7 @@ static uint64_t plan_bytes(const struct exec_model *m, const struct moe_ep_map *
     return noc_a2av_plan_words(m->tp, x->n, x->first[m->rank + 1] - x->first[m->rank]) * 4;
 }
 
-int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -185,6 +185,80 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     w->rows += rec->rows, w->groups++;
     w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
     return NPU_OK;
+}
+
+/* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
+   route, dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and
+   the busiest rank's routed pairs, exec_reuse_wide_draw). A first pass replays only where
+   both its class and its combine's are recorded: its record (the runs its dispatch would
+   have received) then comes from the routing model's draws, which every rank makes alike,
+   and the count matrix the combine would read back is never written, so that combine must
+   replay too; its class is pinned until then. Otherwise the first pass runs in full
+   (recorded when its class is new) and its combine replays if that class exists, else runs
+   in full, recorded. The group whose router loads the next layer's shares
+   (m->w.route_last) always runs in full. Group by group of the layer: under tile reuse a
+   layer's combines run in its own op (layer_defers: not under layer reuse). SRAM: 4 bytes a
+   group. */
+#define WIDE_UNITS_MAX 256u
+enum wide_how { WIDE_FULL, WIDE_KEYED, WIDE_REPLAYED };
+static struct {
+    uint8_t how;   /* enum wide_how of its first pass */
+    uint8_t comb;  /* WIDE_REPLAYED: the combine's class (m->treuse.classes), pinned */
+    uint16_t load; /* WIDE_KEYED: the key's load (at most a group's rows x k) */
+} units[WIDE_UNITS_MAX];
+
+/* What a replayed first pass leaves: the group's record from the rows per expert (each
+   slice of an expert receives all its rows; by bucket, the rank's slices in turn), the
+   wave's counts and the layer's routed rows. */
+static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *per_expert)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    struct wide_state *w = wide_of(l);
+    const uint32_t E = m->cfg->num_experts, lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    struct wide_record *rec = record(m, &s, l, w->groups);
+    uint32_t *run = runs(m, &s, l, w->groups);
+    rec->first_row = w->rows, rec->rows = 0;
+    for (uint32_t i = lo; i < hi; i++) {
+        run[2 * (i - lo)] = per_expert[x->expert[i]];
+        run[2 * (i - lo) + 1] = (uint32_t)rec->rows;
+        rec->rows += per_expert[x->expert[i]];
+    }
+    for (uint32_t e = 0; e < E; e++)
+        m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
+    w->rows += rec->rows, w->groups++;
+}
+
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+{
+    struct wide_state *w = wide_of(l);
+    const uint32_t g = w->groups, n = tile->n;
+    if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
+        return dispatch_full(m, l, tile);
+    _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
+    units[g].how = WIDE_FULL;
+    uint32_t load;
+    const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
+    if (load > UINT16_MAX)
+        return dispatch_full(m, l, tile);
+    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
+    struct exec_tile_class *c = d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
+    if (c) {
+        units[g].how = WIDE_REPLAYED, c->pins++;
+        units[g].comb = (uint8_t)(c - m->treuse.classes);
+        record_from_draw(m, l, per_expert);
+        w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
+        return exec_reuse_unit_replay(m, d);
+    }
+    units[g].how = WIDE_KEYED, units[g].load = (uint16_t)load;
+    d = d ? NULL : exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load);
+    if (!d)
+        return dispatch_full(m, l, tile);
+    static struct exec_recording r; /* exec_stats: not on the hart's small stack */
+    int rc = exec_reuse_unit_begin(m, d, &r);
+    rc = rc == NPU_OK ? dispatch_full(m, l, tile) : rc;
+    return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
 }
 
 /* Where a slice's walk over the wave's groups stands: group g, rows done in it. */
@@ -330,8 +404,8 @@ static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint
 /* The group's outputs staged as above (the combine waits for their load by range; with
    `ahead` the next group's start loading beside it), its dispatch plan and top-k back, its
    choices sorted again, the combine and the sum. */
-int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                uint32_t group, bool ahead, bool add)
+static int combine_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                        uint32_t group, bool ahead, bool add)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -367,4 +441,50 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
         return rc;
     moe_sort_choices(m, l, tile, r0, r0 + nr, x);
     return moe_ep_combine_add_from(m, tile, x, &plan, at, add);
+}
+
+/* The combine with the group before's rows going back and the next group's loading beside
+   it (tile->back_*, pre_*: set under tile reuse, model_layer_ops.c, group_sides_in). */
+static int combine_with_load(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                             uint32_t group, bool ahead, bool add)
+{
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    exec_tile_side_copies(m, tile);
+    return combine_full(m, l, tile, group, ahead, add);
+}
+
+/* A replayed combine: its recorded span and traffic hold the next group's outputs staged
+   (stage_next), so that group's combine, run in full, takes them as staged rather than
+   loading them again. */
+static int combine_replay(struct exec_model *m, uint32_t l, uint32_t group,
+                          struct exec_tile_class *c)
+{
+    if (group + 1 < wide_of(l)->groups)
+        staged.layer = l, staged.group = group + 1, staged.at = 0, staged.set = true;
+    return exec_reuse_unit_replay(m, c);
+}
+
+/* Under tile reuse (above): the combine replays where its first pass did, or where its
+   class is recorded; else it runs in full, recorded where its first pass was keyed. */
+int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                                uint32_t group, bool ahead, bool add)
+{
+    if (!m->treuse.on || group >= WIDE_UNITS_MAX || units[group].how == WIDE_FULL)
+        return combine_with_load(m, l, tile, group, ahead, add);
+    const uint32_t how = units[group].how;
+    units[group].how = WIDE_FULL;
+    struct exec_tile_class *c = &m->treuse.classes[units[group].comb];
+    if (how == WIDE_REPLAYED)
+        c->pins--;
+    else
+        c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
+    if (c)
+        return combine_replay(m, l, group, c);
+    c = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
+    if (!c)
+        return combine_with_load(m, l, tile, group, ahead, add);
+    static struct exec_recording r;
+    int rc = exec_reuse_unit_begin(m, c, &r);
+    rc = rc == NPU_OK ? combine_with_load(m, l, tile, group, ahead, add) : rc;
+    return rc == NPU_OK ? exec_reuse_unit_end(m, c, &r) : rc;
 }

@@ -62,7 +62,9 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
-    k->pre_bytes = op->flags & EXEC_OP_PREFETCH ? (uint32_t)tile->pre_bytes : 0;
+    /* the second queue's copies at its start (both fit 32 bits: tiles' and groups' rows) */
+    k->pre_bytes = op->flags & EXEC_OP_PREFETCH ? (uint32_t)(tile->pre_bytes + tile->back_bytes)
+                                                : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
@@ -115,15 +117,16 @@ static struct exec_tile_class *find_class(struct exec_model *m,
     return best;
 }
 
-/* A free slot, else the least recently used (no tile class is in use between tiles). */
+/* A free slot, else the least recently used of those no combine waits for (pins: the MoE
+   over the layer's, below); NULL if every class is pinned. */
 static struct exec_tile_class *new_class(struct exec_model *m)
 {
-    struct exec_tile_class *lru = &m->treuse.classes[0];
+    struct exec_tile_class *lru = NULL;
     for (uint32_t i = 0; i < EXEC_REUSE_TILE_SLOTS; i++) {
         struct exec_tile_class *c = &m->treuse.classes[i];
         if (!c->last_used)
             return c;
-        if (c->last_used < lru->last_used)
+        if (!c->pins && (!lru || c->last_used < lru->last_used))
             lru = c;
     }
     return lru;
@@ -146,37 +149,36 @@ static uint32_t units_load(const struct exec_model *m, uint32_t l, const uint32_
     return most;
 }
 
-/* Draws the routing model's choices of the tile's rows: *load for the key (struct
-   exec_tile_class), and whether they route only to experts the group staged in this layer
-   (the others are marked staged: the tile, run in full, stages them). */
-static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          uint32_t *load)
+/* Rows per expert of the routing model's choices of the tile's rows (scratch: not model
+   state). Every rank draws all the tile's rows, so every rank counts the same. */
+static const uint32_t *draw_expert_rows(struct exec_model *m, uint32_t l,
+                                        const struct exec_tile *tile)
 {
-    /* scratch: not model state */
     static uint32_t idx[4 * ROUTING_EXPERTS_MAX]; /* a chunk of rows' choices [rows][k] */
-    static uint32_t pairs[NOC_GROUP_MAX];
-    static uint32_t rows[ROUTING_EXPERTS_MAX]; /* per expert */
+    static uint32_t rows[ROUTING_EXPERTS_MAX];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
-    /* the plan's map, not this rank's tensors: a rank may hold no expert, and every rank
-       must decide alike */
-    const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
-    const bool units = ep && exec_moe_units_apply(m, tile->n);
-    const struct moe_ep_map *x = ep && !units ? moe_ep_map(m, l) : NULL;
-    const bool streamed = !m->plan->weights_resident;
     const uint32_t chunk = (uint32_t)(sizeof(idx) / sizeof(idx[0])) / k;
     memset(rows, 0, E * sizeof(rows[0]));
-    for (uint32_t s = 0; s < tile->nsegs; s++) /* rows per expert (a row's k are distinct) */
+    for (uint32_t s = 0; s < tile->nsegs; s++) /* a row's k are distinct */
         for (uint32_t i0 = 0; i0 < tile->segs[s].count; i0 += chunk) {
             const uint32_t n = tile->segs[s].count - i0 < chunk ? tile->segs[s].count - i0 : chunk;
             moe_draw_rows(m, l, tile->segs[s].req, tile->segs[s].pos + i0, n, idx);
             for (uint32_t j = 0; j < n * k; j++)
                 rows[idx[j]]++;
         }
+    return rows;
+}
+
+/* The busiest rank's routed pairs under map x (a pair per expert slice), or without a map
+   the number of experts routed to. */
+static uint32_t pairs_most(const struct exec_model *m, const struct moe_ep_map *x,
+                           const uint32_t *rows)
+{
+    static uint32_t pairs[NOC_GROUP_MAX];
     if (x)
         memset(pairs, 0, m->tp * sizeof(pairs[0]));
-    bool steady = true;
-    uint32_t most = 0; /* EP: the busiest rank's routed pairs (a pair per expert slice) */
-    for (uint32_t e = 0; e < E; e++) {
+    uint32_t most = 0;
+    for (uint32_t e = 0; e < m->cfg->num_experts; e++) {
         if (!rows[e])
             continue;
         for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
@@ -184,11 +186,29 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
             pairs[q] += rows[e];
             most = pairs[q] > most ? pairs[q] : most;
         }
-        most += !x; /* else: the experts routed to */
-        if (streamed && !m->treuse.group_staged[e])
-            m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
+        most += !x;
     }
-    *load = units ? units_load(m, l, rows) : most;
+    return most;
+}
+
+/* Draws the routing model's choices of the tile's rows: *load for the key (struct
+   exec_tile_class), and whether they route only to experts the group staged in this layer
+   (the others are marked staged: the tile, run in full, stages them). */
+static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          uint32_t *load)
+{
+    /* the plan's map, not this rank's tensors: a rank may hold no expert, and every rank
+       must decide alike */
+    const bool ep = m->tp > 1 && npu_plan_is_ep(m->plan);
+    const bool units = ep && exec_moe_units_apply(m, tile->n);
+    const struct moe_ep_map *x = ep && !units ? moe_ep_map(m, l) : NULL;
+    const bool streamed = !m->plan->weights_resident;
+    const uint32_t *rows = draw_expert_rows(m, l, tile);
+    bool steady = true;
+    for (uint32_t e = 0; streamed && e < m->cfg->num_experts; e++)
+        if (rows[e] && !m->treuse.group_staged[e])
+            m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
+    *load = units ? units_load(m, l, rows) : pairs_most(m, x, rows);
     return steady;
 }
 
@@ -258,7 +278,71 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     if (rc != NPU_OK)
         return rc;
     c = new_class(m);
+    if (!c) {
+        m->treuse.counts[EXEC_REUSE_FULL]++;
+        return exec_tile_full(m, op, tile, x);
+    }
     *c = key;
     c->last_used = m->treuse.uses;
     return record_tile(m, op, tile, x, c);
+}
+
+/* ---- The MoE over the layer's units (model_moe_wide.c) ---- */
+
+const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
+                                     const struct exec_tile *tile, uint32_t *load)
+{
+    const uint32_t *rows = draw_expert_rows(m, l, tile);
+    *load = pairs_most(m, moe_ep_map(m, l), rows);
+    return rows;
+}
+
+static void unit_key(uint32_t flags, uint32_t n, uint32_t load, struct exec_tile_class *k)
+{
+    memset(k, 0, offsetof(struct exec_tile_class, span_ps));
+    k->kind = NPU_OP_MOE, k->flags = (uint16_t)flags, k->n = n, k->load = load;
+}
+
+struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
+                                             uint32_t load)
+{
+    static struct exec_tile_class key;
+    unit_key(flags, n, load, &key);
+    struct exec_tile_class *c = find_class(m, &key);
+    if (c)
+        c->last_used = ++m->treuse.uses;
+    return c;
+}
+
+struct exec_tile_class *exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n,
+                                            uint32_t load)
+{
+    if (exec_reuse_tile_flush(m) != NPU_OK) /* before its class may be the one replaced */
+        return NULL;
+    struct exec_tile_class *c = new_class(m);
+    if (!c)
+        return NULL;
+    unit_key(flags, n, load, c);
+    c->pins = 0, c->last_used = ++m->treuse.uses;
+    return c;
+}
+
+int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
+                          struct exec_recording *r)
+{
+    return exec_record_begin(m, slot_of(m, c), r);
+}
+
+int exec_reuse_unit_end(struct exec_model *m, struct exec_tile_class *c,
+                        const struct exec_recording *r)
+{
+    int rc = exec_record_end(m, r, &c->span_ps, &c->delta);
+    m->treuse.counts[EXEC_REUSE_RECORDED] += rc == NPU_OK;
+    return rc;
+}
+
+int exec_reuse_unit_replay(struct exec_model *m, struct exec_tile_class *c)
+{
+    int rc = replay_tile(m, c);
+    return rc == NPU_OK ? exec_reuse_tile_flush(m) : rc;
 }
