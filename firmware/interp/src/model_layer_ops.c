@@ -237,11 +237,12 @@ static uint32_t sides_to_tile(const struct side_copies *c, struct exec_tile *til
     return c->pre_bytes || c->back_bytes ? EXEC_OP_PREFETCH : 0;
 }
 
-/* The group's rows back from buf: left to the next unit under tile reuse, else now. */
-static int group_back(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n,
-                      struct side_back *back)
+/* The group's rows back from buf: left to the next unit under tile reuse, else now; now
+   too with one group buffer, which the next group's rows load into as it is taken. */
+static int group_back(struct exec_model *m, const struct group_bufs *b, uint64_t buf,
+                      uint32_t row0, uint32_t n, struct side_back *back)
 {
-    if (!m->treuse.on)
+    if (!m->treuse.on || b->buf[0] == b->buf[1])
         return rows_copy(m, buf, row0, n, false);
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     back->dst = m->buf.x_all + (uint64_t)row0 * row, back->src = buf;
@@ -272,20 +273,36 @@ static bool layer_wide(const struct exec_model *m, uint32_t rows)
     return npu_moe_layer_wide(m->plan) && rows > npu_moe_group_rows(m->plan);
 }
 
-/* The MoE of one group in xt (tile: the group): group by group, or its first pass. */
+/* The MoE of one group in xt (tile: the group): group by group, or its first pass (whose
+   combine will issue comb_sides bytes of side copies: combine_sides). */
 static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, uint64_t x,
-                     bool wide)
+                     bool wide, uint64_t comb_sides)
 {
     const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = l };
     if (!wide)
         return run_tile(m, &moe, tile, x);
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
-    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile) : rc;
+    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile, comb_sides) : rc;
+}
+
+/* Under tile reuse, the bytes of the side copies group_sides_in will give the third pass's
+   combine of the group of op rows from g0, in the wave from op row w0, whose next group
+   (gn1 rows) is in the same wave or not: the group before's rows (a whole group) unless it
+   is the wave's first, the next group's unless it is the wave's last; none with one group
+   buffer in that pass (group_back copies at once, no prefetch). */
+static uint64_t combine_sides(const struct exec_model *m, uint32_t g0, uint32_t w0,
+                              uint32_t gn1, bool next)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    if (!m->treuse.on || m->buf.a.xg_comb == m->buf.a.xt)
+        return 0;
+    return ((g0 > w0 ? npu_moe_group_rows(m->plan) : 0) + (next ? gn1 : 0)) * row;
 }
 
 /* The MoE over the layer's third pass for the wave of op rows [w0, w1): each group's
    combine into its residual rows (the next group's loading meanwhile into the other
-   buffer). Runs in full under tile reuse (not recorded). */
+   buffer). Under tile reuse each combine is a unit (model_moe_wide.c) holding those copies
+   (group_sides_in). */
 static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct exec_run *runs,
                                uint32_t nruns, uint32_t row0, uint32_t w0, uint32_t w1)
 {
@@ -310,7 +327,7 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
         if (rc == NPU_OK)
             rc = exec_moe_wide_combine_group(m, l, tile, g0 / G, true, true);
         if (rc == NPU_OK)
-            rc = group_back(m, buf, row0 + g0, gn, &back);
+            rc = group_back(m, b, buf, row0 + g0, gn, &back);
     }
     if (rc == NPU_OK)
         rc = group_back_now(m, &back);
@@ -385,6 +402,9 @@ static bool layer_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
 {
     const uint32_t G = npu_moe_group_rows(m->plan);
     const bool skewed = m->plan->mode && m->plan->routing == NPU_ROUTING_SKEWED;
+    /* tile reuse implies layer reuse: its units of a layer's groups (model_moe_wide.c) are
+       kept for one layer at a time */
+    assert(!m->treuse.enabled || m->lreuse.enabled);
     if (!m->plan->moe_spill_parity || m->lreuse.enabled || skewed ||
         l + 1 >= m->cfg->num_layers ||
         (l + 1) % m->plan->stage_layers == 0)
@@ -478,6 +498,74 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
     return rc;
 }
 
+/* layer_op_fused's pass over the groups: the op and its rows, the group buffers and what
+   carries from one group to the next. */
+struct fused_pass {
+    const struct npu_prog_op *op;
+    const struct exec_run *runs;
+    uint32_t nruns, row0, rows;
+    bool wide, take;
+    uint32_t wave;         /* the first op row of the wave */
+    bool combined;         /* this group's combine ran beside the one before's router */
+    struct group_bufs b;
+    struct side_back back; /* under tile reuse: group_back's */
+};
+
+/* The group of op rows from g0: its rows in (the next group's loading, or the wave's
+   finished first), the combine it takes, its attention, its MoE (or first pass), its rows
+   out. */
+static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
+{
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint32_t G = npu_moe_group_rows(m->plan), l = p->op->layer, rows = p->rows;
+    const uint32_t gn = rows - g0 < G ? rows - g0 : G, g1 = g0 + gn;
+    const uint32_t gn1 = rows - g1 < G ? rows - g1 : G;
+    const uint64_t x = m->buf.x_all + (uint64_t)(p->row0 + g0) * row;
+    struct exec_tile *const tile = &op_tiles[0];
+    int rc = NPU_OK;
+    if (p->wide && g0 > p->wave && !exec_moe_wide_has_room(m, l, gn)) {
+        assert(!p->combined && "a group combined early was loaded in this wave");
+        rc = group_back_now(m, &p->back);
+        rc = rc == NPU_OK ? layer_wide_finish(m, l, p->runs, p->nruns, p->row0, p->wave, g0) : rc;
+        p->wave = g0;
+        group_bufs_init(&p->b, m->buf.a.xt, m->buf.a.xg_attn);
+    }
+    uint64_t buf = 0;
+    if (rc == NPU_OK)
+        rc = group_take(m, &p->b, p->row0 + g0, gn, &buf);
+    /* the next group's rows, unless its wave ends first (the spill grows linearly) */
+    const bool ahead = p->wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1);
+    struct side_copies sides = { 0 };
+    if (rc == NPU_OK && p->wide && m->treuse.on)
+        group_sides_in(m, &p->b, p->row0 + g1, ahead ? gn1 : 0, &p->back, &sides);
+    else if (rc == NPU_OK && ahead)
+        rc = group_prefetch(m, &p->b, p->row0 + g1, gn1);
+    if (rc == NPU_OK && p->wide && g1 >= rows) /* the second pass's first matrices */
+        exec_moe_wide_prefetch(m, l);
+    if (rc == NPU_OK && p->combined)
+        group_add_early(m, buf, gn);
+    else if (rc == NPU_OK && p->take)
+        rc = group_combine_prev(m, l, p->runs, p->nruns, g0, gn, buf);
+    if (rc == NPU_OK)
+        rc = group_attention(m, p->op, p->runs, p->nruns, g0, gn, x, buf, &sides);
+    make_tile(p->runs, p->nruns, g0, gn, tile);
+    tile->xt = buf, tile->in_xt = true;
+    m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
+    /* the next group's combine beside this one's router (the same on every rank) */
+    const bool armed = rc == NPU_OK && p->take && g1 < rows && !m->treuse.on;
+    if (armed)
+        arm_beside(l, p->runs, p->nruns, g1, gn1);
+    if (rc == NPU_OK)
+        rc = group_moe(m, l, tile, x, p->wide, combine_sides(m, g0, p->wave, gn1, ahead));
+    p->combined = armed && !beside.set; /* else its router did not run: combine it next */
+    beside.set = false;
+    if (rc == NPU_OK && p->wide)
+        rc = group_back(m, &p->b, buf, p->row0 + g0, gn, &p->back);
+    else if (rc == NPU_OK)
+        rc = rows_copy(m, buf, p->row0 + g0, gn, false);
+    return rc;
+}
+
 /* The layer's attention op and then its MoE op, group by group (layer_fused), or with the
    MoE over the layer (layer_wide) in three passes, where the next group's rows load into
    the second buffer while this group computes, unless the next group starts a new wave
@@ -492,67 +580,22 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
     const uint32_t G = npu_moe_group_rows(m->plan), l = op->layer;
     const bool wide = layer_wide(m, rows);
     const bool take = layer_takes_pending(l, runs, nruns, row0, rows);
-    struct exec_tile *const tile = &op_tiles[0];
+    struct fused_pass p = { .op = op, .runs = runs, .nruns = nruns, .row0 = row0,
+                            .rows = rows, .wide = wide, .take = take };
     /* taking combines, the second buffer is an expert ring slot where one holds a group
        (xg_attn lies over their ep_out), else xt alone */
     const uint64_t ring = take ? exec_ring_scratch(m, (uint64_t)G * row) : 0;
-    struct group_bufs b;
-    group_bufs_init(&b, m->buf.a.xt, !take ? m->buf.a.xg_attn : ring ? ring : m->buf.a.xt);
+    group_bufs_init(&p.b, m->buf.a.xt, !take ? m->buf.a.xg_attn : ring ? ring : m->buf.a.xt);
     int rc = take ? NPU_OK : exec_layer_settle(m);
     pending.set = false;
     exec_set_layer(m, l);
-    uint32_t wave = 0; /* the first op row of the wave */
-    struct side_back back = { 0 }; /* under tile reuse: group_back's */
-    bool combined = false; /* this group's combine ran beside the one before's router */
     if (wide)
         exec_moe_wide_begin_layer(m, l);
-    for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G) {
-        const uint32_t gn = rows - g0 < G ? rows - g0 : G, g1 = g0 + gn;
-        const uint32_t gn1 = rows - g1 < G ? rows - g1 : G;
-        const uint64_t x = m->buf.x_all + (uint64_t)(row0 + g0) * row;
-        if (wide && g0 > wave && !exec_moe_wide_has_room(m, l, gn)) {
-            assert(!combined && "a group combined early was loaded in this wave");
-            rc = group_back_now(m, &back);
-            rc = rc == NPU_OK ? layer_wide_finish(m, l, runs, nruns, row0, wave, g0) : rc;
-            wave = g0;
-            group_bufs_init(&b, m->buf.a.xt, m->buf.a.xg_attn);
-        }
-        uint64_t buf = 0;
-        if (rc == NPU_OK)
-            rc = group_take(m, &b, row0 + g0, gn, &buf);
-        /* the next group's rows, unless its wave ends first (the spill grows linearly) */
-        const bool ahead = wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1);
-        struct side_copies sides = { 0 };
-        if (rc == NPU_OK && wide && m->treuse.on)
-            group_sides_in(m, &b, row0 + g1, ahead ? gn1 : 0, &back, &sides);
-        else if (rc == NPU_OK && ahead)
-            rc = group_prefetch(m, &b, row0 + g1, gn1);
-        if (rc == NPU_OK && wide && g1 >= rows) /* the second pass's first matrices */
-            exec_moe_wide_prefetch(m, l);
-        if (rc == NPU_OK && combined)
-            group_add_early(m, buf, gn);
-        else if (rc == NPU_OK && take)
-            rc = group_combine_prev(m, l, runs, nruns, g0, gn, buf);
-        if (rc == NPU_OK)
-            rc = group_attention(m, op, runs, nruns, g0, gn, x, buf, &sides);
-        make_tile(runs, nruns, g0, gn, tile);
-        tile->xt = buf, tile->in_xt = true;
-        m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
-        /* the next group's combine beside this one's router (the same on every rank) */
-        const bool armed = rc == NPU_OK && take && g1 < rows && !m->treuse.on;
-        if (armed)
-            arm_beside(l, runs, nruns, g1, gn1);
-        if (rc == NPU_OK)
-            rc = group_moe(m, l, tile, x, wide);
-        combined = armed && !beside.set; /* else its router did not run: combine it next */
-        beside.set = false;
-        if (rc == NPU_OK && wide)
-            rc = group_back(m, buf, row0 + g0, gn, &back);
-        else if (rc == NPU_OK)
-            rc = rows_copy(m, buf, row0 + g0, gn, false);
-    }
+    for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G)
+        rc = fused_group(m, &p, g0);
     if (rc == NPU_OK)
-        rc = group_back_now(m, &back);
+        rc = group_back_now(m, &p.back);
+    const uint32_t wave = p.wave;
     if (take)
         exec_moe_wide_start_wave(m, l - 1);
     if (rc == NPU_OK && wide && wave == 0 && layer_defers(m, l, rows)) {

@@ -210,12 +210,14 @@ static struct {
 /* What a replayed first pass leaves: the group's record from the rows per expert (each
    slice of an expert receives all its rows; by bucket, the rank's slices in turn), the
    wave's counts and the layer's routed rows. */
-static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *per_expert)
+static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *per_expert,
+                             uint32_t n)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct wide_state *w = wide_of(l);
+    assert(w->groups < s.groups && "the planner's group count");
     const uint32_t E = m->cfg->num_experts, lo = x->first[m->rank], hi = x->first[m->rank + 1];
     struct wide_record *rec = record(m, &s, l, w->groups);
     uint32_t *run = runs(m, &s, l, w->groups);
@@ -225,12 +227,30 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
         run[2 * (i - lo) + 1] = (uint32_t)rec->rows;
         rec->rows += per_expert[x->expert[i]];
     }
+    assert(w->rows + rec->rows <= s.cap &&
+           rec->rows <= npu_moe_spill_group_rows(m->cfg, m->plan, n) && "dispatch_full's");
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
     w->rows += rec->rows, w->groups++;
+    w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
 }
 
-int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+/* The first pass of a group whose class is new (or NULL: none free): in full, recorded. */
+static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                           struct exec_tile_class *d)
+{
+    static struct exec_recording r; /* exec_stats: not on the hart's small stack */
+    if (!d) {
+        m->treuse.counts[EXEC_REUSE_FULL]++;
+        return dispatch_full(m, l, tile);
+    }
+    int rc = exec_reuse_unit_begin(m, d, &r);
+    rc = rc == NPU_OK ? dispatch_full(m, l, tile) : rc;
+    return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
+}
+
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                                 uint64_t comb_sides)
 {
     struct wide_state *w = wide_of(l);
     const uint32_t g = w->groups, n = tile->n;
@@ -242,23 +262,22 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
     if (load > UINT16_MAX)
         return dispatch_full(m, l, tile);
-    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
-    struct exec_tile_class *c = d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
+    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load, 0);
+    struct exec_tile_class *c =
+        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load, comb_sides) : NULL;
     if (c) {
         units[g].how = WIDE_REPLAYED, c->pins++;
         units[g].comb = (uint8_t)(c - m->treuse.classes);
-        record_from_draw(m, l, per_expert);
-        w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
+        record_from_draw(m, l, per_expert, n);
         return exec_reuse_unit_replay(m, d);
     }
     units[g].how = WIDE_KEYED, units[g].load = (uint16_t)load;
-    d = d ? NULL : exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load);
-    if (!d)
+    if (d) { /* recorded, but not its combine yet: that combine records */
+        m->treuse.counts[EXEC_REUSE_FULL]++;
         return dispatch_full(m, l, tile);
-    static struct exec_recording r; /* exec_stats: not on the hart's small stack */
-    int rc = exec_reuse_unit_begin(m, d, &r);
-    rc = rc == NPU_OK ? dispatch_full(m, l, tile) : rc;
-    return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
+    }
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, 0, &d);
+    return rc == NPU_OK ? dispatch_record(m, l, tile, d) : rc;
 }
 
 /* Where a slice's walk over the wave's groups stands: group g, rows done in it. */
@@ -448,43 +467,62 @@ static int combine_full(struct exec_model *m, uint32_t l, const struct exec_tile
 static int combine_with_load(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                              uint32_t group, bool ahead, bool add)
 {
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    exec_tile_side_copies(m, tile);
+    if (tile->pre_bytes || tile->back_bytes) {
+        exec_set_cat(m, EXEC_CAT_OTHER);
+        exec_tile_side_copies(m, tile);
+    }
     return combine_full(m, l, tile, group, ahead, add);
 }
 
-/* A replayed combine: its recorded span and traffic hold the next group's outputs staged
-   (stage_next), so that group's combine, run in full, takes them as staged rather than
-   loading them again. */
+/* A replayed combine. Where its recording staged the next group's outputs (stage_next:
+   room for them, a next group), its span and traffic hold that load, so that group's
+   combine, run in full, takes them as staged rather than loading them again. */
 static int combine_replay(struct exec_model *m, uint32_t l, uint32_t group,
                           struct exec_tile_class *c)
 {
-    if (group + 1 < wide_of(l)->groups)
+    if (c->staged_next && group + 1 < wide_of(l)->groups)
         staged.layer = l, staged.group = group + 1, staged.at = 0, staged.set = true;
     return exec_reuse_unit_replay(m, c);
 }
 
-/* Under tile reuse (above): the combine replays where its first pass did, or where its
-   class is recorded; else it runs in full, recorded where its first pass was keyed. */
+/* The combine of a group whose class is new (or NULL: none free): in full, recorded, with
+   whether it staged the next group's outputs. */
+static int combine_record(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          uint32_t group, struct exec_tile_class *c)
+{
+    static struct exec_recording r;
+    if (!c) {
+        m->treuse.counts[EXEC_REUSE_FULL]++;
+        return combine_with_load(m, l, tile, group, true, true);
+    }
+    int rc = exec_reuse_unit_begin(m, c, &r);
+    rc = rc == NPU_OK ? combine_with_load(m, l, tile, group, true, true) : rc;
+    c->staged_next = staged.set && staged.layer == l && staged.group == group + 1;
+    return rc == NPU_OK ? exec_reuse_unit_end(m, c, &r) : rc;
+}
+
+/* Under tile reuse (above): the combine replays where its first pass did (its class's side
+   copies were foreseen there: exec_moe_wide_dispatch_group's comb_sides), or where its
+   class is recorded; else it runs in full, recorded where its first pass was keyed. Its
+   key holds its side copies' bytes (the wave's first and last groups have fewer). */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add)
 {
     if (!m->treuse.on || group >= WIDE_UNITS_MAX || units[group].how == WIDE_FULL)
         return combine_with_load(m, l, tile, group, ahead, add);
+    assert(ahead && add && "tile reuse: the third pass's combines (layer_wide_combines)");
     const uint32_t how = units[group].how;
+    const uint64_t sides = tile->pre_bytes + tile->back_bytes;
     units[group].how = WIDE_FULL;
     struct exec_tile_class *c = &m->treuse.classes[units[group].comb];
-    if (how == WIDE_REPLAYED)
+    if (how == WIDE_REPLAYED) {
         c->pins--;
-    else
-        c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
+        assert(c->pre_bytes == sides && "the side copies the first pass foresaw");
+        return combine_replay(m, l, group, c);
+    }
+    c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, sides);
     if (c)
         return combine_replay(m, l, group, c);
-    c = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
-    if (!c)
-        return combine_with_load(m, l, tile, group, ahead, add);
-    static struct exec_recording r;
-    int rc = exec_reuse_unit_begin(m, c, &r);
-    rc = rc == NPU_OK ? combine_with_load(m, l, tile, group, ahead, add) : rc;
-    return rc == NPU_OK ? exec_reuse_unit_end(m, c, &r) : rc;
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, sides, &c);
+    return rc == NPU_OK ? combine_record(m, l, tile, group, c) : rc;
 }

@@ -297,34 +297,37 @@ const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
     return rows;
 }
 
-static void unit_key(uint32_t flags, uint32_t n, uint32_t load, struct exec_tile_class *k)
+static void unit_key(uint32_t flags, uint32_t n, uint32_t load, uint64_t sides,
+                     struct exec_tile_class *k)
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = NPU_OP_MOE, k->flags = (uint16_t)flags, k->n = n, k->load = load;
+    k->pre_bytes = (uint32_t)sides;
 }
 
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
-                                             uint32_t load)
+                                             uint32_t load, uint64_t sides)
 {
     static struct exec_tile_class key;
-    unit_key(flags, n, load, &key);
+    unit_key(flags, n, load, sides, &key);
     struct exec_tile_class *c = find_class(m, &key);
     if (c)
         c->last_used = ++m->treuse.uses;
     return c;
 }
 
-struct exec_tile_class *exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n,
-                                            uint32_t load)
+int exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n, uint32_t load,
+                        uint64_t sides, struct exec_tile_class **out)
 {
-    if (exec_reuse_tile_flush(m) != NPU_OK) /* before its class may be the one replaced */
-        return NULL;
-    struct exec_tile_class *c = new_class(m);
+    *out = NULL;
+    int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
+    struct exec_tile_class *c = rc == NPU_OK ? new_class(m) : NULL;
     if (!c)
-        return NULL;
-    unit_key(flags, n, load, c);
-    c->pins = 0, c->last_used = ++m->treuse.uses;
-    return c;
+        return rc;
+    unit_key(flags, n, load, sides, c);
+    c->pins = 0, c->staged_next = false, c->last_used = ++m->treuse.uses;
+    *out = c;
+    return NPU_OK;
 }
 
 int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
