@@ -465,16 +465,15 @@ int exec_reuse_tile_flush(struct exec_model *m);
 /* The MoE over the layer's passes under tile reuse (model_moe_wide.c, keyed like a MoE
    tile): the rows per expert of the group's routing (num_experts entries, scratch) and the
    busiest rank's routed pairs under layer l's map (*load); the class of a unit (flags
-   EXEC_OP_WIDE_*) over n rows at that load with `sides` bytes of side copies at its start,
-   or NULL (find: marks it used; new: a slot for it in *out, NULL when every class is
-   pinned; 0 or a negative npu_status); recording one (exec_record_begin, _end) and
-   replaying one (at once). */
+   EXEC_OP_WIDE_*) over n rows at that load, or NULL (find: marks it used; new: a slot for
+   it in *out, NULL when every class is pinned; 0 or a negative npu_status); recording one
+   (exec_record_begin, _end) and replaying one (at once). */
 const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
                                      const struct exec_tile *tile, uint32_t *load);
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
-                                             uint32_t load, uint64_t sides);
+                                             uint32_t load);
 int exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n, uint32_t load,
-                        uint64_t sides, struct exec_tile_class **out);
+                        struct exec_tile_class **out);
 int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
                           struct exec_recording *r);
 int exec_reuse_unit_end(struct exec_model *m, struct exec_tile_class *c,

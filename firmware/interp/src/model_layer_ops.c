@@ -273,30 +273,15 @@ static bool layer_wide(const struct exec_model *m, uint32_t rows)
     return npu_moe_layer_wide(m->plan) && rows > npu_moe_group_rows(m->plan);
 }
 
-/* The MoE of one group in xt (tile: the group): group by group, or its first pass (whose
-   combine will issue comb_sides bytes of side copies: combine_sides). */
+/* The MoE of one group in xt (tile: the group): group by group, or its first pass. */
 static int group_moe(struct exec_model *m, uint32_t l, struct exec_tile *tile, uint64_t x,
-                     bool wide, uint64_t comb_sides)
+                     bool wide)
 {
     const struct npu_prog_op moe = { .kind = NPU_OP_MOE, .layer = l };
     if (!wide)
         return run_tile(m, &moe, tile, x);
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
-    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile, comb_sides) : rc;
-}
-
-/* Under tile reuse, the bytes of the side copies group_sides_in will give the third pass's
-   combine of the group of op rows from g0, in the wave from op row w0, whose next group
-   (gn1 rows) is in the same wave or not: the group before's rows (a whole group) unless it
-   is the wave's first, the next group's unless it is the wave's last; none with one group
-   buffer in that pass (group_back copies at once, no prefetch). */
-static uint64_t combine_sides(const struct exec_model *m, uint32_t g0, uint32_t w0,
-                              uint32_t gn1, bool next)
-{
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    if (!m->treuse.on || m->buf.a.xg_comb == m->buf.a.xt)
-        return 0;
-    return ((g0 > w0 ? npu_moe_group_rows(m->plan) : 0) + (next ? gn1 : 0)) * row;
+    return rc == NPU_OK ? exec_moe_wide_dispatch_group(m, l, tile) : rc;
 }
 
 /* The MoE over the layer's third pass for the wave of op rows [w0, w1): each group's
@@ -556,7 +541,7 @@ static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
     if (armed)
         arm_beside(l, p->runs, p->nruns, g1, gn1);
     if (rc == NPU_OK)
-        rc = group_moe(m, l, tile, x, p->wide, combine_sides(m, g0, p->wave, gn1, ahead));
+        rc = group_moe(m, l, tile, x, p->wide);
     p->combined = armed && !beside.set; /* else its router did not run: combine it next */
     beside.set = false;
     if (rc == NPU_OK && p->wide)

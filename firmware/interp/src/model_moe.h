@@ -112,10 +112,7 @@ void exec_moe_wide_begin_layer(struct exec_model *m, uint32_t l);
    finish the groups recorded so far, then start the next wave. */
 bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n);
 void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
-/* comb_sides: under tile reuse, the bytes of the side copies the group's combine will
-   issue (model_layer_ops.c, group_sides_in), part of that combine's key. */
-int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                 uint64_t comb_sides);
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 /* The second pass's first matrices (the rank's first slice's gate and up) into the expert
    ring, called as the wave's last group starts its attention: the second DMA queue is

@@ -249,8 +249,7 @@ static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_t
     return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
 }
 
-int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                                 uint64_t comb_sides)
+int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct wide_state *w = wide_of(l);
     const uint32_t g = w->groups, n = tile->n;
@@ -262,9 +261,9 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
     if (load > UINT16_MAX)
         return dispatch_full(m, l, tile);
-    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load, 0);
+    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
     struct exec_tile_class *c =
-        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load, comb_sides) : NULL;
+        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
     if (c) {
         units[g].how = WIDE_REPLAYED, c->pins++;
         units[g].comb = (uint8_t)(c - m->treuse.classes);
@@ -276,7 +275,7 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
         m->treuse.counts[EXEC_REUSE_FULL]++;
         return dispatch_full(m, l, tile);
     }
-    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, 0, &d);
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, &d);
     return rc == NPU_OK ? dispatch_record(m, l, tile, d) : rc;
 }
 
@@ -501,10 +500,11 @@ static int combine_record(struct exec_model *m, uint32_t l, const struct exec_ti
     return rc == NPU_OK ? exec_reuse_unit_end(m, c, &r) : rc;
 }
 
-/* Under tile reuse (above): the combine replays where its first pass did (its class's side
-   copies were foreseen there: exec_moe_wide_dispatch_group's comb_sides), or where its
+/* Under tile reuse (above): the combine replays where its first pass did, or where its
    class is recorded; else it runs in full, recorded where its first pass was keyed. Its
-   key holds its side copies' bytes (the wave's first and last groups have fewer). */
+   key leaves out its side copies (the wave's first group has no copy back, its last no
+   load), as the group's attention's does (docs/images.md, "Tile reuse": with them in, the
+   6-request layered sample recorded twice the units for 0.2 % of mean TTFT). */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add)
 {
@@ -512,17 +512,15 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
         return combine_with_load(m, l, tile, group, ahead, add);
     assert(ahead && add && "tile reuse: the third pass's combines (layer_wide_combines)");
     const uint32_t how = units[group].how;
-    const uint64_t sides = tile->pre_bytes + tile->back_bytes;
     units[group].how = WIDE_FULL;
     struct exec_tile_class *c = &m->treuse.classes[units[group].comb];
     if (how == WIDE_REPLAYED) {
         c->pins--;
-        assert(c->pre_bytes == sides && "the side copies the first pass foresaw");
         return combine_replay(m, l, group, c);
     }
-    c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, sides);
+    c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
     if (c)
         return combine_replay(m, l, group, c);
-    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, sides, &c);
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, &c);
     return rc == NPU_OK ? combine_record(m, l, tile, group, c) : rc;
 }

@@ -27,7 +27,10 @@
  *   routes to an expert the group has not staged in this layer (m->treuse.group_staged) runs in
  *   full and is not recorded: the first route of an expert in a layer moves its weights
  *   (expert-load bytes), and a replay must not move them again;
- * - embeddings, dense FFN: the rows alone (the same work per row).
+ * - embeddings, dense FFN: the rows alone (the same work per row);
+ * - the MoE over the layer's units (a group's route, dispatch and spill; its combine:
+ *   model_moe_wide.c), keyed like a MoE tile (not by the side copies at their start); a
+ *   combine class a replayed first pass will need is pinned (new_class skips it).
  *
  * Recording: the group starts the tile together (a barrier: see record_tile), BEGIN, the
  * tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time and the
@@ -62,9 +65,10 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
-    /* the second queue's copies at its start (both fit 32 bits: tiles' and groups' rows) */
-    k->pre_bytes = op->flags & EXEC_OP_PREFETCH ? (uint32_t)(tile->pre_bytes + tile->back_bytes)
-                                                : 0;
+    /* the next tile's rows loaded at its start; not a MoE group's side copies (its rows
+       around it, exec_tile_side_copies), which only the wave's first and last groups lack */
+    k->pre_bytes = (op->flags & EXEC_OP_PREFETCH) && !(op->flags & EXEC_OP_GROUP)
+                       ? (uint32_t)tile->pre_bytes : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
@@ -297,19 +301,17 @@ const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
     return rows;
 }
 
-static void unit_key(uint32_t flags, uint32_t n, uint32_t load, uint64_t sides,
-                     struct exec_tile_class *k)
+static void unit_key(uint32_t flags, uint32_t n, uint32_t load, struct exec_tile_class *k)
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = NPU_OP_MOE, k->flags = (uint16_t)flags, k->n = n, k->load = load;
-    k->pre_bytes = (uint32_t)sides;
 }
 
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
-                                             uint32_t load, uint64_t sides)
+                                             uint32_t load)
 {
     static struct exec_tile_class key;
-    unit_key(flags, n, load, sides, &key);
+    unit_key(flags, n, load, &key);
     struct exec_tile_class *c = find_class(m, &key);
     if (c)
         c->last_used = ++m->treuse.uses;
@@ -317,14 +319,14 @@ struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flag
 }
 
 int exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n, uint32_t load,
-                        uint64_t sides, struct exec_tile_class **out)
+                        struct exec_tile_class **out)
 {
     *out = NULL;
     int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
     struct exec_tile_class *c = rc == NPU_OK ? new_class(m) : NULL;
     if (!c)
         return rc;
-    unit_key(flags, n, load, sides, c);
+    unit_key(flags, n, load, c);
     c->pins = 0, c->staged_next = false, c->last_used = ++m->treuse.uses;
     *out = c;
     return NPU_OK;
