@@ -448,6 +448,9 @@ int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording
 int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64_t *span_ps,
                     struct exec_stats *delta);
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps);
+/* Adds the layer replays' statistics not added yet (model_reuse.c adds them lazily) to the
+   per-layer statistics: before these are read. */
+void exec_reuse_settle(struct exec_model *m);
 /* How far a recorded context end is from `end` (of `runs` runs summed), or UINT64_MAX if
    beyond the tolerance: shape keys, m->lreuse.tol per run and a quarter of the context;
    otherwise none. */

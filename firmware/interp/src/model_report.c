@@ -139,6 +139,7 @@ void report_run(struct exec_model *m, struct noc_comm *comm, const struct lines_
     const struct model_config *c = m->cfg;
     struct exec_stats sum = { 0 }, layers = { 0 };
     uint64_t expert = 0;
+    exec_reuse_settle(m); /* the layer replays' statistics not added yet */
     for (uint32_t l = 0; l <= c->num_layers; l++) {
         exec_stats_add(&sum, &m->acct.stats[l]);
         if (l < c->num_layers)
