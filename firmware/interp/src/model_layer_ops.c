@@ -201,7 +201,8 @@ static int group_prefetch(struct exec_model *m, struct group_bufs *b, uint32_t r
  * copies still run beside a group's work, as in the full run, where the group before's rows
  * go back and the next group's load on the second queue while it computes, the unit issues
  * them at its start (tile->back_*, then tile->pre_*: exec_tile_side_copies), in that order on
- * that queue; a copy before the unit would run alone. A replayed unit's span holds them.
+ * that queue; a copy before the unit would run alone. A replayed unit's span holds its
+ * recorded unit's copies (the same sizes but for a wave's first and last groups).
  */
 struct side_back {
     uint64_t dst, src, bytes; /* the rows of the group before, to go back */
