@@ -198,8 +198,9 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
    in full, recorded. The group whose router loads the next layer's shares
    (m->w.route_last) always runs in full. Group by group of the layer: under tile reuse a
    layer's combines run in its own op (layer_defers: not under layer reuse). SRAM: 4 bytes a
-   group. */
-#define WIDE_UNITS_MAX 256u
+   group, for the first WIDE_UNITS_MAX groups of a layer (the reference plan's 33,280 rows
+   are 130 groups of 256); later groups run in full. */
+#define WIDE_UNITS_MAX 160u
 enum wide_how { WIDE_FULL, WIDE_KEYED, WIDE_REPLAYED };
 static struct {
     uint8_t how;   /* enum wide_how of its first pass */
