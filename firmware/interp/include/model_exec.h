@@ -500,8 +500,8 @@ int exec_layer_beside_route(struct exec_model *m);
    shape instead (tile reuse, model_reuse_tile.c). The op loops: model_layer_ops.c. */
 int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows);
-/* EXEC_OP_PREFETCH's copies on the second DMA queue: tile->back_* (if any), then
-   tile->pre_* (if any). */
+/* EXEC_OP_PREFETCH's copies on the second DMA queue: tile->back (if any), then tile->pre
+   (if any). */
 void exec_tile_side_copies(struct exec_model *m, const struct exec_tile *tile);
 /* One tile of op in full: its residual rows in (unless in SRAM), the op, out. */
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
@@ -748,6 +748,11 @@ struct exec_seg {            /* one request's rows inside a tile */
     uint32_t req, pos;       /* request, position of the first row */
     uint32_t row, count;     /* rows [row, row + count) of the tile */
 };
+/* A copy on the second DMA queue (bytes 0: none). */
+struct exec_side_copy {
+    uint64_t dst, src, bytes;
+};
+
 struct exec_tile {
     uint32_t t0, n;          /* rows [t0, t0 + n) of the iteration */
     struct exec_seg segs[EXEC_RUNS_MAX];
@@ -755,9 +760,9 @@ struct exec_tile {
     uint64_t xt;             /* [n][d]: the tile's residual rows */
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
                                 group, model_layer_ops.c): no copies from and to HBM */
-    uint64_t pre_dst, pre_src, pre_bytes; /* EXEC_OP_PREFETCH: the next tile's rows */
-    uint64_t back_dst, back_src, back_bytes; /* EXEC_OP_PREFETCH: the group before's rows
-                                going back first (MoE over the layer under tile reuse) */
+    /* EXEC_OP_PREFETCH: the group before's rows going back (MoE over the layer under tile
+       reuse), then the next tile's rows loading, on the second DMA queue at its start */
+    struct exec_side_copy back, pre;
     bool whole;              /* every row of its runs: the op's only tile */
 };
 /* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's

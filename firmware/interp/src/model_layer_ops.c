@@ -24,7 +24,7 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
                       struct exec_tile *tile)
 {
     tile->t0 = t0, tile->n = n, tile->nsegs = 0;
-    tile->pre_bytes = tile->back_bytes = 0;
+    tile->back.bytes = tile->pre.bytes = 0;
     uint32_t row = 0;
     for (uint32_t i = 0; i < nruns; i++) {
         uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
@@ -81,10 +81,10 @@ static int attn_group(struct exec_model *m, const struct npu_prog_op *op,
 
 void exec_tile_side_copies(struct exec_model *m, const struct exec_tile *tile)
 {
-    if (tile->back_bytes)
-        exec_copy_side(m, tile->back_dst, tile->back_src, tile->back_bytes);
-    if (tile->pre_bytes)
-        exec_copy_side(m, tile->pre_dst, tile->pre_src, tile->pre_bytes);
+    if (tile->back.bytes)
+        exec_copy_side(m, tile->back.dst, tile->back.src, tile->back.bytes);
+    if (tile->pre.bytes)
+        exec_copy_side(m, tile->pre.dst, tile->pre.src, tile->pre.bytes);
 }
 
 int exec_tile_full(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
@@ -138,23 +138,33 @@ static bool layer_fused(const struct exec_model *m)
     return m->cfg->arch == MODEL_MOE && npu_moe_groups_in_xt(m->plan);
 }
 
-/* Residual rows [row0, row0 + n) from x_all into SRAM at buf (in) or back, outside any
-   tile. */
-static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n, bool in)
+/* The copy of residual rows [row0, row0 + n) from x_all into SRAM at buf (in) or back. */
+static struct exec_side_copy rows_span(const struct exec_model *m, uint64_t buf,
+                                       uint32_t row0, uint32_t n, bool in)
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb, bytes = n * row;
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint64_t x = m->buf.x_all + (uint64_t)row0 * row;
+    return (struct exec_side_copy){ in ? buf : x, in ? x : buf, (uint64_t)n * row };
+}
+
+/* c on the second DMA queue now, outside any tile, after the replays queued. */
+static int side_copy_now(struct exec_model *m, struct exec_side_copy c)
+{
     int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
     if (rc != NPU_OK)
         return rc;
     const enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_OTHER);
-    if (in)
-        exec_copy_side(m, buf, x, bytes);
-    else
-        exec_copy_side(m, x, buf, bytes);
+    exec_copy_side(m, c.dst, c.src, c.bytes);
     exec_set_cat(m, was);
     return NPU_OK;
+}
+
+/* Residual rows [row0, row0 + n) from x_all into SRAM at buf (in) or back, outside any
+   tile. */
+static int rows_copy(struct exec_model *m, uint64_t buf, uint32_t row0, uint32_t n, bool in)
+{
+    return side_copy_now(m, rows_span(m, buf, row0, n, in));
 }
 
 /* The group buffers of a fused MoE layer: xt, and with the MoE over the layer a second
@@ -200,71 +210,42 @@ static int group_prefetch(struct exec_model *m, struct group_bufs *b, uint32_t r
  * combine: docs/images.md, "Tile reuse") start with the engines idle. So that the rows'
  * copies still run beside a group's work, as in the full run, where the group before's rows
  * go back and the next group's load on the second queue while it computes, the unit issues
- * them at its start (tile->back_*, then tile->pre_*: exec_tile_side_copies), in that order on
+ * them at its start (tile->back, then tile->pre: exec_tile_side_copies), in that order on
  * that queue; a copy before the unit would run alone. A replayed unit's span holds its
  * recorded unit's copies (the same sizes but for a wave's first and last groups).
  */
-struct side_back {
-    uint64_t dst, src, bytes; /* the rows of the group before, to go back */
-};
-
-/* A unit's copies at its start (exec_tile's pre_* and back_*). */
-struct side_copies {
-    uint64_t pre_dst, pre_src, pre_bytes, back_dst, back_src, back_bytes;
-};
-
-/* The next group's load (group_prefetch's, n rows from row0; n = 0: none) and the group
-   before's copy back, to c. */
+/* A unit's side copies (exec_tile's back and pre): the group before's copy back (*back,
+   taken) and the next group's load (group_prefetch's, n rows from row0; n = 0: none). */
 static void group_sides_in(struct exec_model *m, struct group_bufs *b, uint32_t row0,
-                           uint32_t n, struct side_back *back, struct side_copies *c)
+                           uint32_t n, struct exec_side_copy *back,
+                           struct exec_side_copy sides[2])
 {
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    *c = (struct side_copies){ .back_dst = back->dst, .back_src = back->src,
-                               .back_bytes = back->bytes };
+    sides[0] = *back, sides[1].bytes = 0;
     back->bytes = 0;
     if (b->buf[0] == b->buf[1] || b->loaded || !n)
         return;
     b->loaded = true;
-    c->pre_dst = b->buf[b->next], c->pre_src = m->buf.x_all + (uint64_t)row0 * row;
-    c->pre_bytes = (uint64_t)n * row;
+    sides[1] = rows_span(m, b->buf[b->next], row0, n, true);
 }
 
-/* c's copies to the unit of tile (flags: EXEC_OP_PREFETCH where it has any). */
-static uint32_t sides_to_tile(const struct side_copies *c, struct exec_tile *tile)
-{
-    tile->pre_dst = c->pre_dst, tile->pre_src = c->pre_src, tile->pre_bytes = c->pre_bytes;
-    tile->back_dst = c->back_dst, tile->back_src = c->back_src;
-    tile->back_bytes = c->back_bytes;
-    return c->pre_bytes || c->back_bytes ? EXEC_OP_PREFETCH : 0;
-}
-
-/* The group's rows back from buf: left to the next unit under tile reuse, else now; now
-   too with one group buffer, which the next group's rows load into as it is taken. */
+/* The group's rows back from buf: left to the next unit under tile reuse (*back), else
+   now; now too with one group buffer, which the next group's rows load into as it is
+   taken. */
 static int group_back(struct exec_model *m, const struct group_bufs *b, uint64_t buf,
-                      uint32_t row0, uint32_t n, struct side_back *back)
+                      uint32_t row0, uint32_t n, struct exec_side_copy *back)
 {
     if (!m->treuse.on || b->buf[0] == b->buf[1])
         return rows_copy(m, buf, row0, n, false);
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    back->dst = m->buf.x_all + (uint64_t)row0 * row, back->src = buf;
-    back->bytes = (uint64_t)n * row;
+    *back = rows_span(m, buf, row0, n, false);
     return NPU_OK;
 }
 
 /* A copy back no unit took (the wave's last group's). */
-static int group_back_now(struct exec_model *m, struct side_back *back)
+static int group_back_now(struct exec_model *m, struct exec_side_copy *back)
 {
-    if (!back->bytes)
-        return NPU_OK;
-    int rc = m->treuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* replays first */
-    if (rc != NPU_OK)
-        return rc;
-    const enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    exec_copy_side(m, back->dst, back->src, back->bytes);
-    exec_set_cat(m, was);
+    const struct exec_side_copy c = *back;
     back->bytes = 0;
-    return NPU_OK;
+    return c.bytes ? side_copy_now(m, c) : NPU_OK;
 }
 
 /* The MoE over the layer's groups at once (npu_moe_layer_wide): more than one group this
@@ -296,7 +277,7 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
     struct exec_tile *const tile = &op_tiles[1]; /* layer_op_fused has [0] */
     struct group_bufs bufs, *const b = &bufs;
     group_bufs_init(b, m->buf.a.xt, m->buf.a.xg_comb);
-    struct side_back back = { 0 };
+    struct exec_side_copy back = { 0 };
     int rc = NPU_OK;
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G, g1 = g0 + gn;
@@ -304,10 +285,10 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
         rc = group_take(m, b, row0 + g0, gn, &buf);
         make_tile(runs, nruns, g0, gn, tile);
         tile->xt = buf, tile->in_xt = true;
-        struct side_copies sides;
+        struct exec_side_copy sides[2];
         if (rc == NPU_OK && m->treuse.on) {
-            group_sides_in(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G, &back, &sides);
-            sides_to_tile(&sides, tile);
+            group_sides_in(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G, &back, sides);
+            tile->back = sides[0], tile->pre = sides[1];
         } else if (rc == NPU_OK)
             rc = group_prefetch(m, b, row0 + g1, w1 - g1 < G ? w1 - g1 : G);
         if (rc == NPU_OK)
@@ -418,7 +399,7 @@ static int group_combine_prev(struct exec_model *m, uint32_t l, const struct exe
 {
     struct exec_tile *const tile = &op_tiles[1]; /* free until the group's attention */
     make_tile(runs, nruns, g0, gn, tile);
-    tile->xt = buf, tile->in_xt = true, tile->pre_bytes = 0;
+    tile->xt = buf, tile->in_xt = true;
     return exec_moe_wide_combine_group(m, l - 1, tile, g0 / npu_moe_group_rows(m->plan), false,
                                        buf != 0);
 }
@@ -465,7 +446,7 @@ static void group_add_early(struct exec_model *m, uint64_t buf, uint32_t gn)
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
                            const struct exec_run *runs, uint32_t nruns, uint32_t g0,
                            uint32_t gn, uint64_t x, uint64_t buf,
-                           const struct side_copies *sides)
+                           const struct exec_side_copy sides[2])
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows, step = m->tp > 1 ? gn : T;
@@ -477,8 +458,10 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, t0, g0 + gn - t0 < step ? g0 + gn - t0 : step, tile);
         tile->xt = buf + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
         struct npu_prog_op this_op = tile_op;
-        if (t0 == g0) /* group_sides_in's copies, at the first tile's start */
-            this_op.flags |= sides_to_tile(sides, tile);
+        if (t0 == g0 && (sides[0].bytes || sides[1].bytes)) { /* group_sides_in's */
+            tile->back = sides[0], tile->pre = sides[1];
+            this_op.flags |= EXEC_OP_PREFETCH;
+        }
         rc = run_tile(m, &this_op, tile, x + (uint64_t)(t0 - g0) * row);
     }
     return rc;
@@ -494,7 +477,7 @@ struct fused_pass {
     uint32_t wave;         /* the first op row of the wave */
     bool combined;         /* this group's combine ran beside the one before's router */
     struct group_bufs b;
-    struct side_back back; /* under tile reuse: group_back's */
+    struct exec_side_copy back; /* under tile reuse: group_back's */
 };
 
 /* The group of op rows from g0: its rows in (the next group's loading, or the wave's
@@ -521,9 +504,9 @@ static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
         rc = group_take(m, &p->b, p->row0 + g0, gn, &buf);
     /* the next group's rows, unless its wave ends first (the spill grows linearly) */
     const bool ahead = p->wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1);
-    struct side_copies sides = { 0 };
+    struct exec_side_copy sides[2] = { { 0 } };
     if (rc == NPU_OK && p->wide && m->treuse.on)
-        group_sides_in(m, &p->b, p->row0 + g1, ahead ? gn1 : 0, &p->back, &sides);
+        group_sides_in(m, &p->b, p->row0 + g1, ahead ? gn1 : 0, &p->back, sides);
     else if (rc == NPU_OK && ahead)
         rc = group_prefetch(m, &p->b, p->row0 + g1, gn1);
     if (rc == NPU_OK && p->wide && g1 >= rows) /* the second pass's first matrices */
@@ -533,7 +516,7 @@ static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
     else if (rc == NPU_OK && p->take)
         rc = group_combine_prev(m, l, p->runs, p->nruns, g0, gn, buf);
     if (rc == NPU_OK)
-        rc = group_attention(m, p->op, p->runs, p->nruns, g0, gn, x, buf, &sides);
+        rc = group_attention(m, p->op, p->runs, p->nruns, g0, gn, x, buf, sides);
     make_tile(p->runs, p->nruns, g0, gn, tile);
     tile->xt = buf, tile->in_xt = true;
     m->w.route_last = g1 >= rows; /* its router reads the layer's shares last */
@@ -626,7 +609,7 @@ static int layer_op_dense_fused(struct exec_model *m, const struct npu_prog_op *
         fused.flags |= EXEC_OP_WITH_FFN | (nn ? EXEC_OP_PREFETCH : EXEC_OP_LAST);
         make_tile(runs, nruns, t0, n, tile);
         tile->xt = xt[i], tile->in_xt = true;
-        tile->pre_dst = xt[i ^ 1], tile->pre_src = x + (uint64_t)n * row, tile->pre_bytes = nn * row;
+        tile->pre = (struct exec_side_copy){ xt[i ^ 1], x + (uint64_t)n * row, nn * row };
         rc = run_tile(m, &fused, tile, x);
     }
     return rc == NPU_OK && m->treuse.enabled ? exec_reuse_tile_flush(m) : rc;

@@ -93,6 +93,18 @@ static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s,
     return (uint32_t *)(uintptr_t)(record_addr(m, s, l, g) + s->runs);
 }
 
+/* Group w->groups's record, its rows just counted, closes it in the wave: its rows in the
+   spill, and its worst case reserved (exec_moe_wide_has_room). */
+static void wave_add_group(struct exec_model *m, const struct npu_moe_spill *s,
+                           struct wide_state *w, const struct wide_record *rec, uint32_t n)
+{
+    assert(w->rows + rec->rows <= s->cap &&
+           rec->rows <= npu_moe_spill_group_rows(m->cfg, m->plan, n) &&
+           "a row picks an expert once");
+    w->rows += rec->rows, w->groups++;
+    w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
+}
+
 /* The third pass's outputs in ep_recv: group `group`'s from row `at`, loaded or loading on
    the second DMA queue (set), so that the next group's load beside this one's combine. */
 static struct {
@@ -167,8 +179,6 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
         run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, 0, i) / d);
         rec->rows += elems / d;
     }
-    assert(w->rows + rec->rows <= s.cap && rec->rows <=
-           npu_moe_spill_group_rows(m->cfg, m->plan, tile->n) && "a row picks an expert once");
     exec_set_cat(m, EXEC_CAT_FFN);
     const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
     /* beside the next group's attention (second DMA queue): in the chain's queue they held
@@ -182,8 +192,7 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     copy_topk(m, &s, l, w->groups, nr, true);
-    w->rows += rec->rows, w->groups++;
-    w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, tile->n);
+    wave_add_group(m, &s, w, rec, tile->n);
     return NPU_OK;
 }
 
@@ -228,12 +237,9 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
         run[2 * (i - lo) + 1] = (uint32_t)rec->rows;
         rec->rows += per_expert[x->expert[i]];
     }
-    assert(w->rows + rec->rows <= s.cap &&
-           rec->rows <= npu_moe_spill_group_rows(m->cfg, m->plan, n) && "dispatch_full's");
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
-    w->rows += rec->rows, w->groups++;
-    w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
+    wave_add_group(m, &s, w, rec, n);
 }
 
 /* The first pass of a group whose class is new (or NULL: none free): in full, recorded. */
@@ -254,10 +260,11 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
 {
     struct wide_state *w = wide_of(l);
     const uint32_t g = w->groups, n = tile->n;
+    _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
+    if (g < WIDE_UNITS_MAX)
+        units[g].how = WIDE_FULL;
     if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
         return dispatch_full(m, l, tile);
-    _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
-    units[g].how = WIDE_FULL;
     uint32_t load;
     const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
     if (load > UINT16_MAX)
@@ -463,11 +470,11 @@ static int combine_full(struct exec_model *m, uint32_t l, const struct exec_tile
 }
 
 /* The combine with the group before's rows going back and the next group's loading beside
-   it (tile->back_*, pre_*: set under tile reuse, model_layer_ops.c, group_sides_in). */
+   it (tile->back, pre: set under tile reuse, model_layer_ops.c, group_sides_in). */
 static int combine_with_load(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                              uint32_t group, bool ahead, bool add)
 {
-    if (tile->pre_bytes || tile->back_bytes) {
+    if (tile->pre.bytes || tile->back.bytes) {
         exec_set_cat(m, EXEC_CAT_OTHER);
         exec_tile_side_copies(m, tile);
     }

@@ -68,7 +68,7 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
     /* the next tile's rows loaded at its start; not a MoE group's side copies (its rows
        around it, exec_tile_side_copies), which only the wave's first and last groups lack */
     k->pre_bytes = (op->flags & EXEC_OP_PREFETCH) && !(op->flags & EXEC_OP_GROUP)
-                       ? (uint32_t)tile->pre_bytes : 0;
+                       ? (uint32_t)tile->pre.bytes : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
