@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What each engine does with a descriptor: the checks at submit (every address range must
- * lie in memory the engine may touch), how long it runs, and its effect at completion.
- * Shapes: a DMA/NoC copy moves m rows of n bytes from a (row stride lda bytes) to c (row
- * stride ldc bytes); a GEMM computes C[m x n] (+)= A[m x k] * B[k x n] with leading
- * dimensions in elements (see npu_desc in hal/regspec/npu_regs.toml).
+ * lie in memory the engine may touch), how long it runs, and its effect at completion (the
+ * DMA engine's in chip_engine_dma.c, the vector engine's and the NoC endpoint's in their
+ * own files). A GEMM computes C[m x n] (+)= A[m x k] * B[k x n] with leading dimensions in
+ * elements (see npu_desc in hal/regspec/npu_regs.toml).
  */
 #include <stdio.h>
 #include <string.h>
@@ -195,33 +195,6 @@ bool chip_engine_gemm_independent(const struct chip_gemm_extent *a,
     return true;
 }
 
-/* One side of a copy: m rows of n bytes, `stride` apart, located in *r. */
-static bool copy_side(const struct chip_engines *e, uint64_t addr, const struct npu_desc *d,
-                      uint32_t stride, struct chip_mem_range *r)
-{
-    uint64_t extent;
-    return chip_mem_extent(d->m, d->n, stride, &extent) &&
-           chip_mem_locate(&e->mem, addr, extent, r);
-}
-
-static int check_copy(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
-                      char *err, size_t errlen)
-{
-    struct chip_mem_range src, dst;
-    if (d->op != NPU_DMA_OP_COPY)
-        return fail(err, errlen, NPU_ERR_INVAL, "core %u: %s", core, "unknown DMA op");
-    if (!copy_side(e, d->a, d, d->lda, &src) || !copy_side(e, d->c, d, d->ldc, &dst))
-        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
-                    "copy source or destination is empty, overflows, has a stride shorter "
-                    "than a row, or is not inside one memory");
-    bool src_own = src.kind == CHIP_MEM_SRAM && src.core == core;
-    bool dst_own = dst.kind == CHIP_MEM_SRAM && dst.core == core;
-    if (!(src_own || src.kind == CHIP_MEM_HBM) || !(dst_own || dst.kind == CHIP_MEM_HBM))
-        return fail(err, errlen, NPU_ERR_RANGE, "core %u: %s", core,
-                    "a DMA copy goes between this core's SRAM and HBM");
-    return NPU_OK;
-}
-
 int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, char *err, size_t errlen)
 {
@@ -262,7 +235,7 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
         return check_gemm(e, core, d, err, errlen);
     case NPU_ENGINE_DMA:
     case NPU_ENGINE_DMA2:
-        return check_copy(e, core, d, err, errlen);
+        return chip_engine_dma_check(e, core, d, err, errlen);
     case NPU_ENGINE_NOC:
         return chip_engine_noc_check(e, core, d, err, errlen);
     default:
@@ -270,30 +243,9 @@ int chip_engine_desc_check(const struct chip_engines *e, uint32_t core,
     }
 }
 
-/* A DMA through an HBM stack on the mesh edge: the NoC route between the core and the
- * stack's router (in the direction the data goes), then the stack. */
-static void plan_stack(const struct chip_engines *e, uint32_t core, bool from_hbm,
-                       struct chip_engine_plan *plan)
-{
-    uint32_t router;
-    uint32_t stack = chip_engines_hbm_stack(e, core, &router);
-    plan->is_flow = true;
-    plan->path_len = 0;
-    plan->path[plan->path_len++] = stack;
-    chip_engine_route_add(e, from_hbm ? router : core, from_hbm ? core : router, NULL, plan);
-    plan->latency_cycles = e->cfg.hbm_latency_cycles +
-                           (uint64_t)chip_hops(e->clock, core, router) * e->clock->p.hop_cycles;
-}
-
-static uint64_t div_ceil(uint64_t a, uint64_t b)
-{
-    return a / b + (a % b != 0);
-}
-
 void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
                            const struct npu_desc *d, struct chip_engine_plan *plan)
 {
-    struct chip_mem_range src, dst;
     /* Not memset: the path array is large and only path_len entries are ever read. */
     plan->is_flow = false;
     plan->cycles = plan->bytes = plan->latency_cycles = 0;
@@ -319,29 +271,7 @@ void chip_engine_desc_plan(const struct chip_engines *e, uint32_t core,
         chip_engine_noc_plan(e, core, d, plan);
         return;
     }
-    plan->bytes = (uint64_t)d->m * d->n;
-    copy_side(e, d->a, d, d->lda, &src);
-    copy_side(e, d->c, d, d->ldc, &dst);
-    if ((src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) && e->cfg.hbm_stacks) {
-        plan_stack(e, core, src.kind == CHIP_MEM_HBM, plan);
-    } else if (src.kind == CHIP_MEM_HBM || dst.kind == CHIP_MEM_HBM) {
-        plan->is_flow = true;
-        plan->path[plan->path_len++] = core; /* the core's HBM channel */
-        plan->latency_cycles = e->cfg.hbm_latency_cycles;
-    } else {
-        plan->cycles = 1 + div_ceil(plan->bytes, sz->sram_bytes_per_cycle);
-    }
-}
-
-static void finish_copy(const struct chip_engines *e, const struct npu_desc *d)
-{
-    struct chip_mem_range src, dst;
-    copy_side(e, d->a, d, d->lda, &src);
-    copy_side(e, d->c, d, d->ldc, &dst);
-    if (!src.host || !dst.host)
-        return;
-    for (uint32_t row = 0; row < d->m; row++)
-        memmove(dst.host + (uint64_t)row * d->ldc, src.host + (uint64_t)row * d->lda, d->n);
+    chip_engine_dma_plan(e, core, d, plan);
 }
 
 /* The batch's GEMMs in order (the check at submit keeps every C apart from every A and B,
@@ -393,15 +323,7 @@ static void desc_finish_data(struct chip_engines *e, uint32_t core, const struct
             count->errors++;
         return;
     }
-    uint64_t bytes = (uint64_t)d->m * d->n;
-    struct chip_mem_range src, dst;
-    copy_side(e, d->a, d, d->lda, &src);
-    copy_side(e, d->c, d, d->ldc, &dst);
-    count->bytes += bytes;
-    count->sram_bytes += bytes * ((src.kind == CHIP_MEM_SRAM) + (dst.kind == CHIP_MEM_SRAM));
-    count->hbm_bytes += bytes * ((src.kind == CHIP_MEM_HBM) + (dst.kind == CHIP_MEM_HBM));
-    if (e->cfg.functional || (d->flags & NPU_DESC_KEEP_DATA))
-        finish_copy(e, d);
+    chip_engine_dma_finish(e, core, d, count);
 }
 
 void chip_engine_desc_signal(struct chip_engines *e, uint32_t from, const struct npu_desc *d,

@@ -68,7 +68,8 @@ struct chip_engine_counters {
     uint64_t bytes;      /* DMA / NoC: bytes moved */
     uint64_t elements;   /* vector: elements processed */
     uint64_t alu_ops;    /* vector: ALU operations (elements x the op's cost) */
-    uint64_t errors;     /* descriptors whose arithmetic the library refused */
+    uint64_t errors;     /* descriptors whose arithmetic the library refused, gathers whose
+                            index list left the range after the check at submit */
     uint64_t sram_bytes; /* bytes this engine read or wrote in SRAM (any core's) */
     uint64_t hbm_bytes;  /* DMA: bytes read or written in HBM */
     uint64_t noc_byte_hops; /* NoC: bytes times router hops */

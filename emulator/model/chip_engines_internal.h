@@ -55,6 +55,15 @@ uint64_t chip_engine_vector_alu_ops(const struct npu_desc *d);
 /* Runs the arithmetic; 0 or the library's refusal (counted as an engine error). */
 int chip_engine_vector_run(const struct chip_engines *e, const struct npu_desc *d);
 
+/* The DMA engine's queues (chip_engine_dma.c): copies and gathers. */
+int chip_engine_dma_check(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                          char *err, size_t errlen);
+void chip_engine_dma_plan(const struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                          struct chip_engine_plan *plan);
+/* Counters and (functional mode, or KEEP_DATA) the data of a completed DMA descriptor. */
+void chip_engine_dma_finish(struct chip_engines *e, uint32_t core, const struct npu_desc *d,
+                            struct chip_engine_counters *count);
+
 /* The NoC endpoint (chip_engine_noc.c). */
 int chip_engine_noc_check(const struct chip_engines *e, uint32_t core,
                           const struct npu_desc *d, char *err, size_t errlen);

@@ -94,6 +94,15 @@ void dma_copy_desc(struct npu_desc *d, const struct dma_copy_args *a)
     engine_sync_apply(d, &a->sync);
 }
 
+void dma_gather_desc(struct npu_desc *d, const struct dma_gather_args *a)
+{
+    copy_desc(d, a->second_queue ? NPU_ENGINE_DMA2 : NPU_ENGINE_DMA, a->table, a->dst, a->rows,
+              a->row_bytes, a->table_stride, a->dst_stride);
+    d->op = NPU_DMA_OP_GATHER;
+    d->b = a->index;
+    engine_sync_apply(d, &a->sync);
+}
+
 void noc_write_desc(struct npu_desc *d, const struct noc_write_args *a)
 {
     copy_desc(d, NPU_ENGINE_NOC, a->src, a->dst, a->rows, a->row_bytes, a->src_stride,

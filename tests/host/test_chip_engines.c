@@ -517,6 +517,96 @@ static void test_bad_descriptors_refused(void **state)
     assert_int_equal(chip_engines_pending(&f->e, 0, NPU_ENGINE_DMA), 0);
 }
 
+/* A gather of 4 rows of 256 bytes by index [3, 0, 3, 7] from a table in HBM into core 1's
+   SRAM: timed as one copy of its 1024 bytes (1024 B at 64 GB/s = 16000 ps, plus 100
+   cycles of latency), the rows in index order, the index list's bytes counted in SRAM. */
+static struct npu_desc gather(uint64_t table, uint64_t index, uint64_t dst, uint32_t rows)
+{
+    return (struct npu_desc){ .engine = NPU_ENGINE_DMA, .op = NPU_DMA_OP_GATHER,
+                              .flags = NPU_DESC_SIGNAL, .signal_core = 1, .signal_sem = 3,
+                              .signal_value = 1, .a = table, .b = index, .c = dst, .m = rows,
+                              .n = 256, .lda = 256, .ldc = 256 };
+}
+
+static void test_dma_gather_rows_time_and_data(void **state)
+{
+    struct fix *f = *state;
+    const uint32_t index[4] = { 3, 0, 3, 7 };
+    for (uint32_t i = 0; i < 8 * 256; i++)
+        f->hbm[0x4000 + i] = (uint8_t)(i / 256 + 1); /* row i holds i + 1 */
+    memcpy(f->sram[1] + 0x8000, index, sizeof(index));
+    struct npu_desc d = gather(hbm_addr(0x4000), sram_addr(1, 0x8000), sram_addr(1, 0x10000), 4);
+    assert_int_equal(submit(f, 1, &d, 1), NPU_OK);
+    assert_int_equal(wait_for(f, 1, 3, 1), 16000 + 100 * CYCLE);
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t b = 0; b < 256; b += 85)
+            assert_int_equal(f->sram[1][0x10000 + r * 256 + b], index[r] + 1);
+    const struct chip_engine_counters *c = chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA);
+    assert_int_equal(c->bytes, 1024);
+    assert_int_equal(c->hbm_bytes, 1024);
+    assert_int_equal(c->sram_bytes, 1024 + sizeof(index));
+    assert_int_equal(c->errors, 0);
+}
+
+/* Refused at submit: a row past the end of HBM (its number named), an index list in another
+   core's SRAM or in HBM, a table in another core's SRAM, a row in another memory than the
+   table's first, a list overlapping the destination, too many rows, a row address past
+   2^64, an unknown DMA op. */
+static void test_dma_gather_refused(void **state)
+{
+    struct fix *f = *state;
+    char err[256] = "";
+    const uint32_t index[3] = { 0, 1, (uint32_t)(HBM_BYTES / 256) };
+    memcpy(f->sram[0] + 0x8000, index, sizeof(index));
+    struct npu_desc d = gather(hbm_addr(0), sram_addr(0, 0x8000), sram_addr(0, 0x10000), 3);
+    memcpy(f->sram[0], &d, sizeof(d));
+    assert_int_equal(chip_engines_submit(&f->e, 0, sram_addr(0, 0), 1, err, sizeof(err)),
+                     NPU_ERR_RANGE);
+    assert_non_null(strstr(err, "gather row 2"));
+    d.m = 2; /* rows 0 and 1 only: accepted */
+    assert_int_equal(submit(f, 0, &d, 1), NPU_OK);
+    d.b = sram_addr(1, 0x8000);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    d.b = hbm_addr(0x100);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    d.b = sram_addr(0, 0x8000);
+    d.a = sram_addr(1, 0);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    /* the table's first row at the end of core 0's SRAM: row 1 lies past it */
+    d.a = sram_addr(0, SRAM_BYTES - 256);
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    d.a = hbm_addr(0);
+    d.c = sram_addr(0, 0x8000 - 256); /* the destination's second row is the list */
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    d.c = sram_addr(0, 0x10000);
+    d.m = NPU_GATHER_ROWS_MAX + 1;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);
+    d.m = 2; /* a row number past 2^64 from a table high in HBM */
+    const uint32_t far[2] = { 0, UINT32_MAX };
+    memcpy(f->sram[0] + 0x8000, far, sizeof(far));
+    d.a = hbm_addr(HBM_BYTES - 256), d.lda = UINT32_MAX;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_RANGE);
+    d.a = hbm_addr(0), d.lda = 256;
+    d.op = 3;
+    assert_int_equal(submit(f, 0, &d, 1), NPU_ERR_INVAL);
+}
+
+/* The index list changed after the check at submit to a row out of range: the gather
+   completes (its time is its bytes') and counts an engine error, moving no row. */
+static void test_dma_gather_index_changed(void **state)
+{
+    struct fix *f = *state;
+    const uint32_t index[2] = { 1, 2 }, bad = (uint32_t)(HBM_BYTES / 256);
+    memcpy(f->sram[1] + 0x8000, index, sizeof(index));
+    struct npu_desc d = gather(hbm_addr(0), sram_addr(1, 0x8000), sram_addr(1, 0x10000), 2);
+    assert_int_equal(submit(f, 1, &d, 1), NPU_OK);
+    memset(f->hbm + 256, 0x77, 256);
+    memcpy(f->sram[1] + 0x8004, &bad, sizeof(bad));
+    assert_int_equal(wait_for(f, 1, 3, 1), 8000 + 100 * CYCLE);
+    assert_int_equal(chip_engines_counters(&f->e, 1, NPU_ENGINE_DMA)->errors, 1);
+    assert_int_equal(f->sram[1][0x10000], 0); /* row 0 (index 1) valid, yet not moved */
+}
+
 static void test_performance_mode_leaves_data(void **state)
 {
     struct fix *f = *state;
@@ -651,6 +741,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_signal2_acknowledges_a_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_descriptors_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transfer_end_event_kept, setup_perf, teardown),
+        cmocka_unit_test_setup_teardown(test_dma_gather_rows_time_and_data, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dma_gather_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dma_gather_index_changed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_softmax_time_and_data, setup, teardown),
         cmocka_unit_test_setup_teardown(test_vector_bad_descriptors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hbm_stack_shared_over_noc, setup_stack, teardown),

@@ -549,6 +549,16 @@ static inline struct vector_op_args exec_vec_act(const struct exec_model *m,
 }
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);
+/* rows rows of row_bytes into dst (contiguous), row r being row index[r] of table (DMA
+   gathers: one descriptor per NPU_GATHER_ROWS_MAX rows). HAZARD: the engine reads index
+   when the gather completes (functional mode), so it must not change until then: the
+   serving mailbox's tokens change once the iteration is answered, and exec_pass_end waits
+   for every gather issued (exec_wait_gathers). */
+void exec_gather(struct exec_model *m, uint64_t dst, uint64_t table, const uint32_t *index,
+                 uint32_t rows, uint64_t row_bytes);
+/* Waits until the gathers issued since the last call are complete (only those: their index
+   lists' range); 0 or the wait's error. */
+int exec_wait_gathers(struct exec_model *m);
 void exec_gemm(struct exec_model *m, uint64_t c, uint64_t a, uint64_t b, uint32_t rows,
                uint32_t n, uint32_t k, uint32_t lda, uint32_t ldb, uint32_t ldc, bool trans_b,
                bool f32_out, bool accumulate);

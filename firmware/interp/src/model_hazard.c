@@ -20,27 +20,40 @@ static const uint8_t engine_sem[HZ_ENGINES] = { 8u, 9u, 10u, 11u };
 static uint32_t issued[HZ_ENGINES], done[HZ_ENGINES], last_main[HZ_ENGINES];
 /* An access as the window keeps it: the non-empty ranges only, the writes first, so that
    a test looks at the ranges a descriptor has (one or two reads and a write, mostly) and
-   not at every slot of struct hz_access. The hazard tests are most of what the harts
-   execute (57 % of the guest instructions of a chunked-prefill serving run of
-   Qwen3-30B-A3B, counted per function with a QEMU TCG plugin; docs/results.md). */
+   not at every slot of struct hz_access; and masks of the granules its writes and all its
+   ranges touch, at two sizes (granule g is bit g mod 64): 512 KiB granules, which tell
+   apart large ranges anywhere in a core's 32 MiB of SRAM, and 16 KiB ones, which tell
+   apart the tile buffers packed into one of them. Two masks that do not meet reject a
+   pair in a few instructions, and do for about 88 % of the pairs a scan tests that do not
+   conflict (bounds of the ranges, the test before, rejected 7 % of all pairs: a descriptor
+   reading a tile and weights far apart spans most of SRAM). The hazard tests are a large
+   part of what the harts execute (37 % of the guest instructions of a chunked serving run
+   of Qwen3-30B-A3B, 46 to 57 % before the masks and the embedding's gathers, counted per
+   function with a QEMU TCG plugin; docs/results.md). */
+#define HZ_COARSE 19u
+#define HZ_FINE 14u
 struct hz_compact {
     struct hz_range r[HZ_READS + HZ_WRITES]; /* writes [0, nwr), reads [nwr, nwr + nrd) */
-    struct hz_range all, wr;                 /* bounds of every range, of the writes: a
-                                                quick first test */
+    uint64_t wmask, amask;                   /* coarse granules: writes, every range */
+    uint64_t fwmask, famask;                 /* fine granules: writes, every range */
     uint8_t nwr, nrd;
 };
-/* The window: the last HZ_WINDOW descriptors, and per engine the highest number that left
-   it (+1; 0 none) while possibly incomplete. */
+/* The window: the last HZ_WINDOW descriptors in a ring of HZ_SLOTS, and per engine the
+   highest number that left it (+1; 0 none) while possibly incomplete. Slot whead is always
+   free: a new descriptor's accesses are compacted into it and tested against the window
+   (whose oldest entry may still conflict) before the oldest leaves, with no copy. */
+#define HZ_SLOTS (HZ_WINDOW + 1u)
 static struct {
     struct hz_compact a;
     uint8_t engine;
     uint32_t seq;
-} window[HZ_WINDOW];
+} window[HZ_SLOTS];
 static uint32_t wlen, whead, evicted[HZ_ENGINES];
 static uint32_t wcount[HZ_ENGINES]; /* the window's entries per engine */
 /* Per engine, the window slots of its entries in order (the last wcount[x] before
    ehead[x], mod HZ_WINDOW): a descriptor looks at the other engines' entries only, most of
    a window being the vector engine's. */
+_Static_assert(HZ_SLOTS <= 256, "a window slot in a byte");
 static uint8_t eslot[HZ_ENGINES][HZ_WINDOW];
 static uint32_t ehead[HZ_ENGINES];
 /* The second DMA queue's loads (the expert ring's slots, the next layer's shares) stay out
@@ -74,34 +87,49 @@ struct hz_range hz_span(uint64_t base, uint64_t rows, uint64_t stride, uint64_t 
     return (struct hz_range){ base, base + (rows - 1) * stride + row };
 }
 
-static struct hz_range widen(struct hz_range b, struct hz_range r)
+static uint32_t slot_next(uint32_t at)
 {
-    if (b.lo >= b.hi)
-        return r;
-    return (struct hz_range){ r.lo < b.lo ? r.lo : b.lo, r.hi > b.hi ? r.hi : b.hi };
+    return at + 1 == HZ_SLOTS ? 0 : at + 1;
 }
 
-/* a's non-empty ranges and their bounds into c. */
+/* The granules of 2^grain bytes that r (non-empty) touches, as a mask: bit g mod 64 for
+   each granule g. */
+static uint64_t granules(struct hz_range r, uint32_t grain)
+{
+    const uint64_t g0 = r.lo >> grain, n = ((r.hi - 1) >> grain) - g0 + 1;
+    if (n >= 64)
+        return ~0ull;
+    const uint64_t run = (1ull << n) - 1;
+    const uint32_t s = (uint32_t)(g0 & 63);
+    return s ? run << s | run >> (64 - s) : run;
+}
+
+/* a's non-empty ranges and their granules into c. */
 static void compact(const struct hz_access *a, struct hz_compact *c)
 {
-    c->nwr = c->nrd = 0;
-    c->wr = (struct hz_range){ 0, 0 };
+    uint32_t n = 0;
     for (uint32_t w = 0; w < HZ_WRITES; w++)
         if (a->wr[w].lo < a->wr[w].hi)
-            c->r[c->nwr++] = a->wr[w], c->wr = widen(c->wr, a->wr[w]);
-    c->all = c->wr;
+            c->r[n++] = a->wr[w];
+    c->nwr = (uint8_t)n;
     for (uint32_t r = 0; r < HZ_READS; r++)
         if (a->rd[r].lo < a->rd[r].hi)
-            c->r[c->nwr + c->nrd++] = a->rd[r], c->all = widen(c->all, a->rd[r]);
+            c->r[n++] = a->rd[r];
+    c->nrd = (uint8_t)(n - c->nwr);
+    uint64_t m[2][2] = { { 0, 0 }, { 0, 0 } }; /* [writes, all][coarse, fine] */
+    for (uint32_t i = 0; i < n; i++)
+        for (uint32_t g = 0; g < 2; g++) {
+            const uint64_t bits = granules(c->r[i], g ? HZ_FINE : HZ_COARSE);
+            m[0][g] |= i < c->nwr ? bits : 0;
+            m[1][g] |= bits;
+        }
+    c->wmask = m[0][0], c->amask = m[1][0], c->fwmask = m[0][1], c->famask = m[1][1];
 }
 
 /* Whether b (later) must wait for a (earlier): b reads what a writes, or writes what a
    reads or writes. Only non-empty ranges are kept, so an overlap is two comparisons. */
-static bool conflicts(const struct hz_compact *a, const struct hz_compact *b)
+static bool exact_conflict(const struct hz_compact *a, const struct hz_compact *b)
 {
-    if (!(a->wr.lo < b->all.hi && b->all.lo < a->wr.hi) &&
-        !(a->all.lo < b->wr.hi && b->wr.lo < a->all.hi))
-        return false; /* also when a writes nothing and b writes nothing */
     const uint32_t na = a->nwr + a->nrd, nb = b->nwr + b->nrd;
     for (uint32_t i = 0; i < a->nwr; i++) /* a's writes against all of b's */
         for (uint32_t j = 0; j < nb; j++)
@@ -112,6 +140,14 @@ static bool conflicts(const struct hz_compact *a, const struct hz_compact *b)
             if (a->r[i].lo < b->r[j].hi && b->r[j].lo < a->r[i].hi)
                 return true;
     return false;
+}
+
+static inline bool conflicts(const struct hz_compact *a, const struct hz_compact *b)
+{
+    if (!((a->wmask & b->amask) | (a->amask & b->wmask)) ||
+        !((a->fwmask & b->famask) | (a->famask & b->fwmask)))
+        return false; /* also when a writes nothing and b writes nothing */
+    return exact_conflict(a, b);
 }
 
 /* done[x] from engine x's semaphore: how many of its descriptors are complete by now. */
@@ -158,13 +194,22 @@ static void find_needs(enum hz_engine e, const struct hz_compact *a, uint32_t *n
         }
 }
 
+/* Where c's writes start (0: none): the key of a load's destination. */
+static uint64_t writes_lo(const struct hz_compact *c)
+{
+    uint64_t lo = c->nwr ? c->r[0].lo : 0;
+    for (uint32_t i = 1; i < c->nwr; i++)
+        lo = c->r[i].lo < lo ? c->r[i].lo : lo;
+    return lo;
+}
+
 /* A load of the second queue into the table: the entry of its destination, or a free
    one, or the oldest (which then counts as left the window). */
 static void remember_load(const struct hz_compact *c, uint32_t seq)
 {
     uint32_t at = HZ_LOADS;
     for (uint32_t i = 0; i < nloads && at == HZ_LOADS; i++)
-        if (loads[i].a.wr.lo == c->wr.lo)
+        if (writes_lo(&loads[i].a) == writes_lo(c))
             at = i;
     if (at == HZ_LOADS && nloads < HZ_LOADS)
         at = nloads++;
@@ -178,31 +223,33 @@ static void remember_load(const struct hz_compact *c, uint32_t seq)
     loads[at].a = *c, loads[at].seq = seq;
 }
 
-static void remember(enum hz_engine e, const struct hz_compact *c, uint32_t seq)
+/* Descriptor seq of engine e into the window: its accesses are in the free slot whead. */
+static void remember(enum hz_engine e, uint32_t seq)
 {
     if (e == HZ_DMA2) {
-        remember_load(c, seq);
+        remember_load(&window[whead].a, seq);
         return;
     }
     if (wlen == HZ_WINDOW) { /* the oldest leaves: wait for it from now on */
-        const uint32_t x = window[whead].engine;
-        evicted[x] = window[whead].seq + 1 > evicted[x] ? window[whead].seq + 1 : evicted[x];
+        const uint32_t old = slot_next(whead); /* whead - HZ_WINDOW, mod HZ_SLOTS */
+        const uint32_t x = window[old].engine;
+        evicted[x] = window[old].seq + 1 > evicted[x] ? window[old].seq + 1 : evicted[x];
         wcount[x]--;
     } else {
         wlen++;
     }
     wcount[e]++;
     eslot[e][ehead[e]++ % HZ_WINDOW] = (uint8_t)whead;
-    window[whead].a = *c, window[whead].engine = (uint8_t)e, window[whead].seq = seq;
-    whead = (whead + 1) % HZ_WINDOW;
+    window[whead].engine = (uint8_t)e, window[whead].seq = seq;
+    whead = slot_next(whead);
 }
 
 struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool side)
 {
     uint32_t need[HZ_ENGINES];
-    struct hz_compact c;
-    compact(a, &c);
-    find_needs(e, &c, need);
+    struct hz_compact *c = &window[whead].a; /* the free slot */
+    compact(a, c);
+    find_needs(e, c, need);
     const uint16_t self = (uint16_t)hal_self()->core_id;
     struct engine_sync s = { .signal = true, .signal_core = self, .signal_sem = engine_sem[e],
                              .signal_value = 1 };
@@ -223,6 +270,8 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
             /* without a deadline the wait ends only when the semaphore reaches need[x]
                (the chip's watchdog ends a run whose engines stall) */
             assert(submit_built && "a third wait needs the built descriptors submitted");
+            /* HAZARD: c is the free slot's until remember(); submit_built() puts the chain
+               on the engines (hz_make_room: done[] only), never flushes or moves whead */
             submit_built();
             int rc = hal_sem_wait(engine_sem[x], need[x]);
             assert(rc == NPU_OK && "a wait without a deadline");
@@ -233,7 +282,7 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
     const uint32_t seq = issued[e]++;
     if (!side)
         last_main[e] = seq + 1;
-    remember(e, &c, seq);
+    remember(e, seq);
     return s;
 }
 
@@ -325,17 +374,17 @@ static void flushed(void)
     }
     /* the window keeps only descriptors that may still run: side ones after the last main
        descriptor of their engine */
-    uint32_t kept = 0, n = wlen, start = (whead + HZ_WINDOW - wlen) % HZ_WINDOW;
+    uint32_t kept = 0, n = wlen, start = (whead + HZ_SLOTS - wlen) % HZ_SLOTS;
     for (uint32_t x = 0; x < HZ_ENGINES; x++)
         wcount[x] = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        const uint32_t at = (start + i) % HZ_WINDOW;
+    for (uint32_t i = 0, at = start, to = start; i < n; i++, at = slot_next(at)) {
         const uint32_t x = window[at].engine;
         if (window[at].seq + 1 > done[x]) {
             wcount[x]++;
-            eslot[x][ehead[x]++ % HZ_WINDOW] = (uint8_t)((start + kept) % HZ_WINDOW);
-            window[(start + kept++) % HZ_WINDOW] = window[at];
+            eslot[x][ehead[x]++ % HZ_WINDOW] = (uint8_t)to;
+            window[to] = window[at];
+            to = slot_next(to), kept++;
         }
     }
-    wlen = kept, whead = (start + kept) % HZ_WINDOW;
+    wlen = kept, whead = (start + kept) % HZ_SLOTS;
 }

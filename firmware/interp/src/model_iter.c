@@ -302,6 +302,10 @@ void exec_pass_start(struct exec_model *m)
 void exec_pass_end(struct exec_model *m)
 {
     assert(!exec_layer_pending() && "the last layer's combines ran (layer_defers)");
+    /* the iteration's tokens, the gathers' index lists, may change once it is answered */
+    int rc = exec_wait_gathers(m);
+    assert(rc == NPU_OK && "a wait without a deadline");
+    (void)rc;
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     m->acct.iterations++;

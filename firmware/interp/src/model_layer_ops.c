@@ -44,18 +44,18 @@ void exec_make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t n,
     make_tile(runs, nruns, 0, n, tile);
 }
 
-/* Embeddings of the tile's rows into its residual rows (segment by segment: a walk over
-   every run's rows per tile would cost the harts rows x tiles steps per layer op). */
+/* Embeddings of the tile's rows into its residual rows, a DMA gather per segment by the
+   run's tokens where they are (the mailbox, or the model image's request pool: both stay
+   until the iteration ends). One copy per row was half of the descriptors of a chunked
+   serving run (docs/results.md). */
 static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint64_t table = (uint64_t)(uintptr_t)m->image + m->w.embed->hbm_off;
     for (uint32_t s = 0; s < tile->nsegs; s++) {
         const struct exec_seg *g = &tile->segs[s];
-        const uint32_t *tokens = g->run->tokens + (g->pos - g->run->pos);
-        for (uint32_t j = 0; j < g->count; j++)
-            exec_copy(m, tile->xt + (uint64_t)(g->row + j) * row, table + tokens[j] * row, 1,
-                      row, row, row);
+        exec_gather(m, tile->xt + (uint64_t)g->row * row, table,
+                    g->run->tokens + (g->pos - g->run->pos), g->count, row);
     }
 }
 
