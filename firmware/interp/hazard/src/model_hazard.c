@@ -108,22 +108,21 @@ static uint64_t granules(struct hz_range r, uint32_t grain)
 static void compact(const struct hz_access *a, struct hz_compact *c)
 {
     uint32_t n = 0;
+    uint64_t wm = 0, fwm = 0;
     for (uint32_t w = 0; w < HZ_WRITES; w++)
-        if (a->wr[w].lo < a->wr[w].hi)
+        if (a->wr[w].lo < a->wr[w].hi) {
             c->r[n++] = a->wr[w];
-    c->nwr = (uint8_t)n;
-    for (uint32_t r = 0; r < HZ_READS; r++)
-        if (a->rd[r].lo < a->rd[r].hi)
-            c->r[n++] = a->rd[r];
-    c->nrd = (uint8_t)(n - c->nwr);
-    uint64_t m[2][2] = { { 0, 0 }, { 0, 0 } }; /* [writes, all][coarse, fine] */
-    for (uint32_t i = 0; i < n; i++)
-        for (uint32_t g = 0; g < 2; g++) {
-            const uint64_t bits = granules(c->r[i], g ? HZ_FINE : HZ_COARSE);
-            m[0][g] |= i < c->nwr ? bits : 0;
-            m[1][g] |= bits;
+            wm |= granules(a->wr[w], HZ_COARSE), fwm |= granules(a->wr[w], HZ_FINE);
         }
-    c->wmask = m[0][0], c->amask = m[1][0], c->fwmask = m[0][1], c->famask = m[1][1];
+    c->nwr = (uint8_t)n;
+    uint64_t am = wm, fam = fwm;
+    for (uint32_t r = 0; r < HZ_READS; r++)
+        if (a->rd[r].lo < a->rd[r].hi) {
+            c->r[n++] = a->rd[r];
+            am |= granules(a->rd[r], HZ_COARSE), fam |= granules(a->rd[r], HZ_FINE);
+        }
+    c->nrd = (uint8_t)(n - c->nwr);
+    c->wmask = wm, c->amask = am, c->fwmask = fwm, c->famask = fam;
 }
 
 /* Whether b (later) must wait for a (earlier): b reads what a writes, or writes what a
@@ -272,7 +271,10 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
             assert(submit_built && "a third wait needs the built descriptors submitted");
             /* HAZARD: c is the free slot's until remember(); submit_built() puts the chain
                on the engines (hz_make_room: done[] only), never flushes or moves whead */
+            const uint32_t slot = whead;
             submit_built();
+            assert(whead == slot && "the free slot still holds this descriptor's accesses");
+            (void)slot;
             int rc = hal_sem_wait(engine_sem[x], need[x]);
             assert(rc == NPU_OK && "a wait without a deadline");
             (void)rc;
