@@ -5,6 +5,7 @@
  */
 #include <assert.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -211,9 +212,57 @@ static int judge_exchange(const struct noc_comm *c, const struct coll_header *mi
     return NPU_ERR_INVAL;
 }
 
+/* Word i of a header (its 64 bytes as eight words, little-endian as RISC-V is); the
+   header is 8-byte aligned (it holds uint64_t fields): told so, the copy is one load, not
+   eight byte loads. */
+static inline uint64_t header_word(const struct coll_header *h, uint32_t i)
+{
+    _Static_assert(_Alignof(struct coll_header) == 8, "a header's words are aligned");
+    uint64_t w;
+    memcpy(&w, __builtin_assume_aligned((const char *)h + 8u * i, 8), sizeof(w));
+    return w;
+}
+
+/* Whether every rank's header is mine but for its rank, with no fault: what judge's checks
+   pass, tested as words (judge's field by field cost 7 % of a serving run's guest
+   instructions: every rank reads every member's header per collective). The words:
+   0 magic and seq, 1 kind, dtype, placement, fault, rank and size, 2 the rectangle, 3 root
+   and capacity, 4 count, 6 buf2; capacity and buf2 only where judge compares them. */
+static bool all_agree(const struct noc_comm *c, const struct coll_header *mine)
+{
+    _Static_assert(offsetof(struct coll_header, fault) == 11 &&
+                   offsetof(struct coll_header, rank) == 12 &&
+                   offsetof(struct coll_header, rect) == 16 &&
+                   offsetof(struct coll_header, root) == 24 &&
+                   offsetof(struct coll_header, capacity) == 28 &&
+                   offsetof(struct coll_header, count) == 32 &&
+                   offsetof(struct coll_header, buf2) == 48, "the words all_agree reads");
+    const struct coll_header *h = coll_headers(c);
+    const bool cap = mine->kind == COLL_ALLGATHER || mine->kind == COLL_ALLREDUCE ||
+                     mine->kind == COLL_ALLGATHER_BLOCKS || coll_kind_is_line(mine->kind);
+    const bool buf2 = mine->kind == COLL_ALLGATHER_BLOCKS;
+    const uint64_t fault_rank = 0xffull << 24 | 0xffffull << 32;
+    const uint64_t w0 = header_word(mine, 0), w1 = header_word(mine, 1) & ~fault_rank;
+    const uint64_t w2 = header_word(mine, 2), w4 = header_word(mine, 4);
+    const uint64_t m3 = cap ? ~0ull : 0xffffffffull, w3 = header_word(mine, 3) & m3;
+    const uint64_t w6 = buf2 ? header_word(mine, 6) : 0, m6 = buf2 ? ~0ull : 0;
+    if (mine->magic != COLL_MAGIC)
+        return false;
+    for (uint32_t k = 0; k < c->group.size; k++) {
+        const struct coll_header *x = &h[k];
+        if (header_word(x, 0) != w0 || header_word(x, 1) != (w1 | (uint64_t)k << 32) ||
+            header_word(x, 2) != w2 || (header_word(x, 3) & m3) != w3 ||
+            header_word(x, 4) != w4 || (header_word(x, 6) & m6) != w6)
+            return false;
+    }
+    return true;
+}
+
 /* Judges every rank's header in rank order; the first fault decides (the same everywhere). */
 static int judge(const struct noc_comm *c, const struct coll_header *mine)
 {
+    if (all_agree(c, mine))
+        return mine->kind == COLL_EXCHANGE_BLOCKS ? judge_exchange(c, mine) : NPU_OK;
     static const char *const faults[] = {
         "", "a buffer outside its SRAM (or over the communicator's scratch)",
         "bad arguments (count, dtype, root, senders, counts or reduce op)",

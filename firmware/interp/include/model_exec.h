@@ -135,6 +135,7 @@ struct exec_reuse_class {
                                               w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
+    uint64_t sig;                          /* a hash of what key_distance compares exactly */
 };
 
 /* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
@@ -549,13 +550,21 @@ static inline struct vector_op_args exec_vec_act(const struct exec_model *m,
 }
 void exec_copy(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t rows,
                uint64_t row_bytes, uint64_t src_stride, uint64_t dst_stride);
-/* rows rows of row_bytes into dst (contiguous), row r being row index[r] of table (DMA
-   gathers: one descriptor per NPU_GATHER_ROWS_MAX rows). HAZARD: the engine reads index
-   when the gather completes (functional mode), so it must not change until then: the
-   serving mailbox's tokens change once the iteration is answered, and exec_pass_end waits
-   for every gather issued (exec_wait_gathers). */
-void exec_gather(struct exec_model *m, uint64_t dst, uint64_t table, const uint32_t *index,
-                 uint32_t rows, uint64_t row_bytes);
+/* A gather (exec_gather): rows rows of row_bytes into dst (contiguous), row r being row
+   index[r] of a table whose rows are table_stride bytes apart (0: row_bytes). */
+struct exec_gather_args {
+    uint64_t dst, table;
+    const uint32_t *index; /* rows entries */
+    uint32_t rows;
+    uint64_t row_bytes, table_stride;
+    uint32_t table_rows; /* every index is below it (0: unknown; the list is scanned) */
+};
+/* One DMA descriptor per NPU_GATHER_ROWS_MAX rows. HAZARD: the engine reads index when
+   the gather completes (functional mode), so it must not change until then: the serving
+   mailbox's tokens change once the iteration is answered, and exec_pass_end waits for
+   every gather issued (exec_wait_gathers); a list the firmware rewrites waits for its
+   gather first (exec_wait_for on the list). */
+void exec_gather(struct exec_model *m, const struct exec_gather_args *g);
 /* Waits until the gathers issued since the last call are complete (only those: their index
    lists' range); 0 or the wait's error. */
 int exec_wait_gathers(struct exec_model *m);

@@ -308,32 +308,37 @@ void exec_copy_kept(struct exec_model *m, uint64_t dst, uint64_t src, uint64_t b
 static uint64_t gather_lo = UINT64_MAX, gather_hi;
 
 /* Rows of a table by index, in gathers of at most NPU_GATHER_ROWS_MAX: the hazard ranges
-   are the table rows between the least and the greatest index (the others' bytes are never
-   written by the engines here) and the index list, which the engine reads too. */
-void exec_gather(struct exec_model *m, uint64_t dst, uint64_t table, const uint32_t *index,
-                 uint32_t rows, uint64_t row_bytes)
+   are the table's rows (given, or between the least and the greatest index: the others'
+   bytes are never written by the engines here) and the index list, which the engine reads
+   too. */
+void exec_gather(struct exec_model *m, const struct exec_gather_args *g)
 {
-    assert(rows && "a gather of no rows");
-    for (uint32_t at = 0; at < rows; at += NPU_GATHER_ROWS_MAX) {
-        const uint32_t n = rows - at < NPU_GATHER_ROWS_MAX ? rows - at : NPU_GATHER_ROWS_MAX;
-        const uint32_t *idx = index + at;
-        uint32_t lo = idx[0], hi = idx[0];
-        for (uint32_t r = 1; r < n; r++) {
-            lo = idx[r] < lo ? idx[r] : lo;
-            hi = idx[r] > hi ? idx[r] : hi;
+    assert(g->rows && "a gather of no rows");
+    const uint64_t pitch = g->table_stride ? g->table_stride : g->row_bytes;
+    for (uint32_t at = 0; at < g->rows; at += NPU_GATHER_ROWS_MAX) {
+        const uint32_t n = g->rows - at < NPU_GATHER_ROWS_MAX ? g->rows - at
+                                                               : NPU_GATHER_ROWS_MAX;
+        const uint32_t *idx = g->index + at;
+        uint32_t lo = 0, hi = g->table_rows - 1; /* the table's rows, or those indexed */
+        if (!g->table_rows) {
+            lo = hi = idx[0];
+            for (uint32_t r = 1; r < n; r++) {
+                lo = idx[r] < lo ? idx[r] : lo;
+                hi = idx[r] > hi ? idx[r] : hi;
+            }
         }
         const uint64_t list = (uint64_t)(uintptr_t)idx, list_end = list + (uint64_t)n * 4;
         gather_lo = list < gather_lo ? list : gather_lo;
         gather_hi = list_end > gather_hi ? list_end : gather_hi;
-        const uint64_t out = dst + (uint64_t)at * row_bytes;
+        const uint64_t out = g->dst + (uint64_t)at * g->row_bytes;
         const struct hz_access h = {
-            .rd = { hz_span(table + lo * row_bytes, (uint64_t)hi - lo + 1, row_bytes, row_bytes),
+            .rd = { hz_span(g->table + lo * pitch, (uint64_t)hi - lo + 1, pitch, g->row_bytes),
                     hz_span(list, 1, 0, list_end - list) },
-            .wr = { hz_span(out, n, row_bytes, row_bytes) } };
-        struct dma_gather_args a = { .table = table, .dst = out, .index = list, .rows = n,
-                                     .row_bytes = (uint32_t)row_bytes,
-                                     .table_stride = (uint32_t)row_bytes,
-                                     .dst_stride = (uint32_t)row_bytes };
+            .wr = { hz_span(out, n, g->row_bytes, g->row_bytes) } };
+        struct dma_gather_args a = { .table = g->table, .dst = out, .index = list, .rows = n,
+                                     .row_bytes = (uint32_t)g->row_bytes,
+                                     .table_stride = (uint32_t)pitch,
+                                     .dst_stride = (uint32_t)g->row_bytes };
         struct npu_desc *d = push(m, HZ_DMA, &h, false, &a.sync);
         dma_gather_desc(d, &a);
     }

@@ -54,8 +54,10 @@ static void embed_tile(struct exec_model *m, const struct exec_tile *tile)
     const uint64_t table = (uint64_t)(uintptr_t)m->image + m->w.embed->hbm_off;
     for (uint32_t s = 0; s < tile->nsegs; s++) {
         const struct exec_seg *g = &tile->segs[s];
-        exec_gather(m, tile->xt + (uint64_t)g->row * row, table,
-                    g->run->tokens + (g->pos - g->run->pos), g->count, row);
+        exec_gather(m, &(struct exec_gather_args){
+                           .dst = tile->xt + (uint64_t)g->row * row, .table = table,
+                           .index = g->run->tokens + (g->pos - g->run->pos), .rows = g->count,
+                           .row_bytes = row });
     }
 }
 

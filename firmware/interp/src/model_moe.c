@@ -132,11 +132,16 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
     struct moe_pairs *p = &moe_pairs;
     float *rw = (float *)(uintptr_t)m->buf.a.rweight; /* the chain was flushed at the top-k */
     assert(n * k <= MOE_PAIRS_MAX && E <= ROUTING_EXPERTS_MAX);
+    /* HAZARD: the pairs' rows are the index list of gathers (moe_gather_pairs) */
+    int rc = exec_wait_for(m, (uint64_t)(uintptr_t)p->row, sizeof(p->row));
+    assert(rc == NPU_OK && "a wait without a deadline");
+    (void)rc;
     choices(m, l, tile, r0, r1, idx, wgt);
     count_buckets(p, idx, n * k, buckets, map); /* then a counting sort by bucket */
     assert(p->first[buckets] <= MOE_PAIRS_MAX && "the planner's fan-out");
     for (uint32_t b = 0; b < buckets; b++)
         fill[b] = p->first[b];
+    p->rows = n;
     for (uint32_t r = 0; r < n; r++)
         for (uint32_t j = 0; j < k; j++) {
             const uint32_t e = idx[r * k + j];
@@ -147,6 +152,17 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
                 rw[at] = 1.0f / wgt[r * k + j];
             }
         }
+}
+
+void moe_gather_pairs(struct exec_model *m, uint64_t dst, uint64_t src, uint32_t first,
+                      uint32_t count)
+{
+    if (count == 0)
+        return;
+    exec_gather(m, &(struct exec_gather_args){
+                       .dst = dst, .table = src, .index = moe_pairs.row + first, .rows = count,
+                       .row_bytes = (uint64_t)m->cfg->hidden_size * m->buf.eb,
+                       .table_rows = moe_pairs.rows });
 }
 
 void moe_sum_slots(struct exec_model *m, uint64_t out, uint64_t slots, uint32_t n)
@@ -185,9 +201,7 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
     const uint32_t ne = p->first[e + 1] - p->first[e];
     const uint64_t row = (uint64_t)d * m->buf.eb;
     exec_stage_expert(m, l, e);
-    for (uint32_t i = 0; i < ne; i++)
-        exec_copy(m, a->gather + i * row, a->xb + p->row[p->first[e] + i] * row, 1, row, row,
-                  row);
+    moe_gather_pairs(m, a->gather, a->xb, p->first[e], ne);
     /* Paired split: a partial output, weighted and combined; one all-reduce after all the
        experts (the sum over ranks commutes with the weighting and the combine). */
     int rc = exec_swiglu(m, l, a->eout, a->gather, ne, true, e,

@@ -24,8 +24,15 @@ struct moe_pairs {
     uint8_t slot[MOE_PAIRS_MAX];
     uint8_t part[MOE_PAIRS_MAX];
     uint32_t first[NPU_EXPERT_MAP_MAX + 1];
+    uint32_t rows; /* the rows sorted: every row[] is below it */
 };
 extern struct moe_pairs moe_pairs;
+
+/* dst[count][d] = the rows of src[.][d] that pairs [first, first + count) of moe_pairs
+   name (row[first + i]): one DMA gather, the pairs' row list its index list (which
+   moe_sort_choices waits for before rewriting it). */
+void moe_gather_pairs(struct exec_model *m, uint64_t dst, uint64_t src, uint32_t first,
+                      uint32_t count);
 
 /* Layer l's expert map (npu_image_expert_slice) as the EP dispatch uses it: slice s of
    `n` is units of expert[s], columns [f0[s], f0[s] + width[s]) of its intermediate width,

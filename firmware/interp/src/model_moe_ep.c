@@ -142,10 +142,8 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
 {
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
-    const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t *counts = (uint32_t *)(uintptr_t)m->buf.a.ep_counts;
-    for (uint32_t i = 0; i < p->first[S]; i++)
-        exec_copy(m, m->buf.a.ep_send + i * row, m->buf.a.xb + p->row[i] * row, 1, row, row, row);
+    moe_gather_pairs(m, m->buf.a.ep_send, m->buf.a.xb, 0, p->first[S]);
     for (uint32_t s = 0; s < S; s++)
         counts[s] = (p->first[s + 1] - p->first[s]) * d;
     int rc = exec_flush(m);
@@ -250,9 +248,16 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
     return exec_flush(m);
 }
 
+/* The index list of weigh_and_sum's gather: slot (row, choice) of the rows' top-k from the
+   pair holding its first slice. Tiles of at most COMBINE_SLOTS_MAX / k rows per rank (the
+   reference plan's: 9 x 8); more take a copy per pair. */
+#define COMBINE_SLOTS_MAX 1024u
+static uint32_t combine_src[COMBINE_SLOTS_MAX];
+
 /* Step 4 after the combine: the slice's pair outputs (in ep_send, pair order) weighted and
-   put in their top-k slots (a choice's further slices added to its first), then the k slots
-   of each row summed into out[nr][d]. */
+   put in their top-k slots (one gather of every choice's first slice; a choice's further
+   slices added to it in pair order, after it), then the k slots of each row summed into
+   out[nr][d]. */
 static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint32_t pairs)
 {
     const struct moe_pairs *p = &moe_pairs;
@@ -263,11 +268,28 @@ static void weigh_and_sum(struct exec_model *m, uint64_t out, uint32_t nr, uint3
                                          .y = a->rweight, .out = a->ep_send, .rows = pairs,
                                          .cols = d, .ldy = 1, .x_type = m->buf.dt,
                                          .out_type = m->buf.dt, .y_type = NPU_DTYPE_FP32 });
+    const bool gather = nr > 0 && nr * k <= COMBINE_SLOTS_MAX;
+    if (gather) {
+        /* HAZARD: the list of the last tile's gather */
+        int rc = exec_wait_for(m, (uint64_t)(uintptr_t)combine_src, sizeof(combine_src));
+        assert(rc == NPU_OK && "a wait without a deadline");
+        (void)rc;
+        for (uint32_t j = 0; j < nr * k; j++)
+            combine_src[j] = UINT32_MAX;
+        for (uint32_t i = 0; i < pairs; i++)
+            if (!p->part[i])
+                combine_src[p->row[i] * k + p->slot[i]] = i;
+        for (uint32_t j = 0; j < nr * k; j++)
+            assert(combine_src[j] != UINT32_MAX && "every slot has a first slice");
+        exec_gather(m, &(struct exec_gather_args){ .dst = a->combine, .table = a->ep_send,
+                                                   .index = combine_src, .rows = nr * k,
+                                                   .row_bytes = row, .table_rows = pairs });
+    }
     for (uint32_t i = 0; i < pairs; i++) {
         const uint64_t dst = a->combine + ((uint64_t)p->row[i] * k + p->slot[i]) * row;
-        if (!p->part[i])
+        if (!p->part[i] && !gather)
             exec_copy(m, dst, a->ep_send + i * row, 1, row, row, row);
-        else
+        else if (p->part[i])
             exec_vec(m, exec_vec_act(m, (struct vector_op_args){
                             .op = NPU_VECTOR_OP_ADD, .x = dst, .y = a->ep_send + i * row,
                             .out = dst, .rows = 1, .cols = d }));

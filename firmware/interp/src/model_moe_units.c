@@ -113,10 +113,7 @@ static void load_unit(struct exec_model *m, uint32_t l, const struct moe_ep_map 
 static void gather_rows(struct exec_model *m, uint32_t e)
 {
     const struct moe_pairs *p = &moe_pairs;
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    for (uint32_t i = p->first[e]; i < p->first[e + 1]; i++)
-        exec_copy(m, m->buf.a.ugather + (i - p->first[e]) * row, m->buf.a.xb + p->row[i] * row,
-                  1, row, row, row);
+    moe_gather_pairs(m, m->buf.a.ugather, m->buf.a.xb, p->first[e], p->first[e + 1] - p->first[e]);
 }
 
 /* Unit (e, col0) over expert e's ne rows in ugather: SwiGLU over its w columns, weighted,
