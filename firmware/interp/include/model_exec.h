@@ -135,7 +135,6 @@ struct exec_reuse_class {
                                               w.stream_half): a replay stands for it */
     uint32_t iteration;                    /* when recorded (m->acct.iterations) */
     uint32_t last_used;                    /* the last iteration that used it (+1; 0: free) */
-    uint64_t sig;                          /* a hash of what key_distance compares exactly */
 };
 
 /* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
@@ -266,6 +265,9 @@ struct exec_layer_reuse {
                                               key_distance caps it at a quarter of the
                                               context) */
     struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS]; /* class i in replay slot i */
+    uint64_t sig[EXEC_REUSE_LAYER_SLOTS];  /* class i's hash of what key_distance compares
+                                              exactly (apart from the classes: the search
+                                              walks these 512 bytes, not 64 classes) */
     uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
     bool kv_steady;                        /* the layer being recorded takes its attention's

@@ -333,9 +333,17 @@ static bool attn_next(const struct exec_model *m, const struct npu_prog_op *ops,
    its key, and a replay sets what the recording loaded). */
 static bool head_due(const struct npu_prog_op *ops, uint32_t nops, const struct exec_batch *b)
 {
-    bool head = false, wanted = false;
-    for (uint32_t i = 0; i < nops; i++)
-        head = head || ops[i].kind == NPU_OP_HEAD;
+    /* the program stays put in the image for the boot: look for its head once */
+    static const struct npu_prog_op *seen;
+    static uint32_t seen_n;
+    static bool head;
+    if (ops != seen || nops != seen_n) {
+        head = false;
+        for (uint32_t i = 0; i < nops; i++)
+            head = head || ops[i].kind == NPU_OP_HEAD;
+        seen = ops, seen_n = nops;
+    }
+    bool wanted = false;
     for (uint32_t i = 0; i < b->nruns; i++)
         wanted = wanted || b->runs[i].wants_token;
     return head && wanted;

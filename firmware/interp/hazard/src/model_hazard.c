@@ -71,6 +71,10 @@ static struct hz_load {
     uint32_t seq;
 } loads[HZ_LOADS];
 static uint32_t nloads; /* loads[0, nloads) are in use */
+/* The masks of every load in the table, or-ed: a descriptor whose masks do not meet them
+   conflicts with none, and skips the table (most descriptors: loads go to the staging
+   buffers; the scan of the table was a third of find_needs's instructions). */
+static struct hz_compact loads_masks;
 
 static void flushed(void);
 static void (*submit_built)(void);
@@ -141,12 +145,16 @@ static bool exact_conflict(const struct hz_compact *a, const struct hz_compact *
     return false;
 }
 
+/* Whether a's and b's granule masks allow a conflict (false also when neither writes). */
+static inline bool masks_meet(const struct hz_compact *a, const struct hz_compact *b)
+{
+    return ((a->wmask & b->amask) | (a->amask & b->wmask)) &&
+           ((a->fwmask & b->famask) | (a->famask & b->fwmask));
+}
+
 static inline bool conflicts(const struct hz_compact *a, const struct hz_compact *b)
 {
-    if (!((a->wmask & b->amask) | (a->amask & b->wmask)) ||
-        !((a->fwmask & b->famask) | (a->famask & b->fwmask)))
-        return false; /* also when a writes nothing and b writes nothing */
-    return exact_conflict(a, b);
+    return masks_meet(a, b) && exact_conflict(a, b);
 }
 
 /* done[x] from engine x's semaphore: how many of its descriptors are complete by now. */
@@ -164,7 +172,8 @@ static void find_needs(enum hz_engine e, const struct hz_compact *a, uint32_t *n
     uint32_t left[HZ_ENGINES]; /* the entries of each engine to look at */
     for (uint32_t x = 0; x < HZ_ENGINES; x++)
         need[x] = evicted[x], left[x] = x == (uint32_t)e ? 0 : wcount[x];
-    for (uint32_t i = 0, live = 0; e != HZ_DMA2 && i < nloads; i++) { /* the loads' table */
+    const bool table = e != HZ_DMA2 && nloads && masks_meet(&loads_masks, a);
+    for (uint32_t i = 0, live = 0; table && i < nloads; i++) { /* the loads' table */
         if (loads[i].seq + 1 <= need[HZ_DMA2] || loads[i].seq + 1 <= done[HZ_DMA2])
             continue;
         if (live++ == HZ_SCAN_FRESH) {
@@ -220,6 +229,12 @@ static void remember_load(const struct hz_compact *c, uint32_t seq)
                                                                  : evicted[HZ_DMA2];
     }
     loads[at].a = *c, loads[at].seq = seq;
+    struct hz_compact *u = &loads_masks; /* again over the table: an entry was replaced */
+    u->wmask = u->amask = u->fwmask = u->famask = 0;
+    for (uint32_t i = 0; i < nloads; i++) {
+        u->wmask |= loads[i].a.wmask, u->amask |= loads[i].a.amask;
+        u->fwmask |= loads[i].a.fwmask, u->famask |= loads[i].a.famask;
+    }
 }
 
 /* Descriptor seq of engine e into the window: its accesses are in the free slot whead. */
