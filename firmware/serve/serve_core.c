@@ -233,8 +233,10 @@ int main(void)
     uint32_t served = 0;
     uint32_t seq = 1;
     for (;; seq++) {
-        if (rc == NPU_OK)
-            exec_set_cat(&mc.m, EXEC_CAT_OTHER); /* closes the accounting ... */
+        if (rc == NPU_OK) { /* closes the accounting ... */
+            exec_set_cat(&mc.m, EXEC_CAT_OTHER);
+            exec_charge_now(&mc.m);
+        }
         hal_sem_wait(RT_SEM_GO, seq);
         mc.m.acct.cat_t0 = hal_time_ps();        /* ... so idle time counts nowhere */
         struct rt_mailbox *mb = mailbox();

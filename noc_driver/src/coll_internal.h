@@ -84,8 +84,6 @@ _Static_assert(sizeof(struct coll_header) == 64, "coll_header is one 64-byte slo
 struct coll_expect {
     uint32_t hdr, arrive[COLL_PHASES_MAX], vdone, credit, sent, counts;
     bool broken;              /* a timeout left the slot's semaphores out of step */
-    bool cleared;             /* coll_done set the data counters to 0, and no wait since
-                                 has seen that land (stream_wait) */
 };
 struct coll_expect *coll_expect_of(const struct noc_comm *c);
 

@@ -37,18 +37,7 @@ void coll_stream_begin(struct coll_stream *st, struct noc_comm *c)
 /* Waits, until the stream's deadline, for semaphore sem to reach value. */
 static int stream_wait(struct coll_stream *st, uint32_t sem, uint32_t value)
 {
-    /* Reached already as of the chip time this hart woke at, so as of its own time too
-       (the counters only grow but at coll_done's restart, whose SET lands at the hart's
-       own time: until a wait has seen it land, the wait judges): no wait, which would cost
-       the emulator eight register accesses and, with the hart ahead of chip time, a sleep
-       until chip time catches up; the hart's own time is the same either way
-       (docs/clock.md). */
-    struct coll_expect *ex = coll_expect_of(st->c);
-    if (!st->failed && !ex->cleared && hal_sem_read(sem) >= value)
-        return NPU_OK;
     int rc = hal_sem_wait_until(sem, value, st->deadline_ps);
-    if (rc == NPU_OK)
-        ex->cleared = false; /* woken at the hart's own time: every SET before has landed */
     if (rc != NPU_OK && !st->failed) {
         if (!st->c->cfg.quiet)
             printf("noc: rank %" PRIu32 " (core %" PRIu32 "): collective #%" PRIu32 " phase %"
@@ -139,7 +128,6 @@ void coll_done(struct noc_comm *c)
     sem_clear(coll_sem(c, COLL_SEM_CREDIT));
     sem_clear(coll_sem(c, COLL_SEM_SENT));
     ex->vdone = ex->credit = ex->sent = 0;
-    ex->cleared = true;
 }
 
 void coll_emit_write(struct coll_stream *st, const struct coll_write *w)

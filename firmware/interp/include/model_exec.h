@@ -526,6 +526,9 @@ int exec_wait_for_collective(struct exec_model *m, uint64_t addr, uint64_t bytes
 void exec_set_cat(struct exec_model *m, enum exec_cat cat);
 /* Runs what is queued and charges it to the current category and layer. */
 void exec_charge(struct exec_model *m);
+/* Charges the hart's time and counters so far to the current category and layer, without
+   waiting for the engines (exec_set_cat to the same category charges nothing). */
+void exec_charge_now(struct exec_model *m);
 /* Charges what ran and what is queued to the current layer, then moves on to `layer`
    (num_layers: outside the layers). */
 void exec_set_layer(struct exec_model *m, uint32_t layer);

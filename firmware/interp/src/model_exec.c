@@ -192,6 +192,11 @@ void exec_rebase_cat(struct exec_model *m)
     m->acct.cat_descs0 = engine_perf_read(NPU_PERF_DESCS);
 }
 
+void exec_charge_now(struct exec_model *m)
+{
+    charge_to(m, m->acct.cat);
+}
+
 void exec_charge(struct exec_model *m)
 {
     int rc = exec_flush(m);

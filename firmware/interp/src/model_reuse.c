@@ -125,6 +125,8 @@ static uint32_t run_layers(const struct npu_prog_op *ops, uint32_t nops, uint32_
                            const struct exec_batch *b)
 {
     const uint32_t n = program_run(ops, nops, per), l = ops[0].layer;
+    if (b->layer0 >= b->layer1)
+        return n; /* no layer runs the prefill runs: nothing changes along the run */
     const uint32_t edge = l < b->layer0 ? b->layer0 : l < b->layer1 ? b->layer1 : UINT32_MAX;
     return edge - l < n ? edge - l : n;
 }
