@@ -117,29 +117,8 @@ static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struc
     return &chain[nchain++];
 }
 
-/* Charges the hart's time, FLOPs and HBM bytes since the last switch to the category that
-   was running, then switches, without waiting for the engines: descriptors queued in one
-   category may still run (the engines overlapping) while the hart is in the next, so a
-   category is the hart's time in it, and the layer's sum is exact (exec_charge). A switch
-   to the collectives puts the chain on the engines: the hart is about to wait in a
-   collective, and what was issued since the last flush (the expert ring's loads, as a MoE
-   dispatch starts) must run meanwhile. Not at every switch: each put is a submit the
-   emulator handles, and puts everywhere cost the reference serving run 13 % more wall
-   time (7 min 9 s against 6 min 18 s) for the same chip time. */
-static void charge_to(struct exec_model *m, enum exec_cat cat);
-
-void exec_set_cat(struct exec_model *m, enum exec_cat cat)
-{
-    int rc = cat == EXEC_CAT_COLL ? chain_put(m) : NPU_OK;
-    assert(rc == NPU_OK && "the engines refused a model chain");
-    (void)rc;
-    /* the same category goes on: its sums come out the same charged at its end (each
-       charge reads five of the chip's counters, an exit from the emulated hart each) */
-    if (cat != m->acct.cat)
-        charge_to(m, cat);
-}
-
-/* exec_set_cat's charge, then the switch to cat. */
+/* Charges the hart's time and counters since the last charge to the running category and
+   layer, then switches to cat (exec_set_cat, exec_charge, exec_charge_now). */
 static void charge_to(struct exec_model *m, enum exec_cat cat)
 {
     uint64_t now = hal_time_ps(), flops = engine_perf_read(NPU_PERF_FLOPS);
@@ -154,6 +133,26 @@ static void charge_to(struct exec_model *m, enum exec_cat cat)
     s->descs[m->acct.cat] += descs - m->acct.cat_descs0;
     m->acct.cat = cat, m->acct.cat_t0 = now, m->acct.cat_flops0 = flops, m->acct.cat_hbm0 = hbm;
     m->acct.cat_noc0 = noc, m->acct.cat_descs0 = descs;
+}
+
+/* Charges the hart's time, FLOPs and HBM bytes since the last switch to the category that
+   was running, then switches, without waiting for the engines: descriptors queued in one
+   category may still run (the engines overlapping) while the hart is in the next, so a
+   category is the hart's time in it, and the layer's sum is exact (exec_charge). A switch
+   to the collectives puts the chain on the engines: the hart is about to wait in a
+   collective, and what was issued since the last flush (the expert ring's loads, as a MoE
+   dispatch starts) must run meanwhile. Not at every switch: each put is a submit the
+   emulator handles, and puts everywhere cost the reference serving run 13 % more wall
+   time (7 min 9 s against 6 min 18 s) for the same chip time. */
+void exec_set_cat(struct exec_model *m, enum exec_cat cat)
+{
+    int rc = cat == EXEC_CAT_COLL ? chain_put(m) : NPU_OK;
+    assert(rc == NPU_OK && "the engines refused a model chain");
+    (void)rc;
+    /* the same category goes on: its sums come out the same charged at its end (each
+       charge reads five of the chip's counters, an exit from the emulated hart each) */
+    if (cat != m->acct.cat)
+        charge_to(m, cat);
 }
 
 _Static_assert(sizeof(struct exec_stats) % sizeof(uint64_t) == 0,

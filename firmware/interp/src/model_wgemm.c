@@ -115,8 +115,9 @@ static const uint32_t *unchunk_list(struct exec_model *m, uint32_t rows, uint32_
 /* Y[rows][n] from `parts` chunks [rows][w] at yt (columns [off, off + n / parts) of chunk i
    are Y's columns [i n / parts, ...)): Y's rows are its chunks' pieces in turn, so one DMA
    gather of rows x parts pieces (a 2-D copy per chunk, or per row, was 13 % of the
-   descriptors of a chunked serving run); where only some columns are read, a 2-D copy per
-   chunk that holds some, and a copy per row if the list would not fit. */
+   descriptors of a chunked serving run). Where only some columns are read, or the list
+   would not fit, a 2-D copy per chunk (per chunk that holds read columns), or per row where
+   the rows are fewer than the chunks. */
 static void unchunk(struct exec_model *m, uint64_t y, uint64_t yt, uint32_t rows, uint32_t n,
                     uint32_t parts, uint32_t w, uint32_t off, const uint32_t read[2])
 {
