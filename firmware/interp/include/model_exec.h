@@ -104,6 +104,12 @@ struct exec_batch {
 #define EXEC_REUSE_ROWS 16u                /* prefill runs + 1 decode summary per key */
 #define EXEC_REUSE_SAMPLES 4u              /* layers a run of decode rows alone records */
 #define EXEC_REUSE_DECODES UINT32_MAX      /* exec_reuse_row.req of the decode summary */
+#define EXEC_REUSE_ROW_SLACK 2u            /* shape keys with prefill rows: rows a run, or
+                                              decode runs, may differ by (mixed_distance) */
+#define EXEC_REUSE_DECODE_STRIPES 4u       /* ... and stripes the decode summary's context
+                                              ends may differ by */
+#define EXEC_REUSE_LAST_MIN 8u             /* a stage's last layer after this many layers
+                                              takes a looser key (exec_reuse_class.last) */
 struct exec_reuse_row {
     uint32_t req;                          /* prefill run: its request (shapes: 0);
                                               EXEC_REUSE_DECODES: the decode runs */
@@ -123,6 +129,8 @@ struct exec_reuse_class {
                                               loads its shares and first steps ahead */
     bool head;                             /* the model's last layer in a pass that runs
                                               the LM head (head_due) */
+    bool last;                             /* shape keys: the stage's last layer alone,
+                                              one of many in the iteration */
     uint32_t sample;                       /* decode rows alone: which of the run's
                                               EXEC_REUSE_SAMPLES recorded layers (layer
                                               l0 + j replays sample j mod that) */

@@ -27,9 +27,13 @@
  * stripe of its own and a quarter of the context (the nearest such class; key_distance): a
  * rank's share of a context (KV blocks dealt round-robin) then differs by at most one block,
  * a short context's by at most a quarter. A batch of more than EXEC_REUSE_ROWS - 1 prefill
- * runs is not keyed: its layers run in full. So chunked prefill's chunks of one length
- * and alike contexts, with alike decode rows, share one recorded layer; what the replay does
- * not follow is the routing draws and that block (docs/images.md, "Layer reuse", measured
+ * runs is not keyed: its layers run in full. An iteration with prefill rows takes a looser
+ * key (mixed_distance): the same rows in all, each run's rows within EXEC_REUSE_ROW_SLACK
+ * (a chunk shrinks by the decode rows beside it: one token budget), and the decode summary
+ * within that slack and EXEC_REUSE_DECODE_STRIPES stripes; the stage's last layer, one of
+ * many, looser still. So chunked prefill's chunks of alike contexts share one recorded layer
+ * whichever requests decode beside them; what the replay does not follow is the routing
+ * draws, that block and the decode rows' contexts (docs/images.md, "Layer reuse", measured
  * against full simulation).
  *
  * Every rank of a group decides the same way (the decision depends only on the program,
@@ -175,15 +179,80 @@ uint64_t exec_reuse_end_gap(const struct exec_model *m, uint32_t recorded, uint3
     return d <= tol ? d : UINT64_MAX;
 }
 
+static uint32_t absdiff(uint32_t a, uint32_t b)
+{
+    return a > b ? a - b : b - a;
+}
+
+/* A key's prefill runs (its rows before the decode summary) and all its rows. */
+static uint32_t key_prefill_runs(const struct exec_reuse_class *k)
+{
+    return k->nrows && k->rows[k->nrows - 1].req == EXEC_REUSE_DECODES ? k->nrows - 1 : k->nrows;
+}
+
+static uint32_t key_total_rows(const struct exec_reuse_class *k)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < k->nrows; i++)
+        n += k->rows[i].count; /* a decode run is one row */
+    return n;
+}
+
+/* Shape keys, an iteration with prefill rows (docs/images.md, "Iterations with prefill
+   rows"): the same
+   prefill runs and the same rows in all (so the same MoE and GEMM work), each run's rows
+   within EXEC_REUSE_ROW_SLACK (a decode row more is a chunk row less: the token budget)
+   and its context end within the tolerance; the decode summary's runs within the slack and
+   the sum of their context ends within EXEC_REUSE_DECODE_STRIPES stripes (their attention
+   is a few percent of a chunk's layer), but for a prompt's first chunk (no context before
+   it: its attention is short, and each decode row's shows on the critical path, about 5 %
+   of a 512-row chunk's layer on Qwen3-30B-A3B, none from the second chunk on). The stage's
+   last layer (k->last: one layer of many in the iteration) takes 4 times the tolerance and
+   any decode rows. */
+static uint64_t mixed_distance(const struct exec_model *m, const struct exec_reuse_class *c,
+                               const struct exec_reuse_class *k)
+{
+    const uint32_t np = key_prefill_runs(k), slack = k->last ? 4 * EXEC_REUSE_ROW_SLACK
+                                                             : EXEC_REUSE_ROW_SLACK;
+    if (key_prefill_runs(c) != np || key_total_rows(c) != key_total_rows(k))
+        return UINT64_MAX;
+    uint64_t dist = 0;
+    uint32_t dec_slack = slack;
+    for (uint32_t i = 0; i < np; i++) {
+        const struct exec_reuse_row *a = &c->rows[i], *b = &k->rows[i];
+        const uint32_t d = absdiff(a->pos, b->pos);
+        if (b->pos <= b->count && !k->last)
+            dec_slack = 0; /* a prompt's first chunk: each decode row's attention shows */
+        uint64_t tol = (uint64_t)m->lreuse.tol * (k->last ? 4 : 1);
+        if (!k->last && tol > b->pos / 4)
+            tol = b->pos / 4; /* and a quarter of the context */
+        if (a->nblocks != b->nblocks || absdiff(a->count, b->count) > slack || d > tol)
+            return UINT64_MAX;
+        dist += d + absdiff(a->count, b->count);
+    }
+    const struct exec_reuse_row none = { .req = EXEC_REUSE_DECODES };
+    const struct exec_reuse_row *a = np < c->nrows ? &c->rows[np] : &none;
+    const struct exec_reuse_row *b = np < k->nrows ? &k->rows[np] : &none;
+    const uint32_t stripes = EXEC_REUSE_DECODE_STRIPES, d = absdiff(a->pos, b->pos);
+    if (!k->last && (absdiff(a->count, b->count) > dec_slack || d > stripes * 2 * m->lreuse.tol ||
+                     absdiff(a->nblocks, b->nblocks) > stripes + slack))
+        return UINT64_MAX;
+    return dist + d / 8 + absdiff(a->count, b->count);
+}
+
 /* How far class c's rows are from key k's: 0 if equal, UINT64_MAX if c cannot serve k.
    Shape keys take context ends within the tolerance (m->lreuse.tol positions per run). */
 static uint64_t key_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                              const struct exec_reuse_class *k)
 {
     if (c->nops != k->nops || c->all != k->all || c->ahead != k->ahead || c->head != k->head ||
-        c->sample != k->sample || c->nrows != k->nrows ||
+        c->sample != k->sample || c->last != k->last || c->prefill != k->prefill ||
         memcmp(c->kinds, k->kinds, sizeof(c->kinds)) ||
         memcmp(c->flags, k->flags, sizeof(c->flags)))
+        return UINT64_MAX;
+    if (m->lreuse.shapes && k->prefill)
+        return mixed_distance(m, c, k);
+    if (c->nrows != k->nrows)
         return UINT64_MAX;
     uint64_t dist = 0;
     for (uint32_t i = 0; i < k->nrows; i++) {
@@ -204,17 +273,27 @@ static uint64_t sig_mix(uint64_t h, uint64_t v)
     return (h ^ v) * 0x100000001b3ull; /* FNV-1a's prime, a word at a time */
 }
 
-/* A hash of k's fields that key_distance compares exactly (not the context ends): classes
+/* A hash of k's fields that key_distance compares exactly (not the context ends; under
+   shape keys with prefill rows, not the rows of each run either: mixed_distance): classes
    whose hash differs from a key's cannot serve it, so the search over the slots tests the
    hash alone for most of them (the walk over the slots cost 4 % of a chunked serving run's
    guest instructions). */
-static uint64_t class_sig(const struct exec_reuse_class *k)
+static uint64_t class_sig(const struct exec_model *m, const struct exec_reuse_class *k)
 {
+    const bool mixed = m->lreuse.shapes && k->prefill;
     uint64_t h = sig_mix(0xcbf29ce484222325ull, k->nops);
     h = sig_mix(h, (uint64_t)k->all | (uint64_t)k->ahead << 1 | (uint64_t)k->head << 2 |
-                       (uint64_t)k->sample << 3 | (uint64_t)k->nrows << 32);
+                       (uint64_t)k->last << 3 | (uint64_t)k->prefill << 4 |
+                       (uint64_t)k->sample << 8 |
+                       (uint64_t)(mixed ? key_prefill_runs(k) : k->nrows) << 32);
     for (uint32_t i = 0; i < k->nops && i < EXEC_REUSE_OPS; i++)
         h = sig_mix(h, (uint64_t)k->kinds[i] | (uint64_t)k->flags[i] << 16);
+    if (mixed) {
+        h = sig_mix(h, key_total_rows(k));
+        for (uint32_t i = 0; i < key_prefill_runs(k); i++)
+            h = sig_mix(h, (uint64_t)k->rows[i].req ^ (uint64_t)k->rows[i].nblocks << 32);
+        return h;
+    }
     for (uint32_t i = 0; i < k->nrows; i++)
         h = sig_mix(h, (uint64_t)k->rows[i].req ^ (uint64_t)k->rows[i].count << 32 ^
                            (uint64_t)k->rows[i].nblocks << 48);
@@ -227,7 +306,7 @@ static struct exec_reuse_class *find_class(struct exec_model *m,
 {
     struct exec_reuse_class *best = NULL;
     uint64_t best_dist = UINT64_MAX;
-    const uint64_t sig = class_sig(k);
+    const uint64_t sig = class_sig(m, k);
     for (uint32_t i = 0; i < EXEC_REUSE_LAYER_SLOTS; i++) {
         struct exec_reuse_class *c = &m->lreuse.classes[i];
         if (m->lreuse.sig[i] != sig || !c->last_used ||
@@ -453,6 +532,15 @@ static void run_preload(struct exec_model *m, const struct npu_prog_op *ops, uin
    decode step of few rows touches few experts, and whether two of its slices meet on one
    rank changes a layer's time by half (Qwen3-30B-A3B, one row: about 134 against 213 us);
    else one. Few rows: the extra recordings cost little. */
+/* The run is the stage's last layer alone, after at least EXEC_REUSE_LAST_MIN - 1 layers of
+   the stage: its class stands for one layer of many in the iteration, and takes the looser
+   key (mixed_distance). */
+static bool is_last_of_many(const struct exec_model *m, uint32_t l0, uint32_t n, bool ahead)
+{
+    const uint32_t per = m->plan->stage_layers;
+    return n == 1 && !ahead && per >= EXEC_REUSE_LAST_MIN && l0 % per == per - 1;
+}
+
 static uint32_t run_samples(const struct exec_reuse_class *k, uint32_t n)
 {
     return !k->prefill && n >= 2 * EXEC_REUSE_SAMPLES ? EXEC_REUSE_SAMPLES : 1;
@@ -471,7 +559,7 @@ static bool run_classes(struct exec_model *m, struct exec_reuse_class *k, uint32
         if (!c && (c = new_class(m)) != NULL) {
             settle_class(m, c); /* its delta is about to change */
             *c = *k, c->iteration = it, fresh[s] = true;
-            m->lreuse.sig[c - m->lreuse.classes] = class_sig(c);
+            m->lreuse.sig[c - m->lreuse.classes] = class_sig(m, c);
             skips[s] = l0 + s + S * (it % ((n - s + S - 1) / S)); /* rotates */
         }
         if (!c) {
@@ -500,6 +588,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         n--; /* the stage's last layer loads nothing ahead: a class of its own */
     key.ahead = exec_next_on_stage(m, l0 + n - 1, b);
     key.head = m->head_due && l0 + n == m->cfg->num_layers;
+    key.last = is_last_of_many(m, l0, n, key.ahead);
     const bool kv = kv_steady(m, ops, per, b);
     const uint32_t S = run_samples(&key, n);
     struct exec_reuse_class *cs[EXEC_REUSE_SAMPLES];
