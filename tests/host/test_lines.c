@@ -320,9 +320,10 @@ static const struct golden goldens[] = {
     { LINES_MODEL_REUSE, { .model_reuse = {
           .stage = 0, .keys = "tiles", .layers_recorded = 74, .layers_replayed = 280,
           .layers_unslotted = 0, .tiles_recorded = 84, .tiles_replayed = 83,
-          .tiles_full = 74 } },
+          .tiles_full = 74, .heads_recorded = 2, .heads_replayed = 9 } },
       "MODEL reuse stage=0 keys=tiles layers_recorded=74 layers_replayed=280 "
-      "layers_unslotted=0 tiles_recorded=84 tiles_replayed=83 tiles_full=74" },
+      "layers_unslotted=0 tiles_recorded=84 tiles_replayed=83 tiles_full=74 heads_recorded=2 "
+      "heads_replayed=9" },
     { LINES_MODEL_DONE, { .model_done = { .model = "tiny-moe", .requests = 2,
                                           .new_tokens = 8, .chip_us = 1969.826,
                                           .absent = { .iterations = true } } },

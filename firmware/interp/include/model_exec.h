@@ -278,6 +278,8 @@ struct exec_layer_reuse {
                                               walks these 512 bytes, not 64 classes) */
     uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
+    uint64_t heads[EXEC_REUSE_COUNTS];     /* LM heads recorded, replayed, run in full for
+                                              want of a slot (exec_reuse_head) */
     bool kv_steady;                        /* the layer being recorded takes its attention's
                                               first steps as loaded by the layer before
                                               (exec_attention_begin clears it) */
@@ -493,6 +495,11 @@ int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
 int exec_reuse_unit_end(struct exec_model *m, struct exec_tile_class *c,
                         const struct exec_recording *r);
 int exec_reuse_unit_replay(struct exec_model *m, struct exec_tile_class *c);
+/* The LM head under layer reuse (model_reuse_tile.c): replays the recorded head of these
+   rows (nw wanting tokens) and first-piece state, else records run(m, arg) (or runs it
+   when no slot is free). */
+int exec_reuse_head(struct exec_model *m, uint32_t nw,
+                    int (*run)(struct exec_model *m, const void *arg), const void *arg);
 /* A MoE layer's combines that wait for the next layer's first pass (model_layer_ops.c,
    layer_op_fused): run them now (before any op but the next layer's over the same rows);
    whether some wait. */

@@ -83,22 +83,19 @@ static int head_split(struct exec_model *m, uint32_t nw)
     return rc;
 }
 
-int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, float *logit)
+/* The head's work over batch b's nw rows that want tokens: their last rows' copies, the
+   final norm, the logits and the choice (into argmax; split: picks too). */
+static int head_compute(struct exec_model *m, const void *arg)
 {
-    const struct exec_run *runs = b->runs;
-    const uint32_t nruns = b->nruns;
+    const struct exec_batch *b = arg;
     const struct model_config *c = m->cfg;
     const uint32_t d = c->hidden_size, V = c->vocab_size;
     const uint64_t row = (uint64_t)d * m->buf.eb;
     uint32_t nw = 0, r = b->row_base;
-    exec_set_layer(m, c->num_layers);
-    exec_set_cat(m, EXEC_CAT_OTHER);
-    for (uint32_t i = 0; i < nruns; r += runs[i].count, i++)
-        if (runs[i].wants_token)
-            exec_copy(m, m->buf.a.hx + nw++ * row, m->buf.x_all + (r + runs[i].count - 1) * row, 1,
-                      row, row, row);
-    if (nw == 0)
-        return NPU_OK;
+    for (uint32_t i = 0; i < b->nruns; r += b->runs[i].count, i++)
+        if (b->runs[i].wants_token)
+            exec_copy(m, m->buf.a.hx + nw++ * row,
+                      m->buf.x_all + (r + b->runs[i].count - 1) * row, 1, row, row, row);
     uint64_t norm = m->buf.sram + m->w.final_norm->sram_off;
     if (m->w.final_norm->sram_off == NPU_IMAGE_NOWHERE) { /* staged into a free tile buffer */
         norm = m->buf.a.xb2;
@@ -106,25 +103,35 @@ int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, f
                   row);
     }
     exec_rmsnorm(m, m->buf.a.xb, m->buf.a.hx, norm, nw, d);
-    const bool split = npu_lm_head_split(m->plan);
-    int rc;
-    if (split) {
-        rc = head_split(m, nw);
-    } else {
-        rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->buf.a.logits, m->buf.a.xb, nw, 0, MT_LM_HEAD, 0,
+    if (npu_lm_head_split(m->plan))
+        return head_split(m, nw);
+    int rc = exec_wgemm(m, NPU_GEMM_LM_HEAD, m->buf.a.logits, m->buf.a.xb, nw, 0, MT_LM_HEAD, 0,
                         V, d);
-        if (rc != NPU_OK)
-            return rc;
-        exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->buf.a.logits,
-                                             .aux = m->buf.a.argmax, .rows = nw, .cols = V,
-                                             .ldaux = 1, .x_type = m->buf.dt });
-        rc = exec_flush(m);
-    }
+    if (rc != NPU_OK)
+        return rc;
+    exec_vec(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_ARGMAX, .x = m->buf.a.logits,
+                                         .aux = m->buf.a.argmax, .rows = nw, .cols = V,
+                                         .ldaux = 1, .x_type = m->buf.dt });
+    return exec_flush(m);
+}
+
+int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, float *logit)
+{
+    uint32_t nw = 0;
+    for (uint32_t i = 0; i < b->nruns; i++)
+        nw += b->runs[i].wants_token;
+    exec_set_layer(m, m->cfg->num_layers);
+    exec_set_cat(m, EXEC_CAT_OTHER);
+    if (nw == 0)
+        return NPU_OK;
+    /* under layer reuse (performance mode: no data) a recorded head replays */
+    int rc = m->lreuse.enabled ? exec_reuse_head(m, nw, head_compute, b) : head_compute(m, b);
     if (rc == NPU_OK && m->pipe.stages > 1)
         rc = exec_pipe_send_tokens(m, nw, b->token_base);
+    const struct head_pick *picks = (const struct head_pick *)(uintptr_t)m->buf.a.lm_picks;
     if (rc == NPU_OK)
-        read_tokens(m, runs, nruns, true,
-                    split ? (const struct head_pick *)(uintptr_t)m->buf.a.lm_picks : NULL, out, logit);
+        read_tokens(m, b->runs, b->nruns, true, npu_lm_head_split(m->plan) ? picks : NULL, out,
+                    logit);
     return rc;
 }
 

@@ -95,6 +95,8 @@ static void print_reuse(const struct exec_model *m)
         .layers_recorded = lc[EXEC_REUSE_RECORDED], .layers_replayed = lc[EXEC_REUSE_REPLAYED],
         .layers_unslotted = lc[EXEC_REUSE_FULL], .tiles_recorded = tc[EXEC_REUSE_RECORDED],
         .tiles_replayed = tc[EXEC_REUSE_REPLAYED], .tiles_full = tc[EXEC_REUSE_FULL],
+        .heads_recorded = m->lreuse.heads[EXEC_REUSE_RECORDED],
+        .heads_replayed = m->lreuse.heads[EXEC_REUSE_REPLAYED],
         .absent = { .tiles_recorded = !tiles, .tiles_replayed = !tiles, .tiles_full = !tiles } });
 }
 

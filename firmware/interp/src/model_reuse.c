@@ -199,16 +199,15 @@ static uint32_t key_total_rows(const struct exec_reuse_class *k)
 }
 
 /* Shape keys, an iteration with prefill rows (docs/images.md, "Iterations with prefill
-   rows"): the same
-   prefill runs and the same rows in all (so the same MoE and GEMM work), each run's rows
-   within EXEC_REUSE_ROW_SLACK (a decode row more is a chunk row less: the token budget)
-   and its context end within the tolerance; the decode summary's runs within the slack and
-   the sum of their context ends within EXEC_REUSE_DECODE_STRIPES stripes (their attention
-   is a few percent of a chunk's layer), but for a prompt's first chunk (no context before
-   it: its attention is short, and each decode row's shows on the critical path, about 5 %
-   of a 512-row chunk's layer on Qwen3-30B-A3B, none from the second chunk on). The stage's
-   last layer (k->last: one layer of many in the iteration) takes 4 times the tolerance and
-   any decode rows. */
+   rows"): the same prefill runs and the same rows in all (so the same MoE and GEMM work),
+   each run's rows within EXEC_REUSE_ROW_SLACK (a decode row more is a chunk row less: the
+   token budget) and its context end within the tolerance; the decode summary's runs within
+   the slack and the sum of their context ends within EXEC_REUSE_DECODE_STRIPES stripes
+   (their attention is a few percent of a chunk's layer), but for a prompt's first chunk
+   (no context before it: its attention is short, and each decode row's shows on the
+   critical path, about 5 % of a 512-row chunk's layer on Qwen3-30B-A3B, none from the
+   second chunk on). The stage's last layer (k->last: one layer of many in the iteration)
+   takes 4 times the tolerance and any decode rows. */
 static uint64_t mixed_distance(const struct exec_model *m, const struct exec_reuse_class *c,
                                const struct exec_reuse_class *k)
 {

@@ -351,3 +351,49 @@ int exec_reuse_unit_replay(struct exec_model *m, struct exec_tile_class *c)
     int rc = replay_tile(m, c);
     return rc == NPU_OK ? exec_reuse_tile_flush(m) : rc;
 }
+
+/* ---- The LM head as a unit (model_head.c, exec_head) ---- */
+
+/* Under layer reuse the head is a unit like the MoE over the layer's (above): its work is
+   the same for the same rows wanting tokens, so a recorded head replays. The key is those
+   rows alone: every rank of the group must decide alike (the head all-gathers its picks),
+   and whether the last layer loaded the head's first piece, and into which half of the
+   staging buffer, differs between ranks (exec_head_ahead follows each rank's hazards); a
+   replay stands for the recorded head's first piece, loaded ahead or not. Its counts are
+   the head's own (m->lreuse.heads); the half its pieces end in is kept in the class
+   (staged_next) and set after a replay, as after the recording. */
+int exec_reuse_head(struct exec_model *m, uint32_t nw,
+                    int (*run)(struct exec_model *m, const void *arg), const void *arg)
+{
+    static struct exec_tile_class key;
+    static struct exec_recording r;
+    memset(&key, 0, offsetof(struct exec_tile_class, span_ps));
+    key.kind = NPU_OP_HEAD, key.n = nw;
+    int rc = exec_reuse_tile_flush(m);
+    struct exec_tile_class *c = rc == NPU_OK ? find_class(m, &key) : NULL;
+    if (rc != NPU_OK)
+        return rc;
+    if (c) {
+        c->last_used = ++m->treuse.uses;
+        exec_stats_add_times(&m->acct.stats[m->acct.layer], &c->delta, 1);
+        m->lreuse.heads[EXEC_REUSE_REPLAYED]++;
+        m->w.head_ahead = false, m->w.stream_half = c->staged_next;
+        return exec_replay_slot(m, slot_of(m, c), 1, c->span_ps);
+    }
+    if ((c = new_class(m)) == NULL) {
+        m->lreuse.heads[EXEC_REUSE_FULL]++;
+        return run(m, arg);
+    }
+    *c = key;
+    c->last_used = ++m->treuse.uses;
+    rc = exec_record_begin(m, slot_of(m, c), &r);
+    if (rc == NPU_OK)
+        rc = run(m, arg);
+    if (rc == NPU_OK)
+        rc = exec_record_end(m, &r, &c->span_ps, &c->delta);
+    c->staged_next = m->w.stream_half;
+    if (rc != NPU_OK)
+        c->last_used = 0; /* not recorded: free again */
+    m->lreuse.heads[EXEC_REUSE_RECORDED] += rc == NPU_OK;
+    return rc;
+}

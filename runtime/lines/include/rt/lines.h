@@ -275,7 +275,9 @@ struct lines_list {
     F(S, layers_unslotted, "layers_unslotted", U64, REQ) \
     F(S, tiles_recorded, "tiles_recorded", U64, OPT) \
     F(S, tiles_replayed, "tiles_replayed", U64, OPT) \
-    F(S, tiles_full, "tiles_full", U64, OPT)
+    F(S, tiles_full, "tiles_full", U64, OPT) \
+    F(S, heads_recorded, "heads_recorded", U64, OPT) \
+    F(S, heads_replayed, "heads_replayed", U64, OPT)
 /* the last pipeline stage's rank 0; requests and new (model image) or iterations (serve) */
 #define LINES_FIELDS_model_done(F, S) \
     F(S, model, "model", WORD, REQ) \
