@@ -120,12 +120,15 @@ int exec_head(struct exec_model *m, const struct exec_batch *b, uint32_t *out, f
     uint32_t nw = 0;
     for (uint32_t i = 0; i < b->nruns; i++)
         nw += b->runs[i].wants_token;
+    int rc = m->lreuse.enabled ? exec_reuse_tile_flush(m) : NPU_OK; /* charged to their op */
+    if (rc != NPU_OK)
+        return rc;
     exec_set_layer(m, m->cfg->num_layers);
     exec_set_cat(m, EXEC_CAT_OTHER);
     if (nw == 0)
         return NPU_OK;
     /* under layer reuse (performance mode: no data) a recorded head replays */
-    int rc = m->lreuse.enabled ? exec_reuse_head(m, nw, head_compute, b) : head_compute(m, b);
+    rc = m->lreuse.enabled ? exec_reuse_head(m, nw, head_compute, b) : head_compute(m, b);
     if (rc == NPU_OK && m->pipe.stages > 1)
         rc = exec_pipe_send_tokens(m, nw, b->token_base);
     const struct head_pick *picks = (const struct head_pick *)(uintptr_t)m->buf.a.lm_picks;

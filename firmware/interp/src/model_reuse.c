@@ -526,20 +526,24 @@ static void run_preload(struct exec_model *m, const struct npu_prog_op *ops, uin
     m->lreuse.kv_next = 0;
 }
 
+/* Shape keys: the run is the stage's last layer alone, and the batch's prefill runs take
+   part in it and in at least EXEC_REUSE_LAST_MIN - 1 layers of the stage before it (not a
+   short layer group of layered prefill): its class stands for one layer of many in the
+   iteration, and takes the looser key (mixed_distance). */
+static bool is_last_of_many(const struct exec_model *m, const struct exec_batch *b,
+                            uint32_t l0, uint32_t n, bool ahead)
+{
+    const uint32_t per = m->plan->stage_layers, s0 = l0 - l0 % per;
+    const uint32_t from = b->layer0 > s0 ? b->layer0 : s0; /* the runs' first layer here */
+    return m->lreuse.shapes && n == 1 && !ahead && l0 - s0 == per - 1 && b->layer1 > l0 &&
+           from <= l0 && l0 + 1 - from >= EXEC_REUSE_LAST_MIN;
+}
+
 /* How many of the run's n layers record (key k): EXEC_REUSE_SAMPLES for decode rows alone,
    so that the replays stand for every S-th layer's routing draw rather than one's: a
    decode step of few rows touches few experts, and whether two of its slices meet on one
    rank changes a layer's time by half (Qwen3-30B-A3B, one row: about 134 against 213 us);
    else one. Few rows: the extra recordings cost little. */
-/* The run is the stage's last layer alone, after at least EXEC_REUSE_LAST_MIN - 1 layers of
-   the stage: its class stands for one layer of many in the iteration, and takes the looser
-   key (mixed_distance). */
-static bool is_last_of_many(const struct exec_model *m, uint32_t l0, uint32_t n, bool ahead)
-{
-    const uint32_t per = m->plan->stage_layers;
-    return n == 1 && !ahead && per >= EXEC_REUSE_LAST_MIN && l0 % per == per - 1;
-}
-
 static uint32_t run_samples(const struct exec_reuse_class *k, uint32_t n)
 {
     return !k->prefill && n >= 2 * EXEC_REUSE_SAMPLES ? EXEC_REUSE_SAMPLES : 1;
@@ -587,7 +591,7 @@ int exec_reuse_layers(struct exec_model *m, const struct npu_prog_op *ops, uint3
         n--; /* the stage's last layer loads nothing ahead: a class of its own */
     key.ahead = exec_next_on_stage(m, l0 + n - 1, b);
     key.head = m->head_due && l0 + n == m->cfg->num_layers;
-    key.last = is_last_of_many(m, l0, n, key.ahead);
+    key.last = is_last_of_many(m, b, l0, n, key.ahead);
     const bool kv = kv_steady(m, ops, per, b);
     const uint32_t S = run_samples(&key, n);
     struct exec_reuse_class *cs[EXEC_REUSE_SAMPLES];
