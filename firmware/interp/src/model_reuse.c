@@ -222,12 +222,11 @@ static uint64_t mixed_distance(const struct exec_model *m, const struct exec_reu
         const uint32_t d = absdiff(a->pos, b->pos);
         if (b->pos <= b->count && !k->last)
             dec_slack = 0; /* a prompt's first chunk: each decode row's attention shows */
-        uint64_t tol = (uint64_t)m->lreuse.tol * (k->last ? 4 : 1);
-        if (!k->last && tol > b->pos / 4)
-            tol = b->pos / 4; /* and a quarter of the context */
-        if (a->nblocks != b->nblocks || absdiff(a->count, b->count) > slack || d > tol)
+        const uint64_t gap = !k->last ? exec_reuse_end_gap(m, a->pos, b->pos, 1)
+                             : d <= 4ull * m->lreuse.tol ? d : UINT64_MAX;
+        if (a->nblocks != b->nblocks || absdiff(a->count, b->count) > slack || gap == UINT64_MAX)
             return UINT64_MAX;
-        dist += d + absdiff(a->count, b->count);
+        dist += gap + absdiff(a->count, b->count);
     }
     const struct exec_reuse_row none = { .req = EXEC_REUSE_DECODES };
     const struct exec_reuse_row *a = np < c->nrows ? &c->rows[np] : &none;

@@ -368,11 +368,9 @@ int exec_reuse_head(struct exec_model *m, uint32_t nw,
     static struct exec_tile_class key;
     static struct exec_recording r;
     memset(&key, 0, offsetof(struct exec_tile_class, span_ps));
-    key.kind = NPU_OP_HEAD, key.n = nw;
-    int rc = exec_reuse_tile_flush(m);
-    struct exec_tile_class *c = rc == NPU_OK ? find_class(m, &key) : NULL;
-    if (rc != NPU_OK)
-        return rc;
+    key.kind = NPU_OP_HEAD, key.n = nw; /* exec_head flushed the queued tile replays */
+    struct exec_tile_class *c = find_class(m, &key);
+    int rc;
     if (c) {
         c->last_used = ++m->treuse.uses;
         exec_stats_add_times(&m->acct.stats[m->acct.layer], &c->delta, 1);
