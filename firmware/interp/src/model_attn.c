@@ -246,9 +246,13 @@ void attn_softmax_update(struct exec_model *m, const struct attn_state *st,
    and each GEMM finds the next one ready behind it (docs/engines.md: it then streams
    without its weight load and drain). Held only while two units' scores and
    probabilities fit in their buffers (the halves: decode rows' units are a few rows
-   each), never across units of the same state rows (the next one's rescale of acc must
-   follow this GEMM), nor past a load over the V rows it reads (attn_pv_flush_over), nor
-   out of exec_attention_steps. */
+   each), nor past a load over the V rows it reads (attn_pv_flush_over), nor out of
+   exec_attention_steps. The next step of the same state rows takes it right behind its
+   own scores GEMM, before its softmax (whose rescale of acc must follow this GEMM): the
+   array runs that scores GEMM while the vector engine runs this step's softmax, where
+   before it idled through it and then paid the PV GEMM's weight load and drain in full
+   (a split-attention window unit's steps, 64 query rows against 384 positions: 1.53 us
+   against 0.77 streaming). */
 static struct {
     bool held;
     struct exec_gemm_args pv;
@@ -299,8 +303,11 @@ void attn_heads_step(struct exec_model *m, const struct attn_state *st,
     const uint64_t sc = (uint64_t)rows * nb; /* a head's scores (and probabilities) */
     const uint64_t half = (uint64_t)m->plan->tile_rows * group * m->plan->attn_block / 2;
     const bool two = sc * hb <= half; /* two units fit the buffers */
-    if (attn_pv.held && (!two || (attn_pv.row == g->row && attn_pv.h0 == h0)))
+    if (attn_pv.held && !two)
         attn_pv_flush(m);
+    /* the held GEMM is this unit's previous step's: it goes behind this step's scores GEMM,
+       before this step's softmax, whose rescale of acc must follow it */
+    const bool same = attn_pv.held && attn_pv.row == g->row && attn_pv.h0 == h0;
     const uint32_t slot = attn_pv.held ? attn_pv.slot ^ 1 : 0;
     const uint64_t scores = a->scores + slot * half * 4, probs = a->probs_blk + slot * half * eb;
     /* scores_i[rows][nb] = Q_h[rows][hd] K_step,h[nb][hd]^T, h = h0 + i */
@@ -310,6 +317,8 @@ void attn_heads_step(struct exec_model *m, const struct attn_state *st,
                           .lda = hd, .ldb = kvd, .ldc = nb, .trans_b = true, .f32_out = true,
                           .batch = hb, .stride_a = st->span * hd * eb, .stride_b = hd * eb,
                           .stride_c = sc * 4 });
+    if (same)
+        attn_pv_flush(m);
     attn_vec_f32(m, (struct vector_op_args){ .op = NPU_VECTOR_OP_SCALE, .x = scores,
                                              .out = scores, .rows = hb * rows, .cols = nb,
                                              .scalar = 1.0f / sqrtf((float)hd) });
