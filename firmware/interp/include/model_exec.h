@@ -799,9 +799,10 @@ struct exec_tile {
     uint64_t xt;             /* [n][d]: the tile's residual rows */
     bool in_xt;              /* the rows are in xt already and stay there (a fused layer's
                                 group, model_layer_ops.c): no copies from and to HBM */
-    /* EXEC_OP_PREFETCH: the group before's rows going back (MoE over the layer under tile
-       reuse), then the next tile's rows loading, on the second DMA queue at its start */
-    struct exec_side_copy back, pre;
+    /* EXEC_OP_PREFETCH: the group before's received rows going to the spill and its rows
+       going back (MoE over the layer under tile reuse), then the next tile's rows loading,
+       on the second DMA queue at its start */
+    struct exec_side_copy spill, back, pre;
     bool whole;              /* every row of its runs: the op's only tile */
 };
 /* Interpreter-only op flags (the image's are NPU_OP_*, below these): a dense layer's

@@ -24,7 +24,7 @@ static void make_tile(const struct exec_run *runs, uint32_t nruns, uint32_t t0, 
                       struct exec_tile *tile)
 {
     tile->t0 = t0, tile->n = n, tile->nsegs = 0;
-    tile->back.bytes = tile->pre.bytes = 0;
+    tile->spill.bytes = tile->back.bytes = tile->pre.bytes = 0;
     uint32_t row = 0;
     for (uint32_t i = 0; i < nruns; i++) {
         uint32_t lo = row > t0 ? row : t0, end = row + runs[i].count;
@@ -83,6 +83,8 @@ static int attn_group(struct exec_model *m, const struct npu_prog_op *op,
 
 void exec_tile_side_copies(struct exec_model *m, const struct exec_tile *tile)
 {
+    if (tile->spill.bytes)
+        exec_copy_side(m, tile->spill.dst, tile->spill.src, tile->spill.bytes);
     if (tile->back.bytes)
         exec_copy_side(m, tile->back.dst, tile->back.src, tile->back.bytes);
     if (tile->pre.bytes)
@@ -448,7 +450,7 @@ static void group_add_early(struct exec_model *m, uint64_t buf, uint32_t gn)
 static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
                            const struct exec_run *runs, uint32_t nruns, uint32_t g0,
                            uint32_t gn, uint64_t x, uint64_t buf,
-                           const struct exec_side_copy sides[2])
+                           const struct exec_side_copy sides[3])
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint32_t T = m->plan->tile_rows, step = m->tp > 1 ? gn : T;
@@ -460,8 +462,9 @@ static int group_attention(struct exec_model *m, const struct npu_prog_op *op,
         make_tile(runs, nruns, t0, g0 + gn - t0 < step ? g0 + gn - t0 : step, tile);
         tile->xt = buf + (uint64_t)(t0 - g0) * row, tile->in_xt = true;
         struct npu_prog_op this_op = tile_op;
-        if (t0 == g0 && (sides[0].bytes || sides[1].bytes)) { /* group_sides_in's */
-            tile->back = sides[0], tile->pre = sides[1];
+        if (t0 == g0 && (sides[0].bytes || sides[1].bytes || sides[2].bytes)) {
+            /* group_sides_in's, and the spill exec_moe_wide_take_spill left to it */
+            tile->back = sides[0], tile->pre = sides[1], tile->spill = sides[2];
             this_op.flags |= EXEC_OP_PREFETCH;
         }
         rc = run_tile(m, &this_op, tile, x + (uint64_t)(t0 - g0) * row);
@@ -506,9 +509,11 @@ static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
         rc = group_take(m, &p->b, p->row0 + g0, gn, &buf);
     /* the next group's rows, unless its wave ends first (the spill grows linearly) */
     const bool ahead = p->wide && g1 < rows && exec_moe_wide_has_room(m, l, gn + gn1);
-    struct exec_side_copy sides[2] = { { 0 } };
-    if (rc == NPU_OK && p->wide && m->treuse.on)
+    struct exec_side_copy sides[3] = { { 0 } };
+    if (rc == NPU_OK && p->wide && m->treuse.on) {
         group_sides_in(m, &p->b, p->row0 + g1, ahead ? gn1 : 0, &p->back, sides);
+        exec_moe_wide_take_spill(&sides[2]);
+    }
     else if (rc == NPU_OK && ahead)
         rc = group_prefetch(m, &p->b, p->row0 + g1, gn1);
     if (rc == NPU_OK && p->wide && g1 >= rows) /* the second pass's first matrices */

@@ -121,6 +121,10 @@ bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n);
 void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
+/* Under tile reuse: the spill copy of the last group's first pass, which the next group's
+   attention unit issues at its start (bytes 0: none pending); taken, it is no longer
+   pending. */
+void exec_moe_wide_take_spill(struct exec_side_copy *c);
 /* The second pass's first matrices (the rank's first slice's gate and up) into the expert
    ring, called as the wave's last group starts its attention: the second DMA queue is
    idle then, and the pass's first GEMM would otherwise wait for them. Only where the

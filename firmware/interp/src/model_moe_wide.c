@@ -151,6 +151,48 @@ static uint64_t plan_bytes(const struct exec_model *m, const struct moe_ep_map *
     return noc_a2av_plan_words(m->tp, x->n, x->first[m->rank + 1] - x->first[m->rank]) * 4;
 }
 
+/*
+ * Under tile reuse a group's spill copy (its received rows from ep_recv to the spill, the
+ * second DMA queue) is left to the next unit, the next group's attention, which issues it
+ * at its start (exec_tile.spill), as the full run overlaps it with that attention: issued
+ * inside the first pass's unit, the unit's end waited for it, and every group's attention
+ * began about 8 us later than in the full run (a 3,982-token layered prompt of
+ * Qwen3-30B-A3B on large-64: 134 us a group against 128, TTFT 6 % high). A replayed first
+ * pass leaves its spill too (the rows its record holds), so the attention unit after it
+ * records the same work. What no unit took is issued before the next dispatch and before
+ * the second pass (spill_now); the layer's last group spills at once. The same on every
+ * rank. HAZARD: the next dispatch's peers write ep_recv, so the copy must be issued before
+ * that dispatch's drain, which spill_now at its start guarantees.
+ */
+static struct exec_side_copy spill_left;
+
+void exec_moe_wide_take_spill(struct exec_side_copy *c)
+{
+    *c = spill_left;
+    spill_left.bytes = 0;
+}
+
+static void spill_now(struct exec_model *m)
+{
+    struct exec_side_copy c;
+    exec_moe_wide_take_spill(&c);
+    if (c.bytes)
+        exec_copy_side(m, c.dst, c.src, c.bytes);
+}
+
+/* The group's rows from ep_recv to its place in the spill: left to the next unit under tile
+   reuse but for the layer's last group (its router loads the next layer's shares, and the
+   second pass follows), else now. */
+static void spill_rows(struct exec_model *m, uint64_t dst, uint64_t bytes)
+{
+    if (!bytes)
+        return;
+    if (m->treuse.on && !m->w.route_last)
+        spill_left = (struct exec_side_copy){ dst, m->buf.a.ep_recv, bytes };
+    else
+        exec_copy_side(m, dst, m->buf.a.ep_recv, bytes);
+}
+
 static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct npu_moe_spill s;
@@ -163,6 +205,7 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
        matrix before this dispatch's peers write them; for a layer's first group, those of
        the layer before where its combines wait for this pass (its wave still open) */
     const struct wide_state *prev = wide_of(l + 1); /* layer l - 1's parity */
+    spill_now(m); /* the group before's, where no unit took it: it reads ep_recv */
     int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
     /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
     rc = rc == NPU_OK ? moe_ep_route_dispatch(m, l, tile, x, &plan, false) : rc;
@@ -183,9 +226,7 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
     const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
     /* beside the next group's attention (second DMA queue): in the chain's queue they held
        up its first loads with the matrix idle */
-    if (bytes)
-        exec_copy_side(m, spill_base(m, &s, l) + s.rows + w->rows * row, m->buf.a.ep_recv,
-                       bytes);
+    spill_rows(m, spill_base(m, &s, l) + s.rows + w->rows * row, bytes);
     /* kept: the combine reads them back in every mode */
     exec_copy_kept(m, record_addr(m, &s, l, w->groups) + s.counts, m->buf.a.ep_matrix, mat,
                    true);
@@ -231,6 +272,7 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     const uint32_t E = m->cfg->num_experts, lo = x->first[m->rank], hi = x->first[m->rank + 1];
     struct wide_record *rec = record(m, &s, l, w->groups);
     uint32_t *run = runs(m, &s, l, w->groups);
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     rec->first_row = w->rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) {
         run[2 * (i - lo)] = per_expert[x->expert[i]];
@@ -239,6 +281,7 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     }
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
+    spill_rows(m, spill_base(m, &s, l) + s.rows + w->rows * row, rec->rows * row);
     wave_add_group(m, &s, w, rec, n);
 }
 
@@ -263,6 +306,7 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
     if (g < WIDE_UNITS_MAX)
         units[g].how = WIDE_FULL;
+    spill_now(m); /* the group before's, where no unit took it (dispatch_full's too) */
     if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
         return dispatch_full(m, l, tile);
     uint32_t load;
@@ -375,6 +419,7 @@ int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
     const uint32_t lo = x->first[m->rank], hi = x->first[m->rank + 1];
     const uint64_t bufs[2] = { m->buf.a.ep_recv, m->buf.a.xt };
     exec_set_cat(m, EXEC_CAT_FFN);
+    spill_now(m); /* a wave's last group's, where its attention did not take it */
     uint32_t j = 0;
     struct cursor at = { wide_of(l)->first, 0 };
     struct chunk cur, nx;
