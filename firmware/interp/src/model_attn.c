@@ -28,6 +28,7 @@
 
 #include "model_attn.h"
 #include "model_exec.h"
+#include "model_hazard.h"
 #include "npu/hal.h"
 #include "npu/vector.h"
 
@@ -397,6 +398,79 @@ static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_k
     }
 }
 
+/*
+ * Steps still whole in the step ring, for a later tile of the same iteration and layer: a
+ * prompt's chunk of several tiles reads the same cached positions before the window in each
+ * tile (Qwen3-30B-A3B prefill-512 at context 8K on large-64: each of the 4 tiles loaded the
+ * rank's block of 128 positions, two 128 KiB copies of 2.4 us on the chain's queue before
+ * its first scores GEMM). A step is known by where its first key row lies in the cache and
+ * its length: the positions before a tile's window were written by earlier iterations or
+ * earlier tiles, and nothing rewrites them within the op. An entry is dropped when any
+ * descriptor writes its rows (exec_attention_kept_written, from every descriptor's
+ * accesses: the next step's loads, a buffer laid over the ring), at every MoE or FFN op
+ * (whose peers' NoC writes no local descriptor declares) and at every recording and replay
+ * of layer or tile reuse (a replay issues no descriptors: the steps it stands for would
+ * have moved the ring). Only where attn_prefetch may load early (split attention, the QKV
+ * GEMM's chunks not over the ring).
+ */
+#define ATTN_KEPT_MAX 4u
+struct attn_kept_step {
+    uint64_t src, bytes; /* the step's first key row in the cache; its K (and V) bytes */
+    uint32_t layer, iter, nb;
+    struct attn_kv kv;
+};
+static struct {
+    uint32_t n;
+    struct attn_kept_step e[ATTN_KEPT_MAX];
+} attn_kept;
+
+void exec_attention_kept_drop(void)
+{
+    attn_kept.n = 0;
+}
+
+static void kept_drop_range(uint64_t lo, uint64_t hi)
+{
+    for (uint32_t i = 0; i < attn_kept.n;) {
+        const uint64_t k = attn_kept.e[i].kv.k, v = attn_kept.e[i].kv.v, b = attn_kept.e[i].bytes;
+        if ((lo < k + b && k < hi) || (lo < v + b && v < hi))
+            attn_kept.e[i] = attn_kept.e[--attn_kept.n];
+        else
+            i++;
+    }
+}
+
+void exec_attention_kept_written(const struct hz_access *h)
+{
+    if (!attn_kept.n)
+        return;
+    for (uint32_t i = 0; i < HZ_WRITES; i++)
+        if (h->wr[i].hi > h->wr[i].lo)
+            kept_drop_range(h->wr[i].lo, h->wr[i].hi);
+}
+
+static bool kept_take(const struct exec_model *m, uint32_t l, uint64_t src, uint32_t nb,
+                      struct attn_kv *kv)
+{
+    for (uint32_t i = 0; i < attn_kept.n; i++)
+        if (attn_kept.e[i].src == src && attn_kept.e[i].nb == nb && attn_kept.e[i].layer == l &&
+            attn_kept.e[i].iter == m->acct.iterations) {
+            *kv = attn_kept.e[i].kv;
+            return true;
+        }
+    return false;
+}
+
+static void kept_add(const struct exec_model *m, uint32_t l, uint64_t src, uint32_t nb,
+                     struct attn_kv kv)
+{
+    if (attn_kept.n == ATTN_KEPT_MAX)
+        attn_kept.e[0] = attn_kept.e[--attn_kept.n]; /* full: the first entry makes room */
+    attn_kept.e[attn_kept.n++] = (struct attn_kept_step){
+        .src = src, .bytes = (uint64_t)nb * npu_kv_row_bytes(m->cfg, m->plan), .layer = l,
+        .iter = m->acct.iterations, .nb = nb, .kv = kv };
+}
+
 /* The steps attn_prefetch loaded, in the order the attention takes them. */
 #define ATTN_PRE_MAX 8u
 static struct {
@@ -473,6 +547,8 @@ static void attn_fill_empty(struct exec_model *m, const struct attn_state *st,
     }
 }
 
+static bool attn_prefetch_allowed(const struct exec_model *m);
+
 /* Segment g's online softmax over this rank's positions of its cache before the window,
    step by step (a step gathers the keys and values once for all heads); its final maxima
    end in m_a. False if the rank holds none of them (the state is then the empty one). */
@@ -495,10 +571,15 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
     for (uint32_t lr = r0; lr < r1; parity ^= 1) {
         const struct attn_step s = attn_step_next(m, g, window, lr, r1);
         struct attn_kv kv;
-        if (!attn_pre_take(l, s.lr, s.nb, &kv)) {
+        uint32_t contig;
+        const uint64_t src = exec_kv_addr(m, &k, l, false, s.lr, &contig);
+        const bool keep = attn_prefetch_allowed(m);
+        if (!attn_pre_take(l, s.lr, s.nb, &kv) && !(keep && kept_take(m, l, src, s.nb, &kv))) {
             kv = attn_step_rows(m, s.nb);
             attn_pv_flush_over(m, kv.v, kv.v + (uint64_t)s.nb * npu_kv_row_bytes(c, m->plan));
             attn_gather_kv(m, l, &k, s.lr, s.nb, kv, false);
+            if (keep)
+                kept_add(m, l, src, s.nb, kv);
         }
         const uint64_t m_old = parity ? a->m_b : a->m_a, m_new = parity ? a->m_a : a->m_b;
         for (uint32_t h = 0, hb = attn_heads_batch(m, g->count, s.nb); h < c->num_kv_heads;

@@ -114,6 +114,7 @@ static struct npu_desc *push(struct exec_model *m, enum hz_engine e, const struc
         (void)rc;
     }
     *sync = hz_sync(e, h, side);
+    exec_attention_kept_written(h);
     return &chain[nchain++];
 }
 

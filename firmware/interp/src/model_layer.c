@@ -147,6 +147,7 @@ int exec_ffn_end(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 
 int exec_ffn(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
+    exec_attention_kept_drop(); /* its collectives' peers' writes declare no local range */
     const uint32_t d = m->cfg->hidden_size;
     exec_set_cat(m, EXEC_CAT_FFN);
     exec_rmsnorm(m, m->buf.a.xb, tile->xt, exec_weight_addr(m, l, MT_FFN_NORM), tile->n, d);

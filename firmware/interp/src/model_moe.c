@@ -222,6 +222,7 @@ static int run_expert(struct exec_model *m, uint32_t l, uint32_t e)
 
 int exec_moe(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
+    exec_attention_kept_drop(); /* its peers' writes declare no local range */
     if (m->tp > 1 && npu_plan_is_ep(m->plan))
         return exec_moe_units_apply(m, tile->n) ? exec_moe_units(m, l, tile)
                                                 : exec_moe_ep(m, l, tile);

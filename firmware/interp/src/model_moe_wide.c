@@ -301,6 +301,7 @@ static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_t
 
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
+    exec_attention_kept_drop(); /* its peers' writes declare no local range */
     struct wide_state *w = wide_of(l);
     const uint32_t g = w->groups, n = tile->n;
     _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
@@ -413,6 +414,7 @@ void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
 
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
 {
+    exec_attention_kept_drop(); /* its peers' writes declare no local range */
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
     const struct moe_ep_map *x = moe_ep_map(m, l);
@@ -561,6 +563,7 @@ static int combine_record(struct exec_model *m, uint32_t l, const struct exec_ti
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add)
 {
+    exec_attention_kept_drop(); /* its peers' writes declare no local range */
     if (!m->treuse.on || group >= WIDE_UNITS_MAX || units[group].how == WIDE_FULL)
         return combine_with_load(m, l, tile, group, ahead, add);
     assert(ahead && add && "tile reuse: the third pass's combines (layer_wide_combines)");

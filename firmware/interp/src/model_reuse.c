@@ -343,6 +343,7 @@ static int refused(int rc, const char *what, uint32_t slot)
 
 int exec_record_begin(struct exec_model *m, uint32_t slot, struct exec_recording *r)
 {
+    exec_attention_kept_drop(); /* a recording starts from no kept steps, as its replays */
     exec_charge(m);
     int rc = exec_drain(m); /* the engines are idle from here, the second DMA queue too */
     if (rc != NPU_OK)
@@ -380,6 +381,7 @@ int exec_record_end(struct exec_model *m, const struct exec_recording *r, uint64
 
 int exec_replay_slot(struct exec_model *m, uint32_t slot, uint32_t count, uint64_t span_ps)
 {
+    exec_attention_kept_drop(); /* what it stands for would have moved the step ring */
     exec_charge(m);
     int rc = exec_drain(m); /* REPEAT wants this core's engines idle */
     if (rc == NPU_OK)
