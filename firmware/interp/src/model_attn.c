@@ -404,7 +404,9 @@ static void attn_gather_kv(struct exec_model *m, uint32_t l, const struct exec_k
  * tile (Qwen3-30B-A3B prefill-512 at context 8K on large-64: each of the 4 tiles loaded the
  * rank's block of 128 positions, two 128 KiB copies of 2.4 us on the chain's queue before
  * its first scores GEMM). A step is known by where its first key row lies in the cache and
- * its length: the positions before a tile's window were written by earlier iterations or
+ * its length, and kept only if it is one contiguous piece of the cache (two runs may share
+ * the block of a step's first row, a prefix cache's, and not the blocks after it): the
+ * positions before a tile's window were written by earlier iterations or
  * earlier tiles, and nothing rewrites them within the op. An entry is dropped when any
  * descriptor writes its rows (exec_attention_kept_written, from every descriptor's
  * accesses: the next step's loads, a buffer laid over the ring), at every MoE or FFN op
@@ -573,7 +575,9 @@ static bool attn_run_segment(struct exec_model *m, const struct attn_state *st, 
         struct attn_kv kv;
         uint32_t contig;
         const uint64_t src = exec_kv_addr(m, &k, l, false, s.lr, &contig);
-        const bool keep = attn_prefetch_allowed(m);
+        /* one contiguous piece: its rows are [src, src + nb rows) wherever the run's later
+           blocks lie (two runs may share a first block, a prefix cache's) */
+        const bool keep = contig >= s.nb && attn_prefetch_allowed(m);
         if (!attn_pre_take(l, s.lr, s.nb, &kv) && !(keep && kept_take(m, l, src, s.nb, &kv))) {
             kv = attn_step_rows(m, s.nb);
             attn_pv_flush_over(m, kv.v, kv.v + (uint64_t)s.nb * npu_kv_row_bytes(c, m->plan));

@@ -72,6 +72,7 @@ static int moe_begin(struct exec_model *m, uint32_t l, const struct exec_batch *
                hal_self()->core_id, n, m->plan->moe_rows);
         return NPU_ERR_RANGE;
     }
+    exec_attention_kept_drop(); /* its peers' writes declare no local range */
     exec_make_tile(p->runs, p->nruns, n, t);
     t->xt = m->buf.x_all + (uint64_t)p->row_base * row, t->in_xt = false;
     exec_set_layer(m, l);

@@ -654,6 +654,7 @@ static int dense_tile_in(struct exec_model *m, uint32_t l, const struct exec_run
    once its GEMMs, the last readers of the layer's shares, are issued. */
 static void ffn_gemms(struct exec_model *m, uint32_t l, const struct exec_tile *t, bool last)
 {
+    exec_attention_kept_drop(); /* its collectives' peers' writes declare no local range */
     if (last)
         exec_stage_next(m, l);
     exec_ffn_begin(m, l, t);

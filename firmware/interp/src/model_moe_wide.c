@@ -165,6 +165,9 @@ static uint64_t plan_bytes(const struct exec_model *m, const struct moe_ep_map *
  * that dispatch's drain, which spill_now at its start guarantees.
  */
 static struct exec_side_copy spill_left;
+/* The group being dispatched is the layer's last (m->w.route_last as its dispatch began:
+   routing clears that flag). */
+static bool spill_last;
 
 void exec_moe_wide_take_spill(struct exec_side_copy *c)
 {
@@ -187,7 +190,7 @@ static void spill_rows(struct exec_model *m, uint64_t dst, uint64_t bytes)
 {
     if (!bytes)
         return;
-    if (m->treuse.on && !m->w.route_last)
+    if (m->treuse.on && !spill_last)
         spill_left = (struct exec_side_copy){ dst, m->buf.a.ep_recv, bytes };
     else
         exec_copy_side(m, dst, m->buf.a.ep_recv, bytes);
@@ -205,7 +208,6 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
        matrix before this dispatch's peers write them; for a layer's first group, those of
        the layer before where its combines wait for this pass (its wave still open) */
     const struct wide_state *prev = wide_of(l + 1); /* layer l - 1's parity */
-    spill_now(m); /* the group before's, where no unit took it: it reads ep_recv */
     int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
     /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
     rc = rc == NPU_OK ? moe_ep_route_dispatch(m, l, tile, x, &plan, false) : rc;
@@ -307,7 +309,8 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
     if (g < WIDE_UNITS_MAX)
         units[g].how = WIDE_FULL;
-    spill_now(m); /* the group before's, where no unit took it (dispatch_full's too) */
+    spill_now(m); /* the group before's, where no unit took it: it reads ep_recv */
+    spill_last = m->w.route_last;
     if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
         return dispatch_full(m, l, tile);
     uint32_t load;
