@@ -513,8 +513,7 @@ static int fused_group(struct exec_model *m, struct fused_pass *p, uint32_t g0)
     if (rc == NPU_OK && p->wide && m->treuse.on) {
         group_sides_in(m, &p->b, p->row0 + g1, ahead ? gn1 : 0, &p->back, sides);
         exec_moe_wide_take_spill(&sides[2]);
-    }
-    else if (rc == NPU_OK && ahead)
+    } else if (rc == NPU_OK && ahead)
         rc = group_prefetch(m, &p->b, p->row0 + g1, gn1);
     if (rc == NPU_OK && p->wide && g1 >= rows) /* the second pass's first matrices */
         exec_moe_wide_prefetch(m, l);

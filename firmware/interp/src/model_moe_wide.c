@@ -183,11 +183,15 @@ static void spill_now(struct exec_model *m)
         exec_copy_side(m, c.dst, c.src, c.bytes);
 }
 
-/* The group's rows from ep_recv to its place in the spill: left to the next unit under tile
-   reuse but for the layer's last group (its router loads the next layer's shares, and the
-   second pass follows), else now. */
-static void spill_rows(struct exec_model *m, uint64_t dst, uint64_t bytes)
+/* The wave's next group's rows (`rows` of them, from ep_recv) to their place in layer l's
+   spill: left to the next unit under tile reuse but for the layer's last group (the second
+   pass reads the spill next), else now. */
+static void spill_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
+                       uint64_t rows)
 {
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    const uint64_t dst = spill_base(m, s, l) + s->rows + wide_of(l)->rows * row;
+    const uint64_t bytes = rows * row;
     if (!bytes)
         return;
     if (m->treuse.on && !spill_last)
@@ -214,7 +218,6 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
     if (rc != NPU_OK)
         return rc;
     const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
-    const uint64_t row = (uint64_t)d * m->buf.eb;
     struct wide_record *rec = record(m, &s, l, w->groups);
     uint32_t *run = runs(m, &s, l, w->groups);
     rec->first_row = w->rows, rec->rows = 0;
@@ -225,10 +228,10 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
         rec->rows += elems / d;
     }
     exec_set_cat(m, EXEC_CAT_FFN);
-    const uint64_t bytes = rec->rows * row, mat = plan_bytes(m, x);
+    const uint64_t mat = plan_bytes(m, x);
     /* beside the next group's attention (second DMA queue): in the chain's queue they held
        up its first loads with the matrix idle */
-    spill_rows(m, spill_base(m, &s, l) + s.rows + w->rows * row, bytes);
+    spill_rows(m, &s, l, rec->rows);
     /* kept: the combine reads them back in every mode */
     exec_copy_kept(m, record_addr(m, &s, l, w->groups) + s.counts, m->buf.a.ep_matrix, mat,
                    true);
@@ -274,7 +277,6 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     const uint32_t E = m->cfg->num_experts, lo = x->first[m->rank], hi = x->first[m->rank + 1];
     struct wide_record *rec = record(m, &s, l, w->groups);
     uint32_t *run = runs(m, &s, l, w->groups);
-    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     rec->first_row = w->rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) {
         run[2 * (i - lo)] = per_expert[x->expert[i]];
@@ -283,7 +285,7 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     }
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
-    spill_rows(m, spill_base(m, &s, l) + s.rows + w->rows * row, rec->rows * row);
+    spill_rows(m, &s, l, rec->rows);
     wave_add_group(m, &s, w, rec, n);
 }
 
