@@ -885,7 +885,7 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     if (moe_prefetch_early(m, op, rows)) {
         exec_set_layer(m, op->layer);
-        exec_moe_prefetch(m, op->layer, rows);
+        exec_moe_prefetch(m, op->layer, rows, true); /* the op's only group */
     }
     /* EP MoE runs over groups of moe_rows (xt holds a group when the residual is in HBM) */
     if (op->kind == NPU_OP_ATTENTION && layer_fused(m))

@@ -141,8 +141,9 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
    group and tiles are not replayed (model_layer_ops.c), else while the NoC dispatches the
    group's rows (the dispatch's `prefetch`); only where its `rows` touch most experts and
    its slices are staged (model_moe_ep.c). Slices already in the ring are not loaded
-   again, so the second call finds the first's. */
-void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows);
+   again, so the second call finds the first's. `only`: the group is the layer's only one
+   (the order in which it serves its slices, serve_order). */
+void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows, bool only);
 
 /* model_moe_units.c: the MoE by units (plan.moe_units_rows), for a MoE op of at most that
    many rows under expert parallelism; the check at start (the tensor table's order, the

@@ -137,8 +137,8 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
 
 /* Step 2 on this rank's slice of rows (xb, routed and sorted): its pairs by expert slice
    into ep_send, the elements per slice into ep_counts, then the dispatch. */
-static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n,
-                    uint32_t l, bool prefetch)
+static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan,
+                    const struct exec_tile *tile, uint32_t l, bool prefetch)
 {
     const struct moe_pairs *p = &moe_pairs;
     const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
@@ -150,8 +150,8 @@ static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan, uint3
     if (rc != NPU_OK)
         return rc;
     if (prefetch) /* while the NoC dispatches */
-        exec_moe_prefetch(m, l, n);
-    struct noc_alltoallv_args a = dispatch_args(m, n);
+        exec_moe_prefetch(m, l, tile->n, tile->whole);
+    struct noc_alltoallv_args a = dispatch_args(m, tile->n);
     exec_set_cat(m, EXEC_CAT_COLL);
     rc = noc_alltoallv_dispatch(ep_comm(m), &a, plan);
     exec_set_cat(m, EXEC_CAT_FFN);
@@ -191,7 +191,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
         exec_stage_after_route(m, l); /* the router read the layer's last shares */
     if (rc == NPU_OK) {
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-        rc = dispatch(m, plan, tile->n, l, prefetch);
+        rc = dispatch(m, plan, tile, l, prefetch);
     }
     for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* every slice's total */
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
@@ -219,23 +219,48 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
               w, w, d, true, false, false);
 }
 
+/* The order in which a MoE group serves this rank's slices [lo, hi): order[i] is the i-th,
+   from the group's direction (backward: hi - 1 down to lo). Groups of a layer alternate the
+   direction (serve_experts): a ring too small for the rank's slices still holds the last
+   ones served, and the next group serves those first (a layer of G groups loads 3 x slices
+   + (G - 1) x max(0, 3 x slices - ring slots) matrices instead of G x 3 x slices). The
+   layer's only group (`only`) leaves nothing to a next group, so it serves the widest
+   slices first (stable, so equal widths keep the direction): the ring loads matrix
+   k + slots only once GEMM k has read its slot, and a whole expert's matrix behind a
+   one-unit slice's short GEMMs left the array waiting for its load (Qwen3-30B-A3B
+   prefill-512 skewed:1.0 on large-64, a ring of 2 slots: 11.6 us a layer on rank 0). */
+#define SERVE_SLICES_MAX 64u
+static uint32_t serve_order(const struct moe_ep_map *x, uint32_t lo, uint32_t hi, bool backward,
+                            bool only, uint32_t *order)
+{
+    const uint32_t n = hi - lo;
+    assert(n <= SERVE_SLICES_MAX && "the planner's slices per rank");
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t s = backward ? hi - 1 - i : lo + i;
+        uint32_t j = i;
+        for (; only && j > 0 && x->width[order[j - 1]] < x->width[s]; j--)
+            order[j] = order[j - 1];
+        order[j] = s;
+    }
+    return n;
+}
+
 /* Step 3: every expert slice this rank holds, over every row of the group dispatched to it.
    The dispatch left each slice's rows as one run of ep_recv (by bucket), so the slice's
    SwiGLU reads them there and writes its outputs over them (the up projections have read
-   them by then): no gather, no scatter. Groups alternate the direction in which they walk
-   the slices: a ring too small for the rank's slices still holds the last ones served, and
-   the next group serves those first (a layer of G groups loads 3 x slices + (G - 1) x
-   max(0, 3 x slices - ring slots) matrices instead of G x 3 x slices). `last`: the layer's
-   last group, after whose loads the head's first piece may load (exec_head_ahead). */
+   them by then): no gather, no scatter. The slices in serve_order's order; `last`: the
+   layer's last group, after whose loads the head's first piece may load (exec_head_ahead);
+   `only`: the layer's only group. */
 static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_map *x,
-                         const struct noc_alltoallv_plan *plan, bool last)
+                         const struct noc_alltoallv_plan *plan, bool last, bool only)
 {
     const uint32_t d = m->cfg->hidden_size;
     const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
-    const bool backward = m->w.ring.backward;
-    m->w.ring.backward = !backward;
-    for (uint32_t i = lo; i < hi; i++) {
-        const uint32_t s = backward ? hi - 1 - (i - lo) : i;
+    uint32_t order[SERVE_SLICES_MAX];
+    const uint32_t n = serve_order(x, lo, hi, m->w.ring.backward, only, order);
+    m->w.ring.backward = !m->w.ring.backward;
+    for (uint32_t i = 0; i < n; i++) {
+        const uint32_t s = order[i];
         const uint64_t elems = moe_ep_slice_elems(plan, s); /* rows x d */
         if (elems == 0)
             continue;
@@ -442,7 +467,7 @@ int exec_moe_ep_serve_round(struct exec_model *m, uint32_t l)
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
                 moe_ep_slice_elems(&plan, s) / d;
     if (rc == NPU_OK)
-        rc = serve_experts(m, l, x, &plan, false);
+        rc = serve_experts(m, l, x, &plan, false, false);
     if (rc == NPU_OK) {
         exec_set_cat(m, EXEC_CAT_COLL);
         rc = noc_alltoallv_combine(ep_comm(m), &a, &plan);
@@ -457,7 +482,7 @@ int exec_moe_ep(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     int rc = moe_ep_route_dispatch(m, l, tile, x, &plan, true);
     if (rc == NPU_OK)
-        rc = serve_experts(m, l, x, &plan, tile->whole);
+        rc = serve_experts(m, l, x, &plan, tile->whole, tile->whole);
     return rc == NPU_OK ? moe_ep_combine_add(m, tile, x, &plan) : rc;
 }
 
@@ -473,7 +498,7 @@ static bool prefetch_pays(const struct exec_model *m, uint32_t l, uint32_t rows)
            (uint64_t)rows * m->cfg->experts_per_token >= 4ull * m->cfg->num_experts;
 }
 
-void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows)
+void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows, bool only)
 {
     if (!prefetch_pays(m, l, rows))
         return;
@@ -481,10 +506,11 @@ void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows)
     const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
     const uint32_t slots = m->w.map.ring_slots, d = m->cfg->hidden_size;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
-    uint32_t loaded = 0;
-    /* the order serve_experts will walk them in (it alternates the direction per group) */
-    for (uint32_t i = 0; i < hi - lo && loaded < slots; i++) {
-        const uint32_t s = m->w.ring.backward ? hi - 1 - i : lo + i;
+    uint32_t loaded = 0, order[SERVE_SLICES_MAX];
+    /* the order serve_experts will walk them in */
+    const uint32_t n = serve_order(x, lo, hi, m->w.ring.backward, only, order);
+    for (uint32_t i = 0; i < n && loaded < slots; i++) {
+        const uint32_t s = order[i];
         const uint64_t bytes = (uint64_t)x->width[s] * d * m->buf.eb;
         for (int k = 0; k < 3 && loaded < slots; k++, loaded++)
             exec_expert_slice_addr(m, l, kinds[k], s - lo, bytes);
