@@ -2,7 +2,8 @@
 /*
  * Exchange of named blocks (noc_exchange_blocks, docs/noc-driver.md "Exchange of blocks"):
  * after the agreement every rank writes each of its blocks straight into the receiver's
- * buffer, one 2-D NoC write a block (or one 2-D multicast to a grid line's rectangle), and
+ * buffer, one 2-D NoC write a block (or one 2-D multicast to a grid line's rectangle or the
+ * group's), and
  * waits until its own expected deliveries have landed and its writes have been
  * acknowledged. One step: no forwarding, no reduction.
  *
@@ -30,11 +31,16 @@ static uint64_t block_span(uint32_t rows, uint32_t row_bytes, uint32_t stride)
     return (uint64_t)(rows - 1) * stride + row_bytes;
 }
 
-/* The ranks of block b's grid line (its `to` rank's column or row) into ranks; their
-   number. */
+/* The ranks of block b's grid line (its `to` rank's column or row), or of the whole group,
+   into ranks; their number. */
 static uint32_t line_ranks(const struct noc_comm *c, const struct noc_exchange_block *b,
                            uint16_t *ranks)
 {
+    if (b->dest == NOC_EXCHANGE_GROUP) {
+        for (uint32_t k = 0; k < c->group.size; k++)
+            ranks[k] = (uint16_t)k;
+        return c->group.size;
+    }
     const uint32_t cols = c->group.grid_cols, i = b->to / cols, j = b->to % cols;
     const bool col = b->dest == NOC_EXCHANGE_GRID_COL;
     const uint32_t len = col ? c->group.grid_rows : cols;
@@ -54,10 +60,12 @@ static enum coll_fault block_check(const struct noc_comm *c, const struct noc_ex
         b->row_bytes == 0 ||
         (b->rows > 1 && (b->src_stride < b->row_bytes || b->dst_stride < b->row_bytes)))
         return COLL_BAD_ARGS;
-    if (line && (!a->multicast || b->dest > NOC_EXCHANGE_GRID_ROW ||
-                 c->group.placement != NOC_PLACE_MESH2D || noc_group_is_pair(&c->group) ||
+    const bool grid = b->dest == NOC_EXCHANGE_GRID_COL || b->dest == NOC_EXCHANGE_GRID_ROW;
+    if (line && (!a->multicast || b->dest > NOC_EXCHANGE_GROUP ||
+                 (grid && c->group.placement != NOC_PLACE_MESH2D) ||
+                 noc_group_is_pair(&c->group) ||
                  !coll_line_rect(c, ranks, line_ranks(c, b, ranks), &rect)))
-        return COLL_BAD_ARGS; /* a line needs the declaration and a rectangle of cores */
+        return COLL_BAD_ARGS; /* a line or the group needs the declaration and a rectangle */
     const uint64_t dst_end = b->dst_offset + block_span(b->rows, b->row_bytes, b->dst_stride);
     if (dst_end > a->bytes || dst_end < b->dst_offset)
         return COLL_BAD_BUFFER;
@@ -103,8 +111,8 @@ static void emit_block(struct coll_stream *st, const struct noc_exchange_block *
     coll_expect_of(c)->sent++;
 }
 
-/* Block b as one 2-D multicast to its grid line's rectangle, at the same offset of every
-   member's buffer (the headers agreed on one offset). */
+/* Block b as one 2-D multicast to its grid line's (or the group's) rectangle, at the same
+   offset of every member's buffer (the headers agreed on one offset). */
 static int emit_line_block(struct coll_stream *st, const struct noc_exchange_block *b)
 {
     static uint16_t ranks[NOC_GROUP_MAX];

@@ -778,17 +778,20 @@ static void make_tile_at(const struct exec_run *runs, uint32_t nruns, uint32_t b
     tile->t0 = t0;
 }
 
-/* The tile of op rows [t0, t0 + T) of attn_tiles' [lo, hi): its segments, rows, norm and
-   QKV GEMM issued (*started: exec_attention_begin's). */
-static void attn_tile_begin(struct exec_model *m, uint32_t l, const struct exec_run *runs,
-                            uint32_t nruns, uint32_t base, uint32_t lo, uint32_t hi, uint64_t x,
-                            bool in_xt, uint32_t t0, struct exec_tile *tile, bool *started)
+/* The tile of op rows [t0, t0 + T) of attn_tiles' [lo, hi): the MoE outputs its rows wait
+   for added (exec_moe_rows_take), its segments, rows, norm and QKV GEMM issued (*started:
+   exec_attention_begin's). */
+static int attn_tile_begin(struct exec_model *m, uint32_t l, const struct exec_run *runs,
+                           uint32_t nruns, uint32_t base, uint32_t lo, uint32_t hi, uint64_t x,
+                           bool in_xt, uint32_t t0, struct exec_tile *tile, bool *started)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    const uint32_t T = m->plan->tile_rows;
-    make_tile_at(runs, nruns, base, t0, hi - t0 < T ? hi - t0 : T, tile);
+    const uint32_t T = m->plan->tile_rows, n = hi - t0 < T ? hi - t0 : T;
+    int rc = exec_moe_rows_take(m, l, x, t0 - lo + n);
+    make_tile_at(runs, nruns, base, t0, n, tile);
     tile->xt = x + (uint64_t)(t0 - lo) * row, tile->in_xt = in_xt;
-    *started = exec_attention_begin(m, l, tile);
+    *started = rc == NPU_OK && exec_attention_begin(m, l, tile);
+    return rc;
 }
 
 /* Attention over op rows [lo, hi), whose residual rows start at x (row lo's), tiles
@@ -805,25 +808,27 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
     const bool deep = m->plan->attn_deep; /* two tiles in flight (npu_layout.h, yo) */
     struct exec_tile *const tiles = op_tiles;
     bool started[3];
-    attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo, &tiles[0], &started[0]);
-    int rc = deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : NPU_OK;
-    if (deep && lo + tiles[0].n < hi)
-        attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n, &tiles[1],
-                        &started[1]);
+    int rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo, &tiles[0],
+                             &started[0]);
+    rc = rc == NPU_OK && deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : rc;
+    if (rc == NPU_OK && deep && lo + tiles[0].n < hi)
+        rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n,
+                             &tiles[1], &started[1]);
     for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += tiles[i].n, i = (i + 1) % 3) {
         const uint32_t j = (i + 1) % 3, next = t0 + tiles[i].n; /* tile i + 1 */
         if (!deep) {
             rc = exec_attention_mid(m, l, sliding, &tiles[i], started[i], true);
             if (rc == NPU_OK && next < hi)
-                attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, next, &tiles[j],
-                                &started[j]);
+                rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, next,
+                                     &tiles[j], &started[j]);
         } else {
             rc = exec_attention_out(m, l, sliding, &tiles[i], true, true);
             if (rc == NPU_OK && next < hi)
                 rc = attn_deep_next(m, l, sliding, &tiles[j], started[j]);
             if (rc == NPU_OK && next < hi && next + tiles[j].n < hi)
-                attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, next + tiles[j].n,
-                                &tiles[(i + 2) % 3], &started[(i + 2) % 3]);
+                rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt,
+                                     next + tiles[j].n, &tiles[(i + 2) % 3],
+                                     &started[(i + 2) % 3]);
         }
         if (rc == NPU_OK)
             rc = exec_attention_end(m, l, &tiles[i], true);
@@ -883,6 +888,12 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
+    /* MoE outputs that wait for this layer's attention: only attn_tiles takes them */
+    const bool takes = op->kind == NPU_OP_ATTENTION && !layer_fused(m) &&
+                       !layer_dense_fused(m) && attn_overlapped(m);
+    int rc0 = takes ? NPU_OK : exec_moe_rows_settle(m);
+    if (rc0 != NPU_OK)
+        return rc0;
     if (moe_prefetch_early(m, op, rows)) {
         exec_set_layer(m, op->layer);
         exec_moe_prefetch(m, op->layer, rows, true); /* the op's only group */

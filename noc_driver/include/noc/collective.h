@@ -141,8 +141,9 @@ int noc_allgather_blocks(struct noc_comm *c, const struct noc_gather_blocks_args
  * Exchange of named blocks: every rank sends its own list of 2-D blocks, each to one other
  * rank of the group, into that rank's receive buffer (`buf`, `bytes` long, the same size on
  * every rank, anywhere in its SRAM), and expects `arrivals` blocks in its own; with
- * `multicast`, a block may instead go to every rank of a grid line of a MESH2D group in one
- * multicast (the buffers then at one SRAM offset). For traffic that no all-gather shape
+ * `multicast`, a block may instead go to every rank of a grid line of a MESH2D group, or
+ * to every rank of a group that fills a rectangle, in one multicast (the buffers then at
+ * one SRAM offset). For traffic that no all-gather shape
  * fits: each rank gets only what it reads (split attention's per-head pieces,
  * docs/noc-driver.md "Exchange of blocks"). Checked locally (sources in SRAM, destinations
  * inside `bytes`, no unicast to this rank itself, a line only on a grid whose line fills a
@@ -157,6 +158,9 @@ enum noc_exchange_dest {
     NOC_EXCHANGE_GRID_COL,    /* one multicast to every rank of the MESH2D grid column of
                                  rank `to` (this one included if it is there) */
     NOC_EXCHANGE_GRID_ROW,    /* likewise its grid row */
+    NOC_EXCHANGE_GROUP,       /* one multicast to every rank of the group (this one
+                                 included; `to`: any of its ranks), whose cores must fill a
+                                 rectangle of the mesh (any placement but a pair's) */
 };
 struct noc_exchange_block {
     uint64_t src;             /* this rank's SRAM (global address) */

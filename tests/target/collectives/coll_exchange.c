@@ -7,7 +7,8 @@
  * slot s of their buffers; every rank checks that exactly the slots of its senders changed,
  * to the senders' bytes, and the rest kept their sentinel; on mesh2d groups also the
  * multicast form (each rank's block to the grid column of the next rank, itself included
- * when there), and its refusal without the `multicast` declaration. Then two refusals, on
+ * when there), and its refusal without the `multicast` declaration; on every placement the
+ * group form (each even rank's block to every rank, itself included). Then two refusals, on
  * every rank alike: one rank expecting a block more than is sent (NPU_ERR_INVAL, nobody waits for it),
  * and one block reaching past the receivers' buffers (NPU_ERR_RANGE).
  */
@@ -88,6 +89,42 @@ static uint64_t xb_mcast_mismatches(uint32_t rank, uint32_t n, uint32_t gc, cons
     return bad;
 }
 
+/* The group form, on every placement: each even rank multicasts its block to the whole
+   group (itself included), into slot s; every rank expects one delivery per even rank. */
+static uint64_t xb_group_mismatches(uint32_t rank, uint32_t n, const uint8_t *buf)
+{
+    uint64_t bad = 0;
+    for (uint32_t s = 0; s < n; s++)
+        for (uint32_t i = 0; i < XB_SLOT; i++) {
+            const uint32_t row = i / XB_DST_STRIDE, b = i % XB_DST_STRIDE;
+            const bool lands = s % 2 == 0 && b < XB_ROW_BYTES;
+            if (buf[(uint64_t)s * XB_SLOT + i] != (lands ? xb_byte(s, row, b) : 0xa5) &&
+                bad++ == 0)
+                printf("# group exchange of %" PRIu32 " ranks: rank %" PRIu32 " byte %" PRIu32
+                       " of sender %" PRIu32 "'s slot wrong\n", n, rank, i, s);
+        }
+    return bad;
+}
+
+static void xb_group_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t data)
+{
+    const uint32_t n = comm->group.size, rank = comm->rank;
+    uint8_t *const buf = (uint8_t *)(uintptr_t)data + 256;
+    memset(buf, 0xa5, (size_t)n * XB_SLOT);
+    const struct noc_exchange_block b = {
+        .src = data, .dst_offset = (uint64_t)rank * XB_SLOT, .to = 0, .dest = NOC_EXCHANGE_GROUP,
+        .rows = XB_ROWS, .row_bytes = XB_ROW_BYTES, .src_stride = XB_SRC_STRIDE,
+        .dst_stride = XB_DST_STRIDE };
+    struct noc_exchange_args a = { .buf = data + 256, .bytes = (uint64_t)n * XB_SLOT,
+                                   .blocks = &b, .nblocks = rank % 2 == 0,
+                                   .arrivals = (n + 1) / 2, .multicast = true };
+    int rc = noc_exchange_blocks(comm, &a);
+    uint64_t bad = rc == NPU_OK ? xb_group_mismatches(rank, n, buf) : 0;
+    expect(rc == NPU_OK && bad == 0, CCHECK_EXCHANGE, "exchange multicast to the group %s %ux%u: "
+           "rc %d, %" PRIu64 " wrong bytes", noc_placement_name(cs->placement), cs->rows,
+           cs->cols, rc, bad);
+}
+
 static void xb_mcast_run(const struct coll_case *cs, struct noc_comm *comm, uint64_t data)
 {
     const uint32_t n = comm->group.size, rank = comm->rank, gc = comm->group.grid_cols;
@@ -138,6 +175,7 @@ void coll_exchange_run(const struct coll_case *cs, struct noc_comm *comm, uint64
            " wrong bytes", noc_placement_name(cs->placement), cs->rows, cs->cols, rc, bad);
     if (cs->placement == NOC_PLACE_MESH2D)
         xb_mcast_run(cs, comm, data);
+    xb_group_run(cs, comm, data);
     if (n < 2 || a.nblocks == 0)
         return;
     const bool quiet = comm->cfg.quiet;
