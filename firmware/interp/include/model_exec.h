@@ -508,7 +508,11 @@ bool exec_layer_pending(void);
 /* Whether op may run while a layer's combines wait: the next layer's staging, or a fused
    MoE layer's ops (its attention takes them or runs them first, its MoE op is empty). */
 bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op);
-void exec_layer_forget(void); /* after a failed pass */
+void exec_layer_forget(void); /* after a failed pass (and a waiting FFN end) */
+/* A dense layer's last FFN tile's all-reduce and add, left to the next layer's attention
+   (model_layer_ops.c, ffn_later): run it now (any other op); whether one waits. */
+int exec_layer_ffn_settle(struct exec_model *m);
+bool exec_layer_ffn_pending(void);
 /* The MoE's outputs into the residual rows tile by tile (model_moe_rows.c): whether layer
    l's MoE op over tile (its only one) leaves them to the next layer's attention; start:
    the first tile's rows gathered and added, the rest waiting (slice: each rank's rows of

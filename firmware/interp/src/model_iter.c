@@ -222,6 +222,7 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
        attention op; staging reads no rows) */
     if (op->kind != NPU_OP_STAGE && op->kind != NPU_OP_ATTENTION) {
         int rc = exec_moe_rows_settle(m);
+        rc = rc == NPU_OK ? exec_layer_ffn_settle(m) : rc;
         if (rc != NPU_OK)
             return rc;
     }
@@ -310,6 +311,7 @@ void exec_pass_end(struct exec_model *m)
 {
     assert(!exec_layer_pending() && "the last layer's combines ran (layer_defers)");
     assert(!exec_moe_rows_pending() && "the next layer's attention took the MoE's rows");
+    assert(!exec_layer_ffn_pending() && "the next layer's attention ran the FFN's end");
     /* the iteration's tokens, the gathers' index lists, may change once it is answered */
     int rc = exec_wait_gathers(m);
     assert(rc == NPU_OK && "a wait without a deadline");

@@ -316,6 +316,45 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
 }
 
 /*
+ * A dense layer's last FFN tile's all-reduce and residual add, left to the next layer's
+ * attention (attn_tiles), which runs them once its first tile's norm and QKV GEMM, QKV
+ * collectives and steps are issued, so the array computes those while the all-reduce runs
+ * (Qwen3-8B prefill-512 at context 8K on large-64: the next layer's first QKV GEMM waited
+ * 8.8 us a layer for it). Run after the second tile's norm and QKV GEMM are issued too:
+ * before them, the hart sat in the all-reduce while that GEMM waited (7.6 us). The
+ * attention's first tiles read rows the FFN finished before; the last tile's rows are read
+ * by its own norm, after these; the O GEMM, the next writer of xb2, comes after too. Only where
+ * that attention is the next op over the same rows on this core's stage (exec_layer_op
+ * settles them for any other), the FFN has more than two tiles, and nothing is reused.
+ */
+static struct {
+    bool set;
+    uint32_t layer;
+    uint64_t x;           /* the op's rows (row 0's) */
+    struct exec_tile last; /* its last tile: rows and xt */
+} ffn_later;
+
+static bool ffn_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
+{
+    /* more than two tiles: the attention begins its first two before it runs this */
+    return rows > 2 * m->plan->tile_rows && !m->treuse.enabled && !m->lreuse.enabled &&
+           !m->plan->disagg && l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers;
+}
+
+/* The waiting FFN end, where layer l's attention over the rows at x takes it (any other
+   reader: x 0). */
+static int ffn_later_run(struct exec_model *m, uint32_t l, uint64_t x)
+{
+    if (!ffn_later.set || (x && (ffn_later.layer + 1 != l || ffn_later.x != x)))
+        return NPU_OK;
+    ffn_later.set = false;
+    const enum exec_cat was = m->acct.cat;
+    int rc = exec_ffn_end(m, ffn_later.layer, &ffn_later.last);
+    exec_set_cat(m, was);
+    return rc;
+}
+
+/*
  * A layer's combines left to the next layer's first pass (layer_op_fused): layer `layer`
  * over op rows [0, rows) from row0 of `runs`, one wave, its experts served. The next
  * layer's pass over the same rows runs group g's combine right before group g's
@@ -360,6 +399,17 @@ bool exec_layer_pending(void)
 void exec_layer_forget(void)
 {
     pending.set = false;
+    ffn_later.set = false;
+}
+
+int exec_layer_ffn_settle(struct exec_model *m)
+{
+    return ffn_later_run(m, 0, 0);
+}
+
+bool exec_layer_ffn_pending(void)
+{
+    return ffn_later.set;
 }
 
 /* Whether layer l's combines wait for layer l + 1's first pass: all of its rows in one
@@ -748,6 +798,11 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
             make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
             tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
             exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
+        } else if (ffn_defers(m, op->layer, rows)) {
+            ffn_later.set = true, ffn_later.layer = op->layer;
+            ffn_later.x = m->buf.x_all + (uint64_t)row0 * row;
+            ffn_later.last.n = tiles[i].n, ffn_later.last.xt = tiles[i].xt;
+            break;
         }
         rc = exec_ffn_end(m, op->layer, &tiles[i]);
     }
@@ -814,6 +869,7 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
     if (rc == NPU_OK && deep && lo + tiles[0].n < hi)
         rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n,
                              &tiles[1], &started[1]);
+    rc = rc == NPU_OK ? ffn_later_run(m, l, x) : rc; /* beside the issued work */
     for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += tiles[i].n, i = (i + 1) % 3) {
         const uint32_t j = (i + 1) % 3, next = t0 + tiles[i].n; /* tile i + 1 */
         if (!deep) {
@@ -892,6 +948,7 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
     const bool takes = op->kind == NPU_OP_ATTENTION && !layer_fused(m) &&
                        !layer_dense_fused(m) && attn_overlapped(m);
     int rc0 = takes ? NPU_OK : exec_moe_rows_settle(m);
+    rc0 = rc0 == NPU_OK && !takes ? exec_layer_ffn_settle(m) : rc0;
     if (rc0 != NPU_OK)
         return rc0;
     if (moe_prefetch_early(m, op, rows)) {
