@@ -283,6 +283,8 @@ static int layer_wide_combines(struct exec_model *m, uint32_t l, const struct ex
     group_bufs_init(b, m->buf.a.xt, m->buf.a.xg_comb);
     struct exec_side_copy back = { 0 };
     int rc = NPU_OK;
+    if (w0 < w1)
+        exec_moe_wide_stage_first(m, l, w0 / G);
     for (uint32_t g0 = w0; rc == NPU_OK && g0 < w1; g0 += G) {
         const uint32_t gn = w1 - g0 < G ? w1 - g0 : G, g1 = g0 + gn;
         uint64_t buf;

@@ -135,6 +135,9 @@ void exec_moe_wide_take_spill(struct exec_side_copy *c);
 void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l);
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add);
+/* The third pass's first group's outputs (group `group`, the wave's first), loading on the
+   second DMA queue as the pass starts (model_moe_wide.c says why). */
+void exec_moe_wide_stage_first(struct exec_model *m, uint32_t l, uint32_t group);
 
 /* Layer l's first expert slices, in the order the MoE group will serve them, loaded into
    the expert ring: as the layer's attention starts where the layer's rows are one MoE

@@ -479,6 +479,22 @@ static void stage_next(struct exec_model *m, const struct npu_moe_spill *s, uint
         stage_outputs(m, s, l, g + 1, 0, false);
 }
 
+/* Under tile reuse the wave's first combine is a unit, whose recording starts with the
+   engines drained and the ranks aligned (exec_record_begin): its outputs' load, issued
+   inside it, then ran after the wait for the slowest rank to finish the experts' pass, where
+   the full run's load runs during that wait (a 3,982-token layered prompt of Qwen3-30B-A3B
+   on large-64 under skewed:1.0: about 24 us a layer more under tiles). So the third pass
+   issues that load first, in either mode; the combine finds it staged, as every later
+   group's is by the combine before (stage_next). */
+void exec_moe_wide_stage_first(struct exec_model *m, uint32_t l, uint32_t group)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    assert(group < wide_of(l)->groups && "a group of the wave");
+    exec_set_cat(m, EXEC_CAT_FFN);
+    stage_outputs(m, &s, l, group, 0, false);
+}
+
 /* The group's outputs staged as above (the combine waits for their load by range; with
    `ahead` the next group's start loading beside it), its dispatch plan and top-k back, its
    choices sorted again, the combine and the sum. */
