@@ -229,12 +229,14 @@ void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_
    k + slots only once GEMM k has read its slot, and a whole expert's matrix behind a
    one-unit slice's short GEMMs left the array waiting for its load (Qwen3-30B-A3B
    prefill-512 skewed:1.0 on large-64, a ring of 2 slots: 11.6 us a layer on rank 0). */
-#define SERVE_SLICES_MAX 64u
+/* serve_order's output: scratch of one call at a time (not on the hart's small stack) */
+static uint32_t serve_slices[NPU_EXPERT_MAP_MAX];
+
 static uint32_t serve_order(const struct moe_ep_map *x, uint32_t lo, uint32_t hi, bool backward,
                             bool only, uint32_t *order)
 {
     const uint32_t n = hi - lo;
-    assert(n <= SERVE_SLICES_MAX && "the planner's slices per rank");
+    assert(n <= NPU_EXPERT_MAP_MAX && "a layer's slices");
     for (uint32_t i = 0; i < n; i++) {
         const uint32_t s = backward ? hi - 1 - i : lo + i;
         uint32_t j = i;
@@ -256,7 +258,7 @@ static int serve_experts(struct exec_model *m, uint32_t l, const struct moe_ep_m
 {
     const uint32_t d = m->cfg->hidden_size;
     const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
-    uint32_t order[SERVE_SLICES_MAX];
+    uint32_t *const order = serve_slices;
     const uint32_t n = serve_order(x, lo, hi, m->w.ring.backward, only, order);
     m->w.ring.backward = !m->w.ring.backward;
     for (uint32_t i = 0; i < n; i++) {
@@ -509,11 +511,11 @@ void exec_moe_prefetch(struct exec_model *m, uint32_t l, uint32_t rows, bool onl
     const uint32_t lo = x->first[ep_self(m)], hi = x->first[ep_self(m) + 1];
     const uint32_t slots = m->w.map.ring_slots, d = m->cfg->hidden_size;
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
-    uint32_t loaded = 0, order[SERVE_SLICES_MAX];
+    uint32_t loaded = 0;
     /* the order serve_experts will walk them in */
-    const uint32_t n = serve_order(x, lo, hi, m->w.ring.backward, only, order);
+    const uint32_t n = serve_order(x, lo, hi, m->w.ring.backward, only, serve_slices);
     for (uint32_t i = 0; i < n && loaded < slots; i++) {
-        const uint32_t s = order[i];
+        const uint32_t s = serve_slices[i];
         const uint64_t bytes = (uint64_t)x->width[s] * d * m->buf.eb;
         for (int k = 0; k < 3 && loaded < slots; k++, loaded++)
             exec_expert_slice_addr(m, l, kinds[k], s - lo, bytes);
