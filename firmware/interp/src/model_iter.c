@@ -420,8 +420,10 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
                         : run_parts(m, ops, nops, b, rows, parts, out, logit, &messages);
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
-    if (rc != NPU_OK)
-        exec_layer_forget(), exec_moe_rows_forget(); /* a failed pass leaves them */
+    if (rc != NPU_OK) { /* a failed pass leaves them */
+        exec_layer_forget();
+        exec_moe_rows_forget();
+    }
     exec_pass_end(m);
     return rc;
 }

@@ -319,8 +319,9 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
 
 /*
  * A dense layer's last FFN tile's all-reduce and residual add, left to the next layer's
- * attention (attn_tiles), which runs them once its first tile's norm and QKV GEMM, QKV
- * collectives and steps are issued, so the array computes those while the all-reduce runs
+ * attention (attn_tiles), which runs them once its first two tiles' norms and QKV GEMMs and
+ * (with attn_deep) the first tile's QKV collectives and steps are issued, so the array
+ * computes those while the all-reduce runs
  * (Qwen3-8B prefill-512 at context 8K on large-64: the next layer's first QKV GEMM waited
  * 8.8 us a layer for it). Run after the second tile's norm and QKV GEMM are issued too:
  * before them, the hart sat in the all-reduce while that GEMM waited (7.6 us). The
@@ -332,22 +333,23 @@ static int layer_wide_finish(struct exec_model *m, uint32_t l, const struct exec
 static struct {
     bool set;
     uint32_t layer;
-    uint64_t x;           /* the op's rows (row 0's) */
-    struct exec_tile last; /* its last tile: rows and xt */
+    struct exec_tile last; /* its last tile: n and xt (exec_ffn_end reads no more) */
 } ffn_later;
 
 static bool ffn_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
 {
-    /* more than two tiles: the attention begins its first two before it runs this */
-    return rows > 2 * m->plan->tile_rows && !m->treuse.enabled && !m->lreuse.enabled &&
+    /* more than two tiles: the attention begins its first two before it runs this;
+       attn_next: the next op is the next layer's attention over these rows */
+    return m->attn_next && rows > 2 * m->plan->tile_rows && !m->treuse.enabled &&
+           !m->lreuse.enabled &&
            !m->plan->disagg && l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers;
 }
 
-/* The waiting FFN end, where layer l's attention over the rows at x takes it (any other
-   reader: x 0). */
-static int ffn_later_run(struct exec_model *m, uint32_t l, uint64_t x)
+/* The waiting FFN end, now: from the next layer's attention (ffn_defers' attn_next made
+   it the next op, over the same rows) or before any other op (exec_layer_ffn_settle). */
+static int ffn_later_run(struct exec_model *m)
 {
-    if (!ffn_later.set || (x && (ffn_later.layer + 1 != l || ffn_later.x != x)))
+    if (!ffn_later.set)
         return NPU_OK;
     ffn_later.set = false;
     const enum exec_cat was = m->acct.cat;
@@ -406,7 +408,7 @@ void exec_layer_forget(void)
 
 int exec_layer_ffn_settle(struct exec_model *m)
 {
-    return ffn_later_run(m, 0, 0);
+    return ffn_later_run(m);
 }
 
 bool exec_layer_ffn_pending(void)
@@ -802,8 +804,7 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
             exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
         } else if (ffn_defers(m, op->layer, rows)) {
             ffn_later.set = true, ffn_later.layer = op->layer;
-            ffn_later.x = m->buf.x_all + (uint64_t)row0 * row;
-            ffn_later.last.n = tiles[i].n, ffn_later.last.xt = tiles[i].xt;
+            ffn_later.last = (struct exec_tile){ .n = tiles[i].n, .xt = tiles[i].xt };
             break;
         }
         rc = exec_ffn_end(m, op->layer, &tiles[i]);
@@ -871,7 +872,7 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
     if (rc == NPU_OK && deep && lo + tiles[0].n < hi)
         rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n,
                              &tiles[1], &started[1]);
-    rc = rc == NPU_OK ? ffn_later_run(m, l, x) : rc; /* beside the issued work */
+    rc = rc == NPU_OK ? ffn_later_run(m) : rc; /* beside the issued work */
     for (uint32_t t0 = lo, i = 0; rc == NPU_OK && t0 < hi; t0 += tiles[i].n, i = (i + 1) % 3) {
         const uint32_t j = (i + 1) % 3, next = t0 + tiles[i].n; /* tile i + 1 */
         if (!deep) {

@@ -38,7 +38,7 @@ static struct moe_rows_wait later;
 
 bool exec_moe_rows_defers(const struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
-    return tile->whole && tile->n > m->plan->tile_rows && m->buf.x_in_sram &&
+    return m->attn_next && tile->whole && tile->n > m->plan->tile_rows && m->buf.x_in_sram &&
            tile->xt >= m->buf.x_all && !m->treuse.enabled && !m->lreuse.enabled &&
            !m->plan->disagg && m->tp > 1 && m->comm->group.placement == NOC_PLACE_MESH2D &&
            !noc_group_is_pair(&m->comm->group) && l + 1 < m->cfg->num_layers &&

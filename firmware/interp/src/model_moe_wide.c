@@ -491,8 +491,10 @@ void exec_moe_wide_stage_first(struct exec_model *m, uint32_t l, uint32_t group)
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
     assert(group < wide_of(l)->groups && "a group of the wave");
+    const enum exec_cat was = m->acct.cat;
     exec_set_cat(m, EXEC_CAT_FFN);
     stage_outputs(m, &s, l, group, 0, false);
+    exec_set_cat(m, was);
 }
 
 /* The group's outputs staged as above (the combine waits for their load by range; with

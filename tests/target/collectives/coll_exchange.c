@@ -7,8 +7,8 @@
  * slot s of their buffers; every rank checks that exactly the slots of its senders changed,
  * to the senders' bytes, and the rest kept their sentinel; on mesh2d groups also the
  * multicast form (each rank's block to the grid column of the next rank, itself included
- * when there), and its refusal without the `multicast` declaration; on every placement the
- * group form (each even rank's block to every rank, itself included). Then two refusals, on
+ * when there), and its refusal without the `multicast` declaration; on ring and mesh2d
+ * groups the group form (each even rank's block to every rank, itself included). Then two refusals, on
  * every rank alike: one rank expecting a block more than is sent (NPU_ERR_INVAL, nobody waits for it),
  * and one block reaching past the receivers' buffers (NPU_ERR_RANGE).
  */
@@ -89,7 +89,7 @@ static uint64_t xb_mcast_mismatches(uint32_t rank, uint32_t n, uint32_t gc, cons
     return bad;
 }
 
-/* The group form, on every placement: each even rank multicasts its block to the whole
+/* The group form, on ring and mesh2d groups: each even rank multicasts its block to the whole
    group (itself included), into slot s; every rank expects one delivery per even rank. */
 static uint64_t xb_group_mismatches(uint32_t rank, uint32_t n, const uint8_t *buf)
 {
