@@ -508,23 +508,24 @@ bool exec_layer_pending(void);
 /* Whether op may run while a layer's combines wait: the next layer's staging, or a fused
    MoE layer's ops (its attention takes them or runs them first, its MoE op is empty). */
 bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op);
-void exec_layer_forget(void); /* after a failed pass (and a waiting FFN end) */
-/* A dense layer's last FFN tile's all-reduce and add, left to the next layer's attention
-   (model_layer_ops.c, ffn_later): run it now (any other op); whether one waits. */
-int exec_layer_ffn_settle(struct exec_model *m);
-bool exec_layer_ffn_pending(void);
-/* The MoE's outputs into the residual rows tile by tile (model_moe_rows.c): whether layer
-   l's MoE op over tile (its only one) leaves them to the next layer's attention; start:
+void exec_layer_forget(void); /* after a failed pass: its combines, rows, FFN end */
+/* What a layer's last op left to the next layer's attention (its MoE rows, model_moe_rows.c;
+   a dense layer's last FFN tile's all-reduce and add, model_layer_ops.c ffn_later): run it
+   now (before any other op); whether some waits. */
+int exec_layer_rows_settle(struct exec_model *m);
+bool exec_layer_rows_pending(void);
+/* The MoE's outputs into the residual rows tile by tile (model_moe_rows.c): whether the
+   MoE op over tile (its only one) leaves them to the next layer's attention; start:
    the first tile's rows gathered and added, the rest waiting (slice: each rank's rows of
    them); take: those up to op row `upto` where layer l's attention over the rows at x
    reads them, else all (any other reader); settle: all; 0 or a negative npu_status. */
-bool exec_moe_rows_defers(const struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+bool exec_moe_rows_defers(const struct exec_model *m, const struct exec_tile *tile);
 int exec_moe_rows_start(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                         uint32_t slice);
 int exec_moe_rows_take(struct exec_model *m, uint32_t l, uint64_t x, uint32_t upto);
 int exec_moe_rows_settle(struct exec_model *m);
 bool exec_moe_rows_pending(void);
-void exec_moe_rows_forget(void); /* after a failed pass */
+void exec_moe_rows_forget(void); /* after a failed pass (exec_layer_forget) */
 /* Called by moe_route once the router's GEMM is issued, before its softmax: runs what
    layer_op_fused left to run beside that GEMM (the previous layer's combine of the next
    group), or nothing. 0 or a negative npu_status. */

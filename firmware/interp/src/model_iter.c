@@ -221,8 +221,7 @@ int exec_op(struct exec_model *m, const struct npu_prog_op *op, const struct exe
     /* MoE outputs waiting for the next layer's attention (exec_layer_op decides for an
        attention op; staging reads no rows) */
     if (op->kind != NPU_OP_STAGE && op->kind != NPU_OP_ATTENTION) {
-        int rc = exec_moe_rows_settle(m);
-        rc = rc == NPU_OK ? exec_layer_ffn_settle(m) : rc;
+        const int rc = exec_layer_rows_settle(m);
         if (rc != NPU_OK)
             return rc;
     }
@@ -310,8 +309,7 @@ void exec_pass_start(struct exec_model *m)
 void exec_pass_end(struct exec_model *m)
 {
     assert(!exec_layer_pending() && "the last layer's combines ran (layer_defers)");
-    assert(!exec_moe_rows_pending() && "the next layer's attention took the MoE's rows");
-    assert(!exec_layer_ffn_pending() && "the next layer's attention ran the FFN's end");
+    assert(!exec_layer_rows_pending() && "the next layer's attention took what waited");
     /* the iteration's tokens, the gathers' index lists, may change once it is answered */
     int rc = exec_wait_gathers(m);
     assert(rc == NPU_OK && "a wait without a deadline");
@@ -420,10 +418,8 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
                         : run_parts(m, ops, nops, b, rows, parts, out, logit, &messages);
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
-    if (rc != NPU_OK) { /* a failed pass leaves them */
-        exec_layer_forget();
-        exec_moe_rows_forget();
-    }
+    if (rc != NPU_OK)
+        exec_layer_forget(); /* a failed pass leaves its combines */
     exec_pass_end(m);
     return rc;
 }

@@ -336,17 +336,15 @@ static struct {
     struct exec_tile last; /* its last tile: n and xt (exec_ffn_end reads no more) */
 } ffn_later;
 
-static bool ffn_defers(const struct exec_model *m, uint32_t l, uint32_t rows)
+static bool ffn_defers(const struct exec_model *m, uint32_t rows)
 {
-    /* more than two tiles: the attention begins its first two before it runs this;
-       attn_next: the next op is the next layer's attention over these rows */
-    return m->attn_next && rows > 2 * m->plan->tile_rows && !m->treuse.enabled &&
-           !m->lreuse.enabled &&
-           !m->plan->disagg && l + 1 < m->cfg->num_layers && (l + 1) % m->plan->stage_layers;
+    /* attn_next: the next op is the next layer's attention over these rows on this core,
+       nothing reused; more than two tiles: it begins its first two before it runs this */
+    return m->attn_next && rows > 2 * m->plan->tile_rows;
 }
 
 /* The waiting FFN end, now: from the next layer's attention (ffn_defers' attn_next made
-   it the next op, over the same rows) or before any other op (exec_layer_ffn_settle). */
+   it the next op, over the same rows) or before any other op (exec_layer_rows_settle). */
 static int ffn_later_run(struct exec_model *m)
 {
     if (!ffn_later.set)
@@ -404,16 +402,18 @@ void exec_layer_forget(void)
 {
     pending.set = false;
     ffn_later.set = false;
+    exec_moe_rows_forget();
 }
 
-int exec_layer_ffn_settle(struct exec_model *m)
+int exec_layer_rows_settle(struct exec_model *m)
 {
-    return ffn_later_run(m);
+    int rc = exec_moe_rows_settle(m);
+    return rc == NPU_OK ? ffn_later_run(m) : rc;
 }
 
-bool exec_layer_ffn_pending(void)
+bool exec_layer_rows_pending(void)
 {
-    return ffn_later.set;
+    return ffn_later.set || exec_moe_rows_pending();
 }
 
 /* Whether layer l's combines wait for layer l + 1's first pass: all of its rows in one
@@ -802,7 +802,7 @@ static int layer_ffn_overlapped(struct exec_model *m, const struct npu_prog_op *
             make_tile(runs, nruns, next, rows - next < T ? rows - next : T, &tiles[i ^ 1]);
             tiles[i ^ 1].xt = m->buf.x_all + (uint64_t)(row0 + next) * row;
             exec_ffn_begin(m, op->layer, &tiles[i ^ 1]);
-        } else if (ffn_defers(m, op->layer, rows)) {
+        } else if (ffn_defers(m, rows)) {
             ffn_later.set = true, ffn_later.layer = op->layer;
             ffn_later.last = (struct exec_tile){ .n = tiles[i].n, .xt = tiles[i].xt };
             break;
@@ -947,11 +947,10 @@ int exec_layer_op(struct exec_model *m, const struct npu_prog_op *op,
                   const struct exec_run *runs, uint32_t nruns, uint32_t row0, uint32_t rows)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
-    /* MoE outputs that wait for this layer's attention: only attn_tiles takes them */
+    /* the layer before's MoE rows or FFN end that wait: only attn_tiles takes them */
     const bool takes = op->kind == NPU_OP_ATTENTION && !layer_fused(m) &&
                        !layer_dense_fused(m) && attn_overlapped(m);
-    int rc0 = takes ? NPU_OK : exec_moe_rows_settle(m);
-    rc0 = rc0 == NPU_OK && !takes ? exec_layer_ffn_settle(m) : rc0;
+    const int rc0 = takes ? NPU_OK : exec_layer_rows_settle(m);
     if (rc0 != NPU_OK)
         return rc0;
     if (moe_prefetch_early(m, op, rows)) {

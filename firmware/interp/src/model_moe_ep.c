@@ -436,7 +436,7 @@ int moe_ep_combine_add_from(struct exec_model *m, const struct exec_tile *tile,
     if (nw && (uint64_t)k * m->tp < n)
         return gather_wanted(m, tile, want, nw, slice, k);
     /* the rows tile by tile, beside the next layer's attention (model_moe_rows.c) */
-    if (n > 0 && add && from_row == 0 && exec_moe_rows_defers(m, x->layer - 1, tile))
+    if (n > 0 && add && from_row == 0 && exec_moe_rows_defers(m, tile))
         return exec_moe_rows_start(m, x->layer - 1, tile, slice);
     /* the sums done (and with them, in the vector queue's order, the weighing that reads
        rweight, which the hart rewrites at the next sort); not the whole chain: a router

@@ -16,7 +16,7 @@
  * Modelled: the exchanges' traffic, agreements and waits. Not done: anything but a MoE op
  * that is its layer's only MoE tile, whose next layer runs on this core's stage, with the
  * rows in SRAM, on a mesh2d group (a rectangle of cores), without reuse or
- * disaggregation; anything else reading the rows first settles them (exec_moe_rows_settle).
+ * disaggregation; anything else reading the rows first settles them (exec_layer_rows_settle).
  * HAZARD: ep_out holds the sums until the last tile's rows are added; nothing else writes
  * it between a MoE op and the next layer's attention (the dispatch buffers and the
  * attention's chunks lie elsewhere: npu_layout.c).
@@ -36,13 +36,13 @@ struct moe_rows_wait {
 };
 static struct moe_rows_wait later;
 
-bool exec_moe_rows_defers(const struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+bool exec_moe_rows_defers(const struct exec_model *m, const struct exec_tile *tile)
 {
+    /* attn_next: the next layer's attention over these rows is the next op on this core,
+       nothing reused */
     return m->attn_next && tile->whole && tile->n > m->plan->tile_rows && m->buf.x_in_sram &&
-           tile->xt >= m->buf.x_all && !m->treuse.enabled && !m->lreuse.enabled &&
            !m->plan->disagg && m->tp > 1 && m->comm->group.placement == NOC_PLACE_MESH2D &&
-           !noc_group_is_pair(&m->comm->group) && l + 1 < m->cfg->num_layers &&
-           (l + 1) % m->plan->stage_layers != 0;
+           !noc_group_is_pair(&m->comm->group);
 }
 
 /* Rows [a, b) of the waiting ones: the ranks holding any multicast theirs to every rank,
