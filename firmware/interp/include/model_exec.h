@@ -867,9 +867,11 @@ void exec_attention_prefetch_next(struct exec_model *m, uint32_t layer,
    reuse: a recording's load for the next layer, which a replay stands in for). */
 void exec_attention_prefetch_drop(void);
 /* The attention steps kept in the step ring for the op's later tiles (model_attn.c,
-   attn_kept): forgets those whose rows a descriptor with accesses h writes; forgets all. */
+   attn_kept): forgets those whose rows a descriptor with accesses h writes; those with
+   bytes in [lo, hi) (a peer's writes there); all. */
 struct hz_access;
 void exec_attention_kept_written(const struct hz_access *h);
+void exec_attention_kept_drop_range(uint64_t lo, uint64_t hi);
 void exec_attention_kept_drop(void);
 /* Layer reuse: the first steps of attention op's layer over its rows in batch b loaded now,
    outside any recording (the stage's first layer's, which no layer before it loaded). */

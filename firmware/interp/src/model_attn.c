@@ -442,6 +442,11 @@ static void kept_drop_range(uint64_t lo, uint64_t hi)
     }
 }
 
+void exec_attention_kept_drop_range(uint64_t lo, uint64_t hi)
+{
+    kept_drop_range(lo, hi);
+}
+
 void exec_attention_kept_written(const struct hz_access *h)
 {
     if (!attn_kept.n)

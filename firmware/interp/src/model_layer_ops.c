@@ -403,6 +403,7 @@ void exec_layer_forget(void)
     pending.set = false;
     ffn_later.set = false;
     exec_moe_rows_forget();
+    exec_moe_wide_dispatch_forget();
 }
 
 int exec_layer_rows_settle(struct exec_model *m)
@@ -622,6 +623,8 @@ static int layer_op_fused(struct exec_model *m, const struct npu_prog_op *op,
         exec_moe_wide_begin_layer(m, l);
     for (uint32_t g0 = 0; rc == NPU_OK && g0 < rows; g0 += G)
         rc = fused_group(m, &p, g0);
+    assert((rc != NPU_OK || !exec_moe_wide_dispatch_pending()) &&
+           "the layer's last group dispatches at once");
     if (rc == NPU_OK)
         rc = group_back_now(m, &p.back);
     const uint32_t wave = p.wave;
@@ -869,6 +872,9 @@ static int attn_tiles(struct exec_model *m, uint32_t l, bool sliding,
     int rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo, &tiles[0],
                              &started[0]);
     rc = rc == NPU_OK && deep ? attn_deep_next(m, l, sliding, &tiles[0], started[0]) : rc;
+    /* the MoE group before's exchange, beside tile 0's steps (model_moe_wide.c): before
+       tile 1's QKV GEMM writes its chunks, which lie over the receive buffer */
+    rc = rc == NPU_OK ? exec_moe_wide_dispatch_settle(m) : rc;
     if (rc == NPU_OK && deep && lo + tiles[0].n < hi)
         rc = attn_tile_begin(m, l, runs, nruns, base, lo, hi, x, in_xt, lo + tiles[0].n,
                              &tiles[1], &started[1]);

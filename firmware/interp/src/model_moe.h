@@ -91,6 +91,15 @@ uint64_t moe_ep_slice_elems(const struct noc_alltoallv_plan *plan, uint32_t s);
 int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                           const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
                           bool prefetch);
+/* The same in two halves, so that other work may be issued between them: the route, the
+   sort and the send buffer's gather (not waited for; *bytes gathered), then, on the group's
+   n rows and layer l's map and plan again, the exchange and the count. */
+int moe_ep_route_gather(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
+                        uint64_t *bytes);
+int moe_ep_dispatch_later(struct exec_model *m, uint32_t l, uint32_t n,
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
+                          uint64_t bytes);
 void moe_ep_serve_slice(struct exec_model *m, uint32_t l, uint64_t rows, uint32_t n,
                         uint32_t block, uint32_t w);
 int moe_ep_combine_add(struct exec_model *m, const struct exec_tile *tile,
@@ -120,6 +129,13 @@ void exec_moe_wide_begin_layer(struct exec_model *m, uint32_t l);
 bool exec_moe_wide_has_room(const struct exec_model *m, uint32_t l, uint32_t n);
 void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
+/* A group's exchange (the first pass's step 2 after its gather, and the spill) left to the
+   next group's attention, which runs it once its first tile's steps are issued (attn_tiles)
+   (model_moe_wide.c, dispatch_defers): settle runs it if one waits (any other first-pass,
+   second-pass or third-pass call runs it first too); pending says whether one waits; forget drops it (exec_layer_forget). */
+int exec_moe_wide_dispatch_settle(struct exec_model *m);
+bool exec_moe_wide_dispatch_pending(void);
+void exec_moe_wide_dispatch_forget(void);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 /* Under tile reuse: the spill copy of the last group's first pass, which the next group's
    attention unit issues at its start (bytes 0: none pending); taken, it is no longer

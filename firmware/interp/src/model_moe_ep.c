@@ -135,27 +135,41 @@ static struct noc_alltoallv_args dispatch_args(const struct exec_model *m, uint3
                                         .dtype = m->buf.dt };
 }
 
-/* Step 2 on this rank's slice of rows (xb, routed and sorted): its pairs by expert slice
-   into ep_send, the elements per slice into ep_counts, then the dispatch. */
-static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan,
-                    const struct exec_tile *tile, uint32_t l, bool prefetch)
+/* Step 2's first half on this rank's slice of rows (xb, routed and sorted): its pairs by
+   expert slice into ep_send (issued, not waited for) and the elements per slice into
+   ep_counts. Returns the bytes gathered. */
+static uint64_t dispatch_gather(struct exec_model *m, uint32_t S)
 {
     const struct moe_pairs *p = &moe_pairs;
-    const uint32_t d = m->cfg->hidden_size, S = plan->buckets;
+    const uint32_t d = m->cfg->hidden_size;
     uint32_t *counts = (uint32_t *)(uintptr_t)m->buf.a.ep_counts;
     moe_gather_pairs(m, m->buf.a.ep_send, m->buf.a.xb, 0, p->first[S]);
     for (uint32_t s = 0; s < S; s++)
         counts[s] = (p->first[s + 1] - p->first[s]) * d;
+    return (uint64_t)p->first[S] * d * m->buf.eb;
+}
+
+/* Its second half, the exchange of a group of n rows, once the gather is done. */
+static int dispatch_send(struct exec_model *m, struct noc_alltoallv_plan *plan, uint32_t n)
+{
+    struct noc_alltoallv_args a = dispatch_args(m, n);
+    exec_set_cat(m, EXEC_CAT_COLL);
+    int rc = noc_alltoallv_dispatch(ep_comm(m), &a, plan);
+    exec_set_cat(m, EXEC_CAT_FFN);
+    return rc;
+}
+
+/* Step 2 whole: the gather, a wait for every engine, the exchange. */
+static int dispatch(struct exec_model *m, struct noc_alltoallv_plan *plan,
+                    const struct exec_tile *tile, uint32_t l, bool prefetch)
+{
+    dispatch_gather(m, plan->buckets);
     int rc = exec_flush(m);
     if (rc != NPU_OK)
         return rc;
     if (prefetch) /* while the NoC dispatches */
         exec_moe_prefetch(m, l, tile->n, tile->whole);
-    struct noc_alltoallv_args a = dispatch_args(m, tile->n);
-    exec_set_cat(m, EXEC_CAT_COLL);
-    rc = noc_alltoallv_dispatch(ep_comm(m), &a, plan);
-    exec_set_cat(m, EXEC_CAT_FFN);
-    return rc;
+    return dispatch_send(m, plan, tile->n);
 }
 
 void moe_ep_rank_rows(const struct exec_model *m, uint32_t n, uint32_t *r0, uint32_t *nr,
@@ -171,12 +185,11 @@ uint64_t moe_ep_slice_elems(const struct noc_alltoallv_plan *plan, uint32_t s)
     return noc_alltoallv_total(plan, s); /* every rank learns every slice's total */
 }
 
-int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
-                          bool prefetch)
+/* Step 1 on this rank's slice of the group's rows, its choices sorted into moe_pairs. */
+static int route_sorted(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                        const struct moe_ep_map *x)
 {
-    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
-    const uint64_t row = (uint64_t)d * m->buf.eb;
+    const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     uint32_t r0, nr, slice;
     moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
     exec_set_cat(m, EXEC_CAT_FFN);
@@ -189,14 +202,60 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
     (void)again;
     if (rc == NPU_OK)
         exec_stage_after_route(m, l); /* the router read the layer's last shares */
-    if (rc == NPU_OK) {
+    if (rc == NPU_OK)
         moe_sort_choices(m, l, tile, r0, r0 + nr, x);
-        rc = dispatch(m, plan, tile, l, prefetch);
-    }
-    for (uint32_t s = 0; rc == NPU_OK && s < x->n; s++) /* every slice's total */
+    return rc;
+}
+
+/* Every slice's routed rows into the accounting, once the exchange told every total. */
+static void count_tokens(struct exec_model *m, uint32_t l, const struct moe_ep_map *x,
+                         const struct noc_alltoallv_plan *plan)
+{
+    const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
+    for (uint32_t s = 0; s < x->n; s++)
         if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
                 moe_ep_slice_elems(plan, s) / d;
+}
+
+int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
+                          bool prefetch)
+{
+    int rc = route_sorted(m, l, tile, x);
+    rc = rc == NPU_OK ? dispatch(m, plan, tile, l, prefetch) : rc;
+    if (rc == NPU_OK)
+        count_tokens(m, l, x, plan);
+    return rc;
+}
+
+int moe_ep_route_gather(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
+                        uint64_t *bytes)
+{
+    *bytes = 0;
+    int rc = route_sorted(m, l, tile, x);
+    if (rc == NPU_OK)
+        *bytes = dispatch_gather(m, plan->buckets);
+    return rc;
+}
+
+int moe_ep_dispatch_later(struct exec_model *m, uint32_t l, uint32_t n,
+                          const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
+                          uint64_t bytes)
+{
+    const struct npu_act_layout *a = &m->buf.a;
+    exec_set_cat(m, EXEC_CAT_FFN);
+    /* the gather; then what of this rank's own still reads or writes the receive buffer
+       (attention's chunks lie over its end, npu_layout.c), since the peers' writes into it
+       declare no range to the hazard tracker: they start once this rank's second count
+       round tells them where (docs/noc-driver.md) */
+    int rc = exec_wait_for_collective(m, a->ep_send, bytes ? bytes : 1);
+    rc = rc == NPU_OK ? exec_wait_for(m, a->ep_recv, a->ep_out - a->ep_recv) : rc;
+    exec_attention_kept_drop_range(a->ep_recv, a->ep_out);
+    rc = rc == NPU_OK ? dispatch_send(m, plan, n) : rc;
+    if (rc == NPU_OK)
+        count_tokens(m, l, x, plan);
     return rc;
 }
 

@@ -7,7 +7,8 @@
  *      then the group's received rows (ep_recv, by slice) go to this rank's spill in HBM,
  *      with the group's record: where they went, each held slice's run in them, the
  *      dispatch's plan (what its count exchange taught this rank), and in functional mode
- *      the top-k of the rank's rows;
+ *      the top-k of the rank's rows; with two tiles' attention in flight the exchange
+ *      and the spill run inside the next group's attention (dispatch_defers);
  *   2. once: each slice this rank holds over the rows of every group, in chunks of up to
  *      moe_rows rows gathered from the spill into ep_recv and xt in turn (the next chunk
  *      loading beside this one's GEMMs), outputs written back over them;
@@ -93,15 +94,21 @@ static uint32_t *runs(const struct exec_model *m, const struct npu_moe_spill *s,
     return (uint32_t *)(uintptr_t)(record_addr(m, s, l, g) + s->runs);
 }
 
-/* Group w->groups's record, its rows just counted, closes it in the wave: its rows in the
-   spill, and its worst case reserved (exec_moe_wide_has_room). */
-static void wave_add_group(struct exec_model *m, const struct npu_moe_spill *s,
-                           struct wide_state *w, const struct wide_record *rec, uint32_t n)
+/* A group's record, its rows just counted, in the wave: its rows in the spill. */
+static void wave_add_rows(struct exec_model *m, const struct npu_moe_spill *s,
+                          struct wide_state *w, const struct wide_record *rec, uint32_t n)
 {
     assert(w->rows + rec->rows <= s->cap &&
            rec->rows <= npu_moe_spill_group_rows(m->cfg, m->plan, n) &&
            "a row picks an expert once");
-    w->rows += rec->rows, w->groups++;
+    w->rows += rec->rows;
+}
+
+/* Group w->groups (of n rows) closes in the wave: its worst case reserved
+   (exec_moe_wide_has_room). */
+static void wave_reserve(struct exec_model *m, struct wide_state *w, uint32_t n)
+{
+    w->groups++;
     w->reserved += npu_moe_spill_group_rows(m->cfg, m->plan, n);
 }
 
@@ -200,6 +207,60 @@ static void spill_rows(struct exec_model *m, const struct npu_moe_spill *s, uint
         exec_copy_side(m, dst, m->buf.a.ep_recv, bytes);
 }
 
+/* What a group's exchange left: its record (the group's first row in the spill, each held
+   slice's run), its received rows' spill, the plan's words and the top-k kept, its rows in
+   the wave. */
+static void dispatch_done(struct exec_model *m, uint32_t l, uint32_t g, uint32_t n,
+                          const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
+{
+    struct npu_moe_spill s;
+    npu_moe_spill_layout(m->cfg, m->plan, &s);
+    struct wide_state *w = wide_of(l);
+    const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
+    struct wide_record *rec = record(m, &s, l, g);
+    uint32_t *run = runs(m, &s, l, g);
+    rec->first_row = w->rows, rec->rows = 0;
+    for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
+        const uint64_t elems = moe_ep_slice_elems(plan, i);
+        run[2 * (i - lo)] = (uint32_t)(elems / d);
+        run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(plan, 0, i) / d);
+        rec->rows += elems / d;
+    }
+    exec_set_cat(m, EXEC_CAT_FFN);
+    const uint64_t mat = plan_bytes(m, x);
+    /* beside the next group's attention (second DMA queue): in the chain's queue they held
+       up its first loads with the matrix idle */
+    spill_rows(m, &s, l, rec->rows);
+    /* kept: the combine reads them back in every mode */
+    exec_copy_kept(m, record_addr(m, &s, l, g) + s.counts, m->buf.a.ep_matrix, mat, true);
+    uint32_t r0, nr, slice;
+    moe_ep_rank_rows(m, n, &r0, &nr, &slice);
+    copy_topk(m, &s, l, g, nr, true);
+    wave_add_rows(m, &s, w, rec, n);
+}
+
+/* A group's exchange left to the next group's attention (exec_moe_wide_dispatch_settle):
+   layer l's group g of n rows, its send buffer of `bytes` gathered. */
+static struct {
+    bool set;
+    uint32_t l, g, n;
+    uint64_t bytes;
+} later;
+
+/* Whether a group's exchange waits for the next group's attention: the matrix then runs
+   that attention's first tile (its QKV GEMM, and its steps once the hart has issued them)
+   while the count rounds and the rows' writes go, where it idled through them between
+   this group's router GEMM and the next group's QKV GEMM (Qwen3-30B-A3B prefill-2048 on
+   large-64: about 6 us a group; docs/images.md, "MoE over the layer"). Not for the
+   layer's last group (the second pass reads its spill next), under tile reuse (a group's
+   first pass is a unit of its own), nor without two tiles' attention in flight (attn_tiles
+   runs it after its first tile's QKV collectives; attention's chunks over ep_recv are
+   then dead until the next tile's QKV GEMM, issued after it). */
+static bool dispatch_defers(const struct exec_model *m)
+{
+    return !m->treuse.on && !spill_last && m->plan->attn_deep;
+}
+
 static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
     struct npu_moe_spill s;
@@ -213,33 +274,47 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
        the layer before where its combines wait for this pass (its wave still open) */
     const struct wide_state *prev = wide_of(l + 1); /* layer l - 1's parity */
     int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
+    const uint32_t g = w->groups;
+    if (rc == NPU_OK && dispatch_defers(m)) {
+        uint64_t bytes;
+        rc = moe_ep_route_gather(m, l, tile, x, &plan, &bytes);
+        later.set = rc == NPU_OK, later.l = l, later.g = g, later.n = tile->n;
+        later.bytes = bytes;
+        wave_reserve(m, w, tile->n); /* the next group's room counts this one */
+        return rc;
+    }
     /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
     rc = rc == NPU_OK ? moe_ep_route_dispatch(m, l, tile, x, &plan, false) : rc;
     if (rc != NPU_OK)
         return rc;
-    const uint32_t d = m->cfg->hidden_size, lo = x->first[m->rank], hi = x->first[m->rank + 1];
-    struct wide_record *rec = record(m, &s, l, w->groups);
-    uint32_t *run = runs(m, &s, l, w->groups);
-    rec->first_row = w->rows, rec->rows = 0;
-    for (uint32_t i = lo; i < hi; i++) { /* the by-bucket layout: slice lo's run first */
-        const uint64_t elems = moe_ep_slice_elems(&plan, i);
-        run[2 * (i - lo)] = (uint32_t)(elems / d);
-        run[2 * (i - lo) + 1] = (uint32_t)(noc_alltoallv_recv_offset(&plan, 0, i) / d);
-        rec->rows += elems / d;
-    }
-    exec_set_cat(m, EXEC_CAT_FFN);
-    const uint64_t mat = plan_bytes(m, x);
-    /* beside the next group's attention (second DMA queue): in the chain's queue they held
-       up its first loads with the matrix idle */
-    spill_rows(m, &s, l, rec->rows);
-    /* kept: the combine reads them back in every mode */
-    exec_copy_kept(m, record_addr(m, &s, l, w->groups) + s.counts, m->buf.a.ep_matrix, mat,
-                   true);
-    uint32_t r0, nr, slice;
-    moe_ep_rank_rows(m, tile->n, &r0, &nr, &slice);
-    copy_topk(m, &s, l, w->groups, nr, true);
-    wave_add_group(m, &s, w, rec, tile->n);
+    dispatch_done(m, l, g, tile->n, x, &plan);
+    wave_reserve(m, w, tile->n);
     return NPU_OK;
+}
+
+int exec_moe_wide_dispatch_settle(struct exec_model *m)
+{
+    if (!later.set)
+        return NPU_OK;
+    later.set = false;
+    const enum exec_cat was = m->acct.cat;
+    const struct moe_ep_map *x = moe_ep_map(m, later.l); /* the one map: layer l's again */
+    struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
+    int rc = moe_ep_dispatch_later(m, later.l, later.n, x, &plan, later.bytes);
+    if (rc == NPU_OK)
+        dispatch_done(m, later.l, later.g, later.n, x, &plan);
+    exec_set_cat(m, was);
+    return rc;
+}
+
+bool exec_moe_wide_dispatch_pending(void)
+{
+    return later.set;
+}
+
+void exec_moe_wide_dispatch_forget(void)
+{
+    later.set = false;
 }
 
 /* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
@@ -286,7 +361,8 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
     spill_rows(m, &s, l, rec->rows);
-    wave_add_group(m, &s, w, rec, n);
+    wave_add_rows(m, &s, w, rec, n);
+    wave_reserve(m, w, n);
 }
 
 /* The first pass of a group whose class is new (or NULL: none free): in full, recorded. */
@@ -305,6 +381,9 @@ static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_t
 
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
 {
+    const int rc0 = exec_moe_wide_dispatch_settle(m); /* where no attention took it */
+    if (rc0 != NPU_OK)
+        return rc0;
     exec_attention_kept_drop(); /* its peers' writes declare no local range */
     struct wide_state *w = wide_of(l);
     const uint32_t g = w->groups, n = tile->n;
@@ -404,8 +483,9 @@ void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
         return;
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
-    uint64_t rows = 0;
-    for (uint32_t g = w->first; g < w->groups; g++)
+    uint64_t rows = 0; /* the groups whose records are written: not one whose exchange waits */
+    const uint32_t done = later.set && later.l == l ? later.g : w->groups;
+    for (uint32_t g = w->first; g < done; g++)
         rows += runs(m, &s, l, g)[0]; /* slice lo's rows in group g */
     if (!rows)
         return;
@@ -419,6 +499,9 @@ void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
 
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l)
 {
+    const int rc0 = exec_moe_wide_dispatch_settle(m); /* a wave's last group's */
+    if (rc0 != NPU_OK)
+        return rc0;
     exec_attention_kept_drop(); /* its peers' writes declare no local range */
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -586,6 +669,9 @@ static int combine_record(struct exec_model *m, uint32_t l, const struct exec_ti
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add)
 {
+    const int rc0 = exec_moe_wide_dispatch_settle(m); /* it reads ep_recv and the plan */
+    if (rc0 != NPU_OK)
+        return rc0;
     exec_attention_kept_drop(); /* its peers' writes declare no local range */
     if (!m->treuse.on || group >= WIDE_UNITS_MAX || units[group].how == WIDE_FULL)
         return combine_with_load(m, l, tile, group, ahead, add);
