@@ -131,8 +131,9 @@ void exec_moe_wide_start_wave(struct exec_model *m, uint32_t l);
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile);
 /* A group's exchange (the first pass's step 2 after its gather, and the spill) left to the
    next group's attention, which runs it once its first tile's steps are issued (attn_tiles)
-   (model_moe_wide.c, dispatch_defers): settle runs it if one waits (any other first-pass,
-   second-pass or third-pass call runs it first too); pending says whether one waits; forget drops it (exec_layer_forget). */
+   (model_moe_wide.c, dispatch_defers): settle runs it if one waits (the next dispatch, the
+   experts' pass and any combine run it first too; a prefetch of the layer's second pass
+   waits for it); pending says whether one waits; forget drops it (exec_layer_forget). */
 int exec_moe_wide_dispatch_settle(struct exec_model *m);
 bool exec_moe_wide_dispatch_pending(void);
 void exec_moe_wide_dispatch_forget(void);

@@ -245,7 +245,7 @@ int moe_ep_dispatch_later(struct exec_model *m, uint32_t l, uint32_t n,
                           uint64_t bytes)
 {
     const struct npu_act_layout *a = &m->buf.a;
-    exec_set_cat(m, EXEC_CAT_FFN);
+    /* (the waits are charged to the caller's category: attention's work they wait for) */
     /* the gather; then what of this rank's own still reads or writes the receive buffer
        (attention's chunks lie over its end, npu_layout.c), since the peers' writes into it
        declare no range to the hazard tracker: they start once this rank's second count

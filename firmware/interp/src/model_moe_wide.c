@@ -245,6 +245,7 @@ static struct {
     bool set;
     uint32_t l, g, n;
     uint64_t bytes;
+    bool prefetch; /* exec_moe_wide_prefetch waits for its record */
 } later;
 
 /* Whether a group's exchange waits for the next group's attention: the matrix then runs
@@ -276,10 +277,11 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
     int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
     const uint32_t g = w->groups;
     if (rc == NPU_OK && dispatch_defers(m)) {
+        assert(!later.set && "exec_moe_wide_dispatch_group settles the one before");
         uint64_t bytes;
         rc = moe_ep_route_gather(m, l, tile, x, &plan, &bytes);
         later.set = rc == NPU_OK, later.l = l, later.g = g, later.n = tile->n;
-        later.bytes = bytes;
+        later.bytes = bytes, later.prefetch = false;
         wave_reserve(m, w, tile->n); /* the next group's room counts this one */
         return rc;
     }
@@ -303,6 +305,8 @@ int exec_moe_wide_dispatch_settle(struct exec_model *m)
     int rc = moe_ep_dispatch_later(m, later.l, later.n, x, &plan, later.bytes);
     if (rc == NPU_OK)
         dispatch_done(m, later.l, later.g, later.n, x, &plan);
+    if (rc == NPU_OK && later.prefetch) /* its record is in: the prediction has every group */
+        exec_moe_wide_prefetch(m, later.l);
     exec_set_cat(m, was);
     return rc;
 }
@@ -483,10 +487,13 @@ void exec_moe_wide_prefetch(struct exec_model *m, uint32_t l)
         return;
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
-    uint64_t rows = 0; /* the groups whose records are written: not one whose exchange waits */
-    const uint32_t done = later.set && later.l == l ? later.g : w->groups;
-    for (uint32_t g = w->first; g < done; g++)
+    /* the groups whose records are written; where none routed rows to the slice but one's
+       exchange waits (a layer of two groups), once that one's record is in */
+    const bool waits = later.set && later.l == l;
+    uint64_t rows = 0;
+    for (uint32_t g = w->first; g < (waits ? later.g : w->groups); g++)
         rows += runs(m, &s, l, g)[0]; /* slice lo's rows in group g */
+    later.prefetch = waits && !rows;
     if (!rows)
         return;
     const uint64_t bytes = (uint64_t)x->width[lo] * m->cfg->hidden_size * m->buf.eb;
