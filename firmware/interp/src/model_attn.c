@@ -431,7 +431,7 @@ void exec_attention_kept_drop(void)
     attn_kept.n = 0;
 }
 
-static void kept_drop_range(uint64_t lo, uint64_t hi)
+void exec_attention_kept_drop_range(uint64_t lo, uint64_t hi)
 {
     for (uint32_t i = 0; i < attn_kept.n;) {
         const uint64_t k = attn_kept.e[i].kv.k, v = attn_kept.e[i].kv.v, b = attn_kept.e[i].bytes;
@@ -442,18 +442,13 @@ static void kept_drop_range(uint64_t lo, uint64_t hi)
     }
 }
 
-void exec_attention_kept_drop_range(uint64_t lo, uint64_t hi)
-{
-    kept_drop_range(lo, hi);
-}
-
 void exec_attention_kept_written(const struct hz_access *h)
 {
     if (!attn_kept.n)
         return;
     for (uint32_t i = 0; i < HZ_WRITES; i++)
         if (h->wr[i].hi > h->wr[i].lo)
-            kept_drop_range(h->wr[i].lo, h->wr[i].hi);
+            exec_attention_kept_drop_range(h->wr[i].lo, h->wr[i].hi);
 }
 
 static bool kept_take(const struct exec_model *m, uint32_t l, uint64_t src, uint32_t nb,

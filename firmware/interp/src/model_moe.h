@@ -95,8 +95,7 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
    sort and the send buffer's gather (not waited for; *bytes gathered), then, on the group's
    n rows and layer l's map and plan again, the exchange and the count. */
 int moe_ep_route_gather(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
-                        uint64_t *bytes);
+                        const struct moe_ep_map *x, uint64_t *bytes);
 int moe_ep_dispatch_later(struct exec_model *m, uint32_t l, uint32_t n,
                           const struct moe_ep_map *x, struct noc_alltoallv_plan *plan,
                           uint64_t bytes);

@@ -230,13 +230,12 @@ int moe_ep_route_dispatch(struct exec_model *m, uint32_t l, const struct exec_ti
 }
 
 int moe_ep_route_gather(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                        const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
-                        uint64_t *bytes)
+                        const struct moe_ep_map *x, uint64_t *bytes)
 {
     *bytes = 0;
     int rc = route_sorted(m, l, tile, x);
     if (rc == NPU_OK)
-        *bytes = dispatch_gather(m, plan->buckets);
+        *bytes = dispatch_gather(m, x->n); /* a bucket per slice (moe_ep_plan) */
     return rc;
 }
 
