@@ -169,6 +169,9 @@ struct exec_tile_class {
                                               bytes (a partial last tile loads fewer) */
     uint32_t nsegs;                        /* attention: its segments; other ops: 0 */
     struct exec_tile_seg segs[EXEC_TILE_SEGS];
+    uint32_t xn, xload;                    /* a MoE group's attention: the rows and load
+                                              of the group before's exchange it runs
+                                              (exec_moe_wide_exchange_key; 0: none) */
     uint64_t span_ps;                      /* chip time of its recorded tile on this core */
     struct exec_stats delta;               /* what that tile added to its layer's stats */
     uint32_t last_used;                    /* m->treuse.uses when last used (0: free) */

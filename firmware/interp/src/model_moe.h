@@ -136,6 +136,13 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
 int exec_moe_wide_dispatch_settle(struct exec_model *m);
 bool exec_moe_wide_dispatch_pending(void);
 void exec_moe_wide_dispatch_forget(void);
+/* Under tile reuse a keyed group's exchange waits too: key says whether one waits and its
+   rows (*n) and load, which key the next group's attention unit (model_reuse_tile.c);
+   replay stands for it where that unit replays: true (its record from the routing
+   model's draws, its combine's class pinned to replay) where its combine's class is
+   recorded, else false (nothing done: the unit runs in full, the exchange with it). */
+bool exec_moe_wide_exchange_key(uint32_t *n, uint32_t *load);
+bool exec_moe_wide_exchange_replay(struct exec_model *m);
 int exec_moe_wide_serve_slices(struct exec_model *m, uint32_t l);
 /* Under tile reuse: the spill copy of the last group's first pass, which the next group's
    attention unit issues at its start (bytes 0: none pending); taken, it is no longer

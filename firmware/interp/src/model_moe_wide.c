@@ -192,26 +192,28 @@ static void spill_now(struct exec_model *m)
 
 /* The wave's next group's rows (`rows` of them, from ep_recv) to their place in layer l's
    spill: left to the next unit under tile reuse but for the layer's last group (the second
-   pass reads the spill next), else now. */
+   pass reads the spill next) and an exchange inside the next group's attention (`now`: as
+   the full run issues it), else now. */
 static void spill_rows(struct exec_model *m, const struct npu_moe_spill *s, uint32_t l,
-                       uint64_t rows)
+                       uint64_t rows, bool now)
 {
     const uint64_t row = (uint64_t)m->cfg->hidden_size * m->buf.eb;
     const uint64_t dst = spill_base(m, s, l) + s->rows + wide_of(l)->rows * row;
     const uint64_t bytes = rows * row;
     if (!bytes)
         return;
-    if (m->treuse.on && !spill_last)
+    if (m->treuse.on && !spill_last && !now)
         spill_left = (struct exec_side_copy){ dst, m->buf.a.ep_recv, bytes };
     else
         exec_copy_side(m, dst, m->buf.a.ep_recv, bytes);
 }
 
 /* What a group's exchange left: its record (the group's first row in the spill, each held
-   slice's run), its received rows' spill, the plan's words and the top-k kept, its rows in
-   the wave. */
+   slice's run), its received rows' spill (`now`: see spill_rows), the plan's words and the
+   top-k kept, its rows in the wave. */
 static void dispatch_done(struct exec_model *m, uint32_t l, uint32_t g, uint32_t n,
-                          const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan)
+                          const struct moe_ep_map *x, const struct noc_alltoallv_plan *plan,
+                          bool now)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -230,7 +232,7 @@ static void dispatch_done(struct exec_model *m, uint32_t l, uint32_t g, uint32_t
     const uint64_t mat = plan_bytes(m, x);
     /* beside the next group's attention (second DMA queue): in the chain's queue they held
        up its first loads with the matrix idle */
-    spill_rows(m, &s, l, rec->rows);
+    spill_rows(m, &s, l, rec->rows, now);
     /* kept: the combine reads them back in every mode */
     exec_copy_kept(m, record_addr(m, &s, l, g) + s.counts, m->buf.a.ep_matrix, mat, true);
     uint32_t r0, nr, slice;
@@ -240,12 +242,18 @@ static void dispatch_done(struct exec_model *m, uint32_t l, uint32_t g, uint32_t
 }
 
 /* A group's exchange left to the next group's attention (exec_moe_wide_dispatch_settle):
-   layer l's group g of n rows, its send buffer of `bytes` gathered. */
+   layer l's group g of n rows, its send buffer of `bytes` gathered; under tile reuse
+   (keyed) the busiest rank's routed pairs and the rows per expert of its routing, which
+   key that attention's unit (exec_moe_wide_exchange_key) and stand for the exchange where
+   the unit replays (exec_moe_wide_exchange_replay). */
 static struct {
     bool set;
     uint32_t l, g, n;
     uint64_t bytes;
     bool prefetch; /* exec_moe_wide_prefetch waits for its record */
+    bool keyed;
+    uint32_t load;
+    uint32_t rows[ROUTING_EXPERTS_MAX];
 } later;
 
 /* Whether a group's exchange waits for the next group's attention: the matrix then runs
@@ -253,16 +261,20 @@ static struct {
    while the count rounds and the rows' writes go, where it idled through them between
    this group's router GEMM and the next group's QKV GEMM (Qwen3-30B-A3B prefill-2048 on
    large-64: about 6 us a group; docs/images.md, "MoE over the layer"). Not for the
-   layer's last group (the second pass reads its spill next), under tile reuse (a group's
-   first pass is a unit of its own), nor without two tiles' attention in flight (attn_tiles
-   runs it after its first tile's QKV collectives; attention's chunks over ep_recv are
-   then dead until the next tile's QKV GEMM, issued after it). */
-static bool dispatch_defers(const struct exec_model *m)
+   layer's last group (the second pass reads its spill next), nor without two tiles'
+   attention in flight (attn_tiles runs it after its first tile's QKV collectives;
+   attention's chunks over ep_recv are then dead until the next tile's QKV GEMM, issued
+   after it). Under tile reuse only a keyed group's (`keyed`): the next attention's unit
+   carries its key. */
+static bool dispatch_defers(const struct exec_model *m, bool keyed)
 {
-    return !m->treuse.on && !spill_last && m->plan->attn_deep;
+    return !spill_last && m->plan->attn_deep && (!m->treuse.on || keyed);
 }
 
-static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
+/* The first pass in full; `keyed` (under tile reuse, NULL: not keyed): the rows per
+   expert of the group's routing and its load, kept where the exchange waits. */
+static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                         const uint32_t *keyed, uint32_t load)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -276,17 +288,20 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
     const struct wide_state *prev = wide_of(l + 1); /* layer l - 1's parity */
     int rc = w->groups > w->first || prev->groups > prev->first ? exec_drain(m) : NPU_OK;
     const uint32_t g = w->groups;
-    if (rc == NPU_OK && dispatch_defers(m)) {
+    if (rc == NPU_OK && dispatch_defers(m, keyed != NULL)) {
         assert(!later.set && "exec_moe_wide_dispatch_group settles the one before");
         uint64_t bytes;
         rc = moe_ep_route_gather(m, l, tile, x, &bytes);
         later.set = rc == NPU_OK, later.l = l, later.g = g, later.n = tile->n;
         later.bytes = bytes, later.prefetch = false;
+        later.keyed = keyed != NULL, later.load = load;
+        for (uint32_t e = 0; keyed && e < m->cfg->num_experts; e++)
+            later.rows[e] = keyed[e];
     } else if (rc == NPU_OK) {
         /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
         rc = moe_ep_route_dispatch(m, l, tile, x, &plan, false);
         if (rc == NPU_OK)
-            dispatch_done(m, l, g, tile->n, x, &plan);
+            dispatch_done(m, l, g, tile->n, x, &plan, false);
     }
     if (rc == NPU_OK) /* deferred or not, the next group's room counts this one */
         wave_reserve(m, w, tile->n);
@@ -303,7 +318,7 @@ int exec_moe_wide_dispatch_settle(struct exec_model *m)
     struct noc_alltoallv_plan plan = moe_ep_plan(m, x);
     int rc = moe_ep_dispatch_later(m, later.l, later.n, x, &plan, later.bytes);
     if (rc == NPU_OK)
-        dispatch_done(m, later.l, later.g, later.n, x, &plan);
+        dispatch_done(m, later.l, later.g, later.n, x, &plan, true);
     if (rc == NPU_OK && later.prefetch) /* its record is in: the prediction has every group */
         exec_moe_wide_prefetch(m, later.l);
     exec_set_cat(m, was);
@@ -328,8 +343,12 @@ void exec_moe_wide_dispatch_forget(void)
    and the count matrix the combine would read back is never written, so that combine must
    replay too; its class is pinned until then. Otherwise the first pass runs in full
    (recorded when its class is new) and its combine replays if that class exists, else runs
-   in full, recorded. The group whose router loads the next layer's shares
-   (m->w.route_last) always runs in full. Group by group of the layer: under tile reuse a
+   in full, recorded. With two tiles' attention in flight (dispatch_defers) the first pass
+   is the route and gather alone, in full (the exchange needs its counts), and the
+   exchange goes into the next group's attention unit, keyed by it, which replays only
+   with it (exec_moe_wide_exchange_replay: the same rule through the combine's class).
+   The group whose router loads the next layer's shares (m->w.route_last) always runs in
+   full. Group by group of the layer: under tile reuse a
    layer's combines run in its own op (layer_defers: not under layer reuse). SRAM: 4 bytes a
    group, for the first WIDE_UNITS_MAX groups of a layer (the reference plan's 33,280 rows
    are 130 groups of 256); later groups run in full. */
@@ -341,20 +360,21 @@ static struct {
     uint16_t load; /* WIDE_KEYED: the key's load (at most a group's rows x k) */
 } units[WIDE_UNITS_MAX];
 
-/* What a replayed first pass leaves: the group's record from the rows per expert (each
-   slice of an expert receives all its rows; by bucket, the rank's slices in turn), the
-   wave's counts and the layer's routed rows. */
-static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *per_expert,
-                             uint32_t n)
+/* What a replayed exchange leaves: group g's record from the rows per expert (each slice
+   of an expert receives all its rows; by bucket, the rank's slices in turn), the wave's
+   counts and the layer's routed rows; its spill where `spill` (a replayed exchange inside
+   the next group's attention: that unit's span holds it). */
+static void record_from_draw(struct exec_model *m, uint32_t l, uint32_t g,
+                             const uint32_t *per_expert, uint32_t n, bool spill)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
     const struct moe_ep_map *x = moe_ep_map(m, l);
     struct wide_state *w = wide_of(l);
-    assert(w->groups < s.groups && "the planner's group count");
+    assert(g < s.groups && "the planner's group count");
     const uint32_t E = m->cfg->num_experts, lo = x->first[m->rank], hi = x->first[m->rank + 1];
-    struct wide_record *rec = record(m, &s, l, w->groups);
-    uint32_t *run = runs(m, &s, l, w->groups);
+    struct wide_record *rec = record(m, &s, l, g);
+    uint32_t *run = runs(m, &s, l, g);
     rec->first_row = w->rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) {
         run[2 * (i - lo)] = per_expert[x->expert[i]];
@@ -363,9 +383,9 @@ static void record_from_draw(struct exec_model *m, uint32_t l, const uint32_t *p
     }
     for (uint32_t e = 0; e < E; e++)
         m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
-    spill_rows(m, &s, l, rec->rows);
+    if (spill)
+        spill_rows(m, &s, l, rec->rows, false);
     wave_add_rows(m, &s, w, rec, n);
-    wave_reserve(m, w, n);
 }
 
 /* The first pass of a group whose class is new (or NULL: none free): in full, recorded. */
@@ -375,11 +395,39 @@ static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_t
     static struct exec_recording r; /* exec_stats: not on the hart's small stack */
     if (!d) {
         m->treuse.counts[EXEC_REUSE_FULL]++;
-        return dispatch_full(m, l, tile);
+        return dispatch_full(m, l, tile, NULL, 0);
     }
     int rc = exec_reuse_unit_begin(m, d, &r);
-    rc = rc == NPU_OK ? dispatch_full(m, l, tile) : rc;
+    rc = rc == NPU_OK ? dispatch_full(m, l, tile, NULL, 0) : rc;
     return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
+}
+
+/* Group g's first pass under tile reuse, keyed by its rows per expert and load. */
+static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          uint32_t g, const uint32_t *per_expert, uint32_t load)
+{
+    const uint32_t n = tile->n;
+    units[g].how = WIDE_KEYED, units[g].load = (uint16_t)load;
+    if (dispatch_defers(m, true)) { /* route and gather here, the exchange in the next unit */
+        m->treuse.counts[EXEC_REUSE_FULL]++;
+        return dispatch_full(m, l, tile, per_expert, load);
+    }
+    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
+    struct exec_tile_class *c =
+        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
+    if (c) {
+        units[g].how = WIDE_REPLAYED, c->pins++;
+        units[g].comb = (uint8_t)(c - m->treuse.classes);
+        record_from_draw(m, l, g, per_expert, n, true);
+        wave_reserve(m, wide_of(l), n);
+        return exec_reuse_unit_replay(m, d);
+    }
+    if (d) { /* recorded, but not its combine yet: that combine records */
+        m->treuse.counts[EXEC_REUSE_FULL]++;
+        return dispatch_full(m, l, tile, NULL, 0);
+    }
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, &d);
+    return rc == NPU_OK ? dispatch_record(m, l, tile, d) : rc;
 }
 
 int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile)
@@ -389,34 +437,40 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
         return rc0;
     exec_attention_kept_drop(); /* its peers' writes declare no local range */
     struct wide_state *w = wide_of(l);
-    const uint32_t g = w->groups, n = tile->n;
+    const uint32_t g = w->groups;
     _Static_assert(EXEC_REUSE_TILE_SLOTS <= 256, "a class index in a byte");
     if (g < WIDE_UNITS_MAX)
         units[g].how = WIDE_FULL;
     spill_now(m); /* the group before's, where no unit took it: it reads ep_recv */
     spill_last = m->w.route_last;
     if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
-        return dispatch_full(m, l, tile);
+        return dispatch_full(m, l, tile, NULL, 0);
     uint32_t load;
     const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
     if (load > UINT16_MAX)
-        return dispatch_full(m, l, tile);
-    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
-    struct exec_tile_class *c =
-        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
-    if (c) {
-        units[g].how = WIDE_REPLAYED, c->pins++;
-        units[g].comb = (uint8_t)(c - m->treuse.classes);
-        record_from_draw(m, l, per_expert, n);
-        return exec_reuse_unit_replay(m, d);
-    }
-    units[g].how = WIDE_KEYED, units[g].load = (uint16_t)load;
-    if (d) { /* recorded, but not its combine yet: that combine records */
-        m->treuse.counts[EXEC_REUSE_FULL]++;
-        return dispatch_full(m, l, tile);
-    }
-    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, &d);
-    return rc == NPU_OK ? dispatch_record(m, l, tile, d) : rc;
+        return dispatch_full(m, l, tile, NULL, 0);
+    return dispatch_keyed(m, l, tile, g, per_expert, load);
+}
+
+bool exec_moe_wide_exchange_key(uint32_t *n, uint32_t *load)
+{
+    const bool keyed = later.set && later.keyed;
+    *n = keyed ? later.n : 0, *load = keyed ? later.load : 0;
+    return keyed;
+}
+
+bool exec_moe_wide_exchange_replay(struct exec_model *m)
+{
+    assert(later.set && later.keyed && "exec_moe_wide_exchange_key said one waits");
+    struct exec_tile_class *c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, later.n,
+                                                     later.load);
+    if (!c)
+        return false; /* the combine records: the count matrix must be written */
+    later.set = false;
+    units[later.g].how = WIDE_REPLAYED, c->pins++;
+    units[later.g].comb = (uint8_t)(c - m->treuse.classes);
+    record_from_draw(m, later.l, later.g, later.rows, later.n, false);
+    return true;
 }
 
 /* Where a slice's walk over the wave's groups stands: group g, rows done in it. */

@@ -30,7 +30,10 @@
  * - embeddings, dense FFN: the rows alone (the same work per row);
  * - the MoE over the layer's units (a group's route, dispatch and spill; its combine:
  *   model_moe_wide.c), keyed like a MoE tile (not by the side copies at their start); a
- *   combine class a replayed first pass will need is pinned (new_class skips it).
+ *   combine class a replayed first pass will need is pinned (new_class skips it);
+ * - a MoE group's attention that runs the group before's exchange (with two tiles in
+ *   flight: exec_moe_wide_exchange_key) also by that exchange's rows and load, exactly; it
+ *   replays only where the exchange can (its combine's class recorded), else runs in full.
  *
  * Recording: the group starts the tile together (a barrier: see record_tile), BEGIN, the
  * tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time and the
@@ -72,6 +75,8 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
+    if (op->flags & EXEC_OP_GROUP) /* the group before's exchange inside it */
+        exec_moe_wide_exchange_key(&k->xn, &k->xload);
     k->nsegs = tile->nsegs; /* more than EXEC_TILE_SEGS: not keyed */
     for (uint32_t s = 0; s < tile->nsegs && s < EXEC_TILE_SEGS; s++) {
         const struct exec_seg *g = &tile->segs[s];
@@ -86,7 +91,8 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
                               const struct exec_tile_class *k)
 {
     if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->load != k->load ||
-        c->pre_bytes != k->pre_bytes || c->nsegs != k->nsegs)
+        c->pre_bytes != k->pre_bytes || c->nsegs != k->nsegs || c->xn != k->xn ||
+        c->xload != k->xload)
         return UINT64_MAX;
     const uint32_t w = npu_kv_stripe(m->plan);
     uint64_t dist = 0;
@@ -274,6 +280,11 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     }
     m->treuse.uses++;
     struct exec_tile_class *c = find_class(m, &key);
+    if (c && key.xn && !exec_moe_wide_exchange_replay(m)) {
+        m->treuse.counts[EXEC_REUSE_FULL]++; /* the exchange runs, with the unit in full */
+        int rc = exec_reuse_tile_flush(m);
+        return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
+    }
     if (c) {
         c->last_used = m->treuse.uses;
         return replay_tile(m, c);
