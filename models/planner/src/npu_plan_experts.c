@@ -28,7 +28,8 @@
 #include "routing_model.h"
 
 #define NPU_PLACEMENT_SAMPLES 4096u
-/* The default's balanced placement: at most this many ranks (see npu_planner_experts) */
+/* The default's balanced placement: for one MoE group (skewed routing) on at most this many
+   ranks, for several groups served group by group on more (see npu_planner_experts) */
 #define NPU_BALANCED_DEFAULT_RANKS 64u
 
 /* Units per expert: the most, up to NPU_EXPERT_UNITS_MAX, that divide ff and keep a unit at
@@ -323,17 +324,23 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        SLO at 2 req/s against 55 %, half the expert-load bytes; docs/serving.md section 6).
        Its price is simulation time: each group's dispatch sends a hot expert's rows to all
        its slices and runs in full under tile reuse (the layered reference run about 4x
-       the wall time: docs/results.md (#7)). And by default not over more than
-       NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256 ranks, two units an expert)
-       Qwen3-30B-A3B's balanced map (532 slices, a row's choices reaching up to 56 of them)
-       was slower than contiguous placement under skewed routing, prefill-512 74.9 ms
-       against 63.3 and decode-b8 6.97 against 5.63 (docs/results.md): a hot expert's rows
-       go to each of its slices, and every dispatch and combine spans 256 ranks. */
+       the wall time: docs/results.md (#7)). For the balance alone (one group under skewed
+       routing), not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256
+       ranks, two units an expert) Qwen3-30B-A3B's balanced map (532 slices, a row's
+       choices reaching up to 56 of them) was slower than contiguous placement under skewed
+       routing, decode-b8 6.97 ms against 5.63 (docs/results.md): a hot expert's rows go to
+       each of its slices, and every dispatch and combine spans 256 ranks. But over more
+       ranks than that with several groups a layer (group by group: small-256's groups are
+       its tiles of 64 rows) it is faster, its experts cut into 8 units of 96 columns
+       against 2 of 384: Qwen3-30B-A3B prefill-512 28.648 ms against 44.976 uniform, 46.789
+       against 55.532 under skewed:1.0 (docs/results.md, 2026-12-05 (#8)). */
+    const bool several = p->max_tokens > p->moe_rows;
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
                               : p->mode == NPU_IMAGE_PERFORMANCE && !pl->contiguous &&
-                                    p->tp <= NPU_BALANCED_DEFAULT_RANKS &&
-                                    ((skewed && p->max_tokens <= p->moe_rows) ||
+                                    ((p->tp <= NPU_BALANCED_DEFAULT_RANKS && skewed &&
+                                      !several) ||
+                                     (p->tp > NPU_BALANCED_DEFAULT_RANKS && several) ||
                                      npu_moe_wide_able(p));
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
     const bool wide = npu_moe_layer_wide(p);
