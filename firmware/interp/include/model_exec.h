@@ -511,7 +511,9 @@ bool exec_layer_pending(void);
 /* Whether op may run while a layer's combines wait: the next layer's staging, or a fused
    MoE layer's ops (its attention takes them or runs them first, its MoE op is empty). */
 bool exec_op_keeps_combines(const struct exec_model *m, const struct npu_prog_op *op);
-void exec_layer_forget(void); /* after a failed pass: its combines, rows, FFN end */
+/* after a failed pass: its combines, rows, FFN end, the MoE over the layer's waiting
+   exchange, spill and combine pins */
+void exec_layer_forget(struct exec_model *m);
 /* What a layer's last op left to the next layer's attention (its MoE rows, model_moe_rows.c;
    a dense layer's last FFN tile's all-reduce and add, model_layer_ops.c ffn_later): run it
    now (before any other op); whether some waits. */

@@ -419,7 +419,7 @@ int exec_iteration(struct exec_model *m, const struct npu_prog_op *ops, uint32_t
     if (rc == NPU_OK && m->pipe.stage + 1 < m->pipe.stages)
         rc = exec_head_tokens_from_last_stage(m, b->runs, b->nruns, messages, out, logit);
     if (rc != NPU_OK)
-        exec_layer_forget(); /* a failed pass leaves its combines */
+        exec_layer_forget(m); /* a failed pass leaves its combines */
     exec_pass_end(m);
     return rc;
 }

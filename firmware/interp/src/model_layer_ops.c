@@ -398,12 +398,12 @@ bool exec_layer_pending(void)
     return pending.set;
 }
 
-void exec_layer_forget(void)
+void exec_layer_forget(struct exec_model *m)
 {
     pending.set = false;
     ffn_later.set = false;
     exec_moe_rows_forget();
-    exec_moe_wide_dispatch_forget();
+    exec_moe_wide_dispatch_forget(m);
 }
 
 int exec_layer_rows_settle(struct exec_model *m)

@@ -132,10 +132,11 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
    next group's attention, which runs it once its first tile's steps are issued (attn_tiles)
    (model_moe_wide.c, dispatch_defers): settle runs it if one waits (the next dispatch, the
    experts' pass and any combine run it first too; a prefetch of the layer's second pass
-   waits for it); pending says whether one waits; forget drops it (exec_layer_forget). */
+   waits for it); pending says whether one waits; forget drops it, with a spill no unit
+   took and the pins of combines that will not run (exec_layer_forget). */
 int exec_moe_wide_dispatch_settle(struct exec_model *m);
 bool exec_moe_wide_dispatch_pending(void);
-void exec_moe_wide_dispatch_forget(void);
+void exec_moe_wide_dispatch_forget(struct exec_model *m);
 /* Under tile reuse a keyed group's exchange waits too: key says whether one waits and its
    rows (*n) and load, which key the next group's attention unit (model_reuse_tile.c);
    replay stands for it where that unit replays: true (its record from the routing

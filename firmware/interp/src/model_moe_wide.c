@@ -330,10 +330,6 @@ bool exec_moe_wide_dispatch_pending(void)
     return later.set;
 }
 
-void exec_moe_wide_dispatch_forget(void)
-{
-    later.set = false;
-}
 
 /* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
    route, dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and
@@ -471,6 +467,17 @@ bool exec_moe_wide_exchange_replay(struct exec_model *m)
     units[later.g].comb = (uint8_t)(c - m->treuse.classes);
     record_from_draw(m, later.l, later.g, later.rows, later.n, false);
     return true;
+}
+
+void exec_moe_wide_dispatch_forget(struct exec_model *m)
+{
+    later.set = false;
+    spill_left.bytes = 0;
+    for (uint32_t g = 0; g < WIDE_UNITS_MAX; g++) /* combines pinned to replay: not now */
+        if (units[g].how == WIDE_REPLAYED && m->treuse.classes[units[g].comb].pins)
+            m->treuse.classes[units[g].comb].pins--;
+    for (uint32_t g = 0; g < WIDE_UNITS_MAX; g++)
+        units[g].how = WIDE_FULL;
 }
 
 /* Where a slice's walk over the wave's groups stands: group g, rows done in it. */

@@ -281,6 +281,7 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     m->treuse.uses++;
     struct exec_tile_class *c = find_class(m, &key);
     if (c && key.xn && !exec_moe_wide_exchange_replay(m)) {
+        c->last_used = m->treuse.uses; /* matched: kept for when the combine's is recorded */
         m->treuse.counts[EXEC_REUSE_FULL]++; /* the exchange runs, with the unit in full */
         int rc = exec_reuse_tile_flush(m);
         return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;

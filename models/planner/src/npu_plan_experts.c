@@ -326,14 +326,16 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
        its slices and runs in full under tile reuse (the layered reference run about 4x
        the wall time: docs/results.md (#7)). For the balance alone (one group under skewed
        routing), not over more than NPU_BALANCED_DEFAULT_RANKS ranks: on small-256 (256
-       ranks, two units an expert) Qwen3-30B-A3B's balanced map (532 slices, a row's
-       choices reaching up to 56 of them) was slower than contiguous placement under skewed
-       routing, decode-b8 6.97 ms against 5.63 (docs/results.md): a hot expert's rows go to
-       each of its slices, and every dispatch and combine spans 256 ranks. But over more
-       ranks than that with several groups a layer (group by group: small-256's groups are
-       its tiles of 64 rows) it is faster, its experts cut into 8 units of 96 columns
-       against 2 of 384: Qwen3-30B-A3B prefill-512 28.648 ms against 44.976 uniform, 46.789
-       against 55.532 under skewed:1.0 (docs/results.md, 2026-12-05 (#8)). */
+       ranks) an older balanced map of Qwen3-30B-A3B (532 slices, a row's choices reaching
+       up to 56 of them) was slower than contiguous placement under skewed routing,
+       decode-b8 6.97 ms against 5.63 (docs/results.md): a hot expert's rows go to each of
+       its slices, and every dispatch and combine spans 256 ranks. But over more ranks than
+       that, for a plan of several groups (group by group: small-256's groups are its tiles
+       of 64 rows) it is faster, its experts cut into 8 units of 96 columns against
+       contiguous placement's 2 of 384: Qwen3-30B-A3B prefill-512 28.648 ms against 44.976
+       uniform, 46.789 against 55.532 under skewed:1.0 (docs/results.md, 2026-12-05 (#8)).
+       The choice is the plan's: a serving plan's decode iterations run on the same map
+       (not measured on small-256). */
     const bool several = p->max_tokens > p->moe_rows;
     const bool balanced = req->expert_placement >= 0
                               ? req->expert_placement == NPU_EXPERTS_BALANCED
