@@ -330,7 +330,6 @@ bool exec_moe_wide_dispatch_pending(void)
     return later.set;
 }
 
-
 /* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
    route, dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and
    the busiest rank's routed pairs, exec_reuse_wide_draw). A first pass replays only where
