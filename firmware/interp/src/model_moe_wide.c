@@ -355,6 +355,14 @@ static struct {
     uint16_t load; /* WIDE_KEYED: the key's load (at most a group's rows x k) */
 } units[WIDE_UNITS_MAX];
 
+/* Group g's first pass replays (or its exchange): its combine, class c, must replay too,
+   and c stays until then. */
+static void pin_combine(struct exec_model *m, uint32_t g, struct exec_tile_class *c)
+{
+    units[g].how = WIDE_REPLAYED, c->pins++;
+    units[g].comb = (uint8_t)(c - m->treuse.classes);
+}
+
 /* What a replayed exchange leaves: group g's record from the rows per expert (each slice
    of an expert receives all its rows; by bucket, the rank's slices in turn), the wave's
    counts and the layer's routed rows; its spill where `spill` (a replayed exchange inside
@@ -411,8 +419,7 @@ static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_ti
     struct exec_tile_class *c =
         d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
     if (c) {
-        units[g].how = WIDE_REPLAYED, c->pins++;
-        units[g].comb = (uint8_t)(c - m->treuse.classes);
+        pin_combine(m, g, c);
         record_from_draw(m, l, g, per_expert, n, true);
         wave_reserve(m, wide_of(l), n);
         return exec_reuse_unit_replay(m, d);
@@ -462,8 +469,7 @@ bool exec_moe_wide_exchange_replay(struct exec_model *m)
     if (!c)
         return false; /* the combine records: the count matrix must be written */
     later.set = false;
-    units[later.g].how = WIDE_REPLAYED, c->pins++;
-    units[later.g].comb = (uint8_t)(c - m->treuse.classes);
+    pin_combine(m, later.g, c);
     record_from_draw(m, later.l, later.g, later.rows, later.n, false);
     return true;
 }
@@ -472,11 +478,11 @@ void exec_moe_wide_dispatch_forget(struct exec_model *m)
 {
     later.set = false;
     spill_left.bytes = 0;
-    for (uint32_t g = 0; g < WIDE_UNITS_MAX; g++) /* combines pinned to replay: not now */
+    for (uint32_t g = 0; g < WIDE_UNITS_MAX; g++) { /* combines pinned to replay: not now */
         if (units[g].how == WIDE_REPLAYED && m->treuse.classes[units[g].comb].pins)
             m->treuse.classes[units[g].comb].pins--;
-    for (uint32_t g = 0; g < WIDE_UNITS_MAX; g++)
         units[g].how = WIDE_FULL;
+    }
 }
 
 /* Where a slice's walk over the wave's groups stands: group g, rows done in it. */

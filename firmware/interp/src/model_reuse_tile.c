@@ -267,28 +267,30 @@ static int replay_tile(struct exec_model *m, struct exec_tile_class *c)
     return NPU_OK;
 }
 
+/* The tile in full, not recorded, after the replays queued. */
+static int tile_unrecorded(struct exec_model *m, const struct npu_prog_op *op,
+                           struct exec_tile *tile, uint64_t x)
+{
+    m->treuse.counts[EXEC_REUSE_FULL]++;
+    int rc = exec_reuse_tile_flush(m);
+    return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
+}
+
 int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct exec_tile *tile,
                     uint64_t x)
 {
     static struct exec_tile_class key;
     make_key(m, op, tile, &key);
     if (key.nsegs > EXEC_TILE_SEGS ||
-        (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load))) {
-        m->treuse.counts[EXEC_REUSE_FULL]++;
-        int rc = exec_reuse_tile_flush(m);
-        return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
-    }
+        (op->kind == NPU_OP_MOE && !moe_tile_draw(m, op->layer, tile, &key.load)))
+        return tile_unrecorded(m, op, tile, x);
     m->treuse.uses++;
     struct exec_tile_class *c = find_class(m, &key);
-    if (c && key.xn && !exec_moe_wide_exchange_replay(m)) {
-        c->last_used = m->treuse.uses; /* matched: kept for when the combine's is recorded */
-        m->treuse.counts[EXEC_REUSE_FULL]++; /* the exchange runs, with the unit in full */
-        int rc = exec_reuse_tile_flush(m);
-        return rc == NPU_OK ? exec_tile_full(m, op, tile, x) : rc;
-    }
     if (c) {
         c->last_used = m->treuse.uses;
-        return replay_tile(m, c);
+        if (!key.xn || exec_moe_wide_exchange_replay(m))
+            return replay_tile(m, c);
+        return tile_unrecorded(m, op, tile, x); /* its exchange runs, so the unit in full */
     }
     int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
     if (rc != NPU_OK)
