@@ -93,15 +93,17 @@ static void add_rank_loads(const struct npu_plan *p, const double *rank_load,
 }
 
 /* A layer's routed rows per expert (`MODEL routed`, tokens[E]) as the load of each rank
-   under EP: for each slice it holds (the image's expert map, x[0..n)), the expert's rows times
-   the slice's share of the expert's width (a whole expert: its rows). */
+   under EP: for each slice it holds (the image's expert map, x[0..n)), its copy's share of
+   the expert's rows (rows alternate over the copies) times the slice's share of the expert's
+   width (a whole expert: its rows). */
 static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert_slice *x,
                          uint32_t n, const uint64_t *tokens, struct measured *m,
                          uint32_t *layers)
 {
     double rank_load[1024] = { 0 };
     for (uint32_t i = 0; i < n && p->tp <= 1024; i++)
-        rank_load[x[i].rank] += (double)tokens[x[i].expert] * x[i].units / p->expert_units;
+        rank_load[x[i].rank] += (double)tokens[x[i].expert] / (x[i].reps ? x[i].reps : 1) *
+                                x[i].units / p->expert_units;
     add_rank_loads(p, rank_load, m, layers);
 }
 

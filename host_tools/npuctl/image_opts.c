@@ -21,7 +21,7 @@ enum img_opt {
     IMG_KV_BLOCK, IMG_ATTN_BLOCK, IMG_KV_WINDOW, IMG_COMM_SEGMENT, IMG_MOE_UNITS_ROWS,
     IMG_KV_SRAM_BLOCKS, IMG_KV_RING_ROWS, IMG_PARTITION, IMG_ROUTING, IMG_ROUTING_SEED,
     IMG_KV_SPLIT, IMG_WEIGHTS, IMG_STAGE_BUFFERS, IMG_ATTN_DEEP, IMG_EXPERT_PLACEMENT,
-    IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_ROLES, IMG_DISAGG, IMG_SEARCH,
+    IMG_EXPERT_REPLICAS, IMG_PLACEMENT, IMG_MODE, IMG_DTYPE, IMG_ROLES, IMG_DISAGG, IMG_SEARCH,
 };
 
 /* A size or count the planner otherwise chooses: at least 1 (leaving the option out is how
@@ -141,6 +141,10 @@ static int apply_other(struct npu_plan_request *r, const struct npuctl_opt *opt,
     case IMG_MOE_UNITS_ROWS: /* 0: never */
         rc = npuctl_parse_u32(opt->name, v, 0, INT32_MAX, &n);
         r->moe_units_rows = rc ? r->moe_units_rows : (int32_t)n;
+        return rc;
+    case IMG_EXPERT_REPLICAS:
+        rc = npuctl_parse_u32(opt->name, v, 1, NPU_EXPERT_REPLICAS_MAX, &n);
+        r->expert_replicas = rc ? r->expert_replicas : (int)n;
         return rc;
     case IMG_KV_SRAM_BLOCKS: /* 0: no pool */
         if (strcmp(v, "auto") == 0) {
@@ -295,6 +299,10 @@ static const struct npuctl_opt image_opts[] = {
       "makes popular spread so that every rank serves about the mean (default: balanced in "
       "performance mode under skewed routing, else contiguous)", IMG_EXPERT_PLACEMENT,
       C_ALL },
+    { "--expert-replicas", NULL, "N", NULL,
+      "EP, balanced placement: at most N copies of one expert, each serving a share of its "
+      "rows, where the routing model makes it hotter than slices alone can balance (1: "
+      "none; default 4, the most)", IMG_EXPERT_REPLICAS, C_ALL },
     { "--routing", NULL, "uniform|skewed:ALPHA", "uniform",
       "performance mode's expert choice: uniform, or Zipf with exponent ALPHA (0..4)",
       IMG_ROUTING, C_ALL },

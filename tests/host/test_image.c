@@ -292,7 +292,7 @@ static void test_expert_map_refusals(void **state)
     const struct npu_image_header *h = hdr(&img);
     struct npu_image_expert_slice *x = (void *)(b + h->experts_off);
     assert_true(h->experts_count > 2);
-    for (uint32_t c = 0; c < 4; c++) {
+    for (uint32_t c = 0; c < 7; c++) {
         memcpy(b, img.data, n);
         if (c == 0)
             x[0].rank = 4; /* of 4 ranks */
@@ -300,11 +300,23 @@ static void test_expert_map_refusals(void **state)
             x[1] = x[0]; /* overlaps slice 0 */
         else if (c == 2)
             x[0].units = 200; /* past the expert's units */
-        else
+        else if (c == 3)
             x[1].layer = 0x7fff; /* layers out of order */
+        else if (c == 4)
+            x[0].rep = x[0].reps; /* a copy past the expert's copies */
+        else if (c == 5)
+            x[0].reps = NPU_EXPERT_REPLICAS_MAX + 1; /* more copies than the dispatch keys */
+        else
+            x[0].reps = 0; /* no copy at all */
         reseal(b, n);
         expect_image_refusal(b, n, "expert map");
     }
+    /* slice 0 says its expert has one more copy than the others say (or, held once, that it
+       has two: then copy 1 holds only slice 0's units) */
+    memcpy(b, img.data, n);
+    x[0].reps++;
+    reseal(b, n);
+    expect_image_refusal(b, n, "expert map");
     memcpy(b, img.data, n);
     x[0].units = (uint8_t)(x[0].units - 1); /* a unit of expert x[0] held by nobody */
     reseal(b, n);

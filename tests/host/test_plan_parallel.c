@@ -92,6 +92,30 @@ static void test_ep_shares(void **state)
    the map, the layer's most popular expert (the routing model's heaviest weight) is cut
    into slices on several ranks, and contiguous placement keeps whole experts in order (or,
    with U times as many ranks as experts, each expert's U units on U ranks in order). */
+/* Layer l's copies (x[0..n)): every slice of an expert says the same number of copies,
+   each copy holds each of the expert's U units once, and no rank holds two slices of one
+   expert (copies or not). Returns the most copies of an expert in the layer. */
+static uint32_t check_copies(const struct npu_image_expert_slice *x, uint32_t n, uint32_t U)
+{
+    uint32_t most = 1;
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t units[NPU_EXPERT_REPLICAS_MAX] = { 0 };
+        assert_true(x[i].reps >= 1 && x[i].reps <= NPU_EXPERT_REPLICAS_MAX);
+        assert_true(x[i].rep < x[i].reps);
+        most = x[i].reps > most ? x[i].reps : most;
+        for (uint32_t j = 0; j < n; j++) {
+            if (x[j].expert != x[i].expert)
+                continue;
+            assert_int_equal(x[j].reps, x[i].reps);
+            assert_true(j == i || x[j].rank != x[i].rank);
+            units[x[j].rep] += x[j].units;
+        }
+        for (uint32_t c = 0; c < x[i].reps; c++)
+            assert_int_equal(units[c], U);
+    }
+    return most;
+}
+
 static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
 {
     struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
@@ -118,6 +142,7 @@ static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
         for (uint32_t i = 0; i < n; i++)
             hot_slices += x[i].expert == hot;
         assert_true(hot_slices > 1);
+        check_copies(x, n, h->plan.expert_units);
         const struct npu_image_tensor *ts = tensors(&img);
         for (uint64_t i = 0; i < h->tensors_count; i++) {
             if (!model_tensor_is_expert(ts[i].kind) || ts[i].layer != l)
@@ -161,6 +186,37 @@ static struct npu_plan_request ep_request(uint32_t skew_milli, uint32_t max_toke
     req.routing_skew_milli = skew_milli;
     req.max_tokens = max_tokens, req.max_seq = 1024, req.max_batch = max_batch;
     return req;
+}
+
+/* Copies of hot experts (docs/images.md, "Expert placement"): under skewed routing the
+   hottest expert of a layer gets copies that split its rows, each copy cut into slices that
+   hold its units once; --expert-replicas 1 places none. */
+static void test_ep_copies(void **state)
+{
+    (void)state;
+    for (int most = 1; most <= 4; most += 3) {
+        struct npu_plan_request req = request(4, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
+        req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
+        req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 3000;
+        req.expert_placement = NPU_EXPERTS_BALANCED, req.expert_replicas = most;
+        struct npu_built_image img = build(&moe, &mesh2x2, &req);
+        const struct npu_image_header *h = hdr(&img);
+        char text[4096];
+        assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);
+        uint32_t layers_copied = 0;
+        for (uint32_t l = 0; l < moe.cfg.num_layers; l++) {
+            uint32_t n;
+            const struct npu_image_expert_slice *x = npu_image_expert_layer(h, l, &n);
+            const uint32_t copies = check_copies(x, n, h->plan.expert_units);
+            assert_true(copies <= (uint32_t)most);
+            layers_copied += copies > 1;
+        }
+        if (most == 1)
+            assert_int_equal(layers_copied, 0);
+        else
+            assert_true(layers_copied > 0);
+        npu_built_image_free(&img);
+    }
 }
 
 /* A default MoE group that the SRAM halves: the map is placed again for the group that
@@ -500,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_ep_shares),
         cmocka_unit_test(test_ep_balanced),
         cmocka_unit_test(test_ep_balanced_replaced),
+        cmocka_unit_test(test_ep_copies),
         cmocka_unit_test(test_ep_layer_wide),
         cmocka_unit_test(test_ep_spill_rows),
         cmocka_unit_test(test_ep_units),

@@ -482,8 +482,8 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
                     uint64_t x);
 int exec_reuse_tile_flush(struct exec_model *m);
 /* The MoE over the layer's passes under tile reuse (model_moe_wide.c, keyed like a MoE
-   tile): the rows per expert of the group's routing (num_experts entries, scratch) and the
-   busiest rank's routed pairs under layer l's map (*load); the class of a unit (flags
+   tile): the rows per expert's copy of the group's routing ([num_experts][copies],
+   moe_copy_index; scratch) and the busiest rank's routed pairs under layer l's map (*load); the class of a unit (flags
    EXEC_OP_WIDE_*) over n rows at that load, or NULL (find: marks it used; new: a slot for
    it in *out, NULL when every class is pinned; 0 or a negative npu_status); recording one
    (exec_record_begin, _end) and replaying one (at once). */

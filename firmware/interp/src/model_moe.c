@@ -98,10 +98,10 @@ static void choices(struct exec_model *m, uint32_t l, const struct exec_tile *ti
     }
 }
 
-/* Pairs per bucket of the choices idx[n][k] into p->first (prefix sums): per expert, or
-   per slice of the expert's (map). */
+/* Pairs per bucket of the choices idx[n][k] of the group's rows [r0, r0 + n) into p->first
+   (prefix sums): per expert, or per slice of the copy of the expert the row goes to (map). */
 static void count_buckets(struct moe_pairs *p, const uint32_t *idx, uint32_t pairs,
-                          uint32_t buckets, const struct moe_ep_map *map)
+                          uint32_t buckets, const struct moe_ep_map *map, uint32_t r0, uint32_t k)
 {
     for (uint32_t b = 0; b <= buckets; b++)
         p->first[b] = 0;
@@ -111,7 +111,8 @@ static void count_buckets(struct moe_pairs *p, const uint32_t *idx, uint32_t pai
             continue;
         }
         for (uint32_t x = map->efirst[idx[i]]; x < map->efirst[idx[i] + 1]; x++)
-            p->first[map->by_expert[x] + 1]++;
+            if (moe_ep_serves(map, map->by_expert[x], r0 + i / k))
+                p->first[map->by_expert[x] + 1]++;
     }
     for (uint32_t b = 0; b < buckets; b++)
         p->first[b + 1] += p->first[b];
@@ -137,7 +138,7 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
     assert(rc == NPU_OK && "a wait without a deadline");
     (void)rc;
     choices(m, l, tile, r0, r1, idx, wgt);
-    count_buckets(p, idx, n * k, buckets, map); /* then a counting sort by bucket */
+    count_buckets(p, idx, n * k, buckets, map, r0, k); /* then a counting sort by bucket */
     assert(p->first[buckets] <= MOE_PAIRS_MAX && "the planner's fan-out");
     for (uint32_t b = 0; b < buckets; b++)
         fill[b] = p->first[b];
@@ -146,10 +147,14 @@ void moe_sort_choices(struct exec_model *m, uint32_t l, const struct exec_tile *
         for (uint32_t j = 0; j < k; j++) {
             const uint32_t e = idx[r * k + j];
             const uint32_t x0 = map ? map->efirst[e] : 0, x1 = map ? map->efirst[e + 1] : 1;
+            bool part = false; /* a slice after the copy's first adds a partial output */
             for (uint32_t x = x0; x < x1; x++) {
+                if (map && !moe_ep_serves(map, map->by_expert[x], r0 + r))
+                    continue;
                 const uint32_t at = fill[map ? map->by_expert[x] : e]++;
-                p->row[at] = r, p->slot[at] = (uint8_t)j, p->part[at] = x > x0;
+                p->row[at] = r, p->slot[at] = (uint8_t)j, p->part[at] = part;
                 rw[at] = 1.0f / wgt[r * k + j];
+                part = true;
             }
         }
 }

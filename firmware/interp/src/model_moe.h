@@ -47,7 +47,20 @@ struct moe_ep_map {
     uint32_t width[NPU_EXPERT_MAP_MAX]; /* up to 65536: a whole expert of the widest */
     uint16_t by_expert[NPU_EXPERT_MAP_MAX];
     uint16_t efirst[ROUTING_EXPERTS_MAX + 1];
+    uint8_t rep[NPU_EXPERT_MAP_MAX];     /* a slice's copy of its expert */
+    uint8_t reps[ROUTING_EXPERTS_MAX];   /* an expert's copies (1: not replicated) */
 };
+/* The index of copy c of expert e in tables of rows per expert's copy. */
+static inline uint32_t moe_copy_index(uint32_t e, uint32_t c)
+{
+    return e * NPU_EXPERT_REPLICAS_MAX + c;
+}
+/* Whether slice s of map x serves the choice of its expert by the group's row `row`: a slice
+   of the copy that row goes to (npu_expert_replica). */
+static inline bool moe_ep_serves(const struct moe_ep_map *x, uint32_t s, uint32_t row)
+{
+    return x->rep[s] == npu_expert_replica(row, x->reps[x->expert[s]]);
+}
 /* Layer l's map (kept until another layer's is asked for). */
 const struct moe_ep_map *moe_ep_map(const struct exec_model *m, uint32_t l);
 

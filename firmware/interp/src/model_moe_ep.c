@@ -7,9 +7,10 @@
  * placement, the popular ones spread over several ranks under balanced placement). Rank r
  * owns a slice of the group's rows, [r S, r S + S) with S = ceil(n / p):
  *   1. route: RMSNorm, router and top-k of its rows only (nobody else knows these choices);
- *   2. dispatch: each choice becomes one pair per slice of its expert; the pairs, sorted by
- *      slice (hence by owner), go over the NoC to the slices' ranks (noc_alltoallv_dispatch;
- *      the per-slice counts travel with it);
+ *   2. dispatch: each choice becomes one pair per slice of its expert (of one copy of a
+ *      copied expert: the row's, npu_expert_replica); the pairs, sorted by slice (hence by
+ *      owner), go over the NoC to the slices' ranks (noc_alltoallv_dispatch; the per-slice
+ *      counts travel with it);
  *   3. serve: the dispatch leaves each slice's rows from every sender as one run (its
  *      by-bucket layout); each rank runs one SwiGLU per slice it holds over that run
  *      (grouped expert GEMM over the slice's columns) and writes the outputs over it;
@@ -70,6 +71,7 @@ static void build_map(const struct exec_model *m, uint32_t l, struct moe_ep_map 
     for (uint32_t i = 0; i < n; i++) { /* the image check keeps these in range */
         x->expert[i] = s[i].expert, x->rank[i] = s[i].rank;
         x->f0[i] = (uint16_t)(s[i].unit0 * unit), x->width[i] = s[i].units * unit;
+        x->rep[i] = s[i].rep, x->reps[s[i].expert] = s[i].reps;
         x->first[base + s[i].rank + 1]++, x->efirst[s[i].expert + 1]++;
     }
     for (uint32_t q = 0; q < P; q++)
@@ -213,7 +215,7 @@ static void count_tokens(struct exec_model *m, uint32_t l, const struct moe_ep_m
 {
     const uint32_t d = m->cfg->hidden_size, E = m->cfg->num_experts;
     for (uint32_t s = 0; s < x->n; s++)
-        if (x->f0[s] == 0) /* an expert's rows, counted at its first slice */
+        if (x->f0[s] == 0) /* a copy's rows, counted at its first slice */
             m->acct.expert_tokens[(uint64_t)l * E + x->expert[s]] +=
                 moe_ep_slice_elems(plan, s) / d;
 }

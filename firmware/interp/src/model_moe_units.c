@@ -77,15 +77,17 @@ bool exec_moe_units_check(const struct exec_model *m)
     return ok;
 }
 
-/* Where unit j of expert e (columns [j w, j w + w)) is: its slice in layer l's map. */
-static uint32_t unit_slice(const struct moe_ep_map *x, uint32_t e, uint32_t col0)
+/* Where unit j of expert e (columns [j w, j w + w)) is: its slice in layer l's map, of copy
+   j mod the expert's copies (a replicated expert's units read from every copy's HBM). */
+static uint32_t unit_slice(const struct moe_ep_map *x, uint32_t e, uint32_t col0, uint32_t w)
 {
+    const uint32_t rep = npu_expert_replica(col0 / w, x->reps[e]);
     for (uint32_t y = x->efirst[e]; y < x->efirst[e + 1]; y++) {
         const uint32_t s = x->by_expert[y];
-        if (col0 >= x->f0[s] && col0 < (uint32_t)x->f0[s] + x->width[s])
+        if (x->rep[s] == rep && col0 >= x->f0[s] && col0 < (uint32_t)x->f0[s] + x->width[s])
             return s;
     }
-    return x->n; /* the image check keeps every unit of every expert in the map */
+    return x->n; /* the image check keeps every unit of every copy in the map */
 }
 
 /* Loads unit (e, col0) of layer l: gate and up [w][d] rows and down [d][w] columns, through
@@ -93,7 +95,7 @@ static uint32_t unit_slice(const struct moe_ep_map *x, uint32_t e, uint32_t col0
 static void load_unit(struct exec_model *m, uint32_t l, const struct moe_ep_map *x, uint32_t e,
                       uint32_t col0, uint32_t w, uint64_t addr[3])
 {
-    const uint32_t s = unit_slice(x, e, col0), q = x->rank[s], d = m->cfg->hidden_size;
+    const uint32_t s = unit_slice(x, e, col0, w), q = x->rank[s], d = m->cfg->hidden_size;
     const uint64_t eb = m->buf.eb, off = col0 - x->f0[s];
     const enum model_tensor_kind kinds[3] = { MT_E_GATE, MT_E_UP, MT_E_DOWN };
     for (int i = 0; i < 3; i++) {

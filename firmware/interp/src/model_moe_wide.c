@@ -243,8 +243,8 @@ static void dispatch_done(struct exec_model *m, uint32_t l, uint32_t g, uint32_t
 
 /* A group's exchange left to the next group's attention (exec_moe_wide_dispatch_settle):
    layer l's group g of n rows, its send buffer of `bytes` gathered; under tile reuse
-   (keyed) the busiest rank's routed pairs and the rows per expert of its routing, which
-   key that attention's unit (exec_moe_wide_exchange_key) and stand for the exchange where
+   (keyed) the busiest rank's routed pairs and the rows per expert's copy of its routing,
+   which key that attention's unit (exec_moe_wide_exchange_key) and stand for the exchange where
    the unit replays (exec_moe_wide_exchange_replay). */
 static struct {
     bool set;
@@ -253,7 +253,7 @@ static struct {
     bool prefetch; /* exec_moe_wide_prefetch waits for its record */
     bool keyed;
     uint32_t load;
-    uint32_t rows[ROUTING_EXPERTS_MAX];
+    uint32_t rows[ROUTING_EXPERTS_MAX * NPU_EXPERT_REPLICAS_MAX]; /* per expert's copy */
 } later;
 
 /* Whether a group's exchange waits for the next group's attention: the matrix then runs
@@ -272,7 +272,7 @@ static bool dispatch_defers(const struct exec_model *m, bool keyed)
 }
 
 /* The first pass in full; `keyed` (under tile reuse, NULL: not keyed): the rows per
-   expert of the group's routing and its load, kept where the exchange waits. */
+   expert's copy of the group's routing and its load, kept where the exchange waits. */
 static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                          const uint32_t *keyed, uint32_t load)
 {
@@ -295,7 +295,7 @@ static int dispatch_full(struct exec_model *m, uint32_t l, const struct exec_til
         later.set = rc == NPU_OK, later.l = l, later.g = g, later.n = tile->n;
         later.bytes = bytes, later.prefetch = false;
         later.keyed = keyed != NULL, later.load = load;
-        for (uint32_t e = 0; keyed && e < m->cfg->num_experts; e++)
+        for (uint32_t e = 0; keyed && e < m->cfg->num_experts * NPU_EXPERT_REPLICAS_MAX; e++)
             later.rows[e] = keyed[e];
     } else if (rc == NPU_OK) {
         /* no prefetch: measured slower on prefill-2048 (84.34 ms against 83.94) */
@@ -363,12 +363,12 @@ static void pin_combine(struct exec_model *m, uint32_t g, struct exec_tile_class
     units[g].comb = (uint8_t)(c - m->treuse.classes);
 }
 
-/* What a replayed exchange leaves: group g's record from the rows per expert (each slice
-   of an expert receives all its rows; by bucket, the rank's slices in turn), the wave's
+/* What a replayed exchange leaves: group g's record from the rows per expert's copy (each
+   slice of a copy receives all the copy's rows; by bucket, the rank's slices in turn), the wave's
    counts and the layer's routed rows; its spill where `spill` (a replayed exchange inside
    the next group's attention: that unit's span holds it). */
 static void record_from_draw(struct exec_model *m, uint32_t l, uint32_t g,
-                             const uint32_t *per_expert, uint32_t n, bool spill)
+                             const uint32_t *per_copy, uint32_t n, bool spill)
 {
     struct npu_moe_spill s;
     npu_moe_spill_layout(m->cfg, m->plan, &s);
@@ -380,12 +380,14 @@ static void record_from_draw(struct exec_model *m, uint32_t l, uint32_t g,
     uint32_t *run = runs(m, &s, l, g);
     rec->first_row = w->rows, rec->rows = 0;
     for (uint32_t i = lo; i < hi; i++) {
-        run[2 * (i - lo)] = per_expert[x->expert[i]];
+        const uint32_t rows = per_copy[moe_copy_index(x->expert[i], x->rep[i])];
+        run[2 * (i - lo)] = rows;
         run[2 * (i - lo) + 1] = (uint32_t)rec->rows;
-        rec->rows += per_expert[x->expert[i]];
+        rec->rows += rows;
     }
     for (uint32_t e = 0; e < E; e++)
-        m->acct.expert_tokens[(uint64_t)l * E + e] += per_expert[e];
+        for (uint32_t c = 0; c < x->reps[e]; c++)
+            m->acct.expert_tokens[(uint64_t)l * E + e] += per_copy[moe_copy_index(e, c)];
     if (spill)
         spill_rows(m, &s, l, rec->rows, false);
     wave_add_rows(m, &s, w, rec, n);
@@ -405,22 +407,22 @@ static int dispatch_record(struct exec_model *m, uint32_t l, const struct exec_t
     return rc == NPU_OK ? exec_reuse_unit_end(m, d, &r) : rc;
 }
 
-/* Group g's first pass under tile reuse, keyed by its rows per expert and load. */
+/* Group g's first pass under tile reuse, keyed by its rows per expert's copy and load. */
 static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
-                          uint32_t g, const uint32_t *per_expert, uint32_t load)
+                          uint32_t g, const uint32_t *per_copy, uint32_t load)
 {
     const uint32_t n = tile->n;
     units[g].how = WIDE_KEYED, units[g].load = (uint16_t)load;
     if (dispatch_defers(m, true)) { /* route and gather here, the exchange in the next unit */
         m->treuse.counts[EXEC_REUSE_FULL]++;
-        return dispatch_full(m, l, tile, per_expert, load);
+        return dispatch_full(m, l, tile, per_copy, load);
     }
     struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
     struct exec_tile_class *c =
         d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
     if (c) {
         pin_combine(m, g, c);
-        record_from_draw(m, l, g, per_expert, n, true);
+        record_from_draw(m, l, g, per_copy, n, true);
         wave_reserve(m, wide_of(l), n);
         return exec_reuse_unit_replay(m, d);
     }
@@ -448,10 +450,10 @@ int exec_moe_wide_dispatch_group(struct exec_model *m, uint32_t l, const struct 
     if (!m->treuse.on || m->w.route_last || g >= WIDE_UNITS_MAX)
         return dispatch_full(m, l, tile, NULL, 0);
     uint32_t load;
-    const uint32_t *per_expert = exec_reuse_wide_draw(m, l, tile, &load);
+    const uint32_t *per_copy = exec_reuse_wide_draw(m, l, tile, &load);
     if (load > UINT16_MAX)
         return dispatch_full(m, l, tile, NULL, 0);
-    return dispatch_keyed(m, l, tile, g, per_expert, load);
+    return dispatch_keyed(m, l, tile, g, per_copy, load);
 }
 
 bool exec_moe_wide_exchange_key(uint32_t *n, uint32_t *load)

@@ -159,30 +159,41 @@ static uint32_t units_load(const struct exec_model *m, uint32_t l, const uint32_
     return most;
 }
 
-/* Rows per expert of the routing model's choices of the tile's rows (scratch: not model
-   state). Every rank draws all the tile's rows, so every rank counts the same. */
+/* Rows per expert of the routing model's choices of the tile's rows, and per copy of a
+   replicated expert under map x (NULL: none) in *copies ([E][NPU_EXPERT_REPLICAS_MAX],
+   moe_copy_index; scratch: not model state). Every rank draws all the tile's rows, so every
+   rank counts the same. */
 static const uint32_t *draw_expert_rows(struct exec_model *m, uint32_t l,
-                                        const struct exec_tile *tile)
+                                        const struct exec_tile *tile,
+                                        const struct moe_ep_map *x, const uint32_t **copies)
 {
     static uint32_t idx[4 * ROUTING_EXPERTS_MAX]; /* a chunk of rows' choices [rows][k] */
     static uint32_t rows[ROUTING_EXPERTS_MAX];
+    static uint32_t copy_rows[ROUTING_EXPERTS_MAX * NPU_EXPERT_REPLICAS_MAX];
     const uint32_t E = m->cfg->num_experts, k = m->cfg->experts_per_token;
     const uint32_t chunk = (uint32_t)(sizeof(idx) / sizeof(idx[0])) / k;
     memset(rows, 0, E * sizeof(rows[0]));
+    memset(copy_rows, 0, E * NPU_EXPERT_REPLICAS_MAX * sizeof(copy_rows[0]));
     for (uint32_t s = 0; s < tile->nsegs; s++) /* a row's k are distinct */
         for (uint32_t i0 = 0; i0 < tile->segs[s].count; i0 += chunk) {
             const uint32_t n = tile->segs[s].count - i0 < chunk ? tile->segs[s].count - i0 : chunk;
+            const uint32_t row0 = tile->segs[s].row + i0; /* the group's row of idx[0] */
             moe_draw_rows(m, l, tile->segs[s].req, tile->segs[s].pos + i0, n, idx);
-            for (uint32_t j = 0; j < n * k; j++)
-                rows[idx[j]]++;
+            for (uint32_t j = 0; j < n * k; j++) {
+                const uint32_t e = idx[j];
+                const uint32_t c = npu_expert_replica(row0 + j / k, x ? x->reps[e] : 1);
+                rows[e]++, copy_rows[moe_copy_index(e, c)]++;
+            }
         }
+    *copies = copy_rows;
     return rows;
 }
 
-/* The busiest rank's routed pairs under map x (a pair per expert slice), or without a map
-   the number of experts routed to. */
+/* The busiest rank's routed pairs under map x (a pair per slice of the copy a row goes to;
+   copies: rows per expert's copy, draw_expert_rows), or without a map the number of experts
+   routed to. */
 static uint32_t pairs_most(const struct exec_model *m, const struct moe_ep_map *x,
-                           const uint32_t *rows)
+                           const uint32_t *rows, const uint32_t *copies)
 {
     static uint32_t pairs[NOC_GROUP_MAX];
     if (x)
@@ -192,8 +203,8 @@ static uint32_t pairs_most(const struct exec_model *m, const struct moe_ep_map *
         if (!rows[e])
             continue;
         for (uint32_t y = x ? x->efirst[e] : 0; x && y < x->efirst[e + 1]; y++) {
-            const uint32_t q = x->rank[x->by_expert[y]]; /* a slice's rank */
-            pairs[q] += rows[e];
+            const uint32_t s = x->by_expert[y], q = x->rank[s]; /* a slice's rank */
+            pairs[q] += copies[moe_copy_index(e, x->rep[s])];
             most = pairs[q] > most ? pairs[q] : most;
         }
         most += !x;
@@ -213,12 +224,13 @@ static bool moe_tile_draw(struct exec_model *m, uint32_t l, const struct exec_ti
     const bool units = ep && exec_moe_units_apply(m, tile->n);
     const struct moe_ep_map *x = ep && !units ? moe_ep_map(m, l) : NULL;
     const bool streamed = !m->plan->weights_resident;
-    const uint32_t *rows = draw_expert_rows(m, l, tile);
+    const uint32_t *copies;
+    const uint32_t *rows = draw_expert_rows(m, l, tile, x, &copies);
     bool steady = true;
     for (uint32_t e = 0; streamed && e < m->cfg->num_experts; e++)
         if (rows[e] && !m->treuse.group_staged[e])
             m->treuse.group_staged[e] = 1, m->treuse.group_staged_n++, steady = false;
-    *load = units ? units_load(m, l, rows) : pairs_most(m, x, rows);
+    *load = units ? units_load(m, l, rows) : pairs_most(m, x, rows, copies);
     return steady;
 }
 
@@ -310,9 +322,11 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
 const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
                                      const struct exec_tile *tile, uint32_t *load)
 {
-    const uint32_t *rows = draw_expert_rows(m, l, tile);
-    *load = pairs_most(m, moe_ep_map(m, l), rows);
-    return rows;
+    const struct moe_ep_map *x = moe_ep_map(m, l);
+    const uint32_t *copies;
+    const uint32_t *rows = draw_expert_rows(m, l, tile, x, &copies);
+    *load = pairs_most(m, x, rows, copies);
+    return copies;
 }
 
 static void unit_key(uint32_t flags, uint32_t n, uint32_t load, struct exec_tile_class *k)

@@ -26,7 +26,7 @@
 #include "npu_limits.h"
 
 #define NPU_IMAGE_MAGIC 0x31474d4955504e00ull /* "\0NPUIMG1" read little-endian */
-#define NPU_IMAGE_VERSION 14u
+#define NPU_IMAGE_VERSION 15u
 #define NPU_IMAGE_ALIGN 4096u
 /* Firmware (code, data, stack) owns the first NPU_IMAGE_APP_BASE bytes of every core's
    SRAM; the plan's SRAM offsets start there. */
@@ -219,18 +219,32 @@ _Static_assert(offsetof(struct npu_plan, routing_seed) ==
 #define NPU_EXPERT_SLOTS_MAX 8u
 #define NPU_EXPERT_UNITS_MAX 8u
 #define NPU_EXPERT_MAP_MAX 1024u /* slices of one layer (small-256's balanced map: 532) */
+#define NPU_EXPERT_REPLICAS_MAX 4u /* copies of one expert in one layer */
 
 enum npu_expert_placement { NPU_EXPERTS_CONTIGUOUS = 0, NPU_EXPERTS_BALANCED = 1 };
 
-/* One slice of the expert map: units [unit0, unit0 + units) of `expert` in `layer`, held by
-   `rank`. The map lists the slices layer by layer, each layer's rank by rank (a rank's in the
-   order its tensors hold them); a slice's index in its layer is its dispatch bucket. */
+/* One slice of the expert map: units [unit0, unit0 + units) of copy `rep` of `expert` in
+   `layer`, held by `rank`. A hot expert may be held in `reps` copies (replicas), each cut into
+   slices that cover its units once; a row's choice of the expert goes to the slices of one
+   copy only (moe_replica_of: its row in the group modulo reps). The map lists the slices
+   layer by layer, each layer's rank by rank (a rank's in the order its tensors hold them); a
+   slice's index in its layer is its dispatch bucket. */
 struct npu_image_expert_slice {
     uint16_t layer;
     uint16_t rank;
     uint16_t expert;
     uint8_t unit0, units;
+    uint8_t rep, reps; /* this slice's copy of the expert, of reps (1: not replicated) */
 };
+_Static_assert(sizeof(struct npu_image_expert_slice) == 10, "the image's expert map entry");
+
+/* The copy of a replicated expert (reps copies) that serves the choice of the group's row
+   `row`: rows alternate over the copies, so each serves about 1/reps of the expert's rows
+   (the dispatch, the combine and the routing model's replays all decide alike). */
+static inline uint32_t npu_expert_replica(uint32_t row, uint32_t reps)
+{
+    return reps > 1 ? row % reps : 0;
+}
 
 /* One rank's share of one tensor (experts: `blocks` shares, block_bytes apart). */
 struct npu_image_tensor {

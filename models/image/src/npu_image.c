@@ -227,13 +227,16 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
 }
 
 /* One layer's slices (the expert map, from index i0): ranks in order, units in range, each
-   expert's units held once, and counts the dispatch's exchange holds. */
+   copy of an expert holding its units once, every copy of an expert saying how many there
+   are, and counts the dispatch's exchange holds. */
 static int check_expert_layer(const struct npu_image_header *h,
                               const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
                               char *err, size_t errlen)
 {
-    static uint8_t covered[NPU_MODEL_EXPERTS_MAX]; /* units held, per expert (<= 8: a byte) */
-    memset(covered, 0, sizeof(covered));
+    /* units held, per expert and copy (<= 8: a byte); each expert's copies (0: none yet) */
+    static uint8_t covered[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
+    static uint8_t reps[NPU_MODEL_EXPERTS_MAX];
+    memset(covered, 0, sizeof(covered)), memset(reps, 0, sizeof(reps));
     const uint32_t U = h->plan.expert_units, full = (1u << U) - 1;
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)h->mesh_rows * h->mesh_cols);
     uint32_t most = 0; /* slices of the rank holding the most (ranks are in order) */
@@ -254,19 +257,25 @@ static int check_expert_layer(const struct npu_image_header *h,
            of unit0 132 once shifted past them: found by tests/fuzz's image harness) */
         const uint32_t bits = s->units && s->unit0 + s->units <= 8
                                   ? ((1u << s->units) - 1) << s->unit0 : 0;
+        const bool copy_ok = s->reps >= 1 && s->reps <= NPU_EXPERT_REPLICAS_MAX &&
+                             s->rep < s->reps;
         if (s->rank >= h->plan.tp || (i > i0 && s->rank < x[i - 1].rank) ||
             s->expert >= NPU_MODEL_EXPERTS_MAX || !s->units || s->unit0 + s->units > U ||
-            (covered[s->expert] & bits))
+            !copy_ok || (reps[s->expert] && reps[s->expert] != s->reps) ||
+            (covered[s->expert][s->rep] & bits))
             return fail(err, errlen, NPU_ERR_FORMAT, "expert map: slice %" PRIu64 " (layer %u, "
-                        "rank %u, expert %u, units %u+%u of %u) is out of order, out of range "
-                        "or overlaps another", i, s->layer, s->rank, s->expert, s->unit0,
-                        s->units, U);
-        covered[s->expert] |= (uint8_t)bits;
+                        "rank %u, expert %u, units %u+%u of %u, copy %u of %u) is out of "
+                        "order, out of range, overlaps another or disagrees with the expert's "
+                        "other copies on their number", i, s->layer, s->rank, s->expert,
+                        s->unit0, s->units, U, s->rep, s->reps);
+        covered[s->expert][s->rep] |= (uint8_t)bits, reps[s->expert] = s->reps;
     }
     for (uint64_t i = i0; i < i0 + n; i++)
-        if (covered[x[i].expert] != full)
-            return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only part of "
-                        "expert %u's %u units", x[i].layer, x[i].expert, U);
+        for (uint32_t c = 0; c < reps[x[i].expert]; c++)
+            if (covered[x[i].expert][c] != full)
+                return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only "
+                            "part of copy %u of expert %u's %u units", x[i].layer, c,
+                            x[i].expert, U);
     /* the MoE by units loads its units through every rank's ring: a rank without a slice
        has none (ranks are in order, so the map names them all when it names 0 .. tp - 1) */
     uint32_t ranks = 0;

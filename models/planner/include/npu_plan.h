@@ -42,6 +42,8 @@ struct npu_plan_request {
     int expert_placement;               /* enum npu_expert_placement; -1: balanced in
                                            performance mode under skewed routing, else
                                            contiguous */
+    int expert_replicas;                /* balanced placement: the most copies of one
+                                           expert (1: none); -1: NPU_EXPERT_REPLICAS_MAX */
     uint32_t attn_block;                /* positions per attention step, a multiple of
                                            kv_block (0: 3 default blocks with split
                                            attention, else kv_block) */

@@ -18,7 +18,7 @@
 void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .micro_batches = 1, .placement = -1,
-                                      .dtype = -1, .routing_seed = 1, .expert_placement = -1,
+                                      .dtype = -1, .routing_seed = 1, .expert_placement = -1, .expert_replicas = -1,
                                       .kv_split = -1, .moe_units_rows = -1,
                                       .attn_deep = -1 };
 }
@@ -457,6 +457,10 @@ static void print_summary(const struct planner *pl, const struct npu_plan_reques
                 pl->cfg->moe_intermediate_size / p->expert_units, p->expert_rank_slices,
                 p->expert_fanout, pl->x_imbalance, pl->x_rows,
                 pl->contiguous ? "; contiguous because the balanced map did not fit" : "");
+    if (npu_plan_is_ep(p) && p->tp > 1 && pl->x_copies)
+        fprintf(f, "  expert copies: %u beyond the first over the layers, up to %u of one "
+                "expert (hot experts' rows split over copies, each row's choice to one)\n",
+                pl->x_copies, pl->x_copies_most);
     struct npu_moe_spill spill;
     npu_moe_spill_layout(pl->cfg, p, &spill);
     if (spill.bytes) {

@@ -71,7 +71,7 @@ static void expected_load(const struct npu_plan *p, const struct model_config *c
 }
 
 static void add_slice(struct planner *pl, uint32_t l, uint32_t r, uint32_t e, uint32_t u0,
-                      uint32_t n)
+                      uint32_t n, uint32_t rep, uint32_t reps)
 {
     if (pl->nxmap == pl->xcap) {
         pl->xcap = pl->xcap ? pl->xcap * 2 : 1024;
@@ -81,7 +81,7 @@ static void add_slice(struct planner *pl, uint32_t l, uint32_t r, uint32_t e, ui
     }
     pl->xmap[pl->nxmap++] = (struct npu_image_expert_slice){
         .layer = (uint16_t)l, .rank = (uint16_t)r, .expert = (uint16_t)e,
-        .unit0 = (uint8_t)u0, .units = (uint8_t)n };
+        .unit0 = (uint8_t)u0, .units = (uint8_t)n, .rep = (uint8_t)rep, .reps = (uint8_t)reps };
 }
 
 /* Orders a layer's slices by rank, then expert and unit (the map's order). */
@@ -92,19 +92,26 @@ static int slice_cmp(const void *a, const void *b)
         return x->rank < y->rank ? -1 : 1;
     if (x->expert != y->expert)
         return x->expert < y->expert ? -1 : 1;
+    if (x->rep != y->rep)
+        return x->rep < y->rep ? -1 : 1;
     return x->unit0 < y->unit0 ? -1 : x->unit0 > y->unit0;
 }
 
-/* The time model of a slice (docs/images.md, "Expert placement"): its weight bytes over the
-   core's HBM bandwidth (b), and its GEMMs' matrix time (c) for the rows routed to its
-   expert: every slice of an expert serves all of them. The array is weight-stationary: a
-   fold of R x C weights lasts max(rows, R) cycles (matrix_engine.h), so an expert with
-   fewer rows than R costs as much as one with R: its weights pass the array at R elements
-   a cycle per column whatever the rows. The ring stages weights ahead of the GEMMs (the
-   engines overlap), so a rank's MoE time is taken as the larger of its bytes time and its
-   matrix time. Without the chip's clock and bandwidth, rows alone (b = 0, c = rows). */
+/* The time model of a slice (docs/images.md, "Expert placement"): its HBM bytes over the
+   core's HBM bandwidth (b), and its GEMMs' matrix time (c) for the rows routed to its copy
+   of its expert: every slice of a copy serves all of them. The bytes are the slice's
+   weights and, under the MoE over the layer, its rows: each goes through the rank's HBM
+   four times (received into the spill, gathered for the GEMMs, outputs written over it,
+   read back for the combine), which cutting the expert into more slices multiplies and
+   copies of it divide. The array is weight-stationary: a fold of R x C weights lasts
+   max(rows, R) cycles (matrix_engine.h), so an expert with fewer rows than R costs as much
+   as one with R: its weights pass the array at R elements a cycle per column whatever the
+   rows. The ring stages weights ahead of the GEMMs (the engines overlap), so a rank's MoE
+   time is taken as the larger of its bytes time and its matrix time. Without the chip's
+   clock and bandwidth, rows alone (b = 0, c = rows). */
 struct unit_cost {
     double tb;          /* seconds of HBM per unit */
+    double tr;          /* seconds of HBM per row a slice serves */
     double g;           /* rows of a group */
     bool clocked;       /* the chip's clock and array are known */
 };
@@ -114,9 +121,10 @@ static struct unit_cost unit_costs(const struct planner *pl)
     const struct model_config *c = pl->cfg;
     const double w = (double)c->moe_intermediate_size / pl->plan.expert_units;
     const struct npu_plan_chip *ch = pl->chip;
-    struct unit_cost u = { .tb = 0, .g = pl->x_rows, .clocked = false };
+    struct unit_cost u = { .tb = 0, .tr = 0, .g = pl->x_rows, .clocked = false };
     if (ch->freq_mhz && ch->hbm_gbps > 0 && ch->sa_rows && ch->sa_cols) {
         u.tb = 3.0 * c->hidden_size * w * pl->eb / (ch->hbm_gbps * 1e9);
+        u.tr = pl->x_wide ? 4.0 * c->hidden_size * pl->eb / (ch->hbm_gbps * 1e9) : 0;
         u.clocked = true;
     }
     return u;
@@ -149,6 +157,32 @@ static double rank_time(double b, double c)
     return b > c ? b : c;
 }
 
+/* A slice of n units serving `rows` rows: its bytes time and matrix time. */
+static double slice_bytes(const struct unit_cost *u, uint32_t n, double rows)
+{
+    return n * u->tb + rows * u->tr;
+}
+
+static double slice_time(const struct planner *pl, const struct unit_cost *u, uint32_t n,
+                         double rows)
+{
+    return rank_time(slice_bytes(u, n, rows), slice_matrix(pl, u, n, rows));
+}
+
+/* A balanced rank's expected MoE time in a layer: every expert's weights and rows once
+   (whole, not cut or copied), spread evenly over the ranks. */
+static double balanced_time(const struct planner *pl, const struct unit_cost *u,
+                            const double *load)
+{
+    const uint32_t E = pl->cfg->num_experts, U = pl->plan.expert_units, tp = pl->plan.tp;
+    double mean_c = 0, mean_b = 0;
+    for (uint32_t e = 0; e < E; e++) {
+        mean_c += slice_matrix(pl, u, U, u->g * load[e]) / tp;
+        mean_b += slice_bytes(u, U, u->g * load[e]) / tp;
+    }
+    return rank_time(mean_b, mean_c);
+}
+
 /* Where slices of the layer stand while they are placed: per rank, its bytes time and
    matrix time, and which experts it already holds a slice of. */
 struct ranks {
@@ -179,92 +213,147 @@ static uint32_t best_rank(const struct planner *pl, const struct ranks *rk, uint
     return best;
 }
 
-/* Slices of expert e (rows expected in a group): the fewest (a divisor of U, at most tp)
-   whose time each stays under a balanced rank's, t_rank; else the most. */
-static uint32_t slices_of(const struct planner *pl, const struct unit_cost *u, double rows,
-                          double t_rank)
+/* How expert e (rows expected in a group) is cut: c slices (a divisor of U) of each of r
+   copies (r at most `copies`), every copy serving 1/r of the rows; one copy in at least
+   c_min slices. The fewest pieces (c r, at most tp) whose time each stays under t_piece,
+   the shorter on ties; else the shortest pieces, the fewer on ties. Slicing divides a
+   piece's weights and matrix time but not its rows; copies divide its rows and matrix time
+   but not its weights. */
+struct cut {
+    uint32_t c, r;
+};
+
+static struct cut cut_of(const struct planner *pl, const struct unit_cost *u, double rows,
+                         double t_piece, uint32_t copies, uint32_t c_min)
 {
     const uint32_t U = pl->plan.expert_units, tp = pl->plan.tp;
-    uint32_t most = 1;
-    for (uint32_t c = 1; c <= U && c <= tp; c++) {
-        if (U % c)
-            continue;
-        most = c;
-        if (rank_time((double)(U / c) * u->tb, slice_matrix(pl, u, U / c, rows)) <= t_rank)
-            return c;
-    }
-    return most;
+    struct cut fit = { 0, 0 }, best = { c_min, 1 };
+    double fit_t = 0, best_t = slice_time(pl, u, U / c_min, rows);
+    /* fewer copies first: on a tie the earlier stays (a copy costs HBM and a weight load) */
+    for (uint32_t r = 1; r <= copies; r++)
+        for (uint32_t c = r > 1 ? 1 : c_min; c <= U && c * r <= tp; c++) {
+            if (U % c)
+                continue;
+            const double t = slice_time(pl, u, U / c, rows / r);
+            const uint32_t n = c * r;
+            if (t <= t_piece && (!fit.c || n < fit.c * fit.r ||
+                                 (n == fit.c * fit.r && t < fit_t * (1 - 1e-9))))
+                fit = (struct cut){ c, r }, fit_t = t;
+            if (t < best_t * (1 - 1e-9) || (t <= best_t && n < best.c * best.r))
+                best = (struct cut){ c, r }, best_t = t;
+        }
+    return fit.c ? fit : best;
 }
 
-/* Layer l, balanced: each expert cut into as few slices as keep each slice's expected time
-   under half a balanced rank's, then the slices, longest first, each to the rank it lengthens
-   least (LPT). */
-static void place_balanced(struct planner *pl, uint32_t l, const double *load)
+/* Layer l, balanced: each expert cut into as few pieces (slices of copies) as keep each
+   piece's expected time under half a balanced rank's, then the pieces, longest first, each
+   to the rank it lengthens least (LPT). Without copies (copies 1) by the weights and matrix
+   time alone, as before copies were built; with copies, the slices as without them and
+   then as many copies as the rows' bytes ask for, weighed and packed by the whole model. */
+static void place_balanced(struct planner *pl, uint32_t l, const double *load, uint32_t copies)
 {
-    const uint32_t E = pl->cfg->num_experts, U = pl->plan.expert_units, tp = pl->plan.tp;
-    const struct unit_cost u = unit_costs(pl);
+    const uint32_t E = pl->cfg->num_experts, U = pl->plan.expert_units;
+    const struct unit_cost all = unit_costs(pl);
+    struct unit_cost weights = all;
+    weights.tr = 0;
+    const struct unit_cost *u = copies > 1 ? &all : &weights;
     static struct ranks rk;
     memset(&rk, 0, sizeof(rk));
-    double mean_c = 0;
-    for (uint32_t e = 0; e < E; e++)
-        mean_c += slice_matrix(pl, &u, U, u.g * load[e]) / tp;
-    const double mean_b = (double)E * U * u.tb / tp;
-    const double t_rank = rank_time(mean_b, mean_c);
-    /* the pieces: (expert, unit0, units), longest first; at most one a unit */
-    enum { PIECES_MAX = NPU_MODEL_EXPERTS_MAX * NPU_EXPERT_UNITS_MAX };
+    const double t_slices = balanced_time(pl, &weights, load), t_rank = balanced_time(pl, u, load);
+    /* the pieces: (expert, unit0, units, copy, copies), longest first; at most one a unit
+       of a copy */
+    enum { PIECES_MAX = NPU_MODEL_EXPERTS_MAX * NPU_EXPERT_UNITS_MAX * NPU_EXPERT_REPLICAS_MAX };
     static uint32_t pe[PIECES_MAX];
-    static uint8_t pu0[PIECES_MAX], pn[PIECES_MAX];
+    static uint8_t pu0[PIECES_MAX], pn[PIECES_MAX], prep[PIECES_MAX], preps[PIECES_MAX];
     static double pt[PIECES_MAX];
     uint32_t np = 0;
     for (uint32_t e = 0; e < E; e++) {
-        const double rows = u.g * load[e];
         /* pieces of at most half a balanced rank: with whole pieces of about half a rank
            (Qwen3-30B-A3B's cold experts on 64 ranks) LPT must give some rank three, 1.5x
-           the mean's bytes, once hot slices have taken ranks' matrix time */
-        const uint32_t c = slices_of(pl, &u, rows, t_rank / 2);
-        for (uint32_t j = 0; j < c; j++) {
-            const uint32_t n = U / c;
-            const double t = rank_time(n * u.tb, slice_matrix(pl, &u, n, rows));
+           the mean's bytes, once hot slices have taken ranks' matrix time. An expert that
+           takes no copy keeps the slices it has without copies: measured, whole experts
+           (which the rows' bytes alone favour) ran a 2048-token prefill under uniform
+           routing 1.47x slower than halves (the ring loads and computes in coarser steps;
+           docs/results.md (#9)); a copied one is cut afresh, as copies and slices trade
+           rows for weights */
+        const double rows = u->g * load[e];
+        const struct cut k0 = cut_of(pl, &weights, rows, t_slices / 2, 1, 1);
+        const struct cut k = copies > 1 ? cut_of(pl, u, rows, t_rank / 2, copies, k0.c) : k0;
+        const uint32_t n = U / k.c;
+        const double t = slice_time(pl, u, n, rows / k.r);
+        for (uint32_t j = 0; j < k.c * k.r; j++) {
             uint32_t at = np++; /* insertion sort, longest first, stable */
             while (at > 0 && pt[at - 1] < t) {
                 pe[at] = pe[at - 1], pu0[at] = pu0[at - 1], pn[at] = pn[at - 1];
-                pt[at] = pt[at - 1], at--;
+                prep[at] = prep[at - 1], preps[at] = preps[at - 1], pt[at] = pt[at - 1], at--;
             }
-            pe[at] = e, pu0[at] = (uint8_t)(j * n), pn[at] = (uint8_t)n, pt[at] = t;
+            pe[at] = e, pu0[at] = (uint8_t)(j % k.c * n), pn[at] = (uint8_t)n;
+            prep[at] = (uint8_t)(j / k.c), preps[at] = (uint8_t)k.r, pt[at] = t;
         }
     }
     const uint64_t first = pl->nxmap;
     for (uint32_t i = 0; i < np; i++) {
-        const double b = pn[i] * u.tb, c = slice_matrix(pl, &u, pn[i], u.g * load[pe[i]]);
+        const double rows = u->g * load[pe[i]] / preps[i];
+        const double b = slice_bytes(u, pn[i], rows), c = slice_matrix(pl, u, pn[i], rows);
         const uint32_t r = best_rank(pl, &rk, first, pe[i], b, c);
-        add_slice(pl, l, r, pe[i], pu0[i], pn[i]);
+        add_slice(pl, l, r, pe[i], pu0[i], pn[i], prep[i], preps[i]);
         rk.b[r] += b, rk.c[r] += c, rk.units[r] += pn[i];
     }
     qsort(pl->xmap + first, pl->nxmap - first, sizeof(*pl->xmap), slice_cmp);
 }
 
-/* The expected MoE time of layer slices [first, end) (load: the layer's expected choices
-   per expert; unit_costs' model): the busiest rank's over a balanced rank's, into the worst
-   so far. */
-static void note_imbalance(struct planner *pl, uint64_t first, const double *load)
+/* The expected MoE time of the busiest rank over layer slices [first, end) (load: the
+   layer's expected choices per expert; unit_costs' model). */
+static double busiest_time(const struct planner *pl, uint64_t first, const double *load)
 {
     const struct unit_cost u = unit_costs(pl);
     static struct ranks rk;
     memset(&rk, 0, sizeof(rk));
-    double sum_b = 0, sum_c = 0, most = 0;
+    double most = 0;
     for (uint64_t i = first; i < pl->nxmap; i++) {
         const struct npu_image_expert_slice *s = &pl->xmap[i];
-        rk.b[s->rank] += s->units * u.tb;
-        rk.c[s->rank] += slice_matrix(pl, &u, s->units, u.g * load[s->expert]);
+        const double rows = u.g * load[s->expert] / s->reps;
+        rk.b[s->rank] += slice_bytes(&u, s->units, rows);
+        rk.c[s->rank] += slice_matrix(pl, &u, s->units, rows);
     }
     for (uint32_t r = 0; r < pl->plan.tp; r++) {
-        sum_b += rk.b[r], sum_c += rk.c[r];
         const double t = rank_time(rk.b[r], rk.c[r]);
         most = t > most ? t : most;
     }
-    const double bal = rank_time(sum_b / pl->plan.tp, sum_c / pl->plan.tp);
-    const double ratio = bal > 0 ? most / bal : 1.0;
+    return most;
+}
+
+/* Layer l, balanced: placed without copies and with (the packing is greedy, so copies do
+   not always shorten the busiest rank), keeping the placement whose busiest rank is
+   expected to finish first (without copies on a tie). */
+static void place_best(struct planner *pl, uint32_t l, const double *load)
+{
+    const uint64_t first = pl->nxmap;
+    place_balanced(pl, l, load, 1);
+    if (pl->x_replicas < 2)
+        return;
+    const double t1 = busiest_time(pl, first, load);
+    pl->nxmap = first;
+    place_balanced(pl, l, load, pl->x_replicas);
+    if (busiest_time(pl, first, load) < t1 * (1 - 1e-9))
+        return;
+    pl->nxmap = first;
+    place_balanced(pl, l, load, 1);
+}
+
+/* The busiest rank's expected MoE time over a balanced rank's in layer slices [first, end),
+   into the worst so far, and their copies into the plan's counts. */
+static void note_imbalance(struct planner *pl, uint64_t first, const double *load)
+{
+    const struct unit_cost u = unit_costs(pl);
+    const double bal = balanced_time(pl, &u, load);
+    const double ratio = bal > 0 ? busiest_time(pl, first, load) / bal : 1.0;
     pl->x_imbalance = ratio > pl->x_imbalance ? ratio : pl->x_imbalance;
+    for (uint64_t i = first; i < pl->nxmap; i++) {
+        const struct npu_image_expert_slice *s = &pl->xmap[i];
+        pl->x_copies += s->rep > 0 && s->unit0 == 0; /* a copy beyond the first, once */
+        pl->x_copies_most = s->reps > pl->x_copies_most ? s->reps : pl->x_copies_most;
+    }
 }
 
 /* The most slices one rank holds in the layer whose slices start at map index `first`. */
@@ -278,14 +367,15 @@ static uint32_t layer_most(const struct planner *pl, uint64_t first)
     return most;
 }
 
-/* The fan-out of layer slices [first, end): the k most split experts' slices summed, the
-   most slices on one rank and the layer's slices, into the plan's maxima. */
+/* The fan-out of layer slices [first, end): the k most split experts' slices summed (of one
+   copy: a row's choice goes to one), the most slices on one rank and the layer's slices,
+   into the plan's maxima. */
 static void note_layer(struct planner *pl, uint64_t first)
 {
     const uint32_t E = pl->cfg->num_experts, k = pl->cfg->experts_per_token;
     uint32_t per_expert[ROUTING_EXPERTS_MAX] = { 0 }, per_rank[NOC_GROUP_MAX] = { 0 };
     for (uint64_t i = first; i < pl->nxmap; i++)
-        per_expert[pl->xmap[i].expert]++, per_rank[pl->xmap[i].rank]++;
+        per_expert[pl->xmap[i].expert] += pl->xmap[i].rep == 0, per_rank[pl->xmap[i].rank]++;
     uint32_t fan = 0;
     for (uint32_t j = 0; j < k; j++) { /* the k largest counts, one at a time */
         uint32_t best = 0;
@@ -347,6 +437,9 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     p->expert_placement = balanced ? NPU_EXPERTS_BALANCED : NPU_EXPERTS_CONTIGUOUS;
     const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
+    pl->x_wide = wide, pl->x_copies = 0, pl->x_copies_most = 1;
+    pl->x_replicas = req->expert_replicas > 0 ? (uint32_t)req->expert_replicas
+                                              : NPU_EXPERT_REPLICAS_MAX;
     pl->x_wide_able = npu_moe_wide_able(p);
     p->expert_fanout = p->expert_rank_slices = p->expert_map_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
@@ -362,15 +455,15 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
         const uint64_t first = pl->nxmap;
         expected_load(p, c, l, load);
         if (balanced) {
-            place_balanced(pl, l, load);
+            place_best(pl, l, load);
         } else if (p->expert_units > 1) {
             for (uint32_t r = 0; r < p->tp; r++)
-                add_slice(pl, l, r, r / p->expert_units, r % p->expert_units, 1);
+                add_slice(pl, l, r, r / p->expert_units, r % p->expert_units, 1, 0, 1);
         } else {
             for (uint32_t r = 0; r < p->tp; r++)
                 for (uint32_t e = npu_plan_expert_first(p, c->num_experts, r);
                      e < npu_plan_expert_first(p, c->num_experts, r + 1); e++)
-                    add_slice(pl, l, r, e, 0, 1);
+                    add_slice(pl, l, r, e, 0, 1, 0, 1);
         }
         const uint64_t n = pl->nxmap - first;
         const uint32_t most = layer_most(pl, first);

@@ -48,6 +48,10 @@ struct planner {
                                        placed for: a MoE group's, or the iteration's under
                                        the MoE over the layer */
     bool x_wide_able;               /* npu_moe_wide_able when the map was placed */
+    bool x_wide;                    /* the map was placed for the MoE over the layer */
+    uint32_t x_replicas;            /* the most copies of one expert the map may hold */
+    uint32_t x_copies;              /* copies beyond the first, over every layer */
+    uint32_t x_copies_most;         /* the most copies of one expert in one layer */
     bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
     bool contiguous;                /* a default balanced map did not fit: place contiguously */
     uint32_t spill_request;         /* the request's moe_spill_rows (0: the default) */
