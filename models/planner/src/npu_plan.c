@@ -920,6 +920,14 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
         abort();
     const struct npu_plan before = pl.plan;
     rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+    if (rc == NPU_ERR_NOMEM && req->expert_replicas < 0 && pl.x_copies) {
+        /* the default's expert copies hold more weights (and wider blocks): none */
+        pl.plan = before, pl.no_copies = true, pl.spill_halvings = 0;
+        pl.spill_single = false;
+        rc = place_experts(&pl, req);
+        if (rc == NPU_OK)
+            rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+    }
     if (rc == NPU_ERR_NOMEM && req->expert_placement < 0 &&
         pl.plan.expert_placement == NPU_EXPERTS_BALANCED) {
         /* a balanced map's blocks are as wide as a rank's widest slice, so it can need more

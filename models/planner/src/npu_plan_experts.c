@@ -438,8 +438,9 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     pl->x_wide = wide, pl->x_copies = 0, pl->x_copies_most = 1;
-    pl->x_replicas = req->expert_replicas > 0 ? (uint32_t)req->expert_replicas
-                                              : NPU_EXPERT_REPLICAS_MAX;
+    pl->x_replicas = pl->no_copies               ? 1
+                     : req->expert_replicas > 0 ? (uint32_t)req->expert_replicas
+                                                : NPU_EXPERT_REPLICAS_MAX;
     pl->x_wide_able = npu_moe_wide_able(p);
     p->expert_fanout = p->expert_rank_slices = p->expert_map_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
@@ -470,6 +471,10 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
         const bool fits = n <= NPU_EXPERT_MAP_MAX &&
                           noc_a2av_mailbox_words(npu_plan_ep_ranks(p), (uint32_t)n, most) <=
                               limit;
+        if (!fits && balanced && pl->x_replicas > 1 && req->expert_replicas < 0) {
+            pl->no_copies = true; /* the default's copies do not fit: none */
+            return npu_planner_experts(pl, req);
+        }
         if (!fits && balanced && req->expert_placement < 0) {
             pl->contiguous = true; /* the default's balanced map does not fit: whole experts */
             return npu_planner_experts(pl, req);

@@ -54,6 +54,7 @@ struct planner {
     uint32_t x_copies_most;         /* the most copies of one expert in one layer */
     bool conservative;              /* the simpler automatic choices (npu_plan_auto.c) */
     bool contiguous;                /* a default balanced map did not fit: place contiguously */
+    bool no_copies;                 /* the default's expert copies did not fit: none */
     uint32_t spill_request;         /* the request's moe_spill_rows (0: the default) */
     int32_t units_request;          /* the request's moe_units_rows (-1: the default) */
     bool single_stage;              /* the request's stage_single: no double buffer */
