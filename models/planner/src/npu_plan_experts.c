@@ -438,9 +438,17 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     const bool wide = npu_moe_layer_wide(p);
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     pl->x_wide = wide, pl->x_copies = 0, pl->x_copies_most = 1;
+    /* copies by default only for the MoE over the layer of several groups, where a hot
+       expert's rows cross its ranks' HBM four times. One-group plans gain too (the chunked
+       arXiv pair's mean TTFT -5.5 % in full simulation) but tile reuse then misjudges
+       their decode steps (mean TBT +5.3 % against full simulation, past issue 23's 2 %;
+       docs/results.md (#9)), so there they are asked for (--expert-replicas). `several`,
+       not `wide` alone: the cores' plan may yet move the residual rows to SRAM, and with
+       them the MoE over the layer, after the map is placed */
     pl->x_replicas = pl->no_copies               ? 1
                      : req->expert_replicas > 0 ? (uint32_t)req->expert_replicas
-                                                : NPU_EXPERT_REPLICAS_MAX;
+                     : wide && several          ? NPU_EXPERT_REPLICAS_MAX
+                                                : 1;
     pl->x_wide_able = npu_moe_wide_able(p);
     p->expert_fanout = p->expert_rank_slices = p->expert_map_slices = 0;
     if (p->tp > NOC_GROUP_MAX || c->num_experts > ROUTING_EXPERTS_MAX)
