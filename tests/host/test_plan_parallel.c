@@ -87,11 +87,6 @@ static void test_ep_shares(void **state)
     check_ep(&mesh4x4, 16); /* 2 ranks an expert, half of it each */
 }
 
-/* Balanced expert placement under skewed routing (docs/images.md, "Expert placement"):
-   every expert's units held once (the image check), each rank's tensors are its slices of
-   the map, the layer's most popular expert (the routing model's heaviest weight) is cut
-   into slices on several ranks, and contiguous placement keeps whole experts in order (or,
-   with U times as many ranks as experts, each expert's U units on U ranks in order). */
 /* Layer l's copies (x[0..n)): every slice of an expert says the same number of copies,
    each copy holds each of the expert's U units once, and no rank holds two slices of one
    expert (copies or not). Returns the most copies of an expert in the layer. */
@@ -116,6 +111,11 @@ static uint32_t check_copies(const struct npu_image_expert_slice *x, uint32_t n,
     return most;
 }
 
+/* Balanced expert placement under skewed routing (docs/images.md, "Expert placement"):
+   every expert's units held once (the image check), each rank's tensors are its slices of
+   the map, the layer's most popular expert (the routing model's heaviest weight) is cut
+   into slices on several ranks, and contiguous placement keeps whole experts in order (or,
+   with U times as many ranks as experts, each expert's U units on U ranks in order). */
 static void check_balanced(const struct npu_plan_chip *chip, uint32_t tp)
 {
     struct npu_plan_request req = request(tp, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
@@ -188,18 +188,22 @@ static struct npu_plan_request ep_request(uint32_t skew_milli, uint32_t max_toke
     return req;
 }
 
-/* Copies of hot experts (docs/images.md, "Expert placement"): under skewed routing the
-   hottest expert of a layer gets copies that split its rows, each copy cut into slices that
-   hold its units once; --expert-replicas 1 places none. */
+/* Copies of hot experts (docs/images.md, "Expert copies"): in the MoE over the layer of
+   several groups (tiny-moe, 16 ranks of a clocked 4x4 chip, groups of 64 rows over 512)
+   under skewed routing, some layers' hottest expert gets copies that split its rows, each
+   copy cut into slices that hold its units once; --expert-replicas 1 places none. */
 static void test_ep_copies(void **state)
 {
     (void)state;
+    struct npu_plan_chip chip = mesh4x4;
+    chip.freq_mhz = 500, chip.hbm_gbps = 64; /* the time model weighs bytes and cycles */
     for (int most = 1; most <= 4; most += 3) {
-        struct npu_plan_request req = request(4, NPU_PART_K, NPU_IMAGE_PERFORMANCE);
-        req.partition[NPU_GEMM_EXP_UP] = req.partition[NPU_GEMM_EXP_DOWN] = NPU_PART_EP;
-        req.routing = NPU_ROUTING_SKEWED, req.routing_skew_milli = 3000;
+        struct npu_plan_request req = ep_request(3000, 512, 2);
+        req.partition[NPU_GEMM_QKV] = req.partition[NPU_GEMM_O] = NPU_PART_2D;
+        req.placement = 3, req.tile_rows = 16, req.moe_rows = 64, req.max_seq = 400;
+        req.mode = NPU_IMAGE_FUNCTIONAL, req.attn_deep = 1;
         req.expert_placement = NPU_EXPERTS_BALANCED, req.expert_replicas = most;
-        struct npu_built_image img = build(&moe, &mesh2x2, &req);
+        struct npu_built_image img = build(&moe, &chip, &req);
         const struct npu_image_header *h = hdr(&img);
         char text[4096];
         assert_int_equal(npu_image_check(img.data, img.bytes, text, sizeof(text)), NPU_OK);

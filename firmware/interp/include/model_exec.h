@@ -483,10 +483,11 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
 int exec_reuse_tile_flush(struct exec_model *m);
 /* The MoE over the layer's passes under tile reuse (model_moe_wide.c, keyed like a MoE
    tile): the rows per expert's copy of the group's routing ([num_experts][copies],
-   moe_copy_index; scratch) and the busiest rank's routed pairs under layer l's map (*load); the class of a unit (flags
-   EXEC_OP_WIDE_*) over n rows at that load, or NULL (find: marks it used; new: a slot for
-   it in *out, NULL when every class is pinned; 0 or a negative npu_status); recording one
-   (exec_record_begin, _end) and replaying one (at once). */
+   moe_copy_index; scratch) and the busiest rank's routed pairs under layer l's map (*load);
+   the class of a unit (flags EXEC_OP_WIDE_*) over n rows at that load, or NULL (find:
+   marks it used; new: a slot for it in *out, NULL when every class is pinned; 0 or a
+   negative npu_status); recording one (exec_record_begin, _end) and replaying one (at
+   once). */
 const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
                                      const struct exec_tile *tile, uint32_t *load);
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,

@@ -226,7 +226,7 @@ enum npu_expert_placement { NPU_EXPERTS_CONTIGUOUS = 0, NPU_EXPERTS_BALANCED = 1
 /* One slice of the expert map: units [unit0, unit0 + units) of copy `rep` of `expert` in
    `layer`, held by `rank`. A hot expert may be held in `reps` copies (replicas), each cut into
    slices that cover its units once; a row's choice of the expert goes to the slices of one
-   copy only (moe_replica_of: its row in the group modulo reps). The map lists the slices
+   copy only (npu_expert_replica: its row in the group modulo reps). The map lists the slices
    layer by layer, each layer's rank by rank (a rank's in the order its tensors hold them); a
    slice's index in its layer is its dispatch bucket. */
 struct npu_image_expert_slice {

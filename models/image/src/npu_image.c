@@ -226,6 +226,29 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
     return NPU_OK;
 }
 
+/* Every copy of each expert in the layer's slices x[i0, i0 + n) holds all U units, in as
+   many slices as the expert's first copy: the plan's fan-out counts one copy's slices (a
+   row's choice goes to one copy), so a copy cut finer would overrun the dispatch. */
+static int check_expert_copies(const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
+                               uint32_t U, char *err, size_t errlen)
+{
+    static uint8_t covered[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
+    static uint16_t slices[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
+    memset(covered, 0, sizeof(covered)), memset(slices, 0, sizeof(slices));
+    for (uint64_t i = i0; i < i0 + n; i++) { /* in range: check_expert_layer checked it */
+        covered[x[i].expert][x[i].rep] |= (uint8_t)(((1u << x[i].units) - 1) << x[i].unit0);
+        slices[x[i].expert][x[i].rep]++;
+    }
+    for (uint64_t i = i0; i < i0 + n; i++)
+        for (uint32_t c = 0; c < x[i].reps; c++)
+            if (covered[x[i].expert][c] != (1u << U) - 1 ||
+                slices[x[i].expert][c] != slices[x[i].expert][0])
+                return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only "
+                            "part of copy %u of expert %u's %u units, or in other slices "
+                            "than its copy 0", x[i].layer, c, x[i].expert, U);
+    return NPU_OK;
+}
+
 /* One layer's slices (the expert map, from index i0): ranks in order, units in range, each
    copy of an expert holding its units once, every copy of an expert saying how many there
    are, and counts the dispatch's exchange holds. */
@@ -237,7 +260,7 @@ static int check_expert_layer(const struct npu_image_header *h,
     static uint8_t covered[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
     static uint8_t reps[NPU_MODEL_EXPERTS_MAX];
     memset(covered, 0, sizeof(covered)), memset(reps, 0, sizeof(reps));
-    const uint32_t U = h->plan.expert_units, full = (1u << U) - 1;
+    const uint32_t U = h->plan.expert_units;
     const uint64_t limit = NPU_IMAGE_A2A_COUNTS((uint64_t)h->mesh_rows * h->mesh_cols);
     uint32_t most = 0; /* slices of the rank holding the most (ranks are in order) */
     for (uint64_t i = i0, run = 0; i < i0 + n; i++) {
@@ -270,12 +293,9 @@ static int check_expert_layer(const struct npu_image_header *h,
                         s->unit0, s->units, U, s->rep, s->reps);
         covered[s->expert][s->rep] |= (uint8_t)bits, reps[s->expert] = s->reps;
     }
-    for (uint64_t i = i0; i < i0 + n; i++)
-        for (uint32_t c = 0; c < reps[x[i].expert]; c++)
-            if (covered[x[i].expert][c] != full)
-                return fail(err, errlen, NPU_ERR_FORMAT, "expert map: layer %u holds only "
-                            "part of copy %u of expert %u's %u units", x[i].layer, c,
-                            x[i].expert, U);
+    int rc = check_expert_copies(x, i0, n, U, err, errlen);
+    if (rc != NPU_OK)
+        return rc;
     /* the MoE by units loads its units through every rank's ring: a rank without a slice
        has none (ranks are in order, so the map names them all when it names 0 .. tp - 1) */
     uint32_t ranks = 0;

@@ -18,7 +18,8 @@
 void npu_plan_request_init(struct npu_plan_request *req)
 {
     *req = (struct npu_plan_request){ .stages = 1, .micro_batches = 1, .placement = -1,
-                                      .dtype = -1, .routing_seed = 1, .expert_placement = -1, .expert_replicas = -1,
+                                      .dtype = -1, .routing_seed = 1, .expert_placement = -1,
+                                      .expert_replicas = -1,
                                       .kv_split = -1, .moe_units_rows = -1,
                                       .attn_deep = -1 };
 }
@@ -878,6 +879,18 @@ static int check_firmware_limits(const struct planner *pl, bool fitted)
     return NPU_OK;
 }
 
+/* The plan from `before` again, its experts placed as the planner's flags now say (a
+   default placement that did not fit: without copies, or contiguous). */
+static int replan_experts(struct planner *pl, const struct npu_plan_request *req,
+                          const struct npu_plan *before, struct npu_image_core *cores,
+                          struct npu_prog_op *ops, uint32_t *nops, const char *config_text,
+                          struct npu_built_image *out)
+{
+    pl->plan = *before, pl->spill_halvings = 0, pl->spill_single = false;
+    int rc = place_experts(pl, req);
+    return rc == NPU_OK ? fit_and_write(pl, req, cores, ops, nops, config_text, out) : rc;
+}
+
 /* One attempt at the plan, with the automatic choices (conservative: the simpler ones). */
 static int plan_build(const struct model_config *cfg, const char *config_text,
                       const struct npu_plan_chip *chip, const struct npu_plan_request *req,
@@ -922,21 +935,15 @@ static int plan_build(const struct model_config *cfg, const char *config_text,
     rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
     if (rc == NPU_ERR_NOMEM && req->expert_replicas < 0 && pl.x_copies) {
         /* the default's expert copies hold more weights (and wider blocks): none */
-        pl.plan = before, pl.no_copies = true, pl.spill_halvings = 0;
-        pl.spill_single = false;
-        rc = place_experts(&pl, req);
-        if (rc == NPU_OK)
-            rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+        pl.no_copies = true;
+        rc = replan_experts(&pl, req, &before, cores, ops, &nops, config_text, out);
     }
     if (rc == NPU_ERR_NOMEM && req->expert_placement < 0 &&
         pl.plan.expert_placement == NPU_EXPERTS_BALANCED) {
         /* a balanced map's blocks are as wide as a rank's widest slice, so it can need more
            HBM (and SRAM) than contiguous whole experts: place those instead */
-        pl.plan = before, pl.contiguous = true, pl.spill_halvings = 0;
-        pl.spill_single = false;
-        rc = place_experts(&pl, req);
-        if (rc == NPU_OK)
-            rc = fit_and_write(&pl, req, cores, ops, &nops, config_text, out);
+        pl.contiguous = true;
+        rc = replan_experts(&pl, req, &before, cores, ops, &nops, config_text, out);
     }
     if (rc == NPU_OK && (rc = check_firmware_limits(&pl, true)) != NPU_OK)
         npu_built_image_free(out);

@@ -214,24 +214,22 @@ static uint32_t best_rank(const struct planner *pl, const struct ranks *rk, uint
 }
 
 /* How expert e (rows expected in a group) is cut: c slices (a divisor of U) of each of r
-   copies (r at most `copies`), every copy serving 1/r of the rows; one copy in at least
-   c_min slices. The fewest pieces (c r, at most tp) whose time each stays under t_piece,
-   the shorter on ties; else the shortest pieces, the fewer on ties. Slicing divides a
-   piece's weights and matrix time but not its rows; copies divide its rows and matrix time
-   but not its weights. */
+   copies (r_lo <= r <= r_hi), every copy serving 1/r of the rows. The fewest pieces (c r,
+   at most tp) whose time each stays under t_piece, then the shorter; else the shortest
+   pieces, then the fewer. Slicing divides a piece's weights and matrix time but not its
+   rows; copies divide its rows and matrix time but not its weights. */
 struct cut {
     uint32_t c, r;
 };
 
 static struct cut cut_of(const struct planner *pl, const struct unit_cost *u, double rows,
-                         double t_piece, uint32_t copies, uint32_t c_min)
+                         double t_piece, uint32_t r_lo, uint32_t r_hi)
 {
     const uint32_t U = pl->plan.expert_units, tp = pl->plan.tp;
-    struct cut fit = { 0, 0 }, best = { c_min, 1 };
-    double fit_t = 0, best_t = slice_time(pl, u, U / c_min, rows);
-    /* fewer copies first: on a tie the earlier stays (a copy costs HBM and a weight load) */
-    for (uint32_t r = 1; r <= copies; r++)
-        for (uint32_t c = r > 1 ? 1 : c_min; c <= U && c * r <= tp; c++) {
+    struct cut fit = { 0, 0 }, best = { 0, 0 };
+    double fit_t = 0, best_t = 0;
+    for (uint32_t r = r_lo; r <= r_hi; r++)
+        for (uint32_t c = 1; c <= U && c * r <= tp; c++) {
             if (U % c)
                 continue;
             const double t = slice_time(pl, u, U / c, rows / r);
@@ -239,17 +237,39 @@ static struct cut cut_of(const struct planner *pl, const struct unit_cost *u, do
             if (t <= t_piece && (!fit.c || n < fit.c * fit.r ||
                                  (n == fit.c * fit.r && t < fit_t * (1 - 1e-9))))
                 fit = (struct cut){ c, r }, fit_t = t;
-            if (t < best_t * (1 - 1e-9) || (t <= best_t && n < best.c * best.r))
+            if (!best.c || t < best_t * (1 - 1e-9) || (t <= best_t && n < best.c * best.r))
                 best = (struct cut){ c, r }, best_t = t;
         }
     return fit.c ? fit : best;
 }
 
-/* Layer l, balanced: each expert cut into as few pieces (slices of copies) as keep each
-   piece's expected time under half a balanced rank's, then the pieces, longest first, each
-   to the rank it lengthens least (LPT). Without copies (copies 1) by the weights and matrix
-   time alone, as before copies were built; with copies, the slices as without them and
-   then as many copies as the rows' bytes ask for, weighed and packed by the whole model. */
+/* Expert e's cut (rows expected in a group; t_slices, t_rank: a balanced rank's time by the
+   weights alone and by the whole model). Its slices without copies, by weights and matrix
+   time alone, as before copies were built; with copies allowed, and where those slices
+   exceed half a balanced rank by the whole model (the rows' bytes too), the copies'
+   fewest pieces under it instead, if shorter. An expert without copies keeps its slices:
+   measured, whole experts (which the rows' bytes alone favour) ran a 2048-token prefill
+   under uniform routing 1.47x slower than halves (the ring loads and computes in coarser
+   steps; docs/results.md (#9)). */
+static struct cut expert_cut(const struct planner *pl, const struct unit_cost *weights,
+                             const struct unit_cost *all, double rows, double t_slices,
+                             double t_rank, uint32_t copies)
+{
+    const uint32_t U = pl->plan.expert_units;
+    /* pieces of at most half a balanced rank: with whole pieces of about half a rank
+       (Qwen3-30B-A3B's cold experts on 64 ranks) LPT must give some rank three, 1.5x the
+       mean's bytes, once hot slices have taken ranks' matrix time */
+    const struct cut k0 = cut_of(pl, weights, rows, t_slices / 2, 1, 1);
+    const double t0 = slice_time(pl, all, U / k0.c, rows);
+    if (copies < 2 || t0 <= t_rank / 2)
+        return k0;
+    const struct cut k = cut_of(pl, all, rows, t_rank / 2, 2, copies);
+    return slice_time(pl, all, U / k.c, rows / k.r) < t0 * (1 - 1e-9) ? k : k0;
+}
+
+/* Layer l, balanced: each expert cut (expert_cut), then the pieces, longest first, each to
+   the rank it lengthens least (LPT); weighed by the weights and matrix time alone without
+   copies (copies 1), as before copies were built, by the whole model with them. */
 static void place_balanced(struct planner *pl, uint32_t l, const double *load, uint32_t copies)
 {
     const uint32_t E = pl->cfg->num_experts, U = pl->plan.expert_units;
@@ -259,7 +279,8 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load, u
     const struct unit_cost *u = copies > 1 ? &all : &weights;
     static struct ranks rk;
     memset(&rk, 0, sizeof(rk));
-    const double t_slices = balanced_time(pl, &weights, load), t_rank = balanced_time(pl, u, load);
+    const double t_slices = balanced_time(pl, &weights, load);
+    const double t_rank = balanced_time(pl, &all, load);
     /* the pieces: (expert, unit0, units, copy, copies), longest first; at most one a unit
        of a copy */
     enum { PIECES_MAX = NPU_MODEL_EXPERTS_MAX * NPU_EXPERT_UNITS_MAX * NPU_EXPERT_REPLICAS_MAX };
@@ -268,17 +289,8 @@ static void place_balanced(struct planner *pl, uint32_t l, const double *load, u
     static double pt[PIECES_MAX];
     uint32_t np = 0;
     for (uint32_t e = 0; e < E; e++) {
-        /* pieces of at most half a balanced rank: with whole pieces of about half a rank
-           (Qwen3-30B-A3B's cold experts on 64 ranks) LPT must give some rank three, 1.5x
-           the mean's bytes, once hot slices have taken ranks' matrix time. An expert that
-           takes no copy keeps the slices it has without copies: measured, whole experts
-           (which the rows' bytes alone favour) ran a 2048-token prefill under uniform
-           routing 1.47x slower than halves (the ring loads and computes in coarser steps;
-           docs/results.md (#9)); a copied one is cut afresh, as copies and slices trade
-           rows for weights */
         const double rows = u->g * load[e];
-        const struct cut k0 = cut_of(pl, &weights, rows, t_slices / 2, 1, 1);
-        const struct cut k = copies > 1 ? cut_of(pl, u, rows, t_rank / 2, copies, k0.c) : k0;
+        const struct cut k = expert_cut(pl, &weights, &all, rows, t_slices, t_rank, copies);
         const uint32_t n = U / k.c;
         const double t = slice_time(pl, u, n, rows / k.r);
         for (uint32_t j = 0; j < k.c * k.r; j++) {
@@ -439,10 +451,11 @@ int npu_planner_experts(struct planner *pl, const struct npu_plan_request *req)
     pl->nxmap = 0, pl->x_imbalance = 0, pl->x_rows = wide ? p->max_tokens : p->moe_rows;
     pl->x_wide = wide, pl->x_copies = 0, pl->x_copies_most = 1;
     /* copies by default only for the MoE over the layer of several groups, where a hot
-       expert's rows cross its ranks' HBM four times. One-group plans gain too (the chunked
-       arXiv pair's mean TTFT -5.5 % in full simulation) but tile reuse then misjudges
-       their decode steps (mean TBT +5.3 % against full simulation, past issue 23's 2 %;
-       docs/results.md (#9)), so there they are asked for (--expert-replicas). `several`,
+       expert's rows cross its ranks' HBM four times. One-group plans gained too (an earlier
+       form of the placement: the chunked arXiv pair's mean TTFT -5.5 % in full simulation)
+       but tile reuse then misjudged their decode steps (mean TBT +5.3 % against full
+       simulation, past issue 23's 2 %; docs/results.md (#9)), so there they are asked for
+       (--expert-replicas). `several`,
        not `wide` alone: the cores' plan may yet move the residual rows to SRAM, and with
        them the MoE over the layer, after the map is placed */
     pl->x_replicas = pl->no_copies               ? 1
