@@ -102,8 +102,8 @@ static void add_moe_load(const struct npu_plan *p, const struct npu_image_expert
 {
     double rank_load[1024] = { 0 };
     for (uint32_t i = 0; i < n && p->tp <= 1024; i++)
-        rank_load[x[i].rank] += (double)tokens[x[i].expert] / (x[i].reps ? x[i].reps : 1) *
-                                x[i].units / p->expert_units;
+        rank_load[x[i].rank] += (double)tokens[x[i].expert] / x[i].reps * x[i].units /
+                                p->expert_units; /* reps >= 1: the image check */
     add_rank_loads(p, rank_load, m, layers);
 }
 

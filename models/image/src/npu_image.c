@@ -226,19 +226,19 @@ static int check_tensor(const struct npu_image_header *h, const struct npu_image
     return NPU_OK;
 }
 
-/* Every copy of each expert in the layer's slices x[i0, i0 + n) holds all U units, in as
-   many slices as the expert's first copy: the plan's fan-out counts one copy's slices (a
-   row's choice goes to one copy), so a copy cut finer would overrun the dispatch. */
+/* Every copy of each expert in the layer's slices x[i0, i0 + n) holds all U units (covered:
+   the units each copy holds, as check_expert_layer found them), in as many slices as the
+   expert's first copy: the plan's fan-out counts one copy's slices (a row's choice goes to
+   one copy), so a copy cut finer would overrun the dispatch. */
 static int check_expert_copies(const struct npu_image_expert_slice *x, uint64_t i0, uint64_t n,
-                               uint32_t U, char *err, size_t errlen)
+                               uint32_t U,
+                               const uint8_t (*covered)[NPU_EXPERT_REPLICAS_MAX], char *err,
+                               size_t errlen)
 {
-    static uint8_t covered[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
     static uint16_t slices[NPU_MODEL_EXPERTS_MAX][NPU_EXPERT_REPLICAS_MAX];
-    memset(covered, 0, sizeof(covered)), memset(slices, 0, sizeof(slices));
-    for (uint64_t i = i0; i < i0 + n; i++) { /* in range: check_expert_layer checked it */
-        covered[x[i].expert][x[i].rep] |= (uint8_t)(((1u << x[i].units) - 1) << x[i].unit0);
+    memset(slices, 0, sizeof(slices));
+    for (uint64_t i = i0; i < i0 + n; i++) /* in range: check_expert_layer checked it */
         slices[x[i].expert][x[i].rep]++;
-    }
     for (uint64_t i = i0; i < i0 + n; i++)
         for (uint32_t c = 0; c < x[i].reps; c++)
             if (covered[x[i].expert][c] != (1u << U) - 1 ||
@@ -293,7 +293,8 @@ static int check_expert_layer(const struct npu_image_header *h,
                         s->unit0, s->units, U, s->rep, s->reps);
         covered[s->expert][s->rep] |= (uint8_t)bits, reps[s->expert] = s->reps;
     }
-    int rc = check_expert_copies(x, i0, n, U, err, errlen);
+    int rc = check_expert_copies(x, i0, n, U, (const uint8_t (*)[NPU_EXPERT_REPLICAS_MAX])covered,
+                                 err, errlen);
     if (rc != NPU_OK)
         return rc;
     /* the MoE by units loads its units through every rank's ring: a rank without a slice

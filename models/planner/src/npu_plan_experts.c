@@ -344,13 +344,15 @@ static void place_best(struct planner *pl, uint32_t l, const double *load)
     place_balanced(pl, l, load, 1);
     if (pl->x_replicas < 2)
         return;
+    const uint64_t mid = pl->nxmap; /* the placement with copies follows the one without */
     const double t1 = busiest_time(pl, first, load);
-    pl->nxmap = first;
     place_balanced(pl, l, load, pl->x_replicas);
-    if (busiest_time(pl, first, load) < t1 * (1 - 1e-9))
-        return;
-    pl->nxmap = first;
-    place_balanced(pl, l, load, 1);
+    if (busiest_time(pl, mid, load) < t1 * (1 - 1e-9)) {
+        memmove(pl->xmap + first, pl->xmap + mid, (pl->nxmap - mid) * sizeof(*pl->xmap));
+        pl->nxmap = first + (pl->nxmap - mid);
+    } else {
+        pl->nxmap = mid;
+    }
 }
 
 /* The busiest rank's expected MoE time over a balanced rank's in layer slices [first, end),
