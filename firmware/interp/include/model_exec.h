@@ -153,6 +153,7 @@ _Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for ti
 
 /* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
 #define EXEC_TILE_SEGS 4u
+#define EXEC_TILE_LOAD_TOL 32u /* the MoE over the layer's unit loads match within 1/32 */
 struct exec_tile_seg {
     uint32_t count;                        /* rows */
     uint32_t end;                          /* where the context of its last row ends */
@@ -172,6 +173,9 @@ struct exec_tile_class {
     uint32_t xn, xload;                    /* a MoE group's attention: the rows and load
                                               of the group before's exchange it runs
                                               (exec_moe_wide_exchange_key; 0: none) */
+    uint8_t sides;                         /* the side copies its recording issued
+                                              (exec_reuse_tile_sides); keyed for a MoE
+                                              group's attention and combine */
     uint64_t span_ps;                      /* chip time of its recorded tile on this core */
     struct exec_stats delta;               /* what that tile added to its layer's stats */
     uint32_t last_used;                    /* m->treuse.uses when last used (0: free) */
@@ -491,14 +495,17 @@ int exec_reuse_tile_flush(struct exec_model *m);
 const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
                                      const struct exec_tile *tile, uint32_t *load);
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
-                                             uint32_t load);
+                                             uint32_t load, uint8_t sides);
 int exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n, uint32_t load,
-                        struct exec_tile_class **out);
+                        uint8_t sides, struct exec_tile_class **out);
 int exec_reuse_unit_begin(struct exec_model *m, struct exec_tile_class *c,
                           struct exec_recording *r);
 int exec_reuse_unit_end(struct exec_model *m, struct exec_tile_class *c,
                         const struct exec_recording *r);
 int exec_reuse_unit_replay(struct exec_model *m, struct exec_tile_class *c);
+uint8_t exec_reuse_tile_sides(const struct exec_tile *tile);
+int exec_reuse_sides_missing(struct exec_model *m, const struct exec_tile_class *c,
+                             const struct exec_tile *tile);
 /* The LM head under layer reuse (model_reuse_tile.c): replays the recorded head of these
    rows (nw wanting tokens) and first-piece state, else records run(m, arg) (or runs it
    when no slot is free). */

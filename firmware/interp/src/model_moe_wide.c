@@ -355,6 +355,15 @@ static struct {
     uint16_t load; /* WIDE_KEYED: the key's load (at most a group's rows x k) */
 } units[WIDE_UNITS_MAX];
 
+/* The side copies group g's combine will issue (exec_reuse_tile_sides), as the first pass
+   foresees them: the group before's rows back but in the wave's first group, the next
+   group's rows in but in the layer's last (a wave that ends at g has none either: a
+   replay then counts that load). */
+static uint8_t combine_sides(uint32_t l, uint32_t g)
+{
+    return (uint8_t)((g > wide_of(l)->first) << 1 | !spill_last << 2);
+}
+
 /* Group g's first pass replays (or its exchange): its combine, class c, must replay too,
    and c stays until then. */
 static void pin_combine(struct exec_model *m, uint32_t g, struct exec_tile_class *c)
@@ -417,9 +426,9 @@ static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_ti
         m->treuse.counts[EXEC_REUSE_FULL]++;
         return dispatch_full(m, l, tile, per_copy, load);
     }
-    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load);
+    struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load, 0);
     struct exec_tile_class *c =
-        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load) : NULL;
+        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load, combine_sides(l, g)) : NULL;
     if (c) {
         pin_combine(m, g, c);
         record_from_draw(m, l, g, per_copy, n, true);
@@ -430,7 +439,7 @@ static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_ti
         m->treuse.counts[EXEC_REUSE_FULL]++;
         return dispatch_full(m, l, tile, NULL, 0);
     }
-    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, &d);
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_DISPATCH, n, load, 0, &d);
     return rc == NPU_OK ? dispatch_record(m, l, tile, d) : rc;
 }
 
@@ -467,7 +476,8 @@ bool exec_moe_wide_exchange_replay(struct exec_model *m)
 {
     assert(later.set && later.keyed && "exec_moe_wide_exchange_key said one waits");
     struct exec_tile_class *c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, later.n,
-                                                     later.load);
+                                                     later.load,
+                                                     combine_sides(later.l, later.g));
     if (!c)
         return false; /* the combine records: the count matrix must be written */
     later.set = false;
@@ -711,12 +721,16 @@ static int combine_with_load(struct exec_model *m, uint32_t l, const struct exec
 /* A replayed combine. Where its recording staged the next group's outputs (stage_next:
    room for them, a next group), its span and traffic hold that load, so that group's
    combine, run in full, takes them as staged rather than loading them again. */
-static int combine_replay(struct exec_model *m, uint32_t l, uint32_t group,
-                          struct exec_tile_class *c)
+static int combine_replay(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
+                          uint32_t group, struct exec_tile_class *c)
 {
     if (c->staged_next && group + 1 < wide_of(l)->groups)
         staged.layer = l, staged.group = group + 1, staged.at = 0, staged.set = true;
-    return exec_reuse_unit_replay(m, c);
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_OTHER); /* as combine_with_load's */
+    int rc = exec_reuse_sides_missing(m, c, tile);
+    exec_set_cat(m, was);
+    return rc == NPU_OK ? exec_reuse_unit_replay(m, c) : rc;
 }
 
 /* The combine of a group whose class is new (or NULL: none free): in full, recorded, with
@@ -729,6 +743,7 @@ static int combine_record(struct exec_model *m, uint32_t l, const struct exec_ti
         m->treuse.counts[EXEC_REUSE_FULL]++;
         return combine_with_load(m, l, tile, group, true, true);
     }
+    c->sides = exec_reuse_tile_sides(tile);
     int rc = exec_reuse_unit_begin(m, c, &r);
     rc = rc == NPU_OK ? combine_with_load(m, l, tile, group, true, true) : rc;
     c->staged_next = staged.set && staged.layer == l && staged.group == group + 1;
@@ -755,11 +770,13 @@ int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct e
     struct exec_tile_class *c = &m->treuse.classes[units[group].comb];
     if (how == WIDE_REPLAYED) {
         c->pins--;
-        return combine_replay(m, l, group, c);
+        return combine_replay(m, l, tile, group, c);
     }
-    c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load);
+    c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load,
+                             exec_reuse_tile_sides(tile));
     if (c)
-        return combine_replay(m, l, group, c);
-    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load, &c);
+        return combine_replay(m, l, tile, group, c);
+    int rc = exec_reuse_unit_new(m, EXEC_OP_WIDE_COMBINE, tile->n, units[group].load,
+                                 exec_reuse_tile_sides(tile), &c);
     return rc == NPU_OK ? combine_record(m, l, tile, group, c) : rc;
 }

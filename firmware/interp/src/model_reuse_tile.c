@@ -29,11 +29,14 @@
  *   (expert-load bytes), and a replay must not move them again;
  * - embeddings, dense FFN: the rows alone (the same work per row);
  * - the MoE over the layer's units (a group's route, dispatch and spill; its combine:
- *   model_moe_wide.c), keyed like a MoE tile (not by the side copies at their start); a
- *   combine class a replayed first pass will need is pinned (new_class skips it);
- * - a MoE group's attention that runs the group before's exchange (with two tiles in
- *   flight: exec_moe_wide_exchange_key) also by that exchange's rows and load, exactly; it
- *   replays only where the exchange can (its combine's class recorded), else runs in full.
+ *   model_moe_wide.c), keyed like a MoE tile but with the load matched within
+ *   1/EXEC_TILE_LOAD_TOL (load_gap), a combine also by which side copies it issues at its
+ *   start (exec_reuse_tile_sides); a combine class a replayed first pass will need is
+ *   pinned (new_class skips it);
+ * - a MoE group's attention by its side copies too, and where it runs the group before's
+ *   exchange (with two tiles in flight: exec_moe_wide_exchange_key) by that exchange's rows
+ *   and load (within the same share); it replays only where the exchange can (its
+ *   combine's class recorded), else runs in full.
  *
  * Recording: the group starts the tile together (a barrier: see record_tile), BEGIN, the
  * tile in full, END in replay slot EXEC_REUSE_LAYER_SLOTS + class; the chip time and the
@@ -72,6 +75,8 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
        around it, exec_tile_side_copies), which only the wave's first and last groups lack */
     k->pre_bytes = (op->flags & EXEC_OP_PREFETCH) && !(op->flags & EXEC_OP_GROUP)
                        ? (uint32_t)tile->pre.bytes : 0;
+    if (op->flags & EXEC_OP_GROUP) /* the copies beside a MoE group's attention */
+        k->sides = op->flags & EXEC_OP_PREFETCH ? exec_reuse_tile_sides(tile) : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
@@ -86,16 +91,30 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
     }
 }
 
+/* How far a recorded load (the busiest rank's routed pairs) is from a key's, or UINT64_MAX
+   if too far: within a 1/EXEC_TILE_LOAD_TOL share where `near` (the MoE over the layer's
+   units and exchanges), else exactly. Why: under skewed routing the busiest rank's pairs
+   differ from group to group by a few, so exact keys recorded most groups' units anew. */
+static uint64_t load_gap(uint32_t recorded, uint32_t load, bool near)
+{
+    const uint32_t d = recorded > load ? recorded - load : load - recorded;
+    return d <= (near ? load / EXEC_TILE_LOAD_TOL : 0) ? d : UINT64_MAX;
+}
+
 /* How far class c is from key k: 0 if equal, UINT64_MAX if c cannot serve k. */
 static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile_class *c,
                               const struct exec_tile_class *k)
 {
-    if (c->kind != k->kind || c->flags != k->flags || c->n != k->n || c->load != k->load ||
+    if (c->kind != k->kind || c->flags != k->flags || c->n != k->n ||
         c->pre_bytes != k->pre_bytes || c->nsegs != k->nsegs || c->xn != k->xn ||
-        c->xload != k->xload)
+        ((k->flags & (EXEC_OP_GROUP | EXEC_OP_WIDE_COMBINE)) && c->sides != k->sides))
+        return UINT64_MAX;
+    const bool wide = k->flags & (EXEC_OP_WIDE_DISPATCH | EXEC_OP_WIDE_COMBINE);
+    const uint64_t dl = load_gap(c->load, k->load, wide), dx = load_gap(c->xload, k->xload, true);
+    if (dl == UINT64_MAX || dx == UINT64_MAX)
         return UINT64_MAX;
     const uint32_t w = npu_kv_stripe(m->plan);
-    uint64_t dist = 0;
+    uint64_t dist = dl + dx;
     for (uint32_t s = 0; s < k->nsegs; s++) {
         const struct exec_tile_seg *a = &c->segs[s], *b = &k->segs[s];
         if (a->count != b->count || a->nblocks != b->nblocks ||
@@ -239,11 +258,45 @@ static uint32_t slot_of(const struct exec_model *m, const struct exec_tile_class
     return EXEC_REUSE_LAYER_SLOTS + (uint32_t)(c - m->treuse.classes);
 }
 
+/* The side copies a tile issues at its start (exec_tile_side_copies): bit 0 the group
+   before's spill, 1 its rows back, 2 the next group's rows in. */
+uint8_t exec_reuse_tile_sides(const struct exec_tile *tile)
+{
+    return (uint8_t)((tile->spill.bytes != 0) | (tile->back.bytes != 0) << 1 |
+                     (tile->pre.bytes != 0) << 2);
+}
+
+/* Before a replay of class c in tile's place: the side copies the tile has and c's
+   recording did not, issued now (the replay waits for them: it wants idle engines). The
+   keys of a group's attention and combine hold which copies there are (a wave's first
+   group has no copy back, its last no load), but a pinned combine's class is chosen at its
+   first pass by the copies foreseen then (model_moe_wide.c, combine_sides), before its
+   wave's end is known; without the copies' presence in the keys, a class recorded at a
+   wave's first group served the others and their copies were lost (the layered arXiv
+   pair's HBM bytes 4.6 % low once unit loads matched within EXEC_TILE_LOAD_TOL). A copy the
+   recording had and the tile lacks stays in the replay's traffic. */
+int exec_reuse_sides_missing(struct exec_model *m, const struct exec_tile_class *c,
+                             const struct exec_tile *tile)
+{
+    const uint8_t miss = exec_reuse_tile_sides(tile) & (uint8_t)~c->sides;
+    if (!miss)
+        return NPU_OK;
+    const int rc = exec_reuse_tile_flush(m); /* after the replays before it */
+    if (rc != NPU_OK)
+        return rc;
+    const struct exec_side_copy *const copy[3] = { &tile->spill, &tile->back, &tile->pre };
+    for (uint32_t i = 0; i < 3; i++)
+        if (miss & (1u << i))
+            exec_copy_side(m, copy[i]->dst, copy[i]->src, copy[i]->bytes);
+    return NPU_OK;
+}
+
 /* Runs the tile in full, recording it in class c. */
 static int record_tile(struct exec_model *m, const struct npu_prog_op *op,
                        struct exec_tile *tile, uint64_t x, struct exec_tile_class *c)
 {
     static struct exec_recording r; /* exec_stats: not on the hart's small stack */
+    c->sides = op->flags & EXEC_OP_PREFETCH ? exec_reuse_tile_sides(tile) : 0;
     int rc = exec_record_begin(m, slot_of(m, c), &r);
     if (rc == NPU_OK)
         rc = exec_tile_full(m, op, tile, x);
@@ -300,8 +353,11 @@ int exec_reuse_tile(struct exec_model *m, const struct npu_prog_op *op, struct e
     struct exec_tile_class *c = find_class(m, &key);
     if (c) {
         c->last_used = m->treuse.uses;
-        if (!key.xn || exec_moe_wide_exchange_replay(m))
-            return replay_tile(m, c);
+        if (!key.xn || exec_moe_wide_exchange_replay(m)) {
+            const int rc = op->flags & EXEC_OP_PREFETCH ? exec_reuse_sides_missing(m, c, tile)
+                                                        : NPU_OK;
+            return rc == NPU_OK ? replay_tile(m, c) : rc;
+        }
         return tile_unrecorded(m, op, tile, x); /* its exchange runs, so the unit in full */
     }
     int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
@@ -329,17 +385,19 @@ const uint32_t *exec_reuse_wide_draw(struct exec_model *m, uint32_t l,
     return copies;
 }
 
-static void unit_key(uint32_t flags, uint32_t n, uint32_t load, struct exec_tile_class *k)
+static void unit_key(uint32_t flags, uint32_t n, uint32_t load, uint8_t sides,
+                     struct exec_tile_class *k)
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = NPU_OP_MOE, k->flags = (uint16_t)flags, k->n = n, k->load = load;
+    k->sides = sides;
 }
 
 struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flags, uint32_t n,
-                                             uint32_t load)
+                                             uint32_t load, uint8_t sides)
 {
     static struct exec_tile_class key;
-    unit_key(flags, n, load, &key);
+    unit_key(flags, n, load, sides, &key);
     struct exec_tile_class *c = find_class(m, &key);
     if (c)
         c->last_used = ++m->treuse.uses;
@@ -347,14 +405,14 @@ struct exec_tile_class *exec_reuse_unit_find(struct exec_model *m, uint32_t flag
 }
 
 int exec_reuse_unit_new(struct exec_model *m, uint32_t flags, uint32_t n, uint32_t load,
-                        struct exec_tile_class **out)
+                        uint8_t sides, struct exec_tile_class **out)
 {
     *out = NULL;
     int rc = exec_reuse_tile_flush(m); /* before its class may be the one replaced */
     struct exec_tile_class *c = rc == NPU_OK ? new_class(m) : NULL;
     if (!c)
         return rc;
-    unit_key(flags, n, load, c);
+    unit_key(flags, n, load, sides, c);
     c->pins = 0, c->staged_next = false, c->last_used = ++m->treuse.uses;
     *out = c;
     return NPU_OK;
