@@ -147,6 +147,7 @@ struct exec_reuse_class {
 
 /* The replay slots: layer classes first, then tile classes (model_reuse_tile.c). */
 #define EXEC_REUSE_LAYER_SLOTS 64u
+#define EXEC_REUSE_SIG_BUCKETS 16u
 #define EXEC_REUSE_TILE_SLOTS (NPU_REPLAY_SLOTS - EXEC_REUSE_LAYER_SLOTS)
 #define EXEC_REUSE_TILE_OP_MIN 8 /* tile reuse keys an op's tiles past this many of them */
 _Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for tile classes");
@@ -282,7 +283,10 @@ struct exec_layer_reuse {
     struct exec_reuse_class classes[EXEC_REUSE_LAYER_SLOTS]; /* class i in replay slot i */
     uint64_t sig[EXEC_REUSE_LAYER_SLOTS];  /* class i's hash of what key_distance compares
                                               exactly (apart from the classes: the search
-                                              walks these 512 bytes, not 64 classes) */
+                                              tests these words, not 64 classes) */
+    uint64_t bucket[EXEC_REUSE_SIG_BUCKETS]; /* bit i: slot i's sig is in bucket b
+                                              (sig_bucket), so a search tests the few
+                                              slots of its key's bucket */
     uint64_t counts[EXEC_REUSE_COUNTS];    /* layers recorded, replayed, run in full for
                                               want of a slot (reported by report_run) */
     uint64_t heads[EXEC_REUSE_COUNTS];     /* LM heads recorded, replayed, run in full for
