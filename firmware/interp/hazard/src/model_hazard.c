@@ -76,6 +76,11 @@ static uint32_t nloads; /* loads[0, nloads) are in use */
    buffers; the scan of the table was a third of find_needs's instructions). */
 static struct hz_compact loads_masks;
 
+/* No descriptor was numbered since hz_wait_all last completed: every count is done, the
+   window and the loads table are empty, so waits and flushes have nothing to do (a decode
+   step's layer replays each drain the engines, mostly already drained). */
+static bool drained;
+
 static void flushed(void);
 static void (*submit_built)(void);
 
@@ -297,6 +302,7 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
         }
     }
     const uint32_t seq = issued[e]++;
+    drained = false;
     if (!side)
         last_main[e] = seq + 1;
     remember(e, seq);
@@ -305,6 +311,8 @@ struct engine_sync hz_sync(enum hz_engine e, const struct hz_access *a, bool sid
 
 int hz_wait_flush(void)
 {
+    if (drained)
+        return NPU_OK;
     int rc = NPU_OK;
     for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
         if (last_main[x] > done[x])
@@ -370,6 +378,8 @@ bool hz_idle(enum hz_engine e)
 
 int hz_wait_all(void)
 {
+    if (drained)
+        return NPU_OK;
     int rc = NPU_OK;
     for (uint32_t x = 0; rc == NPU_OK && x < HZ_ENGINES; x++)
         if (issued[x] > done[x])
@@ -380,6 +390,7 @@ int hz_wait_all(void)
         done[x] = last_main[x] = issued[x], evicted[x] = 0, wcount[x] = 0;
     wlen = 0;
     nloads = 0;
+    drained = true;
     return NPU_OK;
 }
 
