@@ -155,6 +155,7 @@ _Static_assert(NPU_REPLAY_SLOTS > EXEC_REUSE_LAYER_SLOTS, "slots are left for ti
 /* A class of tiles: one op over rows of the same shape (model_reuse_tile.c, "Keys"). */
 #define EXEC_TILE_SEGS 4u
 #define EXEC_TILE_LOAD_TOL 32u /* the MoE over the layer's unit loads match within 1/32 */
+#define EXEC_SIDES_GROUP 6u /* exec_reuse_tile_sides' bits every rank has alike */
 struct exec_tile_seg {
     uint32_t count;                        /* rows */
     uint32_t end;                          /* where the context of its last row ends */

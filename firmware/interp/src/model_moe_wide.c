@@ -332,7 +332,7 @@ bool exec_moe_wide_dispatch_pending(void)
 
 /* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
    route, dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and
-   the busiest rank's routed pairs, exec_reuse_wide_draw). A first pass replays only where
+   the busiest rank's routed pairs, exec_reuse_wide_draw, matched within 1/32). A first pass replays only where
    both its class and its combine's are recorded: its record (the runs its dispatch would
    have received) then comes from the routing model's draws, which every rank makes alike,
    and the count matrix the combine would read back is never written, so that combine must
@@ -355,13 +355,16 @@ static struct {
     uint16_t load; /* WIDE_KEYED: the key's load (at most a group's rows x k) */
 } units[WIDE_UNITS_MAX];
 
-/* The side copies group g's combine will issue (exec_reuse_tile_sides), as the first pass
-   foresees them: the group before's rows back but in the wave's first group, the next
-   group's rows in but in the layer's last (a wave that ends at g has none either: a
-   replay then counts that load). */
-static uint8_t combine_sides(uint32_t l, uint32_t g)
+/* The side copies group g's combine will issue (exec_reuse_tile_sides), as its first pass
+   foresees them (a keyed first pass is never the layer's last group): with two group
+   buffers the group before's rows back but in the wave's first group, and the next
+   group's rows in (a wave that ends at g has none: a replay then counts that load); with
+   one, none (each group's rows go back and come in as it is taken). */
+static uint8_t combine_sides(const struct exec_model *m, uint32_t l, uint32_t g)
 {
-    return (uint8_t)((g > wide_of(l)->first) << 1 | !spill_last << 2);
+    if (m->buf.a.xg_comb == m->buf.a.xt)
+        return 0;
+    return (uint8_t)((g > wide_of(l)->first) << 1 | 1u << 2);
 }
 
 /* Group g's first pass replays (or its exchange): its combine, class c, must replay too,
@@ -428,7 +431,7 @@ static int dispatch_keyed(struct exec_model *m, uint32_t l, const struct exec_ti
     }
     struct exec_tile_class *d = exec_reuse_unit_find(m, EXEC_OP_WIDE_DISPATCH, n, load, 0);
     struct exec_tile_class *c =
-        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load, combine_sides(l, g)) : NULL;
+        d ? exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, n, load, combine_sides(m, l, g)) : NULL;
     if (c) {
         pin_combine(m, g, c);
         record_from_draw(m, l, g, per_copy, n, true);
@@ -477,7 +480,7 @@ bool exec_moe_wide_exchange_replay(struct exec_model *m)
     assert(later.set && later.keyed && "exec_moe_wide_exchange_key said one waits");
     struct exec_tile_class *c = exec_reuse_unit_find(m, EXEC_OP_WIDE_COMBINE, later.n,
                                                      later.load,
-                                                     combine_sides(later.l, later.g));
+                                                     combine_sides(m, later.l, later.g));
     if (!c)
         return false; /* the combine records: the count matrix must be written */
     later.set = false;
@@ -752,9 +755,10 @@ static int combine_record(struct exec_model *m, uint32_t l, const struct exec_ti
 
 /* Under tile reuse (above): the combine replays where its first pass did, or where its
    class is recorded; else it runs in full, recorded where its first pass was keyed. Its
-   key leaves out its side copies (the wave's first group has no copy back, its last no
-   load), as the group's attention's does (docs/images.md, "Tile reuse": with them in, the
-   6-request layered sample recorded twice the units for 0.2 % of mean TTFT). */
+   key holds which side copies it issues (exec_reuse_tile_sides: a wave's first group has
+   no copy back, its last no load), not their sizes (docs/images.md, "Tile reuse": with
+   the sizes in, the 6-request layered sample recorded twice the units for 0.2 % of mean
+   TTFT). */
 int exec_moe_wide_combine_group(struct exec_model *m, uint32_t l, const struct exec_tile *tile,
                                 uint32_t group, bool ahead, bool add)
 {

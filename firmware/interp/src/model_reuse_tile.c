@@ -71,12 +71,17 @@ static void make_key(const struct exec_model *m, const struct npu_prog_op *op,
 {
     memset(k, 0, offsetof(struct exec_tile_class, span_ps));
     k->kind = op->kind, k->flags = op->flags, k->n = tile->n;
+    if (op->flags & EXEC_OP_GROUP) { /* the copies beside a MoE group's attention */
+        /* by the copies every rank has alike (rows back, rows in), not the spill, whose
+           bytes are this rank's received rows (none on some): every rank keys alike, and
+           a spill the recording lacked is issued before the replay (sides_missing) */
+        k->flags &= (uint16_t)~EXEC_OP_PREFETCH;
+        k->sides = exec_reuse_tile_sides(tile) & EXEC_SIDES_GROUP;
+    }
     /* the next tile's rows loaded at its start; not a MoE group's side copies (its rows
        around it, exec_tile_side_copies), which only the wave's first and last groups lack */
     k->pre_bytes = (op->flags & EXEC_OP_PREFETCH) && !(op->flags & EXEC_OP_GROUP)
                        ? (uint32_t)tile->pre.bytes : 0;
-    if (op->flags & EXEC_OP_GROUP) /* the copies beside a MoE group's attention */
-        k->sides = op->flags & EXEC_OP_PREFETCH ? exec_reuse_tile_sides(tile) : 0;
     if (op->kind != NPU_OP_ATTENTION)
         return; /* every row does the same work: a row copy from the table (the
                    embeddings), the FFN, the MoE by its routing */
@@ -107,7 +112,8 @@ static uint64_t tile_distance(const struct exec_model *m, const struct exec_tile
 {
     if (c->kind != k->kind || c->flags != k->flags || c->n != k->n ||
         c->pre_bytes != k->pre_bytes || c->nsegs != k->nsegs || c->xn != k->xn ||
-        ((k->flags & (EXEC_OP_GROUP | EXEC_OP_WIDE_COMBINE)) && c->sides != k->sides))
+        ((k->flags & (EXEC_OP_GROUP | EXEC_OP_WIDE_COMBINE)) &&
+         (c->sides & EXEC_SIDES_GROUP) != k->sides))
         return UINT64_MAX;
     const bool wide = k->flags & (EXEC_OP_WIDE_DISPATCH | EXEC_OP_WIDE_COMBINE);
     const uint64_t dl = load_gap(c->load, k->load, wide), dx = load_gap(c->xload, k->xload, true);
@@ -259,7 +265,8 @@ static uint32_t slot_of(const struct exec_model *m, const struct exec_tile_class
 }
 
 /* The side copies a tile issues at its start (exec_tile_side_copies): bit 0 the group
-   before's spill, 1 its rows back, 2 the next group's rows in. */
+   before's spill (this rank's received rows: none on some ranks), 1 its rows back, 2 the
+   next group's rows in (EXEC_SIDES_GROUP: alike on every rank). */
 uint8_t exec_reuse_tile_sides(const struct exec_tile *tile)
 {
     return (uint8_t)((tile->spill.bytes != 0) | (tile->back.bytes != 0) << 1 |
@@ -268,13 +275,15 @@ uint8_t exec_reuse_tile_sides(const struct exec_tile *tile)
 
 /* Before a replay of class c in tile's place: the side copies the tile has and c's
    recording did not, issued now (the replay waits for them: it wants idle engines). The
-   keys of a group's attention and combine hold which copies there are (a wave's first
-   group has no copy back, its last no load), but a pinned combine's class is chosen at its
-   first pass by the copies foreseen then (model_moe_wide.c, combine_sides), before its
-   wave's end is known; without the copies' presence in the keys, a class recorded at a
-   wave's first group served the others and their copies were lost (the layered arXiv
-   pair's HBM bytes 4.6 % low once unit loads matched within EXEC_TILE_LOAD_TOL). A copy the
-   recording had and the tile lacks stays in the replay's traffic. */
+   keys of a group's attention and combine hold which rows back and in there are (a wave's
+   first group has no copy back, its last no load), not the spill, which differs between
+   ranks; and a pinned combine's class is chosen at its first pass by the copies foreseen
+   then (model_moe_wide.c, combine_sides), before its wave's end is known. Without the
+   copies' presence in the keys a class recorded at a wave's first group served the others
+   and their copies were lost (the layered arXiv pair's HBM bytes 4.6 % low once unit loads
+   matched within EXEC_TILE_LOAD_TOL). A copy the recording had and the tile lacks stays in
+   the replay's traffic. Per rank: the flush it may add changes timing, not the order of
+   the collectives. */
 int exec_reuse_sides_missing(struct exec_model *m, const struct exec_tile_class *c,
                              const struct exec_tile *tile)
 {
