@@ -330,23 +330,23 @@ bool exec_moe_wide_dispatch_pending(void)
     return later.set;
 }
 
-/* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's
-   route, dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and
-   the busiest rank's routed pairs, exec_reuse_wide_draw, matched within 1/32). A first pass replays only where
-   both its class and its combine's are recorded: its record (the runs its dispatch would
-   have received) then comes from the routing model's draws, which every rank makes alike,
-   and the count matrix the combine would read back is never written, so that combine must
-   replay too; its class is pinned until then. Otherwise the first pass runs in full
-   (recorded when its class is new) and its combine replays if that class exists, else runs
-   in full, recorded. With two tiles' attention in flight (dispatch_defers) the first pass
-   is the route and gather alone, in full (the exchange needs its counts), and the
-   exchange goes into the next group's attention unit, keyed by it, which replays only
-   with it (exec_moe_wide_exchange_replay: the same rule through the combine's class).
-   The group whose router loads the next layer's shares (m->w.route_last) always runs in
-   full. Group by group of the layer: under tile reuse a
-   layer's combines run in its own op (layer_defers: not under layer reuse). SRAM: 4 bytes a
-   group, for the first WIDE_UNITS_MAX groups of a layer (the reference plan's 33,280 rows
-   are 130 groups of 256); later groups run in full. */
+/* Tile reuse of the first and third passes (docs/images.md, "Tile reuse"): a group's route,
+   dispatch and spill, and its combine, are units keyed like a MoE tile (its rows and the
+   busiest rank's routed pairs, exec_reuse_wide_draw, matched within 1/32). A first pass
+   replays only where both its class and its combine's are recorded: its record (the runs
+   its dispatch would have received) then comes from the routing model's draws, which every
+   rank makes alike, and the count matrix the combine would read back is never written, so
+   that combine must replay too; its class is pinned until then. Otherwise the first pass
+   runs in full (recorded when its class is new) and its combine replays if that class
+   exists, else runs in full, recorded. With two tiles' attention in flight
+   (dispatch_defers) the first pass is the route and gather alone, in full (the exchange
+   needs its counts), and the exchange goes into the next group's attention unit, keyed by
+   it, which replays only with it (exec_moe_wide_exchange_replay: the same rule through the
+   combine's class). The group whose router loads the next layer's shares (m->w.route_last)
+   always runs in full. Group by group of the layer: under tile reuse a layer's combines run
+   in its own op (layer_defers: not under layer reuse). SRAM: 4 bytes a group, for the first
+   WIDE_UNITS_MAX groups of a layer (the reference plan's 33,280 rows are 130 groups of
+   256); later groups run in full. */
 #define WIDE_UNITS_MAX 160u
 enum wide_how { WIDE_FULL, WIDE_KEYED, WIDE_REPLAYED };
 static struct {
