@@ -729,10 +729,7 @@ static int combine_replay(struct exec_model *m, uint32_t l, const struct exec_ti
 {
     if (c->staged_next && group + 1 < wide_of(l)->groups)
         staged.layer = l, staged.group = group + 1, staged.at = 0, staged.set = true;
-    const enum exec_cat was = m->acct.cat;
-    exec_set_cat(m, EXEC_CAT_OTHER); /* as combine_with_load's */
-    int rc = exec_reuse_sides_missing(m, c, tile);
-    exec_set_cat(m, was);
+    const int rc = exec_reuse_sides_missing(m, c, tile);
     return rc == NPU_OK ? exec_reuse_unit_replay(m, c) : rc;
 }
 

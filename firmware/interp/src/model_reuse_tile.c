@@ -293,10 +293,13 @@ int exec_reuse_sides_missing(struct exec_model *m, const struct exec_tile_class 
     const int rc = exec_reuse_tile_flush(m); /* after the replays before it */
     if (rc != NPU_OK)
         return rc;
+    const enum exec_cat was = m->acct.cat;
+    exec_set_cat(m, EXEC_CAT_OTHER); /* as exec_tile_side_copies' callers */
     const struct exec_side_copy *const copy[3] = { &tile->spill, &tile->back, &tile->pre };
     for (uint32_t i = 0; i < 3; i++)
         if (miss & (1u << i))
             exec_copy_side(m, copy[i]->dst, copy[i]->src, copy[i]->bytes);
+    exec_set_cat(m, was);
     return NPU_OK;
 }
 
