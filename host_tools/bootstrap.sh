@@ -11,7 +11,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="${NPU_BUILD_DIR:-$root/build}"
-packages=(cmake ninja-build make gcc pkg-config python3 xz-utils dpkg-dev
+packages=(cmake ninja-build make gcc pkg-config python3 xz-utils dpkg-dev patch
           gcc-riscv64-unknown-elf newlib-source
           meson libglib2.0-dev libpixman-1-dev libfdt-dev zlib1g-dev
           libcmocka-dev gdb-multiarch libjansson-dev gnuplot-nox parallel perl)

@@ -25,7 +25,8 @@ static bool locate_sram(const struct chip_mem *m, uint64_t addr, uint64_t len,
     if (core >= m->ncores)
         return false;
     if (!inside(addr, len, npu_map_instance_base(NPU_MAP_SRAM, (uint32_t)core), m->sram_bytes,
-                &out->offset))
+                &out->offset) ||
+        out->offset < m->sram_code_bytes) /* behind the code's alias, not what a hart sees */
         return false;
     out->kind = CHIP_MEM_SRAM;
     out->core = (uint32_t)core;

@@ -26,6 +26,8 @@ struct chip_mem {
     uint32_t ncores;
     uint64_t sram_bytes;   /* per core */
     uint8_t **sram;        /* per core host pointer, or NULL */
+    uint64_t sram_code_bytes; /* [0, this) of every core's SRAM is the shared code
+                                 (emulator/qemu/npu_mesh_image.c): no engine's */
     uint64_t hbm_bytes;
     uint8_t *hbm;          /* or NULL */
     uint64_t dram_bytes;

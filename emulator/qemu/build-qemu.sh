@@ -13,7 +13,9 @@
 #    changed.
 # 3. The binary is kept as DIR/qemu-bin-<K2>/qemu-system-riscv64, K2 hashing K1 and every
 #    copied file: when it exists nothing is built. PATH becomes a symlink to it.
-# The project commits only its own files and the few glue lines below, never QEMU's source.
+# The project commits only its own files, the few glue lines below and patches/*.patch (the
+# riscv translator's PC-relative code, so that cores running one image share it:
+# emulator/qemu/npu_mesh_image.c), applied at unpacking and hashed into K1.
 set -euo pipefail
 
 cache="" python="/usr/bin/python3" out=""
@@ -54,6 +56,9 @@ fetch_source() {
 # The glue: the only edits made to QEMU's own files.
 apply_glue() {
   local src="$1"
+  for p in "$here"/patches/*.patch; do
+    patch -s -p1 -d "$src" <"$p" || { echo "build-qemu: $p does not apply" >&2; exit 1; }
+  done
   echo "subdir('npu_mesh')" > "$src/hw/riscv/meson.build.npu"
   sed -i "/^hw_arch += /e cat $src/hw/riscv/meson.build.npu" "$src/hw/riscv/meson.build"
   printf '\nconfig NPU_MESH\n    bool\n' >> "$src/hw/riscv/Kconfig"
@@ -74,7 +79,8 @@ configure_qemu() {
 
 tarball=$(fetch_source)
 glue_hash=$(sed -n '/^apply_glue()/,/^}/p;/^configure_qemu()/,/^}/p' "$0" | sha256sum | cut -c1-16)
-k1=$( (basename "$tarball"; sha256sum <"$tarball"; echo "$glue_hash") | sha256sum | cut -c1-16)
+k1=$( (basename "$tarball"; sha256sum <"$tarball"; echo "$glue_hash"; cat "$here"/patches/*.patch) |
+     sha256sum | cut -c1-16)
 src="$cache/qemu-src-$k1/qemu-7.2.0"
 
 # Stage the machine's files, then hash them.

@@ -6,7 +6,8 @@
  *   -kernel CTRL.elf         control-core image, linked into DRAM;
  *   core-image=CORE.elf      NPU-core image, position independent, linked at 0 and copied
  *                            to the start of every core's SRAM (the firmware relocates
- *                            itself at start-up, see hal/src/start.S).
+ *                            itself at start-up, see hal/src/start.S); its code is mapped
+ *                            once for all cores (npu_mesh_image.c, "Shared code").
  *
  * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
  * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance, stats=FILE (JSON
@@ -155,10 +156,20 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
     map_ram(&s->hbm, "npu.hbm", npu_memmap[NPU_MAP_HBM].base, s->cfg.hbm_bytes);
     s->unmapped_logged = g_new0(uint32_t, ncores + 1);
     s->sram = g_new0(MemoryRegion, ncores);
+    s->code_alias = g_new0(MemoryRegion, ncores);
+    /* the core image's code, once; every core's SRAM window starts with a read-only alias
+       of it, over the SRAM's own first pages (npu_mesh_image.c, "Shared code") */
+    memory_region_init_ram_flags_nomigrate(&s->core_code, NULL, "npu.core-code",
+                                           s->code_bytes, RAM_NORESERVE, &error_fatal);
     for (uint32_t i = 0; i < ncores; i++) {
         g_autofree char *name = g_strdup_printf("npu.sram%u", i);
-        map_ram(&s->sram[i], name, npu_map_instance_base(NPU_MAP_SRAM, i),
-                s->cfg.sram_bytes);
+        g_autofree char *code = g_strdup_printf("npu.sram%u.code", i);
+        uint64_t base = npu_map_instance_base(NPU_MAP_SRAM, i);
+        map_ram(&s->sram[i], name, base, s->cfg.sram_bytes);
+        memory_region_init_alias(&s->code_alias[i], NULL, code, &s->core_code, 0,
+                                 s->code_bytes);
+        memory_region_set_readonly(&s->code_alias[i], true);
+        memory_region_add_subregion_overlap(sysmem, base, &s->code_alias[i], 1);
     }
     memory_region_init_rom(&s->fdt_rom, NULL, "npu.fdt", npu_memmap[NPU_MAP_FDT].size,
                            &error_fatal);
@@ -181,6 +192,7 @@ static void create_devices(NpuMeshState *s, uint32_t nharts)
     s->chipctl->performance = s->mode && strcmp(s->mode, "performance") == 0;
     s->chipctl->mem = (struct chip_mem){
         .ncores = ncores, .sram_bytes = s->cfg.sram_bytes, .sram = sram,
+        .sram_code_bytes = s->code_bytes,
         .hbm_bytes = s->cfg.hbm_bytes, .hbm = memory_region_get_ram_ptr(&s->hbm),
         .dram_bytes = s->cfg.dram_bytes, .dram = memory_region_get_ram_ptr(&s->dram),
     };
@@ -217,65 +229,6 @@ static void create_devices(NpuMeshState *s, uint32_t nharts)
     sysbus_realize_and_unref(SYS_BUS_DEVICE(dev), &error_fatal);
     sysbus_mmio_map(SYS_BUS_DEVICE(dev), 0, npu_memmap[NPU_MAP_EXIT].base);
     s->exit_dev = NPU_EXIT(dev);
-}
-
-/* ---- images */
-
-static uint64_t sram_translate(void *opaque, uint64_t addr)
-{
-    return *(uint64_t *)opaque + addr;
-}
-
-static uint64_t load_core_image(NpuMeshState *s, uint32_t core)
-{
-    uint64_t base = npu_map_instance_base(NPU_MAP_SRAM, core);
-    uint64_t entry, low, high;
-    ssize_t size = load_elf(s->core_image, NULL, sram_translate, &base, &entry, &low, &high,
-                            NULL, 0, EM_RISCV, 1, 0);
-
-    if (size < 0) {
-        error_report("npu-mesh: property 'core-image': '%s': %s", s->core_image,
-                     load_elf_strerror(size));
-        exit(1);
-    }
-    if (low != base) {
-        error_report("npu-mesh: property 'core-image': '%s' is linked at 0x%" PRIx64
-                     "; an NPU-core image must be position independent and linked at 0 "
-                     "(hal/ld/core.ld)", s->core_image, low - base);
-        exit(1);
-    }
-    if (high - base > s->cfg.sram_bytes) {
-        error_report("npu-mesh: property 'core-image': '%s' needs %" PRIu64 " bytes of SRAM; "
-                     "the chip config gives %" PRIu64, s->core_image, high - base,
-                     s->cfg.sram_bytes);
-        exit(1);
-    }
-    return base + entry;
-}
-
-static uint64_t load_ctrl_image(MachineState *ms, NpuMeshState *s)
-{
-    uint64_t entry, low, high, base = npu_memmap[NPU_MAP_DRAM].base;
-    ssize_t size;
-
-    if (!ms->kernel_filename) {
-        error_report("npu-mesh: no control-core image: pass -kernel CTRL.elf");
-        exit(1);
-    }
-    size = load_elf(ms->kernel_filename, NULL, NULL, NULL, &entry, &low, &high, NULL, 0,
-                    EM_RISCV, 1, 0);
-    if (size < 0) {
-        error_report("npu-mesh: -kernel '%s': %s", ms->kernel_filename,
-                     load_elf_strerror(size));
-        exit(1);
-    }
-    if (low < base || high > base + s->cfg.dram_bytes) {
-        error_report("npu-mesh: -kernel '%s' occupies [0x%" PRIx64 ", 0x%" PRIx64 "), outside "
-                     "the control core's DRAM [0x%" PRIx64 ", 0x%" PRIx64 ")",
-                     ms->kernel_filename, low, high, base, base + s->cfg.dram_bytes);
-        exit(1);
-    }
-    return entry;
 }
 
 /* ---- harts */
@@ -318,14 +271,15 @@ static void npu_mesh_init(MachineState *ms)
         error_report("npu-mesh: property 'core-image' is required: the NPU-core image");
         exit(1);
     }
+    s->code_bytes = npu_mesh_core_code_bytes(s);
     create_memory(s, ncores);
     create_devices(s, nharts);
 
     g_autofree uint64_t *entries = g_new0(uint64_t, nharts);
     for (uint32_t i = 0; i < ncores; i++) {
-        entries[i] = load_core_image(s, i);
+        entries[i] = npu_mesh_load_core_image(s, i);
     }
-    entries[ncores] = load_ctrl_image(ms, s);
+    entries[ncores] = npu_mesh_load_ctrl_image(ms, s);
     create_harts(s, nharts, entries);
 
     void *fdt = npu_mesh_build_fdt(s, &fdt_size);

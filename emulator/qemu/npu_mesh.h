@@ -98,12 +98,23 @@ struct NpuMeshState {
     struct chip_config cfg;
     RISCVCPU *cpus;           /* harts 0..N-1 NPU cores, hart N the control core */
     MemoryRegion *sram;
+    MemoryRegion *code_alias; /* per core: its SRAM's first code_bytes, read-only */
+    MemoryRegion core_code;   /* the core image's code, shared (npu_mesh_image.c) */
+    uint64_t code_bytes;
     MemoryRegion dram, hbm, fdt_rom, unmapped;
     NpuChipctlState *chipctl;
     NpuCoreState **cores;     /* per hart */
     NpuExitState *exit_dev;
     uint32_t *unmapped_logged; /* per hart, to rate-limit the guest-error log */
 };
+
+/* Images (npu_mesh_image.c); each refuses a bad image and exits, naming it. */
+/* The size of the core image's code segment, page-aligned: what every core shares. */
+uint64_t npu_mesh_core_code_bytes(const NpuMeshState *s);
+/* Loads the core image into core `core`'s SRAM; returns its entry address. */
+uint64_t npu_mesh_load_core_image(NpuMeshState *s, uint32_t core);
+/* Loads -kernel into the control core's DRAM; returns its entry address. */
+uint64_t npu_mesh_load_ctrl_image(MachineState *ms, NpuMeshState *s);
 
 /* 64-bit registers may be read whole or as two 32-bit halves (off: 0 low, 4 high). */
 static inline uint64_t npu_reg64_read(uint64_t value, hwaddr off, unsigned size)

@@ -5,9 +5,10 @@
 Debian's riscv64-unknown-elf linker cannot produce PIE, so a core image is linked at 0 with
 --emit-relocs, and this post-link step lists every R_RISCV_64 (absolute 64-bit address) that
 lands in a loaded section. hal/src/start.S adds the load address to each listed word at
-start-up. Everything else in medany code is PC-relative; any other absolute relocation
-(R_RISCV_32, HI20, LO12) against a defined symbol would break when loaded elsewhere, so it is
-an error naming the section and offset.
+start-up. None may lie in code (an executable section): the machine maps the code once for
+every core (emulator/qemu/npu_mesh_image.c). Everything else in medany code is PC-relative;
+any other absolute relocation (R_RISCV_32, HI20, LO12) against a defined symbol would break
+when loaded elsewhere, so it is an error naming the section and offset.
 
 Table layout (section .npu_reloc, reserved in hal/ld/core.ld): u64 count, then count u64
 link addresses (= offsets from the image base), ascending.
@@ -15,7 +16,7 @@ link addresses (= offsets from the image base), ascending.
 import struct
 import sys
 
-SHT_SYMTAB, SHT_RELA, SHF_ALLOC = 2, 4, 2
+SHT_SYMTAB, SHT_RELA, SHF_ALLOC, SHF_EXECINSTR = 2, 4, 2, 4
 SHN_UNDEF, SHN_ABS = 0, 0xFFF1
 R_RISCV_32, R_RISCV_64 = 1, 2
 ABSOLUTE_UNSUPPORTED = {R_RISCV_32: "R_RISCV_32", 26: "R_RISCV_HI20", 27: "R_RISCV_LO12_I",
@@ -66,6 +67,10 @@ def collect(path, data, secs):
             shndx, = struct.unpack_from("<H", data, symtab["offset"] + sym * 24 + 6)
             if shndx in (SHN_UNDEF, SHN_ABS):
                 continue  # weak undefined (stays 0) or a plain number: nothing to move
+            if rtype == R_RISCV_64 and target["flags"] & SHF_EXECINSTR:
+                fail(path, f"an absolute address at {target['name']}+0x"
+                     f"{r_offset - target['addr']:x}: the code is shared by every core "
+                     "and cannot be relocated (hal/ld/common.ld)")
             if rtype == R_RISCV_64:
                 words.append(r_offset)
             elif rtype in ABSOLUTE_UNSUPPORTED:
