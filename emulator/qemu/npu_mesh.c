@@ -159,17 +159,21 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
     s->code_alias = g_new0(MemoryRegion, ncores);
     /* the core image's code, once; every core's SRAM window starts with a read-only alias
        of it, over the SRAM's own first pages (npu_mesh_image.c, "Shared code") */
-    memory_region_init_ram_flags_nomigrate(&s->core_code, NULL, "npu.core-code",
-                                           s->code_bytes, RAM_NORESERVE, &error_fatal);
+    if (s->code_bytes) {
+        memory_region_init_ram_flags_nomigrate(&s->core_code, NULL, "npu.core-code",
+                                               s->code_bytes, RAM_NORESERVE, &error_fatal);
+    }
     for (uint32_t i = 0; i < ncores; i++) {
         g_autofree char *name = g_strdup_printf("npu.sram%u", i);
         g_autofree char *code = g_strdup_printf("npu.sram%u.code", i);
         uint64_t base = npu_map_instance_base(NPU_MAP_SRAM, i);
         map_ram(&s->sram[i], name, base, s->cfg.sram_bytes);
-        memory_region_init_alias(&s->code_alias[i], NULL, code, &s->core_code, 0,
-                                 s->code_bytes);
-        memory_region_set_readonly(&s->code_alias[i], true);
-        memory_region_add_subregion_overlap(sysmem, base, &s->code_alias[i], 1);
+        if (s->code_bytes) {
+            memory_region_init_alias(&s->code_alias[i], NULL, code, &s->core_code, 0,
+                                     s->code_bytes);
+            memory_region_set_readonly(&s->code_alias[i], true);
+            memory_region_add_subregion_overlap(sysmem, base, &s->code_alias[i], 1);
+        }
     }
     memory_region_init_rom(&s->fdt_rom, NULL, "npu.fdt", npu_memmap[NPU_MAP_FDT].size,
                            &error_fatal);
@@ -271,7 +275,7 @@ static void npu_mesh_init(MachineState *ms)
         error_report("npu-mesh: property 'core-image' is required: the NPU-core image");
         exit(1);
     }
-    s->code_bytes = npu_mesh_core_code_bytes(s);
+    s->code_bytes = ncores <= NPU_SHARED_CODE_CORES_MAX ? npu_mesh_core_code_bytes(s) : 0;
     create_memory(s, ncores);
     create_devices(s, nharts);
 

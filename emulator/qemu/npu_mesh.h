@@ -108,6 +108,14 @@ struct NpuMeshState {
     uint32_t *unmapped_logged; /* per hart, to rate-limit the guest-error log */
 };
 
+/*
+ * The most cores that share the image's code (npu_mesh_image.c). A shared core's SRAM window
+ * takes one more section of QEMU's dispatch map (the alias), which holds at most 4095:
+ * 1024 cores with their register blocks and the unmapped gaps between windows pass it, so
+ * larger meshes keep a copy of the code per core, as before.
+ */
+#define NPU_SHARED_CODE_CORES_MAX 512u
+
 /* Images (npu_mesh_image.c); each refuses a bad image and exits, naming it. */
 /* The size of the core image's code segment, page-aligned: what every core shares. */
 uint64_t npu_mesh_core_code_bytes(const NpuMeshState *s);

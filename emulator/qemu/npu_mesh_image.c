@@ -12,6 +12,7 @@
  * stay in each core's own SRAM. The linker script (hal/ld/common.ld) puts the code alone
  * in its segment, ending on a page boundary, and hal/tools/npu_reloc.py refuses an
  * absolute address in it (the firmware relocates its data at start-up, never its code).
+ * Meshes of more than NPU_SHARED_CODE_CORES_MAX cores keep a copy per core (npu_mesh.h).
  */
 #include "qemu/osdep.h"
 #include "qemu/error-report.h"
