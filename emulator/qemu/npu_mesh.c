@@ -138,10 +138,21 @@ static void check_smp(MachineState *ms, uint32_t nharts)
 
 /* ---- memory */
 
+/* Plain host pages, not the transparent huge pages QEMU asks for: a run touches the chip's
+   memories sparsely (an image, descriptors and tables a core, the routing draws), and each
+   first touch of a huge page zeroes 2 MiB (docs/build.md, "Host pages"). */
+static void no_huge_pages(MemoryRegion *mr, uint64_t size)
+{
+#ifdef MADV_NOHUGEPAGE
+    madvise(memory_region_get_ram_ptr(mr), size, MADV_NOHUGEPAGE);
+#endif
+}
+
 static void map_ram(MemoryRegion *mr, const char *name, uint64_t base, uint64_t size)
 {
     memory_region_init_ram_flags_nomigrate(mr, NULL, name, size, RAM_NORESERVE,
                                            &error_fatal);
+    no_huge_pages(mr, size);
     memory_region_add_subregion(get_system_memory(), base, mr);
 }
 
@@ -162,6 +173,10 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
     if (s->code_bytes) {
         memory_region_init_ram_flags_nomigrate(&s->core_code, NULL, "npu.core-code",
                                                s->code_bytes, RAM_NORESERVE, &error_fatal);
+        no_huge_pages(&s->core_code, s->code_bytes);
+        /* read-only itself, not only through the aliases: no write reaches every core's
+           code (the image loader's ROM writes still do) */
+        memory_region_set_readonly(&s->core_code, true);
     }
     for (uint32_t i = 0; i < ncores; i++) {
         g_autofree char *name = g_strdup_printf("npu.sram%u", i);

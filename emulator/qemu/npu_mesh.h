@@ -110,7 +110,7 @@ struct NpuMeshState {
 
 /*
  * The most cores that share the image's code (npu_mesh_image.c). A shared core's SRAM window
- * takes one more section of QEMU's dispatch map (the alias), which holds at most 4095:
+ * takes one more section of QEMU's dispatch map (the alias), which holds at most 4096:
  * 1024 cores with their register blocks and the unmapped gaps between windows pass it, so
  * larger meshes keep a copy of the code per core, as before.
  */

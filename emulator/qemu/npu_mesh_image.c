@@ -29,18 +29,23 @@ static G_NORETURN void image_refused(const char *path, const char *why)
     exit(1);
 }
 
-/* The program headers of the little-endian ELF64 image `data` (`len` bytes), or NULL. */
-static const Elf64_Phdr *image_phdrs(const uint8_t *data, size_t len, unsigned *count)
+/* Whether `data` (`len` bytes) is a little-endian ELF64 RISC-V file whose program headers
+   lie inside it; their count and offset in *count, *off. */
+static bool image_phdrs(const uint8_t *data, size_t len, unsigned *count, uint64_t *off)
 {
-    const Elf64_Ehdr *eh = (const Elf64_Ehdr *)data;
-    if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB ||
-        eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
-        (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff) {
-        return NULL;
+    Elf64_Ehdr eh;
+    if (len < sizeof(eh)) {
+        return false;
     }
-    *count = eh->e_phnum;
-    return (const Elf64_Phdr *)(data + eh->e_phoff);
+    memcpy(&eh, data, sizeof(eh)); /* the file's bytes need not be aligned */
+    if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_RISCV ||
+        eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > len ||
+        (uint64_t)eh.e_phnum * sizeof(Elf64_Phdr) > len - eh.e_phoff) {
+        return false;
+    }
+    *count = eh.e_phnum, *off = eh.e_phoff;
+    return true;
 }
 
 uint64_t npu_mesh_core_code_bytes(const NpuMeshState *s)
@@ -52,34 +57,40 @@ uint64_t npu_mesh_core_code_bytes(const NpuMeshState *s)
     if (!g_file_get_contents(s->core_image, &data, &len, NULL)) {
         image_refused(s->core_image, "cannot be read");
     }
-    const Elf64_Phdr *ph = image_phdrs((const uint8_t *)data, len, &n);
-    if (!ph) {
-        image_refused(s->core_image, "not a little-endian ELF64 file");
+    uint64_t off = 0;
+    if (!image_phdrs((const uint8_t *)data, len, &n, &off)) {
+        image_refused(s->core_image, "not a little-endian ELF64 RISC-V file");
     }
-    const Elf64_Phdr *code = NULL;
+    Elf64_Phdr code = { .p_type = PT_NULL };
     uint64_t next = UINT64_MAX; /* the lowest address of any other loaded segment */
     for (unsigned i = 0; i < n; i++) {
-        if (ph[i].p_type != PT_LOAD || ph[i].p_memsz == 0) {
+        Elf64_Phdr ph;
+        memcpy(&ph, data + off + i * sizeof(ph), sizeof(ph));
+        if (ph.p_type != PT_LOAD || ph.p_memsz == 0) {
             continue;
         }
-        if (!code && ph[i].p_vaddr == 0) {
-            code = &ph[i];
-        } else if (ph[i].p_vaddr < next) {
-            next = ph[i].p_vaddr;
+        if (ph.p_paddr != ph.p_vaddr) { /* load_elf places segments by p_paddr */
+            image_refused(s->core_image, "a segment's load and link addresses differ: link "
+                          "it with hal/ld/core.ld");
+        }
+        if (code.p_type == PT_NULL && ph.p_vaddr == 0) {
+            code = ph;
+        } else if (ph.p_vaddr < next) {
+            next = ph.p_vaddr;
         }
     }
-    if (!code || !(code->p_flags & PF_X) || (code->p_flags & PF_W) ||
-        code->p_filesz != code->p_memsz) {
+    if (code.p_type == PT_NULL || !(code.p_flags & PF_X) || (code.p_flags & PF_W) ||
+        code.p_filesz != code.p_memsz) {
         image_refused(s->core_image, "its segment at 0 must be its code alone (read and "
                       "execute, not written): link it with hal/ld/core.ld");
     }
-    uint64_t bytes = ROUND_UP(code->p_memsz, NPU_PAGE);
+    if (code.p_memsz > s->cfg.sram_bytes - NPU_PAGE) { /* before the rounding can wrap */
+        image_refused(s->core_image, "its code does not fit a core's SRAM");
+    }
+    uint64_t bytes = ROUND_UP(code.p_memsz, NPU_PAGE);
     if (next < bytes) {
         image_refused(s->core_image, "another segment shares its code's last page: link "
                       "it with hal/ld/core.ld");
-    }
-    if (bytes > s->cfg.sram_bytes) {
-        image_refused(s->core_image, "its code does not fit a core's SRAM");
     }
     return bytes;
 }

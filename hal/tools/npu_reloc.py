@@ -52,6 +52,9 @@ def sections(data):
 
 def collect(path, data, secs):
     words = []
+    # the code segment, [0, the end of the last executable section): one copy for all cores
+    code_end = max((s["addr"] + s["size"] for s in secs
+                    if s["flags"] & SHF_ALLOC and s["flags"] & SHF_EXECINSTR), default=0)
     for rela in (s for s in secs if s["type"] == SHT_RELA):
         target = secs[rela["info"]]
         if not target["flags"] & SHF_ALLOC:
@@ -67,10 +70,10 @@ def collect(path, data, secs):
             shndx, = struct.unpack_from("<H", data, symtab["offset"] + sym * 24 + 6)
             if shndx in (SHN_UNDEF, SHN_ABS):
                 continue  # weak undefined (stays 0) or a plain number: nothing to move
-            if rtype == R_RISCV_64 and target["flags"] & SHF_EXECINSTR:
+            if rtype == R_RISCV_64 and r_offset < code_end:
                 fail(path, f"an absolute address at {target['name']}+0x"
-                     f"{r_offset - target['addr']:x}: the code is shared by every core "
-                     "and cannot be relocated (hal/ld/common.ld)")
+                     f"{r_offset - target['addr']:x}: the code segment is shared by every "
+                     "core and cannot be relocated (hal/ld/common.ld)")
             if rtype == R_RISCV_64:
                 words.append(r_offset)
             elif rtype in ABSOLUTE_UNSUPPORTED:

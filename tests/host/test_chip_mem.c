@@ -49,6 +49,7 @@ static void test_the_shared_code_is_no_engines(void **state)
     assert_false(chip_mem_locate(&mem, sram_base(0), 4, &r));
     assert_int_equal(r.kind, CHIP_MEM_NONE);
     assert_false(chip_mem_locate(&mem, sram_base(1) + CODE - 4, 4, &r));
+    assert_false(chip_mem_locate(&mem, sram_base(1) + CODE - 4, 64, &r)); /* into it */
     struct chip_mem no_code = mem;
     no_code.sram_code_bytes = 0;
     assert_true(chip_mem_locate(&no_code, sram_base(1), 4, &r));
