@@ -7,7 +7,7 @@
  *   core-image=CORE.elf      NPU-core image, position independent, linked at 0 and copied
  *                            to the start of every core's SRAM (the firmware relocates
  *                            itself at start-up, see hal/src/start.S); its code is mapped
- *                            once for all cores (npu_mesh_image.c, "Shared code").
+ *                            once for all cores (npu_mesh_image.c, its header).
  *
  * Properties: config=FILE (chip config, required), rows=, cols= (override the config's
  * mesh), core-image=, watchdog-ms= (0: off), mode=functional|performance, stats=FILE (JSON
@@ -138,13 +138,21 @@ static void check_smp(MachineState *ms, uint32_t nharts)
 
 /* ---- memory */
 
-/* Plain host pages, not the transparent huge pages QEMU asks for: a run touches the chip's
-   memories sparsely (an image, descriptors and tables a core, the routing draws), and each
-   first touch of a huge page zeroes 2 MiB (docs/build.md, "Host pages"). */
-static void no_huge_pages(MemoryRegion *mr, uint64_t size)
+/* Host pages (docs/build.md, "Simulator speed: host pages and the
+   planner's start-up"). QEMU asks for transparent huge pages on all
+   guest RAM, and the first touch of one zeroes 2 MiB: a run touches the chip's memories
+   sparsely (the HBM hardly at all in performance mode), so plain pages there, from byte
+   `from` of the block on. The first huge page of a core's SRAM, which holds its image
+   (data, stacks, descriptors: what its hart touches all the time), and the control core's
+   DRAM keep them, one host TLB entry each (plain pages everywhere measured no faster on
+   long runs: docs/results.md (#11)). */
+static void no_huge_pages(MemoryRegion *mr, uint64_t from, uint64_t size)
 {
 #ifdef MADV_NOHUGEPAGE
-    madvise(memory_region_get_ram_ptr(mr), size, MADV_NOHUGEPAGE);
+    if (from < size) {
+        madvise((uint8_t *)memory_region_get_ram_ptr(mr) + from, size - from,
+                MADV_NOHUGEPAGE);
+    }
 #endif
 }
 
@@ -152,7 +160,6 @@ static void map_ram(MemoryRegion *mr, const char *name, uint64_t base, uint64_t 
 {
     memory_region_init_ram_flags_nomigrate(mr, NULL, name, size, RAM_NORESERVE,
                                            &error_fatal);
-    no_huge_pages(mr, size);
     memory_region_add_subregion(get_system_memory(), base, mr);
 }
 
@@ -165,15 +172,15 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
     memory_region_add_subregion_overlap(sysmem, 0, &s->unmapped, -1000);
     map_ram(&s->dram, "npu.dram", npu_memmap[NPU_MAP_DRAM].base, s->cfg.dram_bytes);
     map_ram(&s->hbm, "npu.hbm", npu_memmap[NPU_MAP_HBM].base, s->cfg.hbm_bytes);
+    no_huge_pages(&s->hbm, 0, s->cfg.hbm_bytes);
     s->unmapped_logged = g_new0(uint32_t, ncores + 1);
     s->sram = g_new0(MemoryRegion, ncores);
     s->code_alias = g_new0(MemoryRegion, ncores);
     /* the core image's code, once; every core's SRAM window starts with a read-only alias
-       of it, over the SRAM's own first pages (npu_mesh_image.c, "Shared code") */
+       of it, over the SRAM's own first pages (npu_mesh_image.c, its header) */
     if (s->code_bytes) {
         memory_region_init_ram_flags_nomigrate(&s->core_code, NULL, "npu.core-code",
                                                s->code_bytes, RAM_NORESERVE, &error_fatal);
-        no_huge_pages(&s->core_code, s->code_bytes);
         /* read-only itself, not only through the aliases: no write reaches every core's
            code (the image loader's ROM writes still do) */
         memory_region_set_readonly(&s->core_code, true);
@@ -183,6 +190,7 @@ static void create_memory(NpuMeshState *s, uint32_t ncores)
         g_autofree char *code = g_strdup_printf("npu.sram%u.code", i);
         uint64_t base = npu_map_instance_base(NPU_MAP_SRAM, i);
         map_ram(&s->sram[i], name, base, s->cfg.sram_bytes);
+        no_huge_pages(&s->sram[i], 2 * MiB, s->cfg.sram_bytes);
         if (s->code_bytes) {
             memory_region_init_alias(&s->code_alias[i], NULL, code, &s->core_code, 0,
                                      s->code_bytes);

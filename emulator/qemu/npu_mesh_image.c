@@ -8,8 +8,8 @@
  * image's code, its first segment, lives once in "npu.core-code" and the first pages of
  * every core's SRAM window are a read-only alias of it (npu_mesh.c, create_memory): QEMU
  * translates the code once for all cores instead of once per core, which keeps the host's
- * caches warm (docs/architecture.md, "Shared code"). The image's data, stack and heap
- * stay in each core's own SRAM. The linker script (hal/ld/common.ld) puts the code alone
+ * caches warm (docs/build.md, "Simulator speed: one translation of the cores' code"). The
+ * image's data, stack and heap stay in each core's own SRAM. The linker script (hal/ld/common.ld) puts the code alone
  * in its segment, ending on a page boundary, and hal/tools/npu_reloc.py refuses an
  * absolute address in it (the firmware relocates its data at start-up, never its code).
  * Meshes of more than NPU_SHARED_CODE_CORES_MAX cores keep a copy per core (npu_mesh.h).
